@@ -1,0 +1,116 @@
+/**
+ * The append-only event log: one service, two implementations (memory here, Postgres in
+ * PgEventStore.ts). Appends are atomic across the streams of one call and checked against each
+ * stream's expected version; the global feed is read from a checkpoint and never skips an event
+ * that commits late.
+ */
+import { Context, Effect, Schema, Stream } from "effect"
+
+/**
+ * A position in the global feed. On Postgres `tx` is the committing transaction's xid8 and
+ * `seq` the event's global position; the feed is ordered by (tx, seq). In memory both grow
+ * together.
+ */
+export interface Position {
+  readonly tx: bigint
+  readonly seq: bigint
+}
+
+export const START: Position = { tx: 0n, seq: 0n }
+
+export const comparePositions = (a: Position, b: Position): number =>
+  a.tx < b.tx ? -1 : a.tx > b.tx ? 1 : a.seq < b.seq ? -1 : a.seq > b.seq ? 1 : 0
+
+export const formatPosition = (p: Position): string => `${p.tx}:${p.seq}`
+
+export const parsePosition = (s: string): Position | undefined => {
+  const match = /^(\d{1,20}):(\d{1,20})$/.exec(s)
+  return match ? { tx: BigInt(match[1]!), seq: BigInt(match[2]!) } : undefined
+}
+
+export type Json = null | boolean | number | string | ReadonlyArray<Json> | { readonly [key: string]: Json }
+
+export interface NewEvent {
+  readonly eventId: string
+  readonly type: string
+  readonly schemaVersion: number
+  readonly data: Json
+  readonly metadata?: { readonly [key: string]: Json } | undefined
+}
+
+export interface RecordedEvent {
+  readonly streamId: string
+  readonly streamType: string
+  readonly version: number
+  readonly position: Position
+  readonly eventId: string
+  readonly type: string
+  readonly schemaVersion: number
+  readonly data: Json
+  readonly metadata: { readonly [key: string]: Json }
+  /** Epoch milliseconds of the append. */
+  readonly createdAt: number
+}
+
+export interface AppendRequest {
+  readonly streamId: string
+  readonly streamType: string
+  /** The stream's current version; 0 for a stream that must not exist yet. */
+  readonly expectedVersion: number
+  readonly events: ReadonlyArray<NewEvent>
+}
+
+export class ConcurrencyConflict extends Schema.TaggedError<ConcurrencyConflict>()("ConcurrencyConflict", {
+  streamId: Schema.String,
+  expectedVersion: Schema.Int
+}) {
+  override get message() {
+    return `stream ${this.streamId} is not at version ${this.expectedVersion}`
+  }
+}
+
+/** A storage fault (connection lost, constraint the code did not expect). */
+export class StoreUnavailable extends Schema.TaggedError<StoreUnavailable>()("StoreUnavailable", {
+  cause: Schema.Defect()
+}) {}
+
+export interface EventStoreShape {
+  /** Appends every request in one atomic commit, or none of them. */
+  readonly append: (
+    requests: ReadonlyArray<AppendRequest>
+  ) => Effect.Effect<ReadonlyArray<RecordedEvent>, ConcurrencyConflict | StoreUnavailable>
+  readonly readStream: (
+    streamId: string,
+    fromVersion?: number
+  ) => Effect.Effect<ReadonlyArray<RecordedEvent>, StoreUnavailable>
+  /** Up to `limit` committed events after `after`, in feed order. */
+  readonly readAll: (after: Position, limit: number) => Effect.Effect<ReadonlyArray<RecordedEvent>, StoreUnavailable>
+  /** The position of the newest committed event that a reader may safely checkpoint past. */
+  readonly head: Effect.Effect<Position, StoreUnavailable>
+  /** Every committed event after `after`, forever: a notification is a hint, polling the guarantee. */
+  readonly follow: (after: Position, options?: { readonly batchSize?: number }) => Stream.Stream<RecordedEvent, StoreUnavailable>
+  /** Streams ids of one type (for start-up recovery scans). */
+  readonly streamIds: (streamType: string) => Effect.Effect<ReadonlyArray<string>, StoreUnavailable>
+}
+
+export class EventStore extends Context.Service<EventStore, EventStoreShape>()("app/infra/EventStore") {}
+
+/** Polls `readAll` from `after`, waiting on `wake` (or `pollMs`) whenever it has caught up. */
+export const followByPolling = (
+  readAll: EventStoreShape["readAll"],
+  after: Position,
+  wait: Effect.Effect<void>,
+  batchSize: number
+): Stream.Stream<RecordedEvent, StoreUnavailable> =>
+  Stream.suspend(() => {
+    let cursor = after
+    const pull: Effect.Effect<ReadonlyArray<RecordedEvent>, StoreUnavailable> = Effect.flatMap(
+      readAll(cursor, batchSize),
+      (events) => {
+        if (events.length === 0) return Effect.flatMap(wait, () => pull)
+        cursor = events[events.length - 1]!.position
+        return Effect.succeed(events)
+      }
+    )
+    return Stream.fromEffectRepeat(pull).pipe(Stream.flatMap((events) => Stream.fromIterable(events)))
+  })
