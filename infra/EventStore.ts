@@ -95,22 +95,29 @@ export interface EventStoreShape {
 
 export class EventStore extends Context.Service<EventStore, EventStoreShape>()("app/infra/EventStore") {}
 
-/** Polls `readAll` from `after`, waiting on `wake` (or `pollMs`) whenever it has caught up. */
+/** Something that can wake followers: a generation counter bumped on every append. */
+export interface FeedSignal {
+  readonly generation: () => number
+  /** Waits until the generation moves past `since`, or `maxWait` passes. */
+  readonly wait: (since: number) => Effect.Effect<void>
+}
+
+/** Polls `readAll` from `after`, waiting on the signal whenever it has caught up. */
 export const followByPolling = (
   readAll: EventStoreShape["readAll"],
   after: Position,
-  wait: Effect.Effect<void>,
+  signal: FeedSignal,
   batchSize: number
 ): Stream.Stream<RecordedEvent, StoreUnavailable> =>
   Stream.suspend(() => {
     let cursor = after
-    const pull: Effect.Effect<ReadonlyArray<RecordedEvent>, StoreUnavailable> = Effect.flatMap(
-      readAll(cursor, batchSize),
-      (events) => {
-        if (events.length === 0) return Effect.flatMap(wait, () => pull)
+    const pull: Effect.Effect<ReadonlyArray<RecordedEvent>, StoreUnavailable> = Effect.suspend(() => {
+      const since = signal.generation()
+      return Effect.flatMap(readAll(cursor, batchSize), (events) => {
+        if (events.length === 0) return Effect.flatMap(signal.wait(since), () => pull)
         cursor = events[events.length - 1]!.position
         return Effect.succeed(events)
-      }
-    )
+      })
+    })
     return Stream.fromEffectRepeat(pull).pipe(Stream.flatMap((events) => Stream.fromIterable(events)))
   })

@@ -1,0 +1,130 @@
+/**
+ * The event store without a database: arrays and maps in this process, lost on restart. Inline
+ * projections are applied to the memory tables in the same synchronous step as the append, so
+ * the guarantees match the Postgres store's single commit.
+ */
+import { Context, type Duration, Effect, Layer } from "effect"
+import {
+  type AppendRequest,
+  ConcurrencyConflict,
+  EventStore,
+  type FeedSignal,
+  type EventStoreShape,
+  followByPolling,
+  type Position,
+  type RecordedEvent
+} from "./EventStore.ts"
+import { projectAll, Projections } from "./Projection.ts"
+import { MemoryTables, memoryViewStore, ViewStore } from "./ViewStore.ts"
+
+/** Wakes followers when something is appended; a waiter also gives up after `maxWait`. */
+export class Wakeup implements FeedSignal {
+  private waiters: Array<() => void> = []
+  private counter = 0
+  private readonly maxWait: Duration.Input
+
+  constructor(maxWait: Duration.Input) {
+    this.maxWait = maxWait
+  }
+
+  readonly generation = () => this.counter
+
+  notify(): void {
+    this.counter++
+    const waiters = this.waiters
+    this.waiters = []
+    for (const wake of waiters) wake()
+  }
+
+  readonly wait = (since: number): Effect.Effect<void> => {
+    const maxWait = this.maxWait
+    return Effect.callback<void>((resume) => {
+      if (this.counter !== since) return resume(Effect.void)
+      const wake = () => resume(Effect.void)
+      this.waiters.push(wake)
+      return Effect.sync(() => {
+        this.waiters = this.waiters.filter((w) => w !== wake)
+      })
+    }).pipe(Effect.timeoutOption(maxWait), Effect.asVoid)
+  }
+}
+
+export const makeMemoryEventStore = (tables: MemoryTables, projections: Projections["Service"]) => {
+  const log: Array<RecordedEvent> = []
+  const streams = new Map<string, { type: string; events: Array<RecordedEvent> }>()
+  const wakeup = new Wakeup("1 second")
+  const inline = projections.filter((p) => p.mode === "inline")
+
+  const append = (requests: ReadonlyArray<AppendRequest>) =>
+    Effect.suspend(() => {
+      for (const request of requests) {
+        const current = streams.get(request.streamId)?.events.length ?? 0
+        if (current !== request.expectedVersion) {
+          return Effect.fail(new ConcurrencyConflict({ streamId: request.streamId, expectedVersion: request.expectedVersion }))
+        }
+      }
+      const now = Date.now()
+      const recorded: Array<RecordedEvent> = []
+      for (const request of requests) {
+        let stream = streams.get(request.streamId)
+        if (stream === undefined) {
+          stream = { type: request.streamType, events: [] }
+          streams.set(request.streamId, stream)
+        }
+        for (const event of request.events) {
+          const seq = BigInt(log.length + 1)
+          const record: RecordedEvent = {
+            streamId: request.streamId,
+            streamType: stream.type,
+            version: stream.events.length + 1,
+            position: { tx: seq, seq },
+            eventId: event.eventId,
+            type: event.type,
+            schemaVersion: event.schemaVersion,
+            data: event.data,
+            metadata: event.metadata ?? {},
+            createdAt: now
+          }
+          stream.events.push(record)
+          log.push(record)
+          recorded.push(record)
+        }
+      }
+      for (const projection of inline) tables.apply(projectAll(projection, recorded))
+      wakeup.notify()
+      return Effect.succeed(recorded as ReadonlyArray<RecordedEvent>)
+    })
+
+  // Memory positions are dense: event n sits at index n - 1.
+  const readAll = (after: Position, limit: number) =>
+    Effect.sync(() => log.slice(Number(after.seq), Number(after.seq) + limit) as ReadonlyArray<RecordedEvent>)
+
+  const store: EventStoreShape = {
+    append,
+    readStream: (streamId, fromVersion = 1) =>
+      Effect.sync(() => (streams.get(streamId)?.events ?? []).slice(Math.max(0, fromVersion - 1))),
+    readAll,
+    head: Effect.sync(() => log[log.length - 1]?.position ?? { tx: 0n, seq: 0n }),
+    follow: (after, options) => followByPolling(readAll, after, wakeup, options?.batchSize ?? 500),
+    streamIds: (streamType) =>
+      Effect.sync(() => [...streams.entries()].filter(([, s]) => s.type === streamType).map(([id]) => id))
+  }
+  return store
+}
+
+/** The memory tables themselves, for the in-process projection runner and tests. */
+export class MemoryTablesService extends Context.Service<MemoryTablesService, MemoryTables>()("app/infra/MemoryTables") {}
+
+/** Event store, view store and memory tables, all in this process. */
+export const layerMemory: Layer.Layer<EventStore | ViewStore | MemoryTablesService, never, Projections> = Layer.effectContext(
+  Effect.gen(function*() {
+    const projections = yield* Projections
+    const keys = new Map<string, ReadonlyArray<string>>()
+    for (const projection of projections) for (const table of projection.tables) keys.set(table.name, table.primaryKey)
+    const tables = new MemoryTables(keys)
+    return Context.make(EventStore, makeMemoryEventStore(tables, projections)).pipe(
+      Context.add(ViewStore, memoryViewStore(tables)),
+      Context.add(MemoryTablesService, tables)
+    )
+  })
+)

@@ -1,0 +1,116 @@
+/**
+ * Schema migrations: numbered SQL steps applied once, in order, inside one transaction that
+ * holds an advisory lock, so several processes starting together migrate exactly once.
+ * Feature modules contribute their own steps through `MigrationSteps`.
+ */
+import { Effect } from "effect"
+import { SqlClient } from "effect/sql"
+import type { SqlError } from "effect/sql/SqlError"
+
+export interface Migration {
+  readonly id: number
+  readonly name: string
+  readonly statements: ReadonlyArray<string>
+}
+
+const MIGRATION_LOCK = 7_100_001
+
+export const eventLogMigrations: ReadonlyArray<Migration> = [
+  {
+    id: 1,
+    name: "event_log",
+    statements: [
+      `CREATE TABLE streams (
+        stream_id text PRIMARY KEY,
+        stream_type text NOT NULL,
+        version integer NOT NULL
+      )`,
+      `CREATE INDEX streams_type ON streams (stream_type)`,
+      `CREATE TABLE events (
+        global_position bigint GENERATED ALWAYS AS IDENTITY,
+        tx_id xid8 NOT NULL DEFAULT pg_current_xact_id(),
+        stream_id text NOT NULL,
+        stream_version integer NOT NULL,
+        event_id text NOT NULL UNIQUE,
+        event_type text NOT NULL,
+        schema_version integer NOT NULL,
+        data jsonb NOT NULL,
+        metadata jsonb NOT NULL DEFAULT '{}',
+        created_at timestamptz NOT NULL DEFAULT now(),
+        PRIMARY KEY (stream_id, stream_version)
+      )`,
+      `CREATE INDEX events_feed ON events (tx_id, global_position)`,
+      // The log is append-only: the application never updates or deletes events, and the
+      // database refuses it even to a role that could.
+      `CREATE FUNCTION events_append_only() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN RAISE EXCEPTION 'events is append-only'; END $$`,
+      `CREATE TRIGGER events_no_update BEFORE UPDATE OR DELETE ON events
+        FOR EACH ROW EXECUTE FUNCTION events_append_only()`,
+      `CREATE TRIGGER events_no_truncate BEFORE TRUNCATE ON events
+        FOR EACH STATEMENT EXECUTE FUNCTION events_append_only()`,
+      `REVOKE UPDATE, DELETE, TRUNCATE ON events FROM PUBLIC`,
+      `CREATE TABLE projection_state (
+        name text PRIMARY KEY,
+        spec_hash text NOT NULL,
+        checkpoint_tx xid8 NOT NULL DEFAULT '0',
+        checkpoint_seq bigint NOT NULL DEFAULT 0,
+        updated_at timestamptz NOT NULL DEFAULT now()
+      )`
+    ]
+  },
+  {
+    id: 2,
+    name: "api_keys_and_rate_limits",
+    statements: [
+      `CREATE TABLE api_keys (
+        key_id text PRIMARY KEY,
+        key_hash bytea NOT NULL UNIQUE,
+        key_prefix text NOT NULL,
+        project_id text NOT NULL,
+        user_id text,
+        created_at timestamptz NOT NULL DEFAULT now(),
+        revoked_at timestamptz
+      )`,
+      `CREATE TABLE rate_buckets (
+        bucket text PRIMARY KEY,
+        tokens double precision NOT NULL,
+        updated_ms bigint NOT NULL
+      )`,
+      `CREATE TABLE rate_quotas (
+        bucket text NOT NULL,
+        day date NOT NULL,
+        used bigint NOT NULL,
+        PRIMARY KEY (bucket, day)
+      )`
+    ]
+  }
+]
+
+export const runMigrations = (
+  migrations: ReadonlyArray<Migration>
+): Effect.Effect<ReadonlyArray<string>, SqlError, SqlClient.SqlClient> =>
+  Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    const sorted = [...migrations].sort((a, b) => a.id - b.id)
+    return yield* sql.withTransaction(
+      Effect.gen(function*() {
+        yield* sql`SELECT pg_advisory_xact_lock(${MIGRATION_LOCK})`
+        yield* sql`CREATE TABLE IF NOT EXISTS schema_migrations (
+          id integer PRIMARY KEY,
+          name text NOT NULL,
+          applied_at timestamptz NOT NULL DEFAULT now()
+        )`
+        const applied = new Set(
+          (yield* sql<{ id: number }>`SELECT id FROM schema_migrations`).map((row) => Number(row.id))
+        )
+        const done: Array<string> = []
+        for (const migration of sorted) {
+          if (applied.has(migration.id)) continue
+          for (const statement of migration.statements) yield* sql.unsafe(statement)
+          yield* sql`INSERT INTO schema_migrations (id, name) VALUES (${migration.id}, ${migration.name})`
+          done.push(`${migration.id}_${migration.name}`)
+        }
+        return done
+      })
+    )
+  })

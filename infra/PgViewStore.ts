@@ -1,0 +1,248 @@
+/**
+ * Projected views on Postgres: DDL from table specs, row changes applied as a few set-based
+ * statements per batch, and keyset-paginated reads. Physical tables are `v_<name>`; a replay
+ * builds `v_<name>__<suffix>` and renames it into place.
+ */
+import { Effect, Layer } from "effect"
+import { SqlClient } from "effect/sql"
+import type { SqlError } from "effect/sql/SqlError"
+import { type Json, StoreUnavailable } from "./EventStore.ts"
+import type { ColumnType, ListQuery, Row, RowChange, TableSpec } from "./Projection.ts"
+import { Projections } from "./Projection.ts"
+import { ViewStore } from "./ViewStore.ts"
+
+export const ident = (name: string): string => `"${name.replace(/"/g, '""')}"`
+export const physicalName = (table: string, suffix = ""): string => `v_${table}${suffix === "" ? "" : `__${suffix}`}`
+
+const sqlType: Record<ColumnType, string> = { text: "text COLLATE \"C\"", bigint: "bigint", boolean: "boolean", jsonb: "jsonb" }
+const arrayType: Record<ColumnType, string> = { text: "text[]", bigint: "int8[]", boolean: "bool[]", jsonb: "text[]" }
+const castBack = (type: ColumnType, expr: string) => (type === "jsonb" ? `${expr}::jsonb` : expr)
+
+export const createTableStatements = (spec: TableSpec, suffix = ""): ReadonlyArray<string> => {
+  const table = physicalName(spec.name, suffix)
+  const nullable = new Set(spec.nullable ?? [])
+  const columns = Object.entries(spec.columns).map(([column, type]) =>
+    `${ident(column)} ${sqlType[type]}${nullable.has(column) ? "" : " NOT NULL"}`
+  )
+  const statements = [
+    `CREATE TABLE IF NOT EXISTS ${ident(table)} (${columns.join(", ")}, PRIMARY KEY (${spec.primaryKey.map(ident).join(", ")}))`
+  ]
+  for (const [i, index] of (spec.indexes ?? []).entries()) {
+    const cols = index.map((c) => (c.startsWith("-") ? `${ident(c.slice(1))} DESC` : ident(c)))
+    statements.push(`CREATE INDEX IF NOT EXISTS ${ident(`${table}_i${i}`)} ON ${ident(table)} (${cols.join(", ")})`)
+  }
+  return statements
+}
+
+const encodeValue = (type: ColumnType, value: Row[string]): unknown => {
+  if (value === undefined || value === null) return null
+  if (type === "jsonb") return JSON.stringify(value)
+  if (type === "bigint") return typeof value === "number" ? BigInt(Math.trunc(value)) : value
+  return value
+}
+
+const decodeValue = (type: ColumnType | undefined, value: unknown): Json => {
+  if (value === null || value === undefined) return null
+  if (typeof value === "bigint") return Number(value)
+  if (value instanceof Date) return value.getTime()
+  if (type === "jsonb" && typeof value === "string") return JSON.parse(value) as Json
+  return value as Json
+}
+
+export const decodeRow = (spec: TableSpec, raw: Record<string, unknown>): Row => {
+  const row: Record<string, Json> = {}
+  for (const column of Object.keys(spec.columns)) row[column] = decodeValue(spec.columns[column], raw[column])
+  return row
+}
+
+interface Group {
+  readonly op: RowChange["op"]
+  readonly table: string
+  readonly columns: ReadonlyArray<string>
+  readonly changes: Array<RowChange>
+  readonly keys: Set<string>
+}
+
+const changeColumns = (change: RowChange): ReadonlyArray<string> => {
+  switch (change.op) {
+    case "upsert":
+      return Object.keys(change.row).sort()
+    case "update":
+      return [...Object.keys(change.key), ...Object.keys(change.set)].sort()
+    case "delete":
+      return Object.keys(change.key).sort()
+    case "append":
+      return [...Object.keys(change.key), change.column].sort()
+  }
+}
+
+const changeKey = (spec: TableSpec, change: RowChange): string => {
+  const source = change.op === "upsert" ? change.row : change.key
+  return JSON.stringify(spec.primaryKey.map((c) => source[c] ?? null))
+}
+
+/** Consecutive changes of the same shape go into one statement; a repeated key starts a new one. */
+const groupChanges = (specs: ReadonlyMap<string, TableSpec>, changes: ReadonlyArray<RowChange>): ReadonlyArray<Group> => {
+  const groups: Array<Group> = []
+  let current: Group | undefined
+  for (const change of changes) {
+    const spec = specs.get(change.table)
+    if (spec === undefined) throw new Error(`unknown view table ${change.table}`)
+    const columns = changeColumns(change)
+    const key = changeKey(spec, change)
+    const sameShape = current !== undefined && current.op === change.op && current.table === change.table &&
+      current.columns.join(",") === columns.join(",") &&
+      (change.op !== "append" || (current.changes[0] as { column: string }).column === change.column)
+    if (current === undefined || !sameShape || current.keys.has(key)) {
+      current = { op: change.op, table: change.table, columns, changes: [], keys: new Set() }
+      groups.push(current)
+    }
+    current.changes.push(change)
+    current.keys.add(key)
+  }
+  return groups
+}
+
+const unnestSource = (spec: TableSpec, columns: ReadonlyArray<string>, rows: ReadonlyArray<Row>, params: Array<unknown>) => {
+  const parts = columns.map((column) => {
+    const type = spec.columns[column]
+    if (type === undefined) throw new Error(`unknown column ${spec.name}.${column}`)
+    params.push(rows.map((row) => encodeValue(type, row[column])))
+    return `$${params.length}::${arrayType[type]}`
+  })
+  const select = columns.map((column) => `${castBack(spec.columns[column]!, `u.${ident(column)}`)} AS ${ident(column)}`)
+  return `(SELECT ${select.join(", ")} FROM unnest(${parts.join(", ")}) AS u(${columns.map(ident).join(", ")}))`
+}
+
+const groupStatement = (spec: TableSpec, table: string, group: Group): { text: string; params: Array<unknown> } => {
+  const params: Array<unknown> = []
+  const t = ident(table)
+  const pkMatch = spec.primaryKey.map((c) => `t.${ident(c)} = s.${ident(c)}`).join(" AND ")
+  switch (group.op) {
+    case "upsert": {
+      const rows = group.changes.map((c) => (c as Extract<RowChange, { op: "upsert" }>).row)
+      const source = unnestSource(spec, group.columns, rows, params)
+      const updates = group.columns.filter((c) => !spec.primaryKey.includes(c))
+      const onConflict = updates.length === 0
+        ? "DO NOTHING"
+        : `DO UPDATE SET ${updates.map((c) => `${ident(c)} = EXCLUDED.${ident(c)}`).join(", ")}`
+      return {
+        text: `INSERT INTO ${t} (${group.columns.map(ident).join(", ")}) SELECT * FROM ${source} s ON CONFLICT (${spec.primaryKey.map(ident).join(", ")}) ${onConflict}`,
+        params
+      }
+    }
+    case "update": {
+      const rows = group.changes.map((c) => {
+        const u = c as Extract<RowChange, { op: "update" }>
+        return { ...u.set, ...u.key }
+      })
+      const source = unnestSource(spec, group.columns, rows, params)
+      const sets = group.columns.filter((c) => !spec.primaryKey.includes(c))
+      return {
+        text: `UPDATE ${t} AS t SET ${sets.map((c) => `${ident(c)} = s.${ident(c)}`).join(", ")} FROM ${source} s WHERE ${pkMatch}`,
+        params
+      }
+    }
+    case "delete": {
+      const rows = group.changes.map((c) => (c as Extract<RowChange, { op: "delete" }>).key)
+      const source = unnestSource(spec, group.columns, rows, params)
+      return { text: `DELETE FROM ${t} AS t USING ${source} s WHERE ${pkMatch}`, params }
+    }
+    case "append": {
+      const column = (group.changes[0] as Extract<RowChange, { op: "append" }>).column
+      const rows = group.changes.map((c) => {
+        const a = c as Extract<RowChange, { op: "append" }>
+        return { ...a.key, [a.column]: [a.value] }
+      })
+      const source = unnestSource(spec, group.columns, rows, params)
+      return {
+        text: `UPDATE ${t} AS t SET ${ident(column)} = coalesce(t.${ident(column)}, '[]'::jsonb) || s.${ident(column)} FROM ${source} s WHERE ${pkMatch}`,
+        params
+      }
+    }
+  }
+}
+
+/** Applies row changes in order, in the caller's transaction. */
+export const applyChanges = (
+  sql: SqlClient.SqlClient,
+  specs: ReadonlyMap<string, TableSpec>,
+  changes: ReadonlyArray<RowChange>,
+  suffix = ""
+): Effect.Effect<void, SqlError> =>
+  Effect.suspend(() => {
+    if (changes.length === 0) return Effect.void
+    const statements = groupChanges(specs, changes).map((group) => {
+      const spec = specs.get(group.table)!
+      return groupStatement(spec, physicalName(group.table, suffix), group)
+    })
+    return Effect.forEach(statements, (s) => sql.unsafe(s.text, s.params), { discard: true })
+  })
+
+export const specMap = (projections: Projections["Service"]): ReadonlyMap<string, TableSpec> => {
+  const map = new Map<string, TableSpec>()
+  for (const projection of projections) for (const table of projection.tables) map.set(table.name, table)
+  return map
+}
+
+const OPS = new Set(["=", "!=", "<", "<=", ">", ">="])
+
+export const listStatement = (spec: TableSpec, query: ListQuery): { text: string; params: Array<unknown> } => {
+  const params: Array<unknown> = []
+  const typed = (column: string, value: Json) => {
+    const type = spec.columns[column]
+    if (type === undefined) throw new Error(`unknown column ${spec.name}.${column}`)
+    params.push(encodeValue(type, value))
+    return `$${params.length}::${type === "jsonb" ? "jsonb" : type === "text" ? "text" : type}`
+  }
+  const conditions = (query.where ?? []).map((f) => {
+    if (!OPS.has(f.op)) throw new Error(`bad operator ${f.op}`)
+    return f.op === "!="
+      ? `${ident(f.column)} IS DISTINCT FROM ${typed(f.column, f.value)}`
+      : `${ident(f.column)} ${f.op} ${typed(f.column, f.value)}`
+  })
+  const desc = query.orderBy[0]?.direction !== "asc"
+  if (query.after !== undefined) {
+    const after = query.after
+    const lhs = query.orderBy.map((o) => ident(o.column)).join(", ")
+    const rhs = query.orderBy.map((o, i) => typed(o.column, after[i] ?? null)).join(", ")
+    conditions.push(`(${lhs}) ${desc ? "<" : ">"} (${rhs})`)
+  }
+  params.push(query.limit)
+  const order = query.orderBy.map((o) => `${ident(o.column)} ${desc ? "DESC" : "ASC"}`).join(", ")
+  return {
+    text: `SELECT * FROM ${ident(physicalName(spec.name))}${conditions.length ? ` WHERE ${conditions.join(" AND ")}` : ""} ORDER BY ${order} LIMIT $${params.length}`,
+    params
+  }
+}
+
+const unavailable = (cause: unknown) => new StoreUnavailable({ cause })
+
+export const layerPgViewStore: Layer.Layer<ViewStore, never, SqlClient.SqlClient | Projections> = Layer.effect(
+  ViewStore,
+  Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    const specs = specMap(yield* Projections)
+    const specOf = (table: string) => {
+      const spec = specs.get(table)
+      if (spec === undefined) throw new Error(`unknown view table ${table}`)
+      return spec
+    }
+    return ViewStore.of({
+      get: (table, key) =>
+        Effect.suspend(() => {
+          const spec = specOf(table)
+          const where = spec.primaryKey.map((c) => ({ column: c, op: "=" as const, value: (key[c] ?? null) as Json }))
+          const { text, params } = listStatement(spec, { where, orderBy: [{ column: spec.primaryKey[0]!, direction: "asc" }], limit: 1 })
+          return Effect.map(sql.unsafe<Record<string, unknown>>(text, params), (rows) =>
+            rows[0] === undefined ? undefined : decodeRow(spec, rows[0]))
+        }).pipe(Effect.mapError(unavailable)),
+      list: (table, query) =>
+        Effect.suspend(() => {
+          const spec = specOf(table)
+          const { text, params } = listStatement(spec, query)
+          return Effect.map(sql.unsafe<Record<string, unknown>>(text, params), (rows) => rows.map((r) => decodeRow(spec, r)))
+        }).pipe(Effect.mapError(unavailable))
+    })
+  })
+)

@@ -1,0 +1,143 @@
+/**
+ * Reads of projected views, and the in-memory tables that back them without a database.
+ * The Postgres implementation lives in PgViewStore.ts.
+ */
+import { Context, Effect } from "effect"
+import type { Json } from "./EventStore.ts"
+import type { StoreUnavailable } from "./EventStore.ts"
+import type { Filter, ListQuery, Row, RowChange } from "./Projection.ts"
+
+export interface ViewStoreShape {
+  readonly get: (table: string, key: Row) => Effect.Effect<Row | undefined, StoreUnavailable>
+  readonly list: (table: string, query: ListQuery) => Effect.Effect<ReadonlyArray<Row>, StoreUnavailable>
+}
+
+export class ViewStore extends Context.Service<ViewStore, ViewStoreShape>()("app/infra/ViewStore") {}
+
+const compareJson = (a: Json | undefined, b: Json | undefined): number => {
+  if (a === b) return 0
+  if (a === undefined || a === null) return -1
+  if (b === undefined || b === null) return 1
+  if (typeof a === "number" && typeof b === "number") return a - b
+  if (typeof a === "boolean" && typeof b === "boolean") return Number(a) - Number(b)
+  const sa = typeof a === "string" ? a : JSON.stringify(a)
+  const sb = typeof b === "string" ? b : JSON.stringify(b)
+  // Byte order, as Postgres compares text under the C collation the tables use.
+  return sa < sb ? -1 : sa > sb ? 1 : 0
+}
+
+const matches = (row: Row, filter: Filter): boolean => {
+  const c = compareJson(row[filter.column], filter.value)
+  switch (filter.op) {
+    case "=":
+      return c === 0 && row[filter.column] !== undefined && row[filter.column] !== null
+    case "!=":
+      return c !== 0
+    case "<":
+      return c < 0
+    case "<=":
+      return c <= 0
+    case ">":
+      return c > 0
+    case ">=":
+      return c >= 0
+  }
+}
+
+/** Plain maps keyed by primary key; the reference semantics for the Postgres store. */
+export class MemoryTables {
+  private readonly tables = new Map<string, Map<string, Row>>()
+  private readonly keys: ReadonlyMap<string, ReadonlyArray<string>>
+
+  constructor(primaryKeys: ReadonlyMap<string, ReadonlyArray<string>>) {
+    this.keys = primaryKeys
+  }
+
+  private table(name: string): Map<string, Row> {
+    let table = this.tables.get(name)
+    if (table === undefined) {
+      table = new Map()
+      this.tables.set(name, table)
+    }
+    return table
+  }
+
+  private keyOf(table: string, row: Row): string {
+    const columns = this.keys.get(table)
+    if (columns === undefined) throw new Error(`unknown view table ${table}`)
+    return JSON.stringify(columns.map((column) => row[column] ?? null))
+  }
+
+  apply(changes: ReadonlyArray<RowChange>): void {
+    for (const change of changes) {
+      const table = this.table(change.table)
+      switch (change.op) {
+        case "upsert": {
+          const key = this.keyOf(change.table, change.row)
+          table.set(key, { ...table.get(key), ...change.row })
+          break
+        }
+        case "update": {
+          const key = this.keyOf(change.table, change.key)
+          const existing = table.get(key)
+          if (existing !== undefined) table.set(key, { ...existing, ...change.set })
+          break
+        }
+        case "delete":
+          table.delete(this.keyOf(change.table, change.key))
+          break
+        case "append": {
+          const key = this.keyOf(change.table, change.key)
+          const existing = table.get(key)
+          if (existing === undefined) break
+          const current = existing[change.column]
+          const list = Array.isArray(current) ? current : []
+          table.set(key, { ...existing, [change.column]: [...list, change.value] })
+          break
+        }
+      }
+    }
+  }
+
+  get(table: string, key: Row): Row | undefined {
+    return this.table(table).get(this.keyOf(table, key))
+  }
+
+  list(table: string, query: ListQuery): ReadonlyArray<Row> {
+    const where = query.where ?? []
+    const direction = query.orderBy[0]?.direction === "asc" ? 1 : -1
+    const compareRows = (a: Row, b: Row): number => {
+      for (const order of query.orderBy) {
+        const c = compareJson(a[order.column], b[order.column])
+        if (c !== 0) return c * direction
+      }
+      return 0
+    }
+    const after = query.after
+    const afterRow: Row | undefined = after === undefined
+      ? undefined
+      : Object.fromEntries(query.orderBy.map((order, i) => [order.column, after[i]]))
+    const rows: Array<Row> = []
+    for (const row of this.table(table).values()) {
+      if (!where.every((filter) => matches(row, filter))) continue
+      if (afterRow !== undefined && compareRows(row, afterRow) <= 0) continue
+      rows.push(row)
+    }
+    rows.sort(compareRows)
+    return rows.slice(0, query.limit)
+  }
+
+  /** Every row of a table in primary-key order (tests compare replayed tables with it). */
+  dump(table: string): ReadonlyArray<Row> {
+    return [...this.table(table).entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([, row]) => row)
+  }
+
+  clear(tables: ReadonlyArray<string>): void {
+    for (const table of tables) this.tables.delete(table)
+  }
+}
+
+export const memoryViewStore = (tables: MemoryTables): ViewStoreShape => ({
+  get: (table, key) => Effect.sync(() => tables.get(table, key)),
+  list: (table, query) => Effect.sync(() => tables.list(table, query))
+})

@@ -1,0 +1,65 @@
+/**
+ * Durable tests get a database of their own on the Postgres named by SERVICE_TEST_DATABASE_URL.
+ * In CI (CI set) Postgres is required: an unreachable server fails the run. Elsewhere the durable
+ * suites skip with a loud message.
+ */
+import { PgClient } from "@effect/sql-pg"
+import { Effect, Layer, Redacted } from "effect"
+import { randomBytes } from "node:crypto"
+import { Socket } from "node:net"
+
+export const TEST_DATABASE_URL = process.env.SERVICE_TEST_DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/postgres"
+
+const reachable = (url: string): Promise<boolean> =>
+  new Promise((resolve) => {
+    const { hostname, port } = new URL(url)
+    const socket = new Socket()
+    const done = (ok: boolean) => {
+      socket.destroy()
+      resolve(ok)
+    }
+    socket.setTimeout(1000, () => done(false))
+    socket.once("error", () => done(false))
+    socket.connect(Number(port || 5432), hostname || "127.0.0.1", () => done(true))
+  })
+
+export const postgresAvailable: boolean = await (async () => {
+  const ok = await reachable(TEST_DATABASE_URL)
+  if (!ok) {
+    if (process.env.CI) throw new Error(`CI requires Postgres at ${TEST_DATABASE_URL}, and it is not reachable`)
+    process.stderr.write(`\n*** Postgres at ${TEST_DATABASE_URL} is not reachable: DURABLE TESTS ARE SKIPPED ***\n\n`)
+  }
+  return ok
+})()
+
+const adminUrl = (url: string) => url
+
+const run = <A>(effect: Effect.Effect<A, unknown, PgClient.PgClient>) =>
+  Effect.runPromise(
+    effect.pipe(Effect.provide(PgClient.layer({ url: Redacted.make(adminUrl(TEST_DATABASE_URL)), maxConnections: 1 })))
+  )
+
+/** Creates an empty database and returns its URL. */
+export const createTestDatabase = async (prefix = "t"): Promise<string> => {
+  const name = `${prefix}_${randomBytes(6).toString("hex")}`
+  await run(Effect.flatMap(PgClient.PgClient, (sql) => sql.unsafe(`CREATE DATABASE ${name}`)))
+  const url = new URL(TEST_DATABASE_URL)
+  url.pathname = `/${name}`
+  return url.toString()
+}
+
+export const dropTestDatabase = async (url: string): Promise<void> => {
+  const name = new URL(url).pathname.slice(1)
+  await run(Effect.flatMap(PgClient.PgClient, (sql) => sql.unsafe(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`)))
+}
+
+/** A PgClient layer on a fresh database, dropped when the layer is released. */
+export const freshDatabaseLayer = (options?: { readonly maxConnections?: number }) =>
+  Layer.unwrap(
+    Effect.acquireRelease(
+      Effect.promise(() => createTestDatabase()),
+      (url) => Effect.promise(() => dropTestDatabase(url))
+    ).pipe(
+      Effect.map((url) => PgClient.layer({ url: Redacted.make(url), maxConnections: options?.maxConnections ?? 10 }))
+    )
+  )
