@@ -36,7 +36,7 @@ const PgStore = Layer.effect(
 ).pipe(Layer.provide(layerPgEventStore), Layer.provide(NoProjections), Layer.provideMerge(freshDatabaseLayer()))
 
 const suite = (name: string, store: Layer.Layer<EventStore, unknown>) =>
-  layer(store, { timeout: 60_000 })(name, (it) => {
+  layer(store, { timeout: 60_000, excludeTestServices: true })(name, (it) => {
     it.effect("appends, reads a stream and rejects a stale expected version", () =>
       Effect.gen(function*() {
         const store = yield* EventStore
@@ -129,7 +129,7 @@ suite("EventStore (memory)", MemoryStore)
 describe.skipIf(!postgresAvailable)("EventStore (Postgres)", () => {
   suite("EventStore (Postgres) shared", PgStore)
 
-  layer(PgStore, { timeout: 60_000 })("late commits", (it) => {
+  layer(PgStore, { timeout: 60_000, excludeTestServices: true })("late commits", (it) => {
     it.effect("a transaction held open while later ones commit: the reader waits, then gets all", () =>
       Effect.gen(function*() {
         const store = yield* EventStore
