@@ -1,0 +1,21 @@
+/**
+ * The HTTP API contract: groups and endpoints, no handlers. The client library and the server
+ * both build on it. Payloads are closed: unknown fields are rejected.
+ */
+import { HttpApi, OpenApi } from "effect/http-api"
+import { Authentication, ErrorEnvelope, RateLimit } from "./Middleware.ts"
+import { HealthApi, SystemApi } from "./SystemApi.ts"
+
+// Middleware added last runs first: the envelope, then authentication, then the rate limit.
+export class Api extends HttpApi.make("service")
+  .add(SystemApi.middleware(RateLimit).middleware(Authentication))
+  .middleware(ErrorEnvelope)
+  .add(HealthApi.middleware(ErrorEnvelope))
+  .annotate(HttpApi.ParseOptions, { onExcessProperty: "error" })
+  .annotate(HttpApi.HeadersParseOptions, {})
+  .annotateMerge(OpenApi.annotations({
+    title: "Service API",
+    description: "Runs catalog tools for project users, stages files, and delivers signed webhooks. " +
+      "Every error is `{error: {code, message, retryable, retryAfter?}, requestId}`."
+  }))
+{}

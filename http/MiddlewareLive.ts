@@ -1,0 +1,84 @@
+/**
+ * Implementations of the API middleware: the error envelope, bearer authentication against
+ * ApiKeys, and the per-project rate limit with its `RateLimit-*` headers.
+ */
+import { Cause, Context, Effect, Layer, Redacted } from "effect"
+import { HttpEffect, HttpServerRequest, HttpServerResponse } from "effect/http"
+import { AuthExpired, AuthMissing, RateLimited } from "../domain/Errors.ts"
+import { ApiKeys } from "../infra/ApiKeys.ts"
+import { type Decision, RateLimiter } from "../infra/RateLimiter.ts"
+import { Caller, RequestId } from "./Caller.ts"
+import { causeResponse } from "./Envelope.ts"
+import { Authentication, ErrorEnvelope, RateLimit, UsesExecuteBucket } from "./Middleware.ts"
+import { checkPinned, checkUserId, USER_HEADER } from "./Users.ts"
+
+export const ErrorEnvelopeLive = Layer.succeed(
+  ErrorEnvelope,
+  (httpEffect) =>
+    Effect.catchCause(httpEffect, (cause) =>
+      Cause.hasInterruptsOnly(cause)
+        ? Effect.failCause(cause)
+        : Effect.flatMap(RequestId, (requestId: string) => causeResponse(requestId, cause)))
+)
+
+export const AuthenticationLive = Layer.effect(
+  Authentication,
+  Effect.gen(function*() {
+    const keys = yield* ApiKeys
+    return Authentication.of({
+      bearer: (httpEffect, { credential }) =>
+        Effect.gen(function*() {
+          const presented = Redacted.value(credential)
+          if (presented === "") {
+            return yield* new AuthMissing({ message: "Send the project API key as Authorization: Bearer <key>." })
+          }
+          const principal = yield* Effect.orDie(keys.verify(presented))
+          if (principal === undefined) return yield* new AuthExpired({ message: "The API key is invalid or revoked." })
+          const caller = { keyId: principal.keyId, projectId: principal.projectId, pinnedUserId: principal.userId }
+          const request = yield* HttpServerRequest.HttpServerRequest
+          const named = request.headers[USER_HEADER]
+          if (named !== undefined) {
+            yield* checkUserId(named, "X-Service-User-Id")
+            yield* checkPinned(caller, named)
+          }
+          return yield* Effect.provideService(httpEffect, Caller, caller)
+        })
+    })
+  })
+)
+
+const rateHeaders = (decision: Decision): Record<string, string> => ({
+  "ratelimit-limit": String(decision.limit),
+  "ratelimit-remaining": String(decision.remaining),
+  "ratelimit-reset": String(decision.resetAt)
+})
+
+export const RateLimitLive = Layer.effect(
+  RateLimit,
+  Effect.gen(function*() {
+    const limiter = yield* RateLimiter
+    return RateLimit.of((httpEffect, { endpoint }) =>
+      Effect.gen(function*() {
+        const caller = yield* Caller
+        const execute = Context.get(endpoint.annotations, UsesExecuteBucket)
+        let decision = yield* Effect.orDie(limiter.take(caller.projectId, execute ? "execute" : "standard"))
+        if (decision.allowed && execute) {
+          const daily = yield* Effect.orDie(limiter.takeDaily(caller.projectId))
+          if (daily !== undefined && !daily.allowed) {
+            decision = { ...daily, retryAfter: Math.max(1, daily.resetAt - Math.floor(Date.now() / 1000)) }
+          }
+        }
+        const headers = rateHeaders(decision)
+        yield* HttpEffect.appendPreResponseHandler((_request, response) =>
+          Effect.succeed(HttpServerResponse.setHeaders(response, headers)))
+        if (!decision.allowed) {
+          return yield* new RateLimited({
+            message: execute ? "The project's execute rate limit is exhausted." : "The project's rate limit is exhausted.",
+            retryAfter: decision.retryAfter ?? 1
+          })
+        }
+        return yield* httpEffect
+      })
+    )
+  })
+)

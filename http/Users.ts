@@ -1,0 +1,38 @@
+/**
+ * Which user a request acts for (spec, Authentication 3 and 5): a pinned key acts only for its
+ * user and any other named user is 403; an unpinned key acts for whoever the request names.
+ */
+import { Effect } from "effect"
+import { InsufficientScope, InvalidInput } from "../domain/Errors.ts"
+import type { CallerShape } from "./Caller.ts"
+
+export const USER_HEADER = "x-service-user-id"
+const USER_ID = /^[A-Za-z0-9_.-]{1,64}$/
+
+export const checkUserId = (value: string, where: string): Effect.Effect<string, InvalidInput> =>
+  USER_ID.test(value) ? Effect.succeed(value) : Effect.fail(new InvalidInput({ message: `${where} must match [A-Za-z0-9_.-]{1,64}.` }))
+
+/** A pinned key naming anyone but its own user is refused, wherever the name appears. */
+export const checkPinned = (caller: CallerShape, named: string | undefined): Effect.Effect<void, InsufficientScope> =>
+  caller.pinnedUserId !== undefined && named !== undefined && named !== caller.pinnedUserId
+    ? Effect.fail(new InsufficientScope({ message: "This key is pinned to another user." }))
+    : Effect.void
+
+/** The acting user: the explicit value, else the header, else the pinned user; may be undefined. */
+export const actingUser = (
+  caller: CallerShape,
+  sources: { readonly explicit?: string | undefined; readonly header?: string | undefined }
+): Effect.Effect<string | undefined, InsufficientScope | InvalidInput> =>
+  Effect.gen(function*() {
+    if (sources.explicit !== undefined) yield* checkUserId(sources.explicit, "userId")
+    if (sources.header !== undefined) yield* checkUserId(sources.header, "X-Service-User-Id")
+    yield* checkPinned(caller, sources.explicit)
+    yield* checkPinned(caller, sources.header)
+    return sources.explicit ?? sources.header ?? caller.pinnedUserId
+  })
+
+/** Project-wide routes (file list, history, webhooks) refuse pinned keys. */
+export const requireUnpinned = (caller: CallerShape): Effect.Effect<void, InsufficientScope> =>
+  caller.pinnedUserId === undefined
+    ? Effect.void
+    : Effect.fail(new InsufficientScope({ message: "This route needs an unpinned project key." }))

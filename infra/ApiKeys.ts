@@ -1,0 +1,202 @@
+/**
+ * Project API keys: bootstrap keys from SERVICE_API_KEYS and, with a database, keys created by
+ * the command line. Only SHA-256 hashes are kept; a presented key is hashed, looked up by hash,
+ * and the stored hash compared in constant time. Database answers are cached for a few seconds,
+ * so a revocation takes effect within `CACHE_MS` in every process.
+ */
+import { Context, Effect, Layer, Redacted } from "effect"
+import { SqlClient } from "effect/sql"
+import { createHash, randomBytes, timingSafeEqual } from "node:crypto"
+import { AppConfig } from "../src/Config.ts"
+import { StoreUnavailable } from "./EventStore.ts"
+import { newId } from "./Ids.ts"
+
+export interface Principal {
+  readonly keyId: string
+  readonly projectId: string
+  /** Set for user-pinned keys. */
+  readonly userId: string | undefined
+}
+
+export interface KeyRecord extends Principal {
+  readonly prefix: string
+  readonly createdAt: string
+  readonly revokedAt: string | undefined
+}
+
+export interface ApiKeysShape {
+  readonly verify: (presented: string) => Effect.Effect<Principal | undefined, StoreUnavailable>
+  readonly create: (owner: { readonly projectId: string; readonly userId?: string | undefined }) => Effect.Effect<
+    { readonly key: Redacted.Redacted<string>; readonly record: KeyRecord },
+    StoreUnavailable
+  >
+  readonly list: (projectId?: string) => Effect.Effect<ReadonlyArray<KeyRecord>, StoreUnavailable>
+  readonly revoke: (keyId: string) => Effect.Effect<boolean, StoreUnavailable>
+}
+
+export class ApiKeys extends Context.Service<ApiKeys, ApiKeysShape>()("app/infra/ApiKeys") {}
+
+const CACHE_MS = 5_000
+const KEY_ALPHABET = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
+
+export const hashKey = (key: string): Buffer => createHash("sha256").update(key, "utf8").digest()
+
+/** A new key: `sk_` and 40 base62 characters (about 238 bits). */
+export const generateKey = (): string => {
+  const bytes = randomBytes(40)
+  let out = "sk_"
+  for (const byte of bytes) out += KEY_ALPHABET[byte % KEY_ALPHABET.length]
+  return out
+}
+
+const sameHash = (a: Uint8Array, b: Uint8Array) => a.length === b.length && timingSafeEqual(a, b)
+
+const bootstrapPrincipals = (config: AppConfig["Service"]) => {
+  const byHash = new Map<string, { hash: Buffer; principal: Principal }>()
+  for (const [i, entry] of config.apiKeys.entries()) {
+    const hash = hashKey(Redacted.value(entry.key))
+    byHash.set(hash.toString("hex"), {
+      hash,
+      principal: { keyId: `key_bootstrap_${i + 1}`, projectId: entry.projectId, userId: entry.userId }
+    })
+  }
+  return byHash
+}
+
+const verifyBootstrap = (byHash: ReturnType<typeof bootstrapPrincipals>, presented: string): Principal | undefined => {
+  const hash = hashKey(presented)
+  const found = byHash.get(hash.toString("hex"))
+  return found !== undefined && sameHash(found.hash, hash) ? found.principal : undefined
+}
+
+/** Memory mode: bootstrap keys, plus a printed dev key for `proj_dev` when none is configured. */
+export const layerMemory: Layer.Layer<ApiKeys, never, AppConfig> = Layer.effect(
+  ApiKeys,
+  Effect.gen(function*() {
+    const config = yield* AppConfig
+    const byHash = bootstrapPrincipals(config)
+    const created = new Map<string, { hash: Buffer; record: KeyRecord }>()
+    const create: ApiKeysShape["create"] = (owner) =>
+      Effect.sync(() => {
+        const key = generateKey()
+        const record: KeyRecord = {
+          keyId: newId("key"),
+          projectId: owner.projectId,
+          userId: owner.userId,
+          prefix: key.slice(0, 10),
+          createdAt: new Date().toISOString(),
+          revokedAt: undefined
+        }
+        created.set(hashKey(key).toString("hex"), { hash: hashKey(key), record })
+        return { key: Redacted.make(key), record }
+      })
+    return ApiKeys.of({
+      verify: (presented) =>
+        Effect.sync(() => {
+          const bootstrap = verifyBootstrap(byHash, presented)
+          if (bootstrap !== undefined) return bootstrap
+          const hash = hashKey(presented)
+          const found = created.get(hash.toString("hex"))
+          return found !== undefined && found.record.revokedAt === undefined && sameHash(found.hash, hash)
+            ? found.record
+            : undefined
+        }),
+      create,
+      list: (projectId) =>
+        Effect.sync(() =>
+          [...created.values()].map((c) => c.record).filter((r) => projectId === undefined || r.projectId === projectId)
+        ),
+      revoke: (keyId) =>
+        Effect.sync(() => {
+          for (const entry of created.values()) {
+            if (entry.record.keyId === keyId && entry.record.revokedAt === undefined) {
+              entry.record = { ...entry.record, revokedAt: new Date().toISOString() }
+              return true
+            }
+          }
+          return false
+        })
+    })
+  })
+)
+
+interface KeyRow {
+  readonly key_id: string
+  readonly key_hash: Uint8Array
+  readonly key_prefix: string
+  readonly project_id: string
+  readonly user_id: string | null
+  readonly created_at: Date
+  readonly revoked_at: Date | null
+}
+
+const toRecord = (row: KeyRow): KeyRecord => ({
+  keyId: row.key_id,
+  projectId: row.project_id,
+  userId: row.user_id ?? undefined,
+  prefix: row.key_prefix,
+  createdAt: row.created_at.toISOString(),
+  revokedAt: row.revoked_at?.toISOString()
+})
+
+const unavailable = (cause: unknown) => new StoreUnavailable({ cause })
+
+export const layerPg: Layer.Layer<ApiKeys, never, AppConfig | SqlClient.SqlClient> = Layer.effect(
+  ApiKeys,
+  Effect.gen(function*() {
+    const config = yield* AppConfig
+    const sql = yield* SqlClient.SqlClient
+    const byHash = bootstrapPrincipals(config)
+    const cache = new Map<string, { principal: Principal | undefined; expires: number }>()
+
+    const lookup = (hash: Buffer) =>
+      sql<KeyRow>`SELECT * FROM api_keys WHERE key_hash = ${hash} AND revoked_at IS NULL`.pipe(
+        Effect.map((rows) => {
+          const row = rows[0]
+          return row !== undefined && sameHash(Buffer.from(row.key_hash), hash) ? toRecord(row) : undefined
+        }),
+        Effect.mapError(unavailable)
+      )
+
+    return ApiKeys.of({
+      verify: (presented) =>
+        Effect.suspend(() => {
+          const bootstrap = verifyBootstrap(byHash, presented)
+          if (bootstrap !== undefined) return Effect.succeed(bootstrap)
+          const hash = hashKey(presented)
+          const cacheKey = hash.toString("hex")
+          const now = Date.now()
+          const cached = cache.get(cacheKey)
+          if (cached !== undefined && cached.expires > now) return Effect.succeed(cached.principal)
+          return Effect.tap(lookup(hash), (principal) =>
+            Effect.sync(() => {
+              if (cache.size > 10_000) cache.clear()
+              cache.set(cacheKey, { principal, expires: now + CACHE_MS })
+            }))
+        }),
+      create: (owner) =>
+        Effect.gen(function*() {
+          const key = generateKey()
+          const rows = yield* sql<KeyRow>`
+            INSERT INTO api_keys (key_id, key_hash, key_prefix, project_id, user_id)
+            VALUES (${newId("key")}, ${hashKey(key)}, ${key.slice(0, 10)}, ${owner.projectId}, ${owner.userId ?? null})
+            RETURNING *`.pipe(Effect.mapError(unavailable))
+          return { key: Redacted.make(key), record: toRecord(rows[0]!) }
+        }),
+      list: (projectId) =>
+        (projectId === undefined
+          ? sql<KeyRow>`SELECT * FROM api_keys ORDER BY created_at`
+          : sql<KeyRow>`SELECT * FROM api_keys WHERE project_id = ${projectId} ORDER BY created_at`).pipe(
+          Effect.map((rows) => rows.map(toRecord)),
+          Effect.mapError(unavailable)
+        ),
+      revoke: (keyId) =>
+        sql<{ key_id: string }>`UPDATE api_keys SET revoked_at = now() WHERE key_id = ${keyId} AND revoked_at IS NULL RETURNING key_id`.pipe(
+          Effect.map((rows) => rows.length > 0),
+          Effect.tap(() => Effect.sync(() => cache.clear())),
+          Effect.mapError(unavailable)
+        )
+    })
+  })
+)
+

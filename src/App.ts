@@ -1,0 +1,28 @@
+/**
+ * The running service as one layer: stores, actors and the HTTP server, given a configuration.
+ */
+import { Effect, Layer, Redacted } from "effect"
+import { HttpServer } from "effect/http"
+import { ApiKeys } from "../infra/ApiKeys.ts"
+import { HttpServerLive } from "../http/Server.ts"
+import { AppConfig } from "./Config.ts"
+import { InfraLive } from "./Infra.ts"
+
+/** In memory mode with no configured key, one unpinned key for `proj_dev` is made and printed once. */
+const DevKey = Layer.effectDiscard(
+  Effect.gen(function*() {
+    const config = yield* AppConfig
+    if (config.databaseUrl !== undefined || config.apiKeys.length > 0) return
+    const keys = yield* ApiKeys
+    const { key } = yield* Effect.orDie(keys.create({ projectId: "proj_dev" }))
+    process.stdout.write(`Development API key for project proj_dev (memory mode, shown once): ${Redacted.value(key)}\n`)
+  })
+)
+
+const ListenLog = Layer.effectDiscard(
+  HttpServer.addressFormattedWith((address) => Effect.logInfo(`listening on ${address}`))
+)
+
+export const AppLive = Layer.mergeAll(ListenLog.pipe(Layer.provideMerge(HttpServerLive)), DevKey).pipe(
+  Layer.provideMerge(InfraLive)
+)

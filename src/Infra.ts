@@ -1,0 +1,58 @@
+/**
+ * Chooses the stores: everything in memory without SERVICE_DATABASE_URL, Postgres (migrated at
+ * start-up) with it. Both variants provide the same services, so nothing above this module
+ * knows which one runs.
+ */
+import { PgClient } from "@effect/sql-pg"
+import { Effect, Layer, Redacted } from "effect"
+import * as ApiKeys from "../infra/ApiKeys.ts"
+import { EventStore } from "../infra/EventStore.ts"
+import { layerMemory as memoryEventStore, MemoryTablesService } from "../infra/MemoryEventStore.ts"
+import { layerPgEventStore } from "../infra/PgEventStore.ts"
+import { eventLogMigrations, type Migration, runMigrations } from "../infra/PgMigrations.ts"
+import { layerPgViewStore } from "../infra/PgViewStore.ts"
+import { Projections } from "../infra/Projection.ts"
+import { ensureProjectionTables } from "../infra/ProjectionAdmin.ts"
+import * as RateLimiter from "../infra/RateLimiter.ts"
+import { ViewStore } from "../infra/ViewStore.ts"
+import { AppConfig } from "./Config.ts"
+import { allProjections } from "./Projections.ts"
+
+/** Every schema step of every feature, applied in id order. */
+export const allMigrations: ReadonlyArray<Migration> = [...eventLogMigrations]
+
+export type InfraServices = EventStore | ViewStore | ApiKeys.ApiKeys | RateLimiter.RateLimiter | Projections
+
+export const ProjectionsLive = Layer.succeed(Projections, allProjections)
+
+export const pgClientLayer = (url: Redacted.Redacted<string>) =>
+  PgClient.layer({ url, maxConnections: 16, applicationName: "service" })
+
+/** The database, migrated and with every projection table present, before anything uses it. */
+export const DatabaseLive = (url: Redacted.Redacted<string>) =>
+  Layer.effectDiscard(
+    Effect.gen(function*() {
+      const applied = yield* runMigrations(allMigrations)
+      if (applied.length > 0) yield* Effect.logInfo(`applied migrations: ${applied.join(", ")}`)
+      yield* ensureProjectionTables
+    })
+  ).pipe(Layer.provideMerge(pgClientLayer(url)), Layer.provide(ProjectionsLive))
+
+export const MemoryInfra = Layer.mergeAll(
+  memoryEventStore,
+  ApiKeys.layerMemory,
+  RateLimiter.layerMemory
+).pipe(Layer.provideMerge(ProjectionsLive))
+
+export const PgInfra = (url: Redacted.Redacted<string>) =>
+  Layer.mergeAll(layerPgEventStore, layerPgViewStore, ApiKeys.layerPg, RateLimiter.layerPg).pipe(
+    Layer.provideMerge(ProjectionsLive),
+    Layer.provideMerge(DatabaseLive(url))
+  )
+
+export const InfraLive = Layer.unwrap(
+  Effect.map(AppConfig, (config) =>
+    config.databaseUrl === undefined
+      ? (MemoryInfra as Layer.Layer<InfraServices | MemoryTablesService, never, AppConfig>)
+      : (PgInfra(config.databaseUrl) as unknown as Layer.Layer<InfraServices, never, AppConfig>))
+)

@@ -1,0 +1,4 @@
+/** Every projection the service runs; features add theirs here. */
+import type { Projection } from "../infra/Projection.ts"
+
+export const allProjections: ReadonlyArray<Projection> = []

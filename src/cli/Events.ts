@@ -1,0 +1,46 @@
+/**
+ * `events tail`: follows the event log and prints one JSON line per event. Payloads are printed
+ * as stored; the log never holds file bytes or secrets in plain text.
+ */
+import { Effect, Option, Stream } from "effect"
+import { Command, Flag } from "effect/cli"
+import { EventStore, parsePosition, START } from "../../infra/EventStore.ts"
+import { layerPgEventStore } from "../../infra/PgEventStore.ts"
+import { print, withDatabase } from "./Shared.ts"
+
+const tail = Command.make(
+  "tail",
+  {
+    fromStart: Flag.Boolean("from-start").pipe(Flag.withDescription("Start at the first event instead of the newest")),
+    from: Flag.String("from").pipe(Flag.withDescription("Start after this position (tx:seq)"), Flag.optional),
+    streamType: Flag.String("stream-type").pipe(Flag.withDescription("Only events of this stream type"), Flag.optional)
+  },
+  ({ fromStart, from, streamType }) =>
+    withDatabase(
+      Effect.gen(function*() {
+        const store = yield* EventStore
+        const explicit = Option.getOrUndefined(from)
+        const start = explicit !== undefined ? parsePosition(explicit) : fromStart ? START : yield* store.head
+        if (start === undefined) return yield* Effect.fail(new Error("--from takes a position like 731:42"))
+        const type = Option.getOrUndefined(streamType)
+        yield* store.follow(start).pipe(
+          Stream.filter((e) => type === undefined || e.streamType === type),
+          Stream.runForEach((e) =>
+            print(JSON.stringify({
+              position: `${e.position.tx}:${e.position.seq}`,
+              stream: e.streamId,
+              version: e.version,
+              type: e.type,
+              schemaVersion: e.schemaVersion,
+              at: new Date(e.createdAt).toISOString(),
+              data: e.data
+            })))
+        )
+      }).pipe(Effect.provide(layerPgEventStore))
+    )
+).pipe(Command.withDescription("Follow the event log, printing one JSON line per event"))
+
+export const events = Command.make("events").pipe(
+  Command.withDescription("Read the event log"),
+  Command.withSubcommands([tail])
+)

@@ -1,0 +1,61 @@
+/**
+ * `keys create|list|revoke`: database API keys, stored hashed; a new key is printed once.
+ */
+import { Effect, Option, Redacted } from "effect"
+import { Argument, Command, Flag } from "effect/cli"
+import * as ApiKeys from "../../infra/ApiKeys.ts"
+import { print, withDatabase } from "./Shared.ts"
+
+const ID = /^[A-Za-z0-9_.-]{1,64}$/
+
+const withKeys = <A, E>(f: (keys: ApiKeys.ApiKeysShape) => Effect.Effect<A, E>) =>
+  withDatabase(Effect.flatMap(ApiKeys.ApiKeys, f).pipe(Effect.provide(ApiKeys.layerPg)))
+
+const create = Command.make(
+  "create",
+  {
+    project: Flag.String("project").pipe(Flag.withDescription("Project id ([A-Za-z0-9_.-]{1,64})")),
+    user: Flag.String("user").pipe(Flag.withDescription("Pin the key to this user"), Flag.optional)
+  },
+  ({ project, user }) =>
+    Effect.gen(function*() {
+      const userId = Option.getOrUndefined(user)
+      if (!ID.test(project) || (userId !== undefined && !ID.test(userId))) {
+        return yield* Effect.fail(new Error("project and user ids must match [A-Za-z0-9_.-]{1,64}"))
+      }
+      const { key, record } = yield* withKeys((keys) => keys.create({ projectId: project, userId }))
+      yield* print(`key id:  ${record.keyId}`)
+      yield* print(`project: ${record.projectId}${record.userId !== undefined ? `  (pinned to user ${record.userId})` : ""}`)
+      yield* print(`key:     ${Redacted.value(key)}`)
+      yield* print("The key is shown once; only its hash is stored.")
+    })
+).pipe(Command.withDescription("Create an API key for a project (unpinned, or pinned with --user)"))
+
+const list = Command.make(
+  "list",
+  { project: Flag.String("project").pipe(Flag.withDescription("Only this project's keys"), Flag.optional) },
+  ({ project }) =>
+    Effect.gen(function*() {
+      const records = yield* withKeys((keys) => keys.list(Option.getOrUndefined(project)))
+      if (records.length === 0) return yield* print("no keys")
+      for (const r of records) {
+        yield* print([r.keyId, r.prefix + "…", r.projectId, r.userId ?? "-", r.createdAt, r.revokedAt ? `revoked ${r.revokedAt}` : "active"].join("  "))
+      }
+    })
+).pipe(Command.withDescription("List keys (id, prefix, project, pinned user, created, state); never the keys themselves"))
+
+const revoke = Command.make(
+  "revoke",
+  { keyId: Argument.String("key-id").pipe(Argument.withDescription("The key id printed by create or list")) },
+  ({ keyId }) =>
+    Effect.gen(function*() {
+      const revoked = yield* withKeys((keys) => keys.revoke(keyId))
+      yield* print(revoked ? `revoked ${keyId} (every process stops accepting it within 5 seconds)` : `no active key ${keyId}`)
+      if (!revoked) process.exitCode = 1
+    })
+).pipe(Command.withDescription("Revoke a key"))
+
+export const keys = Command.make("keys").pipe(
+  Command.withDescription("Manage database API keys"),
+  Command.withSubcommands([create, list, revoke])
+)

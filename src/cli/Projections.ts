@@ -1,0 +1,56 @@
+/**
+ * `projections status` and `projections replay [NAME]`: checkpoints and lag, and rebuilding a
+ * projection from the log into fresh tables that are swapped in while the API keeps serving.
+ */
+import { Effect, Option } from "effect"
+import { Argument, Command } from "effect/cli"
+import { projectionStatus, replayProjection, type ReplayProgress } from "../../infra/ProjectionAdmin.ts"
+import { Projections } from "../../infra/Projection.ts"
+import { print, withDatabase } from "./Shared.ts"
+
+const bar = (name: string, { done, target }: ReplayProgress) =>
+  Effect.sync(() => {
+    const width = 30
+    const ratio = target === 0 ? 1 : Math.min(1, done / target)
+    const filled = Math.round(ratio * width)
+    process.stderr.write(`\r${name} [${"#".repeat(filled)}${" ".repeat(width - filled)}] ${(ratio * 100).toFixed(0).padStart(3)}% ${done}/${target} events`)
+  })
+
+const status = Command.make("status", {}, () =>
+  withDatabase(
+    Effect.gen(function*() {
+      const rows = yield* projectionStatus
+      if (rows.length === 0) return yield* print("no projections")
+      yield* print(["name".padEnd(28), "mode".padEnd(7), "checkpoint".padEnd(24), "lag"].join(" "))
+      for (const row of rows) {
+        yield* print([row.name.padEnd(28), row.mode.padEnd(7), row.checkpoint.padEnd(24), String(row.lag)].join(" "))
+      }
+    })
+  )).pipe(Command.withDescription("Print each projection's checkpoint and lag (events not yet projected)"))
+
+const replay = Command.make(
+  "replay",
+  { name: Argument.String("name").pipe(Argument.withDescription("Projection to rebuild; all when omitted"), Argument.optional) },
+  ({ name }) =>
+    withDatabase(
+      Effect.gen(function*() {
+        const all = yield* Projections
+        const wanted = Option.getOrUndefined(name)
+        const chosen = wanted === undefined ? all : all.filter((p) => p.name === wanted)
+        if (chosen.length === 0) {
+          process.exitCode = 1
+          return yield* print(`unknown projection ${wanted}; known: ${all.map((p) => p.name).join(", ") || "none"}`)
+        }
+        for (const projection of chosen) {
+          const count = yield* replayProjection(projection, (progress) => bar(projection.name, progress))
+          process.stderr.write("\n")
+          yield* print(`${projection.name}: rebuilt from ${count} events and swapped in`)
+        }
+      })
+    )
+).pipe(Command.withDescription("Rebuild projections from the event log into fresh tables and swap them in"))
+
+export const projections = Command.make("projections").pipe(
+  Command.withDescription("Inspect and rebuild projections"),
+  Command.withSubcommands([status, replay])
+)
