@@ -91,7 +91,7 @@ export const runMigrations = (
 ): Effect.Effect<ReadonlyArray<string>, SqlError, SqlClient.SqlClient> =>
   Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
-    const sorted = [...migrations].sort((a, b) => a.id - b.id)
+    const sorted = [...migrations].toSorted((a, b) => a.id - b.id)
     return yield* sql.withTransaction(
       Effect.gen(function*() {
         yield* sql`SELECT pg_advisory_xact_lock(${MIGRATION_LOCK})`

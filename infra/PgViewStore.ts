@@ -66,13 +66,13 @@ interface Group {
 const changeColumns = (change: RowChange): ReadonlyArray<string> => {
   switch (change.op) {
     case "upsert":
-      return Object.keys(change.row).sort()
+      return Object.keys(change.row).toSorted()
     case "update":
-      return [...Object.keys(change.key), ...Object.keys(change.set)].sort()
+      return [...Object.keys(change.key), ...Object.keys(change.set)].toSorted()
     case "delete":
-      return Object.keys(change.key).sort()
+      return Object.keys(change.key).toSorted()
     case "append":
-      return [...Object.keys(change.key), change.column].sort()
+      return [...Object.keys(change.key), change.column].toSorted()
   }
 }
 

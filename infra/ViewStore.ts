@@ -129,7 +129,7 @@ export class MemoryTables {
 
   /** Every row of a table in primary-key order (tests compare replayed tables with it). */
   dump(table: string): ReadonlyArray<Row> {
-    return [...this.table(table).entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([, row]) => row)
+    return [...this.table(table).entries()].toSorted(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([, row]) => row)
   }
 
   clear(tables: ReadonlyArray<string>): void {

@@ -14,6 +14,7 @@ import { layerPgViewStore } from "../infra/PgViewStore.ts"
 import { Projections } from "../infra/Projection.ts"
 import { ensureProjectionTables } from "../infra/ProjectionAdmin.ts"
 import * as RateLimiter from "../infra/RateLimiter.ts"
+import * as Secrets from "../infra/Secrets.ts"
 import { ViewStore } from "../infra/ViewStore.ts"
 import { AppConfig } from "./Config.ts"
 import { allProjections } from "./Projections.ts"
@@ -21,7 +22,7 @@ import { allProjections } from "./Projections.ts"
 /** Every schema step of every feature, applied in id order. */
 export const allMigrations: ReadonlyArray<Migration> = [...eventLogMigrations]
 
-export type InfraServices = EventStore | ViewStore | ApiKeys.ApiKeys | RateLimiter.RateLimiter | Projections
+export type InfraServices = EventStore | ViewStore | ApiKeys.ApiKeys | RateLimiter.RateLimiter | Secrets.Secrets | Projections
 
 export const ProjectionsLive = Layer.succeed(Projections, allProjections)
 
@@ -41,11 +42,12 @@ export const DatabaseLive = (url: Redacted.Redacted<string>) =>
 export const MemoryInfra = Layer.mergeAll(
   memoryEventStore,
   ApiKeys.layerMemory,
-  RateLimiter.layerMemory
+  RateLimiter.layerMemory,
+  Secrets.layer
 ).pipe(Layer.provideMerge(ProjectionsLive))
 
 export const PgInfra = (url: Redacted.Redacted<string>) =>
-  Layer.mergeAll(layerPgEventStore, layerPgViewStore, ApiKeys.layerPg, RateLimiter.layerPg).pipe(
+  Layer.mergeAll(layerPgEventStore, layerPgViewStore, ApiKeys.layerPg, RateLimiter.layerPg, Secrets.layer).pipe(
     Layer.provideMerge(ProjectionsLive),
     Layer.provideMerge(DatabaseLive(url))
   )

@@ -35,8 +35,8 @@ const PgStore = Layer.effect(
   })
 ).pipe(Layer.provide(layerPgEventStore), Layer.provide(NoProjections), Layer.provideMerge(freshDatabaseLayer()))
 
-const suite = (name: string, store: Layer.Layer<EventStore, unknown>) =>
-  layer(store, { timeout: 60_000, excludeTestServices: true })(name, (it) => {
+const suite = (name: string, storeLayer: Layer.Layer<EventStore, unknown>) =>
+  layer(storeLayer, { timeout: 60_000, excludeTestServices: true })(name, (it) => {
     it.effect("appends, reads a stream and rejects a stale expected version", () =>
       Effect.gen(function*() {
         const store = yield* EventStore

@@ -1,0 +1,152 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { request as httpRequest } from "node:http"
+import { KEY, OTHER_KEY, PINNED_KEY, type InProcessService, startService } from "../support/Service.ts"
+
+let service: InProcessService
+
+beforeAll(async () => {
+  service = await startService({ SERVICE_RATE_LIMIT_REQUEST_BURST: "1000", SERVICE_RATE_LIMIT_REQUESTS_PER_MINUTE: "6000" })
+})
+afterAll(() => service.close())
+
+const expectEnvelope = async (response: Response, status: number, code: string) => {
+  expect(response.status).toBe(status)
+  const requestId = response.headers.get("request-id")
+  expect(requestId).toMatch(/^req_[0-9a-z]{32}$/)
+  const body = (await response.json()) as { error: Record<string, unknown>; requestId: string }
+  expect(body.requestId).toBe(requestId)
+  expect(body.error.code).toBe(code)
+  expect(typeof body.error.message).toBe("string")
+  expect(typeof body.error.retryable).toBe("boolean")
+  expect(Object.keys(body).sort()).toEqual(["error", "requestId"])
+  return body
+}
+
+describe("edge", () => {
+  it("answers health without a key and carries a request id", async () => {
+    const response = await service.fetch("/health", { key: null })
+    expect(response.status).toBe(200)
+    expect(response.headers.get("request-id")).toMatch(/^req_/)
+    expect(await response.json()).toEqual({ status: "ok" })
+  })
+
+  it("unknown routes are 404 envelopes", async () => {
+    await expectEnvelope(await service.fetch("/v1/nothing-here"), 404, "not_found")
+    await expectEnvelope(await service.fetch("/", { key: null }), 404, "not_found")
+  })
+
+  it("a wrong method on a known path is 405 invalid_input with Allow", async () => {
+    const response = await service.fetch("/v1/me", { method: "DELETE" })
+    expect(response.headers.get("allow")).toContain("GET")
+    await expectEnvelope(response, 405, "invalid_input")
+  })
+
+  it("a body that is not JSON typed is 415", async () => {
+    const response = await service.fetch("/v1/me", { method: "POST", body: "hello", headers: { "content-type": "text/plain" } })
+    // The route exists only for GET, so the method is checked first.
+    await expectEnvelope(response, 405, "invalid_input")
+  })
+
+  it("request ids differ per request", async () => {
+    const a = await service.fetch("/v1/me")
+    const b = await service.fetch("/v1/me")
+    expect(a.headers.get("request-id")).not.toBe(b.headers.get("request-id"))
+  })
+
+  it("serves the OpenAPI document and the docs UI", async () => {
+    const spec = await service.fetch("/openapi.json", { key: null })
+    expect(spec.status).toBe(200)
+    const document = (await spec.json()) as { openapi: string; paths: Record<string, unknown> }
+    expect(document.openapi).toMatch(/^3\./)
+    expect(Object.keys(document.paths)).toContain("/v1/me")
+    const docs = await service.fetch("/docs", { key: null })
+    expect(docs.status).toBe(200)
+    expect(docs.headers.get("content-type")).toContain("text/html")
+  })
+
+  it("a declared Content-Length over the ceiling is refused with 413 before reading", async () => {
+    const status = await new Promise<number>((resolve, reject) => {
+      const url = new URL(`${service.baseUrl}/v1/me`)
+      const req = httpRequest({
+        host: url.hostname,
+        port: url.port,
+        path: "/v1/me",
+        method: "GET",
+        headers: { "content-type": "application/json", "content-length": String(50 * 1024 * 1024), authorization: `Bearer ${KEY}` }
+      }, (res) => {
+        res.resume()
+        resolve(res.statusCode ?? 0)
+      })
+      req.on("error", reject)
+      req.write("{")
+    })
+    expect(status).toBe(413)
+  })
+})
+
+describe("authentication", () => {
+  it("no key is 401 auth_missing", async () => {
+    await expectEnvelope(await service.fetch("/v1/me", { key: null }), 401, "auth_missing")
+  })
+
+  it("a non-bearer scheme is 401 auth_missing", async () => {
+    const response = await service.fetch("/v1/me", { key: null, headers: { authorization: `Basic ${KEY}` } })
+    await expectEnvelope(response, 401, "auth_missing")
+  })
+
+  it("an unknown key is 401 auth_expired", async () => {
+    await expectEnvelope(await service.fetch("/v1/me", { key: "not_a_real_key_000000" }), 401, "auth_expired")
+  })
+
+  it("identifies unpinned and pinned keys", async () => {
+    expect(await (await service.fetch("/v1/me")).json()).toMatchObject({ projectId: "proj_test" })
+    expect(await (await service.fetch("/v1/me", { key: PINNED_KEY })).json()).toMatchObject({
+      projectId: "proj_test",
+      pinnedUserId: "user_1"
+    })
+    expect(await (await service.fetch("/v1/me", { key: OTHER_KEY })).json()).toMatchObject({ projectId: "proj_other" })
+  })
+
+  it("a pinned key naming another user in X-Service-User-Id is 403", async () => {
+    const response = await service.fetch("/v1/me", { key: PINNED_KEY, headers: { "x-service-user-id": "user_2" } })
+    await expectEnvelope(response, 403, "auth_insufficient_scope")
+    const own = await service.fetch("/v1/me", { key: PINNED_KEY, headers: { "x-service-user-id": "user_1" } })
+    expect(own.status).toBe(200)
+  })
+
+  it("a malformed X-Service-User-Id is 422", async () => {
+    const response = await service.fetch("/v1/me", { headers: { "x-service-user-id": "bad user!" } })
+    await expectEnvelope(response, 422, "invalid_input")
+  })
+
+  it("authentication comes before anything else: a bad key with a bad body is 401", async () => {
+    const response = await service.fetch("/v1/me", { key: "nope_nope_nope_nope_1", headers: { "x-service-user-id": "bad user!" } })
+    await expectEnvelope(response, 401, "auth_expired")
+  })
+})
+
+describe("rate limits", () => {
+  it("a project's standard bucket empties, answers 429 with headers, and is shared by all its keys", async () => {
+    const limited = await startService({ SERVICE_RATE_LIMIT_REQUEST_BURST: "3", SERVICE_RATE_LIMIT_REQUESTS_PER_MINUTE: "1" })
+    try {
+      const first = await limited.fetch("/v1/me")
+      expect(first.status).toBe(200)
+      expect(first.headers.get("ratelimit-limit")).toBe("3")
+      expect(first.headers.get("ratelimit-remaining")).toBe("2")
+      const reset = Number(first.headers.get("ratelimit-reset"))
+      expect(reset).toBeGreaterThan(Date.now() / 1000)
+      expect((await limited.fetch("/v1/me", { key: PINNED_KEY })).status).toBe(200)
+      expect((await limited.fetch("/v1/me")).headers.get("ratelimit-remaining")).toBe("0")
+      const denied = await limited.fetch("/v1/me", { key: PINNED_KEY })
+      expect(denied.headers.get("retry-after")).toMatch(/^[1-9]\d*$/)
+      expect(denied.headers.get("ratelimit-remaining")).toBe("0")
+      const body = await expectEnvelope(denied, 429, "rate_limited")
+      expect(body.error.retryable).toBe(true)
+      expect(body.error.retryAfter).toBeGreaterThanOrEqual(1)
+      // Another project has its own bucket.
+      expect((await limited.fetch("/v1/me", { key: OTHER_KEY })).status).toBe(200)
+    } finally {
+      await limited.close()
+    }
+  })
+})

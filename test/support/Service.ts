@@ -1,0 +1,93 @@
+/**
+ * Running the service for tests: in this process on a random port (fast, inspectable), or as a
+ * real child process that a test can kill -9 and restart.
+ */
+import { Effect, Layer, ManagedRuntime } from "effect"
+import { HttpServer } from "effect/http"
+import { spawn, type ChildProcess } from "node:child_process"
+import { fileURLToPath } from "node:url"
+import { AppLive } from "../../src/App.ts"
+import { AppConfig, type Env } from "../../src/Config.ts"
+
+export const KEY = "test_key_unpinned_0001"
+export const PINNED_KEY = "test_key_pinned_u1_0001"
+export const OTHER_KEY = "test_key_other_project_01"
+export const TEST_KEYS = `${KEY}=proj_test,${PINNED_KEY}=proj_test/user_1,${OTHER_KEY}=proj_other`
+
+export interface Client {
+  readonly baseUrl: string
+  readonly fetch: (path: string, init?: RequestInit & { readonly key?: string | null; readonly json?: unknown }) => Promise<Response>
+}
+
+export const makeClient = (baseUrl: string): Client => ({
+  baseUrl,
+  fetch: (path, init = {}) => {
+    const headers = new Headers(init.headers)
+    const key = init.key === undefined ? KEY : init.key
+    if (key !== null) headers.set("authorization", `Bearer ${key}`)
+    let body = init.body
+    if (init.json !== undefined) {
+      headers.set("content-type", "application/json")
+      body = JSON.stringify(init.json)
+    }
+    return fetch(`${baseUrl}${path}`, { ...init, headers, body: body ?? null })
+  }
+})
+
+export interface InProcessService extends Client {
+  readonly runtime: ManagedRuntime.ManagedRuntime<unknown, unknown>
+  readonly close: () => Promise<void>
+}
+
+/** Starts the whole service in this process on a random port. */
+export const startService = async (env: Env = {}): Promise<InProcessService> => {
+  const config = AppConfig.layerFrom({ SERVICE_API_KEYS: TEST_KEYS, SERVICE_HOST: "127.0.0.1", SERVICE_PORT: "0", ...env })
+  const runtime = ManagedRuntime.make(AppLive.pipe(Layer.provideMerge(config)))
+  const address = await runtime.runPromise(Effect.map(HttpServer.HttpServer, (server) => server.address))
+  if (address._tag === "UnixPathAddress") throw new Error("expected a TCP address")
+  const client = makeClient(`http://127.0.0.1:${address.port}`)
+  return { ...client, runtime: runtime as ManagedRuntime.ManagedRuntime<unknown, unknown>, close: () => runtime.dispose() }
+}
+
+export interface ChildService extends Client {
+  readonly process: ChildProcess
+  readonly output: () => string
+  /** SIGKILL, no cleanup: what a crash looks like. */
+  readonly kill9: () => Promise<void>
+  readonly stop: () => Promise<void>
+}
+
+const MAIN = fileURLToPath(new URL("../../src/main.ts", import.meta.url))
+
+/** Starts `node src/main.ts serve` and waits until it listens. */
+export const startProcess = (env: Env, port: number): Promise<ChildService> =>
+  new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [MAIN, "serve"], {
+      env: { ...process.env, SERVICE_API_KEYS: TEST_KEYS, SERVICE_HOST: "127.0.0.1", SERVICE_PORT: String(port), ...env },
+      stdio: ["ignore", "pipe", "pipe"]
+    })
+    let output = ""
+    const exited = new Promise<void>((done) => child.once("exit", () => done()))
+    const onData = (chunk: Buffer) => {
+      output += chunk.toString()
+      if (output.includes("listening on")) {
+        resolve({
+          ...makeClient(`http://127.0.0.1:${port}`),
+          process: child,
+          output: () => output,
+          kill9: async () => {
+            child.kill("SIGKILL")
+            await exited
+          },
+          stop: async () => {
+            child.kill("SIGTERM")
+            await exited
+          }
+        })
+      }
+    }
+    child.stdout!.on("data", onData)
+    child.stderr!.on("data", onData)
+    child.once("exit", (code) => reject(new Error(`service exited with ${code} before listening:\n${output}`)))
+    setTimeout(() => reject(new Error(`service did not start in 30 s:\n${output}`)), 30_000).unref()
+  })
