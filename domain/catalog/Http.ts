@@ -1,0 +1,82 @@
+/**
+ * The http toolkit: one generic request tool. Its target is user-supplied, so the adapter sends
+ * it through the guarded outbound client (the webhook address guard): private, loopback,
+ * link-local and metadata addresses are refused unless the operator allows private networks.
+ */
+import { Schema } from "effect"
+import type { ToolDefinition, ToolkitManifest } from "../Catalog.ts"
+
+/** Response bodies are returned as text up to this many bytes; the rest is not read. */
+export const MAX_RESPONSE_BODY_BYTES = 1024 * 1024
+export const MAX_REQUEST_BODY_CODE_POINTS = 1024 * 1024
+
+export const HttpMethod = Schema.Literals(["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD"])
+export type HttpMethod = typeof HttpMethod.Type
+
+// Scheme matching is case-insensitive (URLs may say HTTPS://); JSON Schema patterns have no flags.
+const URL_PATTERN = "^[Hh][Tt][Tt][Pp][Ss]?://"
+
+const isHttpUrl = (value: string): boolean => {
+  if (!new RegExp(URL_PATTERN).test(value)) return false
+  try {
+    const url = new URL(value)
+    return (url.protocol === "http:" || url.protocol === "https:") && url.hostname !== ""
+  } catch {
+    return false
+  }
+}
+
+export const RequestInput = Schema.Struct({
+  method: HttpMethod,
+  url: Schema.String.check(Schema.makeFilter(isHttpUrl, { expected: "an absolute http(s) URL" })),
+  headers: Schema.optionalKey(Schema.Record(Schema.String, Schema.String)),
+  body: Schema.optionalKey(Schema.String.check(Schema.isMaxCodePoints(MAX_REQUEST_BODY_CODE_POINTS)))
+})
+export type RequestInput = typeof RequestInput.Type
+
+export const request: ToolDefinition = {
+  name: "http.request",
+  toolkit: "http",
+  description:
+    "Sends one HTTP request to a public http(s) URL and returns the status, headers and body text (at most 1 MiB). " +
+    "Redirects are not followed; private and loopback addresses are refused.",
+  capability: "http",
+  version: "1.0.0",
+  input: RequestInput,
+  inputSchema: {
+    type: "object",
+    properties: {
+      method: { type: "string", enum: ["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD"] },
+      url: { type: "string", format: "uri", pattern: URL_PATTERN, description: "Absolute http or https URL." },
+      headers: { type: "object", additionalProperties: { type: "string" }, description: "Request headers." },
+      body: { type: "string", maxLength: MAX_REQUEST_BODY_CODE_POINTS, description: "Request body, sent as UTF-8." }
+    },
+    required: ["method", "url"],
+    additionalProperties: false
+  },
+  outputSchema: {
+    type: "object",
+    properties: {
+      status: { type: "integer", minimum: 100, maximum: 599 },
+      headers: { type: "object", additionalProperties: { type: "string" } },
+      body: { type: "string", description: "Response body decoded as UTF-8, cut at 1 MiB." },
+      bodyTruncated: { type: "boolean", description: "True when the body was longer than 1 MiB." }
+    },
+    required: ["status", "headers", "body", "bodyTruncated"],
+    additionalProperties: false
+  },
+  scopes: [],
+  asyncByNature: false,
+  timeoutMs: 30_000,
+  annotations: { title: "HTTP request", readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: true }
+}
+
+export const manifest: ToolkitManifest = {
+  name: "http",
+  version: "1.0.0",
+  description: "Generic outbound HTTP requests to public addresses.",
+  authClasses: ["none"],
+  limits: {},
+  tools: [request],
+  triggers: []
+}

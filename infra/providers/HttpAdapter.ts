@@ -1,0 +1,66 @@
+/**
+ * `http.request`: the user names the URL, so the request goes through OutboundHttp under the
+ * configured address policy (never widened). Any HTTP status is a successful tool result; only
+ * transport failures and refusals are errors.
+ */
+import { Effect } from "effect"
+import { MAX_RESPONSE_BODY_BYTES, RequestInput } from "../../domain/catalog/Http.ts"
+import { InvalidInput, ProviderError, ProviderUnavailable, Timeout } from "../../domain/Errors.ts"
+import type { OutboundHttp, OutboundHttpError } from "../OutboundHttp.ts"
+import type { ToolAdapter } from "./Adapter.ts"
+import { PROVIDER_REQUEST_TIMEOUT_MS, typedInput, utf8 } from "./Support.ts"
+
+const decode = typedInput(RequestInput, "http.request")
+
+// Framing and routing headers belong to the client; letting callers set them would allow
+// request smuggling or mismatched bodies.
+const MANAGED = new Set(["host", "content-length", "transfer-encoding", "connection", "keep-alive", "upgrade", "te", "trailer", "expect"])
+const isManaged = (name: string): boolean => {
+  const lower = name.toLowerCase()
+  return MANAGED.has(lower) || lower.startsWith("proxy-")
+}
+
+const refusal = (error: OutboundHttpError): InvalidInput | ProviderError | ProviderUnavailable | Timeout => {
+  switch (error.reason) {
+    case "address_blocked":
+      return new InvalidInput({ message: "http.request: the URL's host is not a public address, which is not allowed" })
+    case "invalid_request":
+      return new InvalidInput({ message: "http.request: the request could not be sent as given" })
+    case "timeout":
+      return new Timeout({ message: "http.request: the server did not answer in time" })
+    case "tls_error":
+      return new ProviderError({ message: `http.request: ${error.message}` })
+    default:
+      return new ProviderUnavailable({ message: `http.request: ${error.message} (${error.reason})` })
+  }
+}
+
+export const makeHttpAdapter = (http: OutboundHttp["Service"]): ToolAdapter => ({
+  tool: "http.request",
+  run: (input) =>
+    Effect.gen(function*() {
+      const request = yield* decode(input)
+      const headers = request.headers ?? {}
+      const managed = Object.keys(headers).find(isManaged)
+      if (managed !== undefined) {
+        return yield* new InvalidInput({ message: `http.request: the header "${managed}" is set by the client and cannot be given` })
+      }
+      if (request.body !== undefined && (request.method === "GET" || request.method === "HEAD")) {
+        return yield* new InvalidInput({ message: `http.request: a ${request.method} request cannot have a body` })
+      }
+      const response = yield* http.request({
+        method: request.method,
+        url: request.url,
+        headers,
+        body: request.body,
+        timeoutMs: PROVIDER_REQUEST_TIMEOUT_MS,
+        maxBodyBytes: MAX_RESPONSE_BODY_BYTES
+      }).pipe(Effect.mapError(refusal))
+      return {
+        status: response.status,
+        headers: response.headers,
+        body: utf8(response.body),
+        bodyTruncated: response.bodyTruncated
+      }
+    })
+})

@@ -1,0 +1,50 @@
+/**
+ * The adapter registry: every catalog tool mapped to its adapter. Building it checks that the
+ * two agree, so a tool added to the catalog without an adapter stops the process at start-up
+ * instead of failing its first execution.
+ */
+import { Effect, Layer } from "effect"
+import { listTools } from "../../domain/catalog/index.ts"
+import { AppConfig } from "../../src/Config.ts"
+import { OutboundHttp } from "../OutboundHttp.ts"
+import { Adapters, type ToolAdapter } from "./Adapter.ts"
+import { demoAdapters } from "./DemoAdapters.ts"
+import { makeGithubAdapter } from "./GithubAdapter.ts"
+import { makeHttpAdapter } from "./HttpAdapter.ts"
+import { makeSlackAdapter } from "./SlackAdapter.ts"
+
+export { Adapters, type AdapterContext, type AdapterFailure, type ExecutionFiles, type ToolAdapter } from "./Adapter.ts"
+
+/** The registry over `adapters`; dies if a catalog tool has none or a name is unknown or doubled. */
+export const makeAdapters = (adapters: ReadonlyArray<ToolAdapter>): Adapters["Service"] => {
+  const byTool = new Map(adapters.map((adapter) => [adapter.tool, adapter]))
+  const catalog = new Set(listTools().map((tool) => tool.name))
+  const missing = [...catalog].filter((name) => !byTool.has(name))
+  const unknown = [...byTool.keys()].filter((name) => !catalog.has(name))
+  if (missing.length > 0 || unknown.length > 0 || byTool.size !== adapters.length) {
+    throw new Error(`Adapters do not match the catalog: missing [${missing.join(", ")}], unknown [${unknown.join(", ")}]`)
+  }
+  return Adapters.of({ get: (tool) => byTool.get(tool) })
+}
+
+export const allAdapters = (http: OutboundHttp["Service"], config: { readonly slackApiUrl: string; readonly githubApiUrl: string }) => [
+  ...demoAdapters,
+  makeHttpAdapter(http),
+  makeSlackAdapter(http, config.slackApiUrl),
+  makeGithubAdapter(http, config.githubApiUrl)
+]
+
+/** Every catalog tool's adapter, over the guarded outbound client and the configured provider URLs. */
+export const layer: Layer.Layer<Adapters, never, AppConfig | OutboundHttp> = Layer.effect(
+  Adapters,
+  Effect.gen(function*() {
+    const config = yield* AppConfig
+    const http = yield* OutboundHttp
+    return makeAdapters(allAdapters(http, config))
+  })
+)
+
+/** `layer` with its OutboundHttp built from the same AppConfig. */
+export const layerWithOutbound: Layer.Layer<Adapters, never, AppConfig> = layer.pipe(
+  Layer.provide(OutboundHttp.layer)
+)

@@ -1,0 +1,76 @@
+import { assert, describe, it } from "@effect/vitest"
+import { Effect } from "effect"
+import { MAX_RESPONSE_BODY_BYTES } from "../../../domain/catalog/Http.ts"
+import { OutboundHttp } from "../../../infra/OutboundHttp.ts"
+import { makeHttpAdapter } from "../../../infra/providers/HttpAdapter.ts"
+import { adapterContext } from "../support/AdapterContext.ts"
+import { closedPort, startServer } from "../support/LocalServer.ts"
+
+const context = adapterContext()
+
+const adapterWith = (allowPrivateNetworks: boolean) =>
+  OutboundHttp.make({ allowPrivateNetworks }).pipe(Effect.map(makeHttpAdapter))
+
+describe("http.request", () => {
+  it.live("sends the request and returns status, headers and body text, whatever the status", () =>
+    Effect.gen(function*() {
+      const server = yield* startServer((req, res) => {
+        res.writeHead(req.path === "/missing" ? 404 : 200, { "content-type": "text/plain; charset=utf-8", "x-served": "fake" })
+        res.end(req.method === "POST" ? `got ${req.body}` : "héllo")
+      })
+      const adapter = yield* adapterWith(true)
+      const ok = yield* adapter.run({ method: "GET", url: `${server.url}/page` }, context)
+      assert.deepInclude(ok as object, { status: 200, body: "héllo", bodyTruncated: false })
+      assert.strictEqual((ok as { headers: Record<string, string> }).headers["x-served"], "fake")
+      const missing = yield* adapter.run({ method: "GET", url: `${server.url}/missing` }, context)
+      assert.deepInclude(missing as object, { status: 404 })
+      const posted = yield* adapter.run(
+        { method: "POST", url: `${server.url}/echo`, headers: { "content-type": "text/plain", "x-trace": "t1" }, body: "payload" },
+        context
+      )
+      assert.deepInclude(posted as object, { status: 200, body: "got payload" })
+      assert.strictEqual(server.requests[2]?.headers["x-trace"], "t1")
+    }))
+
+  it.live("cuts the body at 1 MiB", () =>
+    Effect.gen(function*() {
+      const server = yield* startServer((_req, res) => res.end("a".repeat(MAX_RESPONSE_BODY_BYTES + 4096)))
+      const adapter = yield* adapterWith(true)
+      const output = yield* adapter.run({ method: "GET", url: server.url }, context)
+      const { body, bodyTruncated } = output as { body: string; bodyTruncated: boolean }
+      assert.strictEqual(body.length, MAX_RESPONSE_BODY_BYTES)
+      assert.isTrue(bodyTruncated)
+    }))
+
+  it.live("refuses private addresses under the default policy without connecting", () =>
+    Effect.gen(function*() {
+      const server = yield* startServer((_req, res) => res.end("secret"))
+      const adapter = yield* adapterWith(false)
+      for (const url of [server.url, `http://localhost:${server.port}/`, "http://169.254.169.254/latest/meta-data/"]) {
+        const error = yield* Effect.flip(adapter.run({ method: "GET", url }, context))
+        assert.strictEqual(error.code, "invalid_input", url)
+        assert.include(error.message, "not a public address")
+      }
+      assert.strictEqual(server.connections(), 0)
+    }))
+
+  it.live("refuses client-managed headers and bodies on GET and HEAD", () =>
+    Effect.gen(function*() {
+      const adapter = yield* adapterWith(true)
+      for (const header of ["Host", "content-length", "Transfer-Encoding", "Proxy-Authorization"]) {
+        const error = yield* Effect.flip(adapter.run({ method: "POST", url: "http://127.0.0.1:9/", headers: { [header]: "x" } }, context))
+        assert.strictEqual(error.code, "invalid_input", header)
+      }
+      const error = yield* Effect.flip(adapter.run({ method: "GET", url: "http://127.0.0.1:9/", body: "x" }, context))
+      assert.include(error.message, "cannot have a body")
+    }))
+
+  it.live("reports an unreachable server as provider_unavailable", () =>
+    Effect.gen(function*() {
+      const port = yield* closedPort()
+      const adapter = yield* adapterWith(true)
+      const error = yield* Effect.flip(adapter.run({ method: "GET", url: `http://127.0.0.1:${port}/` }, context))
+      assert.strictEqual(error.code, "provider_unavailable")
+      assert.include(error.message, "connection_refused")
+    }))
+})
