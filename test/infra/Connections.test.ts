@@ -1,4 +1,4 @@
-import { assert, describe, it, layer } from "@effect/vitest"
+import { assert, describe, it as test, layer } from "@effect/vitest"
 import { Effect, Layer, Redacted } from "effect"
 import { TestClock } from "effect/testing"
 import { credentialProblem, missingScopes, parseExpiry } from "../../domain/Connection.ts"
@@ -26,7 +26,7 @@ const failure = <A, E>(effect: Effect.Effect<A, E, Connections>) =>
   Effect.map(Effect.flip(effect), (error) => ({ tag: (error as { _tag: string })._tag, message: (error as { message: string }).message }))
 
 describe("domain rules", () => {
-  it("credential shapes per auth class", () => {
+  test("credential shapes per auth class", () => {
     assert.isUndefined(credentialProblem("bearer", { token: "t" }))
     assert.isUndefined(credentialProblem("api_key", { apiKey: "k" }))
     assert.isUndefined(credentialProblem("oauth2", { accessToken: "a" }))
@@ -40,7 +40,7 @@ describe("domain rules", () => {
     assert.include(credentialProblem("api_key", { apiKey: "k", token: "t" }) ?? "", "unknown field")
   })
 
-  it("expiry must be a zoned ISO 8601 date-time in the future", () => {
+  test("expiry must be a zoned ISO 8601 date-time in the future", () => {
     assert.deepStrictEqual(parseExpiry("2030-01-01T01:00:00+01:00", 0), { ok: true, expiresAt: "2030-01-01T00:00:00.000Z" })
     assert.isFalse(parseExpiry("2030-01-01", 0).ok)
     assert.isFalse(parseExpiry("2030-01-01T00:00:00", 0).ok)
@@ -49,7 +49,7 @@ describe("domain rules", () => {
     assert.isFalse(parseExpiry("1970-01-01T00:00:00.000Z", 0).ok)
   })
 
-  it("a connection listing no scopes grants every scope", () => {
+  test("a connection listing no scopes grants every scope", () => {
     assert.deepStrictEqual(missingScopes([], ["a"]), [])
     assert.deepStrictEqual(missingScopes(["a"], ["a", "b"]), ["b"])
   })
