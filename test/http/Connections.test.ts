@@ -1,6 +1,7 @@
 import { PgClient } from "@effect/sql-pg"
 import { Effect, Redacted } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { Connections } from "../../infra/Connections.ts"
 import { EventStore, START } from "../../infra/EventStore.ts"
 import { createTestDatabase, dropTestDatabase, postgresAvailable } from "../support/Database.ts"
 import { type InProcessService, OTHER_KEY, PINNED_KEY, startService } from "../support/Service.ts"
@@ -14,6 +15,8 @@ interface Store {
   /** Every event's data and the view rows as text, as stored. */
   readonly storedText: (service: InProcessService) => Promise<string>
   readonly stop: () => Promise<void>
+  /** Starts the service again on the same stores, where they outlive it. */
+  readonly restart?: () => Promise<InProcessService>
 }
 
 const memory: Store = {
@@ -26,6 +29,7 @@ const memory: Store = {
 
 const postgres = (): Store => {
   let url = ""
+  const env = () => ({ ...LIMITS, SERVICE_DATABASE_URL: url, SERVICE_SECRET_KEY: Buffer.alloc(32, 7).toString("base64") })
   const query = (text: string) =>
     Effect.runPromise(
       Effect.flatMap(PgClient.PgClient, (sql) => sql.unsafe<{ text: string }>(text)).pipe(
@@ -36,8 +40,9 @@ const postgres = (): Store => {
     name: "postgres",
     start: async () => {
       url = await createTestDatabase("conn")
-      return startService({ ...LIMITS, SERVICE_DATABASE_URL: url, SERVICE_SECRET_KEY: Buffer.alloc(32, 7).toString("base64") })
+      return startService(env())
     },
+    restart: () => startService(env()),
     storedText: async () => {
       const events = await query("SELECT data::text AS text FROM events")
       const rows = await query("SELECT row_to_json(v)::text AS text FROM v_connections v")
@@ -46,6 +51,11 @@ const postgres = (): Store => {
     stop: () => dropTestDatabase(url)
   }
 }
+
+type Body = Record<string, unknown> | undefined
+const code = (body: Body) => (body?.error as { code?: string } | undefined)?.code
+const message = (body: Body) => String((body?.error as { message?: string } | undefined)?.message)
+const items = (body: Body) => (body?.connections ?? []) as Array<{ connectionId: string; userId: string }>
 
 const suite = (store: Store) =>
   describe(`connections over HTTP (${store.name})`, () => {
@@ -61,7 +71,6 @@ const suite = (store: Store) =>
     }
     const create = (json: unknown, init: Parameters<InProcessService["fetch"]>[1] = {}) =>
       call("/v1/connections", { method: "POST", json, ...init })
-    const code = (body: Record<string, unknown> | undefined) => (body?.error as { code?: string } | undefined)?.code
 
     beforeAll(async () => {
       service = await store.start()
@@ -76,7 +85,7 @@ const suite = (store: Store) =>
       expect(created.status).toBe(201)
       const connection = created.body!
       expect(connection.connectionId).toMatch(/^conn_[0-9a-z]{32}$/)
-      expect(Object.keys(connection).sort()).toEqual(["authClass", "connectionId", "createdAt", "expiresAt", "scopes", "toolkit", "userId"])
+      expect(Object.keys(connection).toSorted()).toEqual(["authClass", "connectionId", "createdAt", "expiresAt", "scopes", "toolkit", "userId"])
       expect(connection).toMatchObject({ userId: "alice", toolkit: "slack", authClass: "bearer", scopes: ["chat:write"], expiresAt: "2099-01-01T00:00:00.000Z" })
       const id = String(connection.connectionId)
       expect(await call(`/v1/connections/${id}`)).toEqual({ status: 200, body: connection })
@@ -105,7 +114,7 @@ const suite = (store: Store) =>
       const mine = (await create({ toolkit: "github", authClass: "api_key", credentials: { apiKey: TOKEN } }, { key: PINNED_KEY })).body!
       const theirs = (await create({ userId: "dave", toolkit: "github", authClass: "bearer", credentials: { token: TOKEN } })).body!
       const pinnedList = await call("/v1/connections", { key: PINNED_KEY })
-      const ids = (pinnedList.body?.connections as Array<{ connectionId: string; userId: string }>)
+      const ids = items(pinnedList.body)
       expect(ids.length).toBeGreaterThan(0)
       expect(ids.every((c) => c.userId === "user_1")).toBe(true)
       expect(ids.map((c) => c.connectionId)).toContain(mine.connectionId)
@@ -119,7 +128,7 @@ const suite = (store: Store) =>
       expect((await call("/v1/connections", { key: OTHER_KEY })).body).toEqual({ connections: [] })
       expect((await call(`/v1/connections/${String(theirs.connectionId)}`)).status).toBe(200)
       // An unpinned key with no user lists the whole project.
-      const all = (await call("/v1/connections")).body?.connections as Array<{ userId: string }>
+      const all = items((await call("/v1/connections")).body)
       expect(new Set(all.map((c) => c.userId))).toEqual(new Set(["user_1", "dave", "bob", "carol"]))
     })
 
@@ -130,7 +139,7 @@ const suite = (store: Store) =>
       do {
         const page = await call(`/v1/connections?userId=paging&limit=2${cursor === undefined ? "" : `&cursor=${encodeURIComponent(cursor)}`}`)
         expect(page.status).toBe(200)
-        for (const c of page.body?.connections as Array<{ connectionId: string }>) seen.push(c.connectionId)
+        for (const c of items(page.body)) seen.push(c.connectionId)
         cursor = page.body?.nextCursor as string | undefined
       } while (cursor !== undefined)
       expect(seen).toHaveLength(3)
@@ -150,7 +159,7 @@ const suite = (store: Store) =>
         const answer = await create(json)
         expect(answer.status, JSON.stringify(json)).toBe(status)
         expect(code(answer.body)).toBe("invalid_input")
-        return String((answer.body?.error as { message: string }).message)
+        return message(answer.body)
       }
       const malformed = await call("/v1/connections", { method: "POST", body: "{not json", headers: { "content-type": "application/json" } })
       expect(malformed.status).toBe(400)
@@ -184,6 +193,18 @@ const suite = (store: Store) =>
       expect(stored).toContain("v1.")
       expect(stored).not.toContain(TOKEN)
       expect(stored).not.toContain("xoxb")
+    })
+
+    it.skipIf(store.restart === undefined)("connections and their sealed credentials survive a restart", async () => {
+      const created = (await create({ userId: "frank", toolkit: "slack", authClass: "bearer", credentials: { token: TOKEN } })).body!
+      await service.close()
+      service = await store.restart!()
+      expect((await call(`/v1/connections/${String(created.connectionId)}`)).body).toEqual(created)
+      const resolved = await service.runtime.runPromise(
+        Effect.flatMap(Connections, (connections) => connections.resolve({ projectId: "proj_test", userId: "frank", toolkit: "slack", scopes: [] }))
+      )
+      expect(resolved.connectionId).toBe(created.connectionId)
+      expect(resolved.credentials && Redacted.value(resolved.credentials)).toEqual({ token: TOKEN })
     })
   })
 
