@@ -219,7 +219,12 @@ export const make = Effect.gen(function*() {
   const resolve = Effect.fn("Connections.resolve")(function*(request: ResolveRequest) {
     const toolkit = findToolkit(request.toolkit)
     if (toolkit === undefined) return yield* invalid(`Unknown toolkit ${JSON.stringify(request.toolkit)}.`)
-    if (!needsConnection(toolkit)) return {}
+    if (!needsConnection(toolkit)) {
+      // Nothing to open; a named connection is still checked, so a wrong id is not silently dropped.
+      if (request.connectionId === undefined) return {}
+      const named = yield* pick(request)
+      return { connectionId: str(named, "connectionId") }
+    }
     const row = yield* pick(request)
     const connection = toView(row)
     if (isExpired(connection.expiresAt, yield* Clock.currentTimeMillis)) return yield* invalid("connection expired")

@@ -60,6 +60,12 @@ layer(TestLayer)("Connections.resolve", (it) => {
     Effect.gen(function*() {
       const connections = yield* Connections
       assert.deepStrictEqual(yield* connections.resolve({ projectId: "proj_a", userId: "nobody", toolkit: "demo", scopes: [] }), {})
+      // A named one is still checked, and passed on without credentials.
+      const wrong = yield* failure(connections.resolve({ projectId: "proj_a", userId: "nobody", toolkit: "demo", connectionId: "conn_x", scopes: [] }))
+      assert.include(wrong.message, "does not exist")
+      const demo = yield* connections.create({ ...slack("demo_user"), toolkit: "demo", authClass: "none", credentials: {} })
+      const named = yield* connections.resolve({ projectId: "proj_a", userId: "demo_user", toolkit: "demo", connectionId: demo.connectionId, scopes: [] })
+      assert.deepStrictEqual(named, { connectionId: demo.connectionId })
     }))
 
   it.effect("the user's single connection for the toolkit, with its credentials opened", () =>
