@@ -82,7 +82,7 @@ describe("client against the service", () => {
 
 interface Stub {
   baseUrl: string
-  readonly requests: Array<{ method: string; url: string; at: number }>
+  readonly requests: Array<{ method: string; url: string; at: number; body: string }>
   /** Answers, in order; the last one repeats. */
   answers: Array<(res: ServerResponse) => void>
 }
@@ -96,6 +96,10 @@ const okMe = (res: ServerResponse) => {
   res.writeHead(200, { "content-type": "application/json" })
   res.end(JSON.stringify({ projectId: "proj_stub", keyId: "key_stub" }))
 }
+const json = (value: unknown) => (res: ServerResponse) => {
+  res.writeHead(200, { "content-type": "application/json" })
+  res.end(JSON.stringify(value))
+}
 const record = (status: string) => (res: ServerResponse) => {
   res.writeHead(200, { "content-type": "application/json" })
   const base = { executionId: "exe_1", projectId: "p", userId: "u", tool: "demo.sleep", toolVersion: "1", catalogVersion: "c", mode: "async", createdAt: "2026-01-01T00:00:00.000Z" }
@@ -107,8 +111,12 @@ describe("client policies against a stub", () => {
   const stub: Stub = { baseUrl: "", requests: [], answers: [] }
   beforeAll(async () => {
     server = createServer((req: IncomingMessage, res: ServerResponse) => {
-      stub.requests.push({ method: req.method ?? "", url: req.url ?? "", at: Date.now() })
-      req.resume()
+      const entry = { method: req.method ?? "", url: req.url ?? "", at: Date.now(), body: "" }
+      stub.requests.push(entry)
+      req.setEncoding("utf8")
+      req.on("data", (chunk: string) => {
+        entry.body += chunk
+      })
       req.on("end", () => {
         const answer = stub.answers.length > 1 ? stub.answers.shift() : stub.answers[0]
         if (answer === undefined) res.writeHead(500).end()
@@ -174,6 +182,27 @@ describe("client policies against a stub", () => {
     expect(elapsed).toBeGreaterThanOrEqual(290)
     expect(elapsed).toBeLessThan(2000)
     expect(stub.requests.length).toBeGreaterThanOrEqual(3)
+  })
+
+  it("sends what the routes expect: base64 file content, the default user, encoded ids", async () => {
+    const file = { fileId: "file_1", name: "a.bin", mimeType: "application/octet-stream", size: 3, expiresAt: "2026-01-01T00:00:00.000Z" }
+    const withUser = createClient({ baseUrl: stub.baseUrl, apiKey: "stub_key", userId: "dflt" })
+    reset(json(file))
+    expect(await withUser.files.create({ name: "a.bin", content: new Uint8Array([0, 255, 7]) })).toEqual(file)
+    expect(JSON.parse(stub.requests[0]?.body ?? "")).toEqual({ name: "a.bin", content: "AP8H" })
+    reset(json({ files: [file], nextCursor: "c" }))
+    expect((await withUser.files.list({ limit: 5, cursor: "a/b" })).nextCursor).toBe("c")
+    expect(stub.requests[0]?.url).toBe("/v1/files?limit=5&cursor=a%2Fb")
+    reset(json({ executions: [] }))
+    await withUser.executions.list({ status: "running" })
+    await withUser.executions.list({ userId: "explicit" })
+    expect(stub.requests.map((r) => r.url)).toEqual(["/v1/executions?status=running&userId=dflt", "/v1/executions?userId=explicit"])
+    reset(record("pending"))
+    await withUser.executions.execute({ tool: "demo.sleep", input: { ms: 10 }, mode: "async" })
+    expect(JSON.parse(stub.requests[0]?.body ?? "")).toEqual({ tool: "demo.sleep", input: { ms: 10 }, mode: "async", userId: "dflt" })
+    reset(record("pending"))
+    await withUser.executions.get("exe/../x")
+    expect(stub.requests[0]?.url).toBe("/v1/executions/exe%2F..%2Fx")
   })
 
   it("a body that breaks the contract is a provider_error, not a crash", async () => {
