@@ -9,6 +9,7 @@ import { NodeHttpServer } from "@effect/platform-node"
 import { createServer } from "node:http"
 import { AppConfig } from "../src/Config.ts"
 import { Api } from "./Api.ts"
+import { ConnectionsHttp } from "./ConnectionsHttp.ts"
 import { makeEdge, type Route } from "./Edge.ts"
 import { AuthenticationLive, ErrorEnvelopeLive, RateLimitLive } from "./MiddlewareLive.ts"
 import { HealthHttp, SystemHttp } from "./SystemHttp.ts"
@@ -28,7 +29,7 @@ export const routes: ReadonlyArray<Route> = [
 ]
 
 const ApiLive = HttpApiBuilder.layer(Api, { openapiPath: "/openapi.json" }).pipe(
-  Layer.provide([HealthHttp, SystemHttp]),
+  Layer.provide([HealthHttp, SystemHttp, ConnectionsHttp]),
   Layer.provide([ErrorEnvelopeLive, AuthenticationLive, RateLimitLive])
 )
 
