@@ -27,6 +27,8 @@ const freePort = () =>
     })
   })
 
+const mib = (n: number) => `${(n / MIB).toFixed(1)} MiB`
+
 const status = (pid: number, field: "VmRSS" | "VmHWM"): number => {
   const match = new RegExp(`^${field}:\\s+(\\d+) kB`, "m").exec(readFileSync(`/proc/${pid}/status`, "utf8"))
   return Number(match?.[1] ?? NaN) * 1024
@@ -76,8 +78,10 @@ const send = (port: number, withLength: boolean): Promise<Outcome> =>
     req.on("error", finish)
     req.on("close", finish)
     const body = hugeBody(GIB)
-    const pump = () => {
-      while (!settled) {
+    const pump = (): void => {
+      // `settled` flips in event handlers, which run only between calls of pump.
+      for (;;) {
+        if (settled) return
         const next = body.next()
         if (next.done === true) return void req.end()
         written += next.value.length
@@ -114,7 +118,6 @@ describe("POST /v1/files body ceiling", () => {
     await new Promise((resolve) => setTimeout(resolve, 500))
     const rssAfter = status(pid, "VmRSS")
     const peakAfter = status(pid, "VmHWM")
-    const mib = (n: number) => `${(n / MIB).toFixed(1)} MiB`
     process.stdout.write(
       `[files 1 GiB upload] ceiling ${mib(CEILING)}; chunked: ${chunked.status}, client wrote ${mib(chunked.written)}; ` +
         `Content-Length: ${declared.status}, client wrote ${mib(declared.written)}; service RSS ${mib(rssBefore)} -> ${mib(rssAfter)} ` +
