@@ -45,6 +45,9 @@ export const fileMigrations: ReadonlyArray<Migration> = [
   }
 ]
 
+/** Bytes per read of a blob; well under the driver's 16 MiB message limit. */
+const BLOB_PART = 4 * 1024 * 1024
+
 /** Held for the duration of one sweep transaction, so sweeps never overlap across processes. */
 export const SWEEP_LOCK = 7_100_100
 
@@ -90,13 +93,24 @@ export const makePgBackend = Effect.gen(function*() {
         Effect.map((rows) => rows.map(toRecord)),
         Effect.mapError(unavailable)
       ),
+    // Bytes come back in parts: the driver refuses a server message over 16 MiB, and a
+    // file may be 25 MiB or more. EXTERNAL storage lets substring read only the part's chunks.
     content: (fileId) =>
-      sql<FileRow & { readonly bytes: Uint8Array }>`
-        SELECT f.*, b.bytes FROM staged_files f JOIN staged_file_blobs b USING (file_id) WHERE f.file_id = ${fileId}`.pipe(
-        // The driver's byte fields are views into its pooled buffers: copy before holding on.
-        Effect.map((rows) => (rows[0] === undefined ? undefined : { record: toRecord(rows[0]), bytes: rows[0].bytes.slice() })),
-        Effect.mapError(unavailable)
-      ),
+      Effect.gen(function*() {
+        const rows = yield* sql<FileRow>`SELECT * FROM staged_files WHERE file_id = ${fileId}`
+        if (rows[0] === undefined) return undefined
+        const record = toRecord(rows[0])
+        const bytes = new Uint8Array(record.size)
+        for (let offset = 0; offset === 0 || offset < record.size; offset += BLOB_PART) {
+          const parts = yield* sql<{ readonly part: Uint8Array }>`
+            SELECT substring(bytes FROM ${offset + 1} FOR ${BLOB_PART}) AS part FROM staged_file_blobs WHERE file_id = ${fileId}`
+          const part = parts[0]?.part
+          // Reclaimed while being read: as if it were already gone.
+          if (part === undefined) return undefined
+          bytes.set(part, offset)
+        }
+        return { record, bytes }
+      }).pipe(Effect.mapError(unavailable)),
     remove: (fileId) =>
       sql`DELETE FROM staged_files WHERE file_id = ${fileId}`.pipe(Effect.asVoid, Effect.mapError(unavailable)),
     page: (projectId, nowMs, after, limit) =>

@@ -110,7 +110,34 @@ for (const store of stores) {
         await expectEnvelope(text, 415, "invalid_input")
       })
 
+      it("takes a file at the default 25 MiB cap intact, and refuses one byte more", async () => {
+        const fresh = await store.start()
+        try {
+          const bytes = Buffer.alloc(26_214_400)
+          for (let i = 0; i < bytes.length; i += 4096) bytes[i] = (i / 4096) & 0xff
+          const staged = await upload(fresh, { name: "cap.bin", content: bytes.toString("base64") })
+          expect(staged.size).toBe(bytes.length)
+          const read = await withFiles(fresh, (files) =>
+            files.forExecution({ projectId: "proj_test", executionId: "exe_cap", attachments: [staged.fileId] }).read(staged.fileId))
+          expect(Buffer.from(read.bytes).equals(bytes)).toBe(true)
+          const over = await fresh.fetch("/v1/files", {
+            method: "POST",
+            json: { name: "over.bin", content: Buffer.alloc(26_214_401).toString("base64") }
+          })
+          await expectEnvelope(over, 422, "invalid_input")
+        } finally {
+          await fresh.close()
+        }
+      }, 60_000)
+
       it("refuses missing and invalid keys with 401 whatever the body", async () => {
+        const malformed = await service.fetch("/v1/files", {
+          method: "POST",
+          key: "not_a_real_key_000000",
+          body: "{\"name\":",
+          headers: { "content-type": "application/json" }
+        })
+        await expectEnvelope(malformed, 401, "auth_expired")
         await expectEnvelope(await post({ name: "x", content: "" }, null), 401, "auth_missing")
         await expectEnvelope(await post({ name: "x", content: "" }, "not_a_real_key_000000"), 401, "auth_expired")
         await expectEnvelope(await post({ nonsense: true }, "not_a_real_key_000000"), 401, "auth_expired")
