@@ -175,6 +175,7 @@ for (const store of stores) {
         expect(pages).toEqual([newestFirst.slice(0, 2), newestFirst.slice(2, 4), newestFirst.slice(4)])
         const whole = (await (await list("")).json()) as { files: Array<Metadata>; nextCursor?: string }
         expect(whole.files.map((f) => f.fileId)).toEqual(newestFirst)
+        for (const file of whole.files) expect(Object.keys(file).toSorted()).toEqual(["expiresAt", "fileId", "mimeType", "name", "size"])
         expect(whole).not.toHaveProperty("nextCursor")
       })
 
