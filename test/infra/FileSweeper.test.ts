@@ -12,6 +12,7 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
 const spied = () => {
   const inner = makeMemoryBackend()
   const results: Array<number> = []
+  const times: Array<number> = []
   let running = 0
   let maxRunning = 0
   const backend: FileBackend = {
@@ -24,11 +25,12 @@ const spied = () => {
         yield* Effect.sleep("20 millis")
         const result = yield* inner.sweep(now, limit)
         results.push(result.deleted)
+        times.push(performance.now())
         running--
         return result
       })
   }
-  return { backend, results, maxRunning: () => maxRunning }
+  return { backend, results, times, maxRunning: () => maxRunning }
 }
 
 describe("file sweeper", () => {
@@ -39,16 +41,24 @@ describe("file sweeper", () => {
       Effect.runPromise(Effect.forEach(Array.from({ length: n }), (_, i) => files.stage({ projectId: "p", name: `f${i}`, content: "" })))
     await stage(250)
     await sleep(5)
-    const runtime = ManagedRuntime.make(layerSweeper({ interval: "300 millis" }).pipe(Layer.provide(Layer.succeed(StagedFiles, files))))
+    const interval = 400
+    const runtime = ManagedRuntime.make(layerSweeper({ interval: `${interval} millis` }).pipe(Layer.provide(Layer.succeed(StagedFiles, files))))
+    const waitFor = async (count: number) => {
+      for (let i = 0; i < 200 && spy.results.length < count; i++) await sleep(10)
+    }
     try {
       await runtime.runPromise(Effect.void)
-      await sleep(150)
+      await waitFor(3)
       expect(spy.results).toEqual([100, 100, 50])
       await stage(150)
-      await sleep(400)
+      await waitFor(4)
       expect(spy.results).toEqual([100, 100, 50, 100])
-      await sleep(300)
+      await waitFor(5)
       expect(spy.results).toEqual([100, 100, 50, 100, 50])
+      // Start-up batches follow each other at once; periodic ones wait an interval in between.
+      const gaps = spy.times.slice(1).map((t, i) => t - (spy.times[i] ?? 0))
+      expect(Math.max(gaps[0] ?? 0, gaps[1] ?? 0)).toBeLessThan(interval / 2)
+      expect(Math.min(gaps[2] ?? 0, gaps[3] ?? 0)).toBeGreaterThanOrEqual(interval)
       expect(spy.maxRunning()).toBe(1)
     } finally {
       await runtime.dispose()
