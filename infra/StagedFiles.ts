@@ -183,6 +183,17 @@ export const makeStagedFiles = (
   }
 }
 
+/**
+ * The two calls the executions feature makes (its `AttachmentFiles` port): which attachments
+ * are not live files of the project, and the execution-bound reader. A store fault there is a
+ * defect, not a "missing file". Wire it as `Layer.effect(AttachmentFiles, Effect.map(StagedFiles, attachmentPort))`.
+ */
+export const attachmentPort = (files: StagedFilesShape) => ({
+  missing: (projectId: string, fileIds: ReadonlyArray<string>): Effect.Effect<ReadonlyArray<string>> =>
+    Effect.orDie(files.existing(projectId, fileIds)),
+  forExecution: files.forExecution
+})
+
 /** The backend without a database: one map in this process, lost on restart. */
 export const makeMemoryBackend = (): FileBackend => {
   const files = new Map<string, { readonly record: StagedFileRecord; readonly bytes: Uint8Array }>()
