@@ -9,7 +9,7 @@ import { randomBytes } from "node:crypto"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { SWEEP_LOCK } from "../../infra/PgStagedFiles.ts"
 import { createTestDatabase, dropTestDatabase, postgresAvailable } from "../support/Database.ts"
-import { type InProcessService, startService } from "../support/Service.ts"
+import { type InProcessService, startProcess, startService } from "../support/Service.ts"
 import { FAST, SECRET_KEY, sleep, upload, withFiles } from "./support/Files.ts"
 
 const connect = (url: string) => ManagedRuntime.make(PgClient.layer({ url: Redacted.make(url), maxConnections: 1 }))
@@ -65,6 +65,28 @@ describe.skipIf(!postgresAvailable)("staged files on Postgres", () => {
       await second.close()
     }
   })
+
+  it("an acknowledged upload survives a kill -9 of the process", async () => {
+    const port = 20_000 + Math.floor(Math.random() * 20_000)
+    const env = { ...FAST, SERVICE_DATABASE_URL: url, SERVICE_SECRET_KEY: SECRET_KEY }
+    const first = await startProcess(env, port)
+    let staged: { fileId: string }
+    try {
+      const response = await first.fetch("/v1/files", { method: "POST", json: { name: "crash.bin", content: "AAECAw==" } })
+      expect(response.status).toBe(201)
+      staged = (await response.json()) as { fileId: string }
+    } finally {
+      await first.kill9()
+    }
+    const second = await startProcess(env, port)
+    try {
+      const response = await second.fetch(`/v1/files/${staged.fileId}`)
+      expect(response.status).toBe(200)
+      expect(await response.json()).toMatchObject({ fileId: staged.fileId, name: "crash.bin", size: 4 })
+    } finally {
+      await second.stop()
+    }
+  }, 60_000)
 
   it("a sweep takes at most 100 rows, and none while another process holds the sweep lock", async () => {
     const service = await start({ SERVICE_FILE_TTL_MS: "50" })
