@@ -73,5 +73,3 @@ export const withFiles = <A, E>(service: InProcessService, f: (files: StagedFile
   service.runtime.runPromise(Effect.flatMap(StagedFiles, f) as Effect.Effect<A, E, unknown>)
 
 export const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
-
-export const dropDatabaseOnly = dropTestDatabase
