@@ -12,6 +12,7 @@ import { Api } from "./Api.ts"
 import { ConnectionsHttp } from "./ConnectionsHttp.ts"
 import { makeEdge, type Route } from "./Edge.ts"
 import { AuthenticationLive, ErrorEnvelopeLive, RateLimitLive } from "./MiddlewareLive.ts"
+import { FilesHttp } from "./FilesHttp.ts"
 import { HealthHttp, SystemHttp } from "./SystemHttp.ts"
 
 /** JSON bodies of ordinary routes are small; staged files set their own ceiling. */
@@ -29,7 +30,7 @@ export const routes: ReadonlyArray<Route> = [
 ]
 
 const ApiLive = HttpApiBuilder.layer(Api, { openapiPath: "/openapi.json" }).pipe(
-  Layer.provide([HealthHttp, SystemHttp, ConnectionsHttp]),
+  Layer.provide([HealthHttp, SystemHttp, ConnectionsHttp, FilesHttp]),
   Layer.provide([ErrorEnvelopeLive, AuthenticationLive, RateLimitLive])
 )
 
