@@ -1,5 +1,5 @@
 import { assert, describe, layer } from "@effect/vitest"
-import { afterAll, beforeAll, expect, it } from "vitest"
+import { afterAll, beforeAll, expect, test } from "vitest"
 import { Effect, Layer } from "effect"
 import type { Sharding } from "effect/cluster"
 import { ActorRuntime, SHARDS_PER_GROUP } from "../../infra/Actors.ts"
@@ -97,7 +97,7 @@ describe.skipIf(!postgresAvailable)("actors across two processes on one Postgres
     if (databaseUrl !== "") await dropTestDatabase(databaseUrl)
   })
 
-  it("share the shards, give each entity one owner, and take over a killed runner's shards", async () => {
+  test("share the shards, give each entity one owner, and take over a killed runner's shards", async () => {
     const a = await startActorProcess(databaseUrl)
     nodes.push(a)
     const b = await startActorProcess(databaseUrl)
