@@ -5,6 +5,7 @@ import { Effect, Layer, Redacted } from "effect"
 import { HttpServer } from "effect/http"
 import { ApiKeys } from "../infra/ApiKeys.ts"
 import { HttpServerLive } from "../http/Server.ts"
+import { EntitiesLive } from "./Actors.ts"
 import { AppConfig } from "./Config.ts"
 import { InfraLive } from "./Infra.ts"
 
@@ -23,6 +24,6 @@ const ListenLog = Layer.effectDiscard(
   HttpServer.addressFormattedWith((address) => Effect.logInfo(`listening on ${address}`))
 )
 
-export const AppLive = Layer.mergeAll(ListenLog.pipe(Layer.provideMerge(HttpServerLive)), DevKey).pipe(
+export const AppLive = Layer.mergeAll(ListenLog.pipe(Layer.provideMerge(HttpServerLive)), DevKey, EntitiesLive).pipe(
   Layer.provideMerge(InfraLive)
 )
