@@ -59,13 +59,15 @@ export const shardingConfig = (
   // The cluster default. Changing it moves entity ids between shards, so it is fixed.
   shardsPerGroup: SHARDS_PER_GROUP,
   // An entity that has received no message for this long is stopped and its memory freed; the
-  // next message starts it again and it reloads from the event log. Feature entities may pass
-  // their own `maxIdleTime` to `toLayer` (an entity is never idle while a handler runs).
-  entityMaxIdleTime: Duration.minutes(2),
-  // Resident entities cost a few kilobytes each (see bench/scenarios/actors.ts). The default
-  // (10 000) would make volatile sends fail with MailboxFull after a few seconds of creating
-  // thousands of entities per second; idle entities are reaped after entityMaxIdleTime.
-  maxResidentEntities: 200_000,
+  // next message starts it again and it reloads from the event log. An entity is never idle
+  // while a handler runs. Feature entities may pass their own `maxIdleTime` to `toLayer`
+  // (shorter for short-lived kinds such as a single delivery).
+  entityMaxIdleTime: Duration.minutes(1),
+  // A resident entity costs about 15 kB of heap (bench/scenarios/actors.ts), so this caps the
+  // runtime at about 750 MB. When it is reached, volatile sends to entities that are not
+  // resident fail with MailboxFull until idle ones are reaped; the default (10 000) would be
+  // reached within seconds at thousands of new entities per second.
+  maxResidentEntities: 50_000,
   entityMailboxCapacity: 4096,
   entityTerminationTimeout: Duration.seconds(10),
   // A runner whose process is killed loses its advisory locks at once (its Postgres session
@@ -80,13 +82,19 @@ export const shardingConfig = (
   simulateRemoteSerialization: true
 })
 
+/** In this process, in memory: no database, no network. `overrides` are for tests and benchmarks. */
+export const layerMemoryWith = (
+  overrides: Partial<ShardingConfig.ShardingConfig["Service"]>
+): Layer.Layer<ActorServices> =>
+  Sharding.layer.pipe(
+    Layer.provideMerge(Runners.layerNoop),
+    Layer.provideMerge(MessageStorage.layerMemory),
+    Layer.provide([RunnerStorage.layerMemory, RunnerHealth.layerNoop]),
+    Layer.provide(Layer.succeed(ShardingConfig.ShardingConfig, { ...shardingConfig(LOCAL_RUNNER), ...overrides }))
+  )
+
 /** In this process, in memory: no database, no network. */
-export const layerMemory: Layer.Layer<ActorServices> = Sharding.layer.pipe(
-  Layer.provideMerge(Runners.layerNoop),
-  Layer.provideMerge(MessageStorage.layerMemory),
-  Layer.provide([RunnerStorage.layerMemory, RunnerHealth.layerNoop]),
-  Layer.provide(Layer.succeed(ShardingConfig.ShardingConfig, shardingConfig(LOCAL_RUNNER)))
-)
+export const layerMemory: Layer.Layer<ActorServices> = layerMemoryWith({})
 
 /** One runner on Postgres: shard locks, runner registration and persisted messages in SQL. */
 export const layerSingle: Layer.Layer<ActorServices, never, SqlClient.SqlClient> = Sharding.layer.pipe(
@@ -140,4 +148,12 @@ export const layer: Layer.Layer<ActorServices, never, AppConfig> = Layer.unwrap(
   })
 )
 
-export const ActorRuntime = { layer, layerFor, layerMemory, layerSingle, layerRunner, shardingConfig } as const
+export const ActorRuntime = {
+  layer,
+  layerFor,
+  layerMemory,
+  layerMemoryWith,
+  layerSingle,
+  layerRunner,
+  shardingConfig
+} as const
