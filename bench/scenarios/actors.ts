@@ -1,0 +1,140 @@
+/**
+ * Actor runtime throughput: how fast entities start and messages flow in one process, in memory
+ * and as a single runner on Postgres (volatile messages, the counter entity of the tests).
+ *
+ *   node bench/scenarios/actors.ts            (ACTORS_BENCH_N=5000 by default)
+ *   node --expose-gc bench/scenarios/actors.ts   (adds the heap cost of a resident entity)
+ *
+ * Postgres rows are skipped when the database of SERVICE_TEST_DATABASE_URL is not reachable.
+ */
+import { PgClient } from "@effect/sql-pg"
+import { Effect, Layer, Redacted } from "effect"
+import type { Sharding } from "effect/cluster"
+import { fileURLToPath } from "node:url"
+import { ActorRuntime } from "../../infra/Actors.ts"
+import { createTestDatabase, dropTestDatabase, postgresAvailable } from "../../test/support/Database.ts"
+import { Counter, CounterLive } from "../../test/infra/support/CounterEntity.ts"
+
+const N = Number(process.env.ACTORS_BENCH_N ?? "5000")
+const CONCURRENCY = 256
+const SEQUENTIAL = 2000
+
+interface Row {
+  readonly runtime: string
+  readonly startMs: number
+  readonly newEntitiesPerSec: number
+  readonly messagesPerSec: number
+  readonly sequentialUs: { readonly p50: number; readonly p99: number }
+  readonly heapPerEntityBytes: number | undefined
+}
+
+const percentile = (sorted: ReadonlyArray<number>, p: number) => sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * p))] ?? 0
+
+const gc = (): boolean => {
+  const collect = (globalThis as { gc?: () => void }).gc
+  if (collect === undefined) return false
+  collect()
+  return true
+}
+
+const measure = (runtime: string) =>
+  Effect.gen(function*() {
+    const started = performance.now()
+    const clientFor = yield* Counter.client
+    yield* clientFor("warmup").Increment({ amount: 1 })
+    const startMs = performance.now() - started
+    const ids = Array.from({ length: N }, (_, i) => `bench-${i}`)
+
+    const heapBefore = gc() ? process.memoryUsage().heapUsed : undefined
+    let t = performance.now()
+    yield* Effect.forEach(ids, (id) => clientFor(id).Increment({ amount: 1 }), { concurrency: CONCURRENCY, discard: true })
+    const newEntitiesPerSec = N / ((performance.now() - t) / 1000)
+    const heapPerEntityBytes = heapBefore !== undefined && gc()
+      ? (process.memoryUsage().heapUsed - heapBefore) / N
+      : undefined
+
+    t = performance.now()
+    yield* Effect.forEach(ids, (id) => clientFor(id).Increment({ amount: 1 }), { concurrency: CONCURRENCY, discard: true })
+    const messagesPerSec = N / ((performance.now() - t) / 1000)
+
+    const one = clientFor("sequential")
+    const latencies: Array<number> = []
+    for (let i = 0; i < SEQUENTIAL; i++) {
+      const start = performance.now()
+      yield* one.Increment({ amount: 1 })
+      latencies.push((performance.now() - start) * 1000)
+    }
+    latencies.sort((a, b) => a - b)
+    return {
+      runtime,
+      startMs,
+      newEntitiesPerSec,
+      messagesPerSec,
+      sequentialUs: { p50: percentile(latencies, 0.5), p99: percentile(latencies, 0.99) },
+      heapPerEntityBytes
+    } satisfies Row
+  })
+
+const runWith = (name: string, runtime: Layer.Layer<Sharding.Sharding, unknown>): Promise<Row> =>
+  Effect.runPromise(Effect.scoped(Effect.gen(function*() {
+    const started = performance.now()
+    const context = yield* Layer.build(CounterLive.pipe(Layer.provideMerge(runtime)))
+    const buildMs = performance.now() - started
+    const row = yield* Effect.provideContext(measure(name), context)
+    return { ...row, startMs: buildMs + row.startMs }
+  })) as Effect.Effect<Row>)
+
+const withDatabase = async <A>(use: (url: string) => Promise<A>): Promise<A> => {
+  const url = await createTestDatabase("bench_actors")
+  try {
+    return await use(url)
+  } finally {
+    await dropTestDatabase(url)
+  }
+}
+
+const fmt = (n: number) => Math.round(n).toLocaleString("en-US")
+
+const print = (rows: ReadonlyArray<Row>) => {
+  const table = rows.map((row) => ({
+    runtime: row.runtime,
+    "start (ms)": fmt(row.startMs),
+    "new entities/s": fmt(row.newEntitiesPerSec),
+    "msgs/s (resident)": fmt(row.messagesPerSec),
+    "1 entity p50 (µs)": fmt(row.sequentialUs.p50),
+    "1 entity p99 (µs)": fmt(row.sequentialUs.p99),
+    "heap/entity (B)": row.heapPerEntityBytes === undefined ? "run with --expose-gc" : fmt(row.heapPerEntityBytes)
+  }))
+  process.stdout.write(`actors: ${N} distinct entities, ${CONCURRENCY} concurrent senders; ${SEQUENTIAL} sequential messages to one entity\n`)
+  console.table(table)
+}
+
+export const run = async (): Promise<void> => {
+  const rows: Array<Row> = []
+  rows.push(await runWith("memory (TestRunner wiring)", ActorRuntime.layerMemory))
+  rows.push(
+    await runWith(
+      "memory, no serialization simulation",
+      ActorRuntime.layerMemoryWith({ simulateRemoteSerialization: false })
+    )
+  )
+  if (postgresAvailable) {
+    rows.push(
+      await withDatabase((url) =>
+        runWith(
+          "Postgres single runner",
+          ActorRuntime.layerSingle.pipe(Layer.provide(PgClient.layer({ url: Redacted.make(url), maxConnections: 8 })))
+        )
+      )
+    )
+  }
+  print(rows)
+}
+
+export const name = "actors"
+export const scenario = { name, run }
+export default scenario
+
+if (process.argv[1] !== undefined && fileURLToPath(import.meta.url) === process.argv[1]) {
+  await run()
+}
