@@ -129,7 +129,16 @@ export class MemoryTables {
 
   /** Every row of a table in primary-key order (tests compare replayed tables with it). */
   dump(table: string): ReadonlyArray<Row> {
-    return [...this.table(table).entries()].toSorted(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([, row]) => row)
+    // Compared column by column as Postgres orders them; the JSON map keys would put "a 1"
+    // before "a" and 10 before 9.
+    const columns = this.keys.get(table) ?? []
+    return [...this.table(table).values()].toSorted((a, b) => {
+      for (const column of columns) {
+        const c = compareJson(a[column], b[column])
+        if (c !== 0) return c
+      }
+      return 0
+    })
   }
 
   clear(tables: ReadonlyArray<string>): void {
