@@ -73,6 +73,7 @@ describe.skipIf(!postgresAvailable)("projections on Postgres", () => {
         const sql = yield* SqlClient.SqlClient
         let appended = 0
         let writersDone = false
+        const writing = () => !writersDone
         const writer = (w: number) =>
           Effect.gen(function*() {
             const mine = ACCOUNT_IDS.filter((_, i) => i % WRITERS === w)
@@ -92,7 +93,7 @@ describe.skipIf(!postgresAvailable)("projections on Postgres", () => {
         }).pipe(Effect.ensuring(Effect.sync(() => (writersDone = true))), Effect.forkChild)
 
         const overlaps: Array<{ before: number; after: number; count: number; progress: Array<ReplayProgress> }> = []
-        while (!writersDone) {
+        while (writing()) {
           const before = appended
           const progress: Array<ReplayProgress> = []
           const count = yield* replayProjection(inline, (p) => Effect.sync(() => progress.push(p)))
