@@ -5,6 +5,8 @@
  * escapes the API's own middleware. Every response leaves with a `Request-Id` header.
  */
 import { Effect, Stream } from "effect"
+import type { Duplex } from "node:stream"
+import { normalized } from "../domain/Errors.ts"
 import { HttpServerRequest, type HttpServerResponse } from "effect/http"
 import { HttpServerResponse as Response } from "effect/http"
 import { newRequestId } from "../infra/Ids.ts"
@@ -105,7 +107,9 @@ export const makeEdge = (options: EdgeOptions) => {
       if (hasBody) {
         const allowed = allowedMethods(path)
         if (allowed === undefined) return refuse(routeNotFound())
-        if (!allowed.includes(request.method)) return refuse(methodNotAllowed(allowed))
+        // The router answers HEAD wherever it answers GET.
+        const method = request.method === "HEAD" ? "GET" : request.method
+        if (!allowed.includes(method)) return refuse(methodNotAllowed(allowed))
         if (!JSON_TYPE.test(request.headers["content-type"] ?? "")) return refuse(unsupportedMediaType())
         const limit = options.bodyLimit(request.method, path)
         if (contentLength !== undefined && Number(contentLength) > limit) return refuse(bodyTooLarge(limit))
@@ -135,3 +139,26 @@ export const makeEdge = (options: EdgeOptions) => {
 const isRouteNotFound = (error: unknown): boolean =>
   typeof error === "object" && error !== null && "reason" in error &&
   (error as { reason: { _tag?: string } }).reason?._tag === "RouteNotFound"
+
+/**
+ * Requests Node's parser rejects (an unknown method, a malformed request line or header, headers
+ * past the size limit) never reach the app; they still get an envelope and a request id
+ * instead of Node's bare 400.
+ */
+export const answerClientError = (error: Error & { readonly code?: string }, socket: Duplex): void => {
+  if (error.code === "ECONNRESET" || !socket.writable) {
+    socket.destroy()
+    return
+  }
+  const requestId = newRequestId()
+  const [status, reason, failure] = error.code === "HPE_HEADER_OVERFLOW"
+    ? [431, "Request Header Fields Too Large", normalized("invalid_input", "The request headers are too large.")]
+    : error.code === "ERR_HTTP_REQUEST_TIMEOUT"
+    ? [408, "Request Timeout", normalized("timeout", "The request was not received in time.")]
+    : [400, "Bad Request", normalized("invalid_input", "The request is not valid HTTP.")]
+  const body = JSON.stringify({ error: failure, requestId })
+  socket.end(
+    `HTTP/1.1 ${status} ${reason}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\n` +
+      `request-id: ${requestId}\r\nconnection: close\r\n\r\n${body}`
+  )
+}
