@@ -62,6 +62,21 @@ const reference = (projection: Projection, events: ReadonlyArray<RecordedEvent>)
 // Ids whose byte order differs from the order of their JSON encodings, and keys past 9.
 const ACCOUNT_IDS = ["acct", "acct 1", "acct!", "acct-10", "acct-9", ...Array.from({ length: 55 }, (_, i) => `a-${i}`)]
 
+// The same projection in three shapes: each adds a column filled from the Opened event.
+const shaped = (extra: ReadonlyArray<string>): Projection => ({
+  name: "shapes",
+  mode: "inline",
+  tables: [{ name: "shapes", columns: { id: "text", ...Object.fromEntries(extra.map((c) => [c, "text" as const])) }, nullable: extra, primaryKey: ["id"] }],
+  streamTypes: ["account"],
+  project: (event) =>
+    event.type === "Opened"
+      ? [{ op: "upsert", table: "shapes", row: { id: event.streamId, ...Object.fromEntries(extra.map((c) => [c, `${c}:${event.streamId}`])) } }]
+      : []
+})
+const ensure = (projection: Projection) => Effect.provideService(ensureProjectionTables, Projections, [projection])
+const columns = Effect.flatMap(SqlClient.SqlClient, (sql) =>
+  sql<{ name: string }>`SELECT column_name AS name FROM information_schema.columns WHERE table_name = 'v_shapes' ORDER BY ordinal_position`)
+
 const WRITERS = 8
 const EVENTS = 3_000
 
@@ -221,6 +236,32 @@ describe.skipIf(!postgresAvailable)("projections on Postgres", () => {
         const accounts = yield* pgDump(ACCOUNTS)
         assert.deepStrictEqual(accounts, expected.dump(ACCOUNTS.name).map((r) => normalize(ACCOUNTS, r)))
         assert.includeMembers(accounts.map((r) => r.id), ["late", "after-0", "after-4"])
+      }))
+  })
+
+  layer(Layer.effectDiscard(runMigrations(allMigrations)).pipe(Layer.provideMerge(freshDatabaseLayer())), {
+    timeout: 60_000,
+    excludeTestServices: true
+  })("start-up", (it) => {
+    it.effect("a changed projection gets tables of its new shape, on an empty log and from the log", () =>
+      Effect.gen(function*() {
+        yield* ensure(shaped([]))
+        assert.deepStrictEqual((yield* columns).map((c) => c.name), ["id"])
+        yield* ensure(shaped([]))
+        // A new shape while the log is still empty.
+        yield* ensure(shaped(["a"]))
+        assert.deepStrictEqual((yield* columns).map((c) => c.name), ["id", "a"])
+
+        yield* Effect.flatMap(EventStore, (store) =>
+          Effect.forEach(["x", "y"], (id) => store.append([nextEvent(id, 0, 0, 0).request]))).pipe(
+            Effect.provide(layerPgEventStore.pipe(Layer.provide(Layer.succeed(Projections, [shaped(["a"])]))))
+          )
+        assert.deepStrictEqual(yield* pgDump(shaped(["a"]).tables[0]!), [{ id: "x", a: "a:x" }, { id: "y", a: "a:y" }])
+
+        // A new shape with events: rebuilt from the log with the new column filled.
+        yield* ensure(shaped(["a", "b"]))
+        assert.deepStrictEqual((yield* columns).map((c) => c.name), ["id", "a", "b"])
+        assert.deepStrictEqual(yield* pgDump(shaped(["a", "b"]).tables[0]!), [{ id: "x", a: "a:x", b: "b:x" }, { id: "y", a: "a:y", b: "b:y" }])
       }))
   })
 })
