@@ -128,6 +128,12 @@ const checkAnswer = (req: FuzzRequest, answer: Answer) => {
   } else if (!publicRoutes.some((route) => serves(route) && matches(route, path)) && !presentsValidKey(req.headers.authorization)) {
     // Without a valid key only the edge's body checks come before authentication.
     expect(bodyPresent ? [400, 401, 413, 415] : [401], context).toContain(answer.status)
+  } else if (!bodyPresent && req.headers["x-service-user-id"] !== undefined && !publicRoutes.some((route) => serves(route) && matches(route, path))) {
+    // Authenticated: the named user is checked next, for every route (the parser trims the value).
+    const named = req.headers["x-service-user-id"].replace(/^[ \t]+|[ \t]+$/g, "")
+    const pinned = /^bearer +test_key_pinned_u1_0001\s*$/i.test(req.headers.authorization?.trim() ?? "")
+    if (!/^[A-Za-z0-9_.-]{1,64}$/.test(named)) expect(answer.status, context).toBe(422)
+    else if (pinned && named !== "user_1") expect(answer.status, context).toBe(403)
   }
   if (bodyPresent && Buffer.byteLength(req.body ?? "") > BODY_LIMIT && declared.some(serves) && parsable) {
     expect([413, 415], context).toContain(answer.status)
