@@ -146,19 +146,24 @@ const isRouteNotFound = (error: unknown): boolean =>
  * instead of Node's bare 400.
  */
 export const answerClientError = (error: Error & { readonly code?: string }, socket: Duplex): void => {
-  if (error.code === "ECONNRESET" || !socket.writable) {
+  // As Node's own handler: no answer over a response already on its way (a pipelined request).
+  const inFlight = (socket as Duplex & { readonly _httpMessage?: { readonly headersSent?: boolean } | null })._httpMessage
+  if (error.code === "ECONNRESET" || !socket.writable || inFlight?.headersSent === true) {
     socket.destroy()
     return
   }
   const requestId = newRequestId()
   const [status, reason, failure] = error.code === "HPE_HEADER_OVERFLOW"
     ? [431, "Request Header Fields Too Large", normalized("invalid_input", "The request headers are too large.")]
+    : error.code === "HPE_CHUNK_EXTENSIONS_OVERFLOW"
+    ? [413, "Payload Too Large", normalized("invalid_input", "The chunk extensions are too large.")]
     : error.code === "ERR_HTTP_REQUEST_TIMEOUT"
     ? [408, "Request Timeout", normalized("timeout", "The request was not received in time.")]
     : [400, "Bad Request", normalized("invalid_input", "The request is not valid HTTP.")]
   const body = JSON.stringify({ error: failure, requestId })
   socket.end(
     `HTTP/1.1 ${status} ${reason}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\n` +
-      `request-id: ${requestId}\r\nconnection: close\r\n\r\n${body}`
+      `request-id: ${requestId}\r\nconnection: close\r\n\r\n${body}`,
+    () => socket.destroy()
   )
 }
