@@ -108,9 +108,9 @@ const unnestSource = (spec: TableSpec, columns: ReadonlyArray<string>, rows: Rea
     const type = spec.columns[column]
     if (type === undefined) throw new Error(`unknown column ${spec.name}.${column}`)
     const values = rows.map((row) => encodeValue(type, row[column]))
-    // The driver infers an array's type from its elements, which an all-null column lacks; such a
-    // column binds as an untyped array literal that the cast below types.
-    params.push(values.every((v) => v === null) ? `{${values.map(() => "NULL").join(",")}}` : values)
+    // The driver infers an array parameter's type from its elements and refuses all-null arrays.
+    if (values.every((value) => value === null)) return `array_fill(NULL::${arrayType[type].slice(0, -2)}, ARRAY[${values.length}])`
+    params.push(values)
     return `$${params.length}::${arrayType[type]}`
   })
   const select = columns.map((column) => `${castBack(spec.columns[column]!, `u.${ident(column)}`)} AS ${ident(column)}`)

@@ -4,6 +4,7 @@
 import { Effect, Layer, Redacted } from "effect"
 import { HttpServer } from "effect/http"
 import { ApiKeys } from "../infra/ApiKeys.ts"
+import * as Connections from "../infra/Connections.ts"
 import { HttpServerLive } from "../http/Server.ts"
 import { AppConfig } from "./Config.ts"
 import { InfraLive } from "./Infra.ts"
@@ -23,6 +24,10 @@ const ListenLog = Layer.effectDiscard(
   HttpServer.addressFormattedWith((address) => Effect.logInfo(`listening on ${address}`))
 )
 
+/** Services built on the stores, shared by the HTTP handlers and the actors. */
+const ServicesLive = Connections.layer
+
 export const AppLive = Layer.mergeAll(ListenLog.pipe(Layer.provideMerge(HttpServerLive)), DevKey).pipe(
+  Layer.provideMerge(ServicesLive),
   Layer.provideMerge(InfraLive)
 )

@@ -13,16 +13,26 @@ import { eventLogMigrations, type Migration, runMigrations } from "../infra/PgMi
 import { layerPgViewStore } from "../infra/PgViewStore.ts"
 import { Projections } from "../infra/Projection.ts"
 import { ensureProjectionTables } from "../infra/ProjectionAdmin.ts"
+import { layerSweeper } from "../infra/FileSweeper.ts"
+import { fileMigrations, layerPg as pgStagedFiles } from "../infra/PgStagedFiles.ts"
 import * as RateLimiter from "../infra/RateLimiter.ts"
 import * as Secrets from "../infra/Secrets.ts"
+import { layerMemory as memoryStagedFiles, StagedFiles } from "../infra/StagedFiles.ts"
 import { ViewStore } from "../infra/ViewStore.ts"
 import { AppConfig } from "./Config.ts"
 import { allProjections } from "./Projections.ts"
 
 /** Every schema step of every feature, applied in id order. */
-export const allMigrations: ReadonlyArray<Migration> = [...eventLogMigrations]
+export const allMigrations: ReadonlyArray<Migration> = [...eventLogMigrations, ...fileMigrations]
 
-export type InfraServices = EventStore | ViewStore | ApiKeys.ApiKeys | RateLimiter.RateLimiter | Secrets.Secrets | Projections
+export type InfraServices =
+  | EventStore
+  | ViewStore
+  | ApiKeys.ApiKeys
+  | RateLimiter.RateLimiter
+  | Secrets.Secrets
+  | Projections
+  | StagedFiles
 
 export const ProjectionsLive = Layer.succeed(Projections, allProjections)
 
@@ -39,15 +49,26 @@ export const DatabaseLive = (url: Redacted.Redacted<string>) =>
     })
   ).pipe(Layer.provideMerge(pgClientLayer(url)), Layer.provide(ProjectionsLive))
 
+/** Staged files with their expiry sweeper running for as long as the service does. */
+const withSweeper = <E, R>(files: Layer.Layer<StagedFiles, E, R>) => layerSweeper().pipe(Layer.provideMerge(files))
+
 export const MemoryInfra = Layer.mergeAll(
   memoryEventStore,
   ApiKeys.layerMemory,
   RateLimiter.layerMemory,
-  Secrets.layer
+  Secrets.layer,
+  withSweeper(memoryStagedFiles)
 ).pipe(Layer.provideMerge(ProjectionsLive))
 
 export const PgInfra = (url: Redacted.Redacted<string>) =>
-  Layer.mergeAll(layerPgEventStore, layerPgViewStore, ApiKeys.layerPg, RateLimiter.layerPg, Secrets.layer).pipe(
+  Layer.mergeAll(
+    layerPgEventStore,
+    layerPgViewStore,
+    ApiKeys.layerPg,
+    RateLimiter.layerPg,
+    Secrets.layer,
+    withSweeper(pgStagedFiles)
+  ).pipe(
     Layer.provideMerge(ProjectionsLive),
     Layer.provideMerge(DatabaseLive(url))
   )

@@ -1,4 +1,5 @@
 /** Every projection the service runs; features add theirs here. */
+import { connectionsProjection } from "../infra/ConnectionsProjection.ts"
 import type { Projection } from "../infra/Projection.ts"
 
-export const allProjections: ReadonlyArray<Projection> = []
+export const allProjections: ReadonlyArray<Projection> = [connectionsProjection]
