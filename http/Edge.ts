@@ -5,6 +5,8 @@
  * escapes the API's own middleware. Every response leaves with a `Request-Id` header.
  */
 import { Effect, Stream } from "effect"
+import type { Duplex } from "node:stream"
+import { normalized } from "../domain/Errors.ts"
 import { HttpServerRequest, type HttpServerResponse } from "effect/http"
 import { HttpServerResponse as Response } from "effect/http"
 import { newRequestId } from "../infra/Ids.ts"
@@ -120,7 +122,9 @@ export const makeEdge = (options: EdgeOptions) => {
       if (hasBody) {
         const allowed = allowedMethods(path)
         if (allowed === undefined) return refuse(routeNotFound())
-        if (!allowed.includes(request.method)) return refuse(methodNotAllowed(allowed))
+        // The router answers HEAD wherever it answers GET.
+        const method = request.method === "HEAD" ? "GET" : request.method
+        if (!allowed.includes(method)) return refuse(methodNotAllowed(allowed))
         if (!JSON_TYPE.test(request.headers["content-type"] ?? "")) return refuse(unsupportedMediaType())
         const limit = options.bodyLimit(request.method, path)
         if (contentLength !== undefined && Number(contentLength) > limit) return refuse(bodyTooLarge(limit))
@@ -150,3 +154,31 @@ export const makeEdge = (options: EdgeOptions) => {
 const isRouteNotFound = (error: unknown): boolean =>
   typeof error === "object" && error !== null && "reason" in error &&
   (error as { reason: { _tag?: string } }).reason?._tag === "RouteNotFound"
+
+/**
+ * Requests Node's parser rejects (an unknown method, a malformed request line or header, headers
+ * past the size limit) never reach the app; they still get an envelope and a request id
+ * instead of Node's bare 400.
+ */
+export const answerClientError = (error: Error & { readonly code?: string }, socket: Duplex): void => {
+  // As Node's own handler: no answer over a response already on its way (a pipelined request).
+  const inFlight = (socket as Duplex & { readonly _httpMessage?: { readonly headersSent?: boolean } | null })._httpMessage
+  if (error.code === "ECONNRESET" || !socket.writable || inFlight?.headersSent === true) {
+    socket.destroy()
+    return
+  }
+  const requestId = newRequestId()
+  const [status, reason, failure] = error.code === "HPE_HEADER_OVERFLOW"
+    ? [431, "Request Header Fields Too Large", normalized("invalid_input", "The request headers are too large.")]
+    : error.code === "HPE_CHUNK_EXTENSIONS_OVERFLOW"
+    ? [413, "Payload Too Large", normalized("invalid_input", "The chunk extensions are too large.")]
+    : error.code === "ERR_HTTP_REQUEST_TIMEOUT"
+    ? [408, "Request Timeout", normalized("timeout", "The request was not received in time.")]
+    : [400, "Bad Request", normalized("invalid_input", "The request is not valid HTTP.")]
+  const body = JSON.stringify({ error: failure, requestId })
+  socket.end(
+    `HTTP/1.1 ${status} ${reason}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\n` +
+      `request-id: ${requestId}\r\nconnection: close\r\n\r\n${body}`,
+    () => socket.destroy()
+  )
+}

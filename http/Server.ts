@@ -10,7 +10,7 @@ import { createServer } from "node:http"
 import { AppConfig } from "../src/Config.ts"
 import { Api } from "./Api.ts"
 import { ConnectionsHttp } from "./ConnectionsHttp.ts"
-import { makeEdge, type Route } from "./Edge.ts"
+import { answerClientError, makeEdge, type Route } from "./Edge.ts"
 import { AuthenticationLive, ErrorEnvelopeLive, RateLimitLive } from "./MiddlewareLive.ts"
 import { FilesHttp } from "./FilesHttp.ts"
 import { HealthHttp, SystemHttp } from "./SystemHttp.ts"
@@ -55,7 +55,7 @@ export const HttpServerLive = Layer.unwrap(
     const config = yield* AppConfig
     const app = yield* makeHttpApp
     return HttpServer.serve(app).pipe(
-      Layer.provideMerge(NodeHttpServer.layer(createServer, { port: config.port, host: config.host }))
+      Layer.provideMerge(NodeHttpServer.layer(() => createServer().on("clientError", answerClientError), { port: config.port, host: config.host }))
     )
   })
 ).pipe(Layer.provide(NodeHttpServer.layerHttpServices))

@@ -190,6 +190,9 @@ export const specMap = (projections: Projections["Service"]): ReadonlyMap<string
 
 const OPS = new Set(["=", "!=", "<", "<=", ">", ">="])
 
+/** Any value of the type: it only fills the place of a null that the IS NULL key already sorted. */
+const NULL_STAND_IN: Record<ColumnType, string> = { text: "''", bigint: "0", boolean: "false", jsonb: "'null'::jsonb" }
+
 export const listStatement = (spec: TableSpec, query: ListQuery): { text: string; params: Array<unknown> } => {
   const params: Array<unknown> = []
   const typed = (column: string, value: Json) => {
@@ -205,14 +208,24 @@ export const listStatement = (spec: TableSpec, query: ListQuery): { text: string
       : `${ident(f.column)} ${f.op} ${typed(f.column, f.value)}`
   })
   const desc = query.orderBy[0]?.direction !== "asc"
+  // A nullable column sorts by (is null, value): nulls after every value ascending, as the memory
+  // tables do, and the keyset comparison never meets a NULL (which would end the pages early).
+  const nullable = new Set(spec.nullable ?? [])
+  const keys = (column: string, value: (expr: string) => string) =>
+    nullable.has(column)
+      ? [`(${value(ident(column))} IS NULL)`, `coalesce(${value(ident(column))}, ${NULL_STAND_IN[spec.columns[column] ?? "text"]})`]
+      : [value(ident(column))]
   if (query.after !== undefined) {
     const after = query.after
-    const lhs = query.orderBy.map((o) => ident(o.column)).join(", ")
-    const rhs = query.orderBy.map((o, i) => typed(o.column, after[i] ?? null)).join(", ")
+    const lhs = query.orderBy.flatMap((o) => keys(o.column, (expr) => expr)).join(", ")
+    const rhs = query.orderBy.flatMap((o, i) => {
+      const placeholder = typed(o.column, after[i] ?? null)
+      return keys(o.column, () => placeholder)
+    }).join(", ")
     conditions.push(`(${lhs}) ${desc ? "<" : ">"} (${rhs})`)
   }
   params.push(query.limit)
-  const order = query.orderBy.map((o) => `${ident(o.column)} ${desc ? "DESC" : "ASC"}`).join(", ")
+  const order = query.orderBy.flatMap((o) => keys(o.column, (expr) => expr)).map((key) => `${key} ${desc ? "DESC" : "ASC"}`).join(", ")
   return {
     text: `SELECT * FROM ${ident(physicalName(spec.name))}${conditions.length ? ` WHERE ${conditions.join(" AND ")}` : ""} ORDER BY ${order} LIMIT $${params.length}`,
     params

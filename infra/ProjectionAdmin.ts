@@ -9,7 +9,7 @@
 import { Effect } from "effect"
 import { SqlClient } from "effect/sql"
 import type { SqlError } from "effect/sql/SqlError"
-import { createHash } from "node:crypto"
+import { createHash, randomBytes } from "node:crypto"
 import { type Position, type RecordedEvent, START } from "./EventStore.ts"
 import { readFeed, toRecorded } from "./PgEventStore.ts"
 import { applyChanges, createTableStatements, ident, physicalName, specMap } from "./PgViewStore.ts"
@@ -50,7 +50,8 @@ export const replayProjection = (
   Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
     const specs = specMap([projection])
-    const suffix = `r${Date.now().toString(36)}`
+    // Random as well as timed: two processes rebuilding at start-up must not share a table.
+    const suffix = `r${Date.now().toString(36)}${randomBytes(3).toString("hex")}`
     for (const table of projection.tables) {
       for (const statement of createTableStatements(table, suffix)) yield* sql.unsafe(statement)
     }
@@ -78,7 +79,7 @@ export const replayProjection = (
           ORDER BY e.tx_id, e.global_position`).map(toRecorded)
         yield* applyChanges(sql, specs, projectAll(projection, rest), suffix)
         const last = rest.length > 0 ? rest[rest.length - 1]!.position : cursor
-        const retired = `old${Date.now().toString(36)}`
+        const retired = `old${suffix.slice(1)}`
         for (const table of projection.tables) {
           const live = physicalName(table.name)
           yield* sql.unsafe(`ALTER TABLE IF EXISTS ${ident(live)} RENAME TO ${ident(physicalName(table.name, retired))}`)
@@ -110,17 +111,10 @@ export const ensureProjectionTables: Effect.Effect<void, SqlError, SqlClient.Sql
   for (const projection of projections) {
     const state = states.get(projection.name)
     if (state !== undefined && state.spec_hash === specHash(projection)) continue
-    if (hasEvents) {
-      yield* Effect.logInfo(`rebuilding projection ${projection.name} from the event log`)
-      yield* replayProjection(projection)
-      continue
-    }
-    for (const table of projection.tables) {
-      for (const statement of createTableStatements(table)) yield* sql.unsafe(statement)
-    }
-    yield* sql`
-      INSERT INTO projection_state (name, spec_hash) VALUES (${projection.name}, ${specHash(projection)})
-      ON CONFLICT (name) DO UPDATE SET spec_hash = EXCLUDED.spec_hash, updated_at = now()`
+    // Always through a rebuild, even on an empty log: creating tables "if not exists" would keep
+    // the columns of an older shape, and two processes starting together would race on it.
+    if (hasEvents) yield* Effect.logInfo(`rebuilding projection ${projection.name} from the event log`)
+    yield* replayProjection(projection)
   }
 })
 

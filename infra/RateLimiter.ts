@@ -108,7 +108,9 @@ export const layerMemory: Layer.Layer<RateLimiter, never, AppConfig> = Layer.eff
     const config = yield* AppConfig
     const policy = policies(config)
     const buckets = new Map<string, BucketState>()
+    // Counts of the current UTC day only; a new day starts from an empty map.
     const quotas = new Map<string, number>()
+    let quotaDay = ""
     return RateLimiter.of({
       take: (projectId, kind) =>
         Effect.sync(() => {
@@ -123,7 +125,12 @@ export const layerMemory: Layer.Layer<RateLimiter, never, AppConfig> = Layer.eff
           const quota = config.rateLimits.dailyExecutions
           if (quota === undefined) return undefined
           const now = Date.now()
-          const key = `${utcDay(now)}:${projectId}`
+          const today = utcDay(now)
+          if (today !== quotaDay) {
+            quotas.clear()
+            quotaDay = today
+          }
+          const key = projectId
           const used = quotas.get(key) ?? 0
           const allowed = used < quota
           if (allowed) quotas.set(key, used + 1)

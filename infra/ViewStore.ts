@@ -14,25 +14,42 @@ export interface ViewStoreShape {
 
 export class ViewStore extends Context.Service<ViewStore, ViewStoreShape>()("app/infra/ViewStore") {}
 
-const compareJson = (a: Json | undefined, b: Json | undefined): number => {
-  if (a === b) return 0
-  if (a === undefined || a === null) return -1
-  if (b === undefined || b === null) return 1
-  if (typeof a === "number" && typeof b === "number") return a - b
-  if (typeof a === "boolean" && typeof b === "boolean") return Number(a) - Number(b)
-  const sa = typeof a === "string" ? a : JSON.stringify(a)
-  const sb = typeof b === "string" ? b : JSON.stringify(b)
-  // Byte order, as Postgres compares text under the C collation the tables use.
-  return sa < sb ? -1 : sa > sb ? 1 : 0
+/** Code point order, which is the byte order of UTF-8 (UTF-16 units put U+E000 after U+1F600). */
+const compareText = (a: string, b: string): number => {
+  const ia = a[Symbol.iterator]()
+  const ib = b[Symbol.iterator]()
+  while (true) {
+    const x = ia.next()
+    const y = ib.next()
+    if (x.done === true) return y.done === true ? 0 : -1
+    if (y.done === true) return 1
+    const d = (x.value.codePointAt(0) ?? 0) - (y.value.codePointAt(0) ?? 0)
+    if (d !== 0) return d
+  }
 }
 
+const isNull = (v: Json | undefined): v is null | undefined => v === undefined || v === null
+
+/** Sort order as Postgres has it: nulls after every value in ascending order. */
+const compareJson = (a: Json | undefined, b: Json | undefined): number => {
+  if (isNull(a)) return isNull(b) ? 0 : 1
+  if (isNull(b)) return -1
+  if (a === b) return 0
+  if (typeof a === "number" && typeof b === "number") return a - b
+  if (typeof a === "boolean" && typeof b === "boolean") return Number(a) - Number(b)
+  // Byte order, as Postgres compares text under the C collation the tables use.
+  return compareText(typeof a === "string" ? a : JSON.stringify(a), typeof b === "string" ? b : JSON.stringify(b))
+}
+
+/** SQL semantics: a comparison with null matches nothing; `!=` is IS DISTINCT FROM. */
 const matches = (row: Row, filter: Filter): boolean => {
-  const c = compareJson(row[filter.column], filter.value)
+  const value = row[filter.column]
+  if (filter.op === "!=") return isNull(value) !== isNull(filter.value) || compareJson(value, filter.value) !== 0
+  if (isNull(value) || isNull(filter.value)) return false
+  const c = compareJson(value, filter.value)
   switch (filter.op) {
     case "=":
-      return c === 0 && row[filter.column] !== undefined && row[filter.column] !== null
-    case "!=":
-      return c !== 0
+      return c === 0
     case "<":
       return c < 0
     case "<=":
@@ -129,7 +146,16 @@ export class MemoryTables {
 
   /** Every row of a table in primary-key order (tests compare replayed tables with it). */
   dump(table: string): ReadonlyArray<Row> {
-    return [...this.table(table).entries()].toSorted(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([, row]) => row)
+    // Compared column by column as Postgres orders them; the JSON map keys would put "a 1"
+    // before "a" and 10 before 9.
+    const columns = this.keys.get(table) ?? []
+    return [...this.table(table).values()].toSorted((a, b) => {
+      for (const column of columns) {
+        const c = compareJson(a[column], b[column])
+        if (c !== 0) return c
+      }
+      return 0
+    })
   }
 
   clear(tables: ReadonlyArray<string>): void {

@@ -36,6 +36,7 @@ const replay = Command.make(
       Effect.gen(function*() {
         const all = yield* Projections
         const wanted = Option.getOrUndefined(name)
+        if (wanted === undefined && all.length === 0) return yield* print("no projections")
         const chosen = wanted === undefined ? all : all.filter((p) => p.name === wanted)
         if (chosen.length === 0) {
           process.exitCode = 1

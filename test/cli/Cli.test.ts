@@ -1,0 +1,214 @@
+import { Effect, Layer, Redacted } from "effect"
+import { PgClient } from "@effect/sql-pg"
+import { spawn } from "node:child_process"
+import { fileURLToPath } from "node:url"
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { EventStore } from "../../infra/EventStore.ts"
+import { layerPgEventStore } from "../../infra/PgEventStore.ts"
+import { Projections } from "../../infra/Projection.ts"
+import { allProjections } from "../../src/Projections.ts"
+import { createTestDatabase, dropTestDatabase, postgresAvailable } from "../support/Database.ts"
+import { freePort } from "../support/Ports.ts"
+import { type ChildService, startProcess } from "../support/Service.ts"
+
+const MAIN = fileURLToPath(new URL("../../src/main.ts", import.meta.url))
+
+interface Run {
+  readonly code: number | null
+  readonly stdout: string
+  readonly stderr: string
+}
+
+/** Runs `node src/main.ts ...args` to completion with only the given SERVICE_* variables. */
+const cli = (args: ReadonlyArray<string>, env: Readonly<Record<string, string>> = {}): Promise<Run> =>
+  new Promise((resolve, reject) => {
+    const clean = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith("SERVICE_")))
+    const child = spawn(process.execPath, [MAIN, ...args], { env: { ...clean, ...env }, stdio: ["ignore", "pipe", "pipe"] })
+    let stdout = ""
+    let stderr = ""
+    child.stdout.on("data", (chunk: Buffer) => (stdout += chunk.toString()))
+    child.stderr.on("data", (chunk: Buffer) => (stderr += chunk.toString()))
+    const timer = setTimeout(() => {
+      child.kill("SIGKILL")
+      reject(new Error(`${args.join(" ")} did not finish in 30 s:\n${stdout}\n${stderr}`))
+    }, 30_000)
+    child.once("exit", (code) => {
+      clearTimeout(timer)
+      resolve({ code, stdout, stderr })
+    })
+  })
+
+const COMMANDS = [
+  [],
+  ["serve"],
+  ["migrate"],
+  ["keys"],
+  ["keys", "create"],
+  ["keys", "list"],
+  ["keys", "revoke"],
+  ["projections"],
+  ["projections", "status"],
+  ["projections", "replay"],
+  ["events"],
+  ["events", "tail"]
+]
+
+describe("command line without a database", () => {
+  it("--help on every command and subcommand exits 0 and prints its usage", async () => {
+    // A few at a time: each is a Node start-up.
+    for (let i = 0; i < COMMANDS.length; i += 4) {
+      const runs = await Promise.all(COMMANDS.slice(i, i + 4).map(async (command) => ({ command, run: await cli([...command, "--help"]) })))
+      for (const { command, run } of runs) {
+        expect(run.code, command.join(" ")).toBe(0)
+        expect(run.stdout).toContain("USAGE")
+        expect(run.stdout).toContain(["service", ...command].join(" "))
+        expect(run.stdout).toContain("DESCRIPTION")
+      }
+    }
+  })
+
+  it.each([
+    [["serve"], { SERVICE_PORT: "abc" }, "SERVICE_PORT"],
+    [["migrate"], { SERVICE_DATABASE_URL: "postgres://127.0.0.1:1/x", SERVICE_SECRET_KEY: "short" }, "SERVICE_SECRET_KEY"],
+    [["serve"], { SERVICE_DATABASE_URL: "postgres://127.0.0.1:1/x" }, "SERVICE_SECRET_KEY"],
+    [["serve"], { SERVICE_RATE_LIMIT_DAILY_EXECUTIONS: "-3" }, "SERVICE_RATE_LIMIT_DAILY_EXECUTIONS"],
+    [["keys", "list"], { SERVICE_DATABASE_URL: "mysql://x" }, "SERVICE_DATABASE_URL"],
+    [["keys", "list"], {}, "SERVICE_DATABASE_URL"]
+  ] as const)("%s with %o stops with one line naming %s", async (command, env, variable) => {
+    const run = await cli(command, env)
+    expect(run.code).not.toBe(0)
+    expect(run.code).not.toBeNull()
+    const lines = run.stderr.split("\n").filter((line) => line.trim() !== "")
+    expect(lines).toHaveLength(1)
+    expect(lines[0]).toContain(variable)
+    expect(run.stdout).toBe("")
+  })
+})
+
+describe.skipIf(!postgresAvailable)("command line on Postgres", () => {
+  let url: string
+  let env: Record<string, string>
+  let service: ChildService | undefined
+
+  beforeAll(async () => {
+    url = await createTestDatabase("cli")
+    env = { SERVICE_DATABASE_URL: url, SERVICE_SECRET_KEY: Buffer.alloc(32, 7).toString("base64") }
+  })
+
+  afterAll(async () => {
+    await service?.stop()
+    if (url !== undefined) await dropTestDatabase(url)
+  })
+
+  it("migrate, then keys create, list and revoke; the key works against serve until revoked", async () => {
+    const migrated = await cli(["migrate"], env)
+    expect(migrated.code).toBe(0)
+    expect(migrated.stdout).toContain("database is migrated")
+    expect((await cli(["migrate"], env)).code).toBe(0)
+
+    const created = await cli(["keys", "create", "--project", "p1", "--user", "u1"], env)
+    expect(created.code).toBe(0)
+    const key = /^key:\s+(sk_[A-Za-z0-9]{40})$/m.exec(created.stdout)?.[1]
+    const keyId = /^key id:\s+(key_\S+)$/m.exec(created.stdout)?.[1]
+    if (key === undefined || keyId === undefined) throw new Error("keys create printed no key and id")
+    expect(created.stdout.split(key)).toHaveLength(2)
+    expect(created.stdout).toContain("pinned to user u1")
+    expect(created.stderr).not.toContain(key)
+
+    const listed = await cli(["keys", "list"], env)
+    expect(listed.code).toBe(0)
+    expect(listed.stdout).toContain(keyId)
+    expect(listed.stdout).toContain(key.slice(0, 10))
+    expect(listed.stdout).not.toContain(key)
+    expect(listed.stdout).toMatch(/\bp1\b.*\bu1\b.*active/)
+    expect((await cli(["keys", "list", "--project", "other"], env)).stdout.trim()).toBe("no keys")
+
+    service = await startProcess(env, await freePort())
+    const me = await service.fetch("/v1/me", { key })
+    expect(me.status).toBe(200)
+    expect(await me.json()).toEqual({ projectId: "p1", keyId, pinnedUserId: "u1" })
+
+    const revoked = await cli(["keys", "revoke", keyId], env)
+    expect(revoked.code).toBe(0)
+    expect(revoked.stdout).toContain(`revoked ${keyId}`)
+    // The service caches key lookups for 5 seconds.
+    const deadline = Date.now() + 7_000
+    let status = 200
+    while (Date.now() < deadline) {
+      status = (await service.fetch("/v1/me", { key })).status
+      if (status === 401) break
+      await new Promise((r) => setTimeout(r, 250))
+    }
+    expect(status).toBe(401)
+    expect((await cli(["keys", "list"], env)).stdout).toMatch(/revoked \d{4}-/)
+    const again = await cli(["keys", "revoke", keyId], env)
+    expect(again.code).toBe(1)
+    expect(again.stdout).toContain(`no active key ${keyId}`)
+  })
+
+  it("projections status and replay print every projection", async () => {
+    const status = await cli(["projections", "status"], env)
+    expect(status.code).toBe(0)
+    const replay = await cli(["projections", "replay"], env)
+    expect(replay.code).toBe(0)
+    if (allProjections.length === 0) {
+      expect(status.stdout.trim()).toBe("no projections")
+      expect(replay.stdout.trim()).toBe("no projections")
+    } else {
+      expect(status.stdout).toMatch(/^name\s+mode\s+checkpoint\s+lag$/m)
+      for (const projection of allProjections) {
+        expect(status.stdout).toMatch(new RegExp(`^${projection.name}\\s+${projection.mode}\\s+\\S+.*\\s\\d+$`, "m"))
+        expect(replay.stderr).toMatch(new RegExp(`${projection.name} \\[#+\\] 100% (\\d+)/\\1 events`))
+        expect(replay.stdout).toMatch(new RegExp(`^${projection.name}: rebuilt from \\d+ events and swapped in$`, "m"))
+      }
+    }
+    const unknown = await cli(["projections", "replay", "no_such_projection"], env)
+    expect(unknown.code).toBe(1)
+    expect(unknown.stdout).toContain("unknown projection no_such_projection")
+  })
+
+  it("events tail --from-start prints one JSON line per event", async () => {
+    const appended = await Effect.runPromise(
+      Effect.flatMap(EventStore, (store) =>
+        store.append([
+          {
+            streamId: "cli-tail-1",
+            streamType: "cli_test",
+            expectedVersion: 0,
+            events: [1, 2, 3].map((n) => ({ eventId: `evt_cli_${Date.now()}_${n}`, type: "Counted", schemaVersion: 1, data: { n } }))
+          }
+        ])).pipe(
+          Effect.provide(layerPgEventStore.pipe(
+            Layer.provide(Layer.succeed(Projections, [])),
+            Layer.provideMerge(PgClient.layer({ url: Redacted.make(url), maxConnections: 2 }))
+          ))
+        )
+    )
+    const clean = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith("SERVICE_")))
+    const child = spawn(process.execPath, [MAIN, "events", "tail", "--from-start"], { env: { ...clean, ...env }, stdio: ["ignore", "pipe", "pipe"] })
+    try {
+      const lines = await new Promise<ReadonlyArray<string>>((resolve, reject) => {
+        let out = ""
+        const timer = setTimeout(() => reject(new Error(`no events printed in 20 s: ${out}`)), 20_000)
+        child.stdout.on("data", (chunk: Buffer) => {
+          out += chunk.toString()
+          const json = out.split("\n").filter((line) => line.startsWith("{"))
+          if (json.length >= 3) {
+            clearTimeout(timer)
+            resolve(json)
+          }
+        })
+        child.once("exit", (code) => reject(new Error(`tail exited with ${code}: ${out}`)))
+      })
+      const events = lines.map((line) => JSON.parse(line) as Record<string, unknown>)
+      expect(events.map((e) => e.data)).toEqual([{ n: 1 }, { n: 2 }, { n: 3 }])
+      expect(events.map((e) => e.position)).toEqual(appended.map((e) => `${e.position.tx}:${e.position.seq}`))
+      for (const [i, e] of events.entries()) {
+        expect(e).toMatchObject({ stream: "cli-tail-1", version: i + 1, type: "Counted", schemaVersion: 1 })
+        expect(Date.parse(String(e.at))).not.toBeNaN()
+      }
+    } finally {
+      child.kill("SIGTERM")
+    }
+  })
+})

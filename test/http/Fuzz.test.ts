@@ -1,0 +1,218 @@
+/**
+ * Property-based requests against the running service, over every route `http/Server.ts`
+ * declares (new routes are fuzzed as they are added) and made-up paths. Whatever comes in, the
+ * answer is a success or a normalized error with the status its code implies, never a 500,
+ * always with a Request-Id, and always in time.
+ */
+import fc from "fast-check"
+import { METHODS, request as httpRequest } from "node:http"
+import { connect } from "node:net"
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { ErrorCode, isRetryable } from "../../domain/Errors.ts"
+import type { Route } from "../../http/Edge.ts"
+import { routes } from "../../http/Server.ts"
+import { type InProcessService, KEY, OTHER_KEY, PINNED_KEY, startService } from "../support/Service.ts"
+import { type FuzzRequest, fuzzRequest } from "./support/FuzzRequests.ts"
+
+const RUNS = Number(process.env.FUZZ_RUNS ?? 300)
+const REQUEST_TIMEOUT_MS = 15_000
+const BODY_LIMIT = 1024 * 1024
+
+/** The statuses each code may come with (decisions.md section 2, plus the edge's own). */
+const STATUSES: Record<ErrorCode, ReadonlyArray<number>> = {
+  invalid_input: [400, 405, 409, 413, 415, 422, 431],
+  auth_missing: [401],
+  auth_expired: [401],
+  auth_insufficient_scope: [403],
+  not_found: [404],
+  timeout: [408, 504],
+  rate_limited: [429],
+  provider_unavailable: [502, 503],
+  provider_error: [502],
+  not_supported: [501],
+  execution_interrupted: [],
+  execution_cancelled: [409]
+}
+
+interface Answer {
+  readonly status: number
+  readonly headers: Readonly<Record<string, string | Array<string> | undefined>>
+  readonly body: string
+}
+
+const send = (baseUrl: string, req: FuzzRequest): Promise<Answer> =>
+  new Promise((resolve, reject) => {
+    const url = new URL(baseUrl)
+    const headers: Record<string, string> = { ...req.headers }
+    // Node frames a body without Content-Length as chunked only when told to (not for GET by default).
+    if (req.body !== undefined) {
+      if (req.chunked) headers["transfer-encoding"] = "chunked"
+      else headers["content-length"] = String(Buffer.byteLength(req.body))
+    }
+    const outgoing = httpRequest(
+      { host: url.hostname, port: url.port, method: req.method, path: req.path, headers, agent: false },
+      (res) => {
+        const chunks: Array<Buffer> = []
+        res.on("data", (chunk: Buffer) => chunks.push(chunk))
+        res.on("end", () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks).toString() }))
+        res.on("error", reject)
+      }
+    )
+    outgoing.setTimeout(REQUEST_TIMEOUT_MS, () => outgoing.destroy(new Error(`no answer in ${REQUEST_TIMEOUT_MS} ms`)))
+    // A refusal may close the connection while the rest of a large body is still being written.
+    let answered = false
+    outgoing.on("response", () => (answered = true))
+    outgoing.on("error", (error) => {
+      if (!answered) reject(error)
+    })
+    if (req.body === undefined) return void outgoing.end()
+    if (!req.chunked) return void outgoing.end(req.body)
+    const bytes = Buffer.from(req.body)
+    for (let offset = 0; offset < bytes.length; offset += 64 * 1024) outgoing.write(bytes.subarray(offset, offset + 64 * 1024))
+    outgoing.end()
+  })
+
+/** The same path rules as the edge: parameters are one segment, a trailing slash is allowed. */
+const matches = (route: Route, path: string): boolean => {
+  const source = "^" + route.path.split("/").map((part) =>
+    part.startsWith(":") ? "[^/]+" : part.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")
+  ).join("/") + "/?$"
+  return new RegExp(source).test(path)
+}
+
+let service: InProcessService
+let publicRoutes: ReadonlyArray<Route>
+
+beforeAll(async () => {
+  service = await startService({
+    SERVICE_RATE_LIMIT_REQUEST_BURST: "1000000",
+    SERVICE_RATE_LIMIT_REQUESTS_PER_MINUTE: "1000000",
+    SERVICE_RATE_LIMIT_EXECUTE_BURST: "1000000",
+    SERVICE_RATE_LIMIT_EXECUTE_PER_MINUTE: "1000000"
+  })
+  // A route is public when it answers something other than 401 to a request without a key.
+  const probes = await Promise.all(routes.map(async (route) => {
+    const path = route.path.split("/").map((part) => (part.startsWith(":") ? "probe" : part)).join("/")
+    const answer = await send(service.baseUrl, { method: route.method, path, headers: {}, body: undefined, chunked: false })
+    return { route, open: answer.status !== 401 }
+  }))
+  publicRoutes = probes.filter((p) => p.open).map((p) => p.route)
+})
+afterAll(() => service.close())
+
+const VALID_KEYS = new Set([KEY, PINNED_KEY, OTHER_KEY])
+/** The scheme is case-insensitive and may be followed by several spaces (RFC 6750 `1*SP`). */
+const presentsValidKey = (authorization: string | undefined): boolean => {
+  const match = /^bearer +(\S+)\s*$/i.exec(authorization?.trim() ?? "")
+  return match !== null && VALID_KEYS.has(match[1] ?? "")
+}
+
+const checkAnswer = (req: FuzzRequest, answer: Answer) => {
+  const context = `${req.method} ${req.path.slice(0, 200)} -> ${answer.status} ${answer.body.slice(0, 300)}`
+  expect(answer.headers["request-id"], context).toMatch(/^req_[0-9a-z]{32}$/)
+  expect(answer.status, context).not.toBe(500)
+  expect([2, 4, 5], context).toContain(Math.floor(answer.status / 100))
+
+  const path = req.path.split("?", 1)[0] ?? "/"
+  const declared = routes.filter((route) => matches(route, path))
+  const bodyPresent = req.body !== undefined
+  // HEAD is answered wherever GET is.
+  const serves = (route: Route) => route.method === req.method || (req.method === "HEAD" && route.method === "GET")
+  // Node's parser refuses methods it does not know, and raw bytes outside ASCII in the target.
+  const parsable = METHODS.includes(req.method) && /^[\x21-\x7e]*$/.test(req.path)
+  if (!parsable) expect(answer.status, context).toBe(400)
+  else if (declared.length === 0) expect(answer.status, context).toBe(404)
+  else if (!declared.some(serves)) {
+    expect(answer.status, context).toBe(405)
+    expect(String(answer.headers.allow ?? ""), context).toContain(declared[0]?.method ?? "")
+  } else if (!publicRoutes.some((route) => serves(route) && matches(route, path)) && !presentsValidKey(req.headers.authorization)) {
+    // Without a valid key only the edge's body checks come before authentication.
+    expect(bodyPresent ? [400, 401, 413, 415] : [401], context).toContain(answer.status)
+  } else if (!bodyPresent && req.headers["x-service-user-id"] !== undefined && !publicRoutes.some((route) => serves(route) && matches(route, path))) {
+    // Authenticated: the named user is checked next, for every route (the parser trims the value).
+    const named = req.headers["x-service-user-id"].replace(/^[ \t]+|[ \t]+$/g, "")
+    const pinned = /^bearer +test_key_pinned_u1_0001\s*$/i.test(req.headers.authorization?.trim() ?? "")
+    if (!/^[A-Za-z0-9_.-]{1,64}$/.test(named)) expect(answer.status, context).toBe(422)
+    else if (pinned && named !== "user_1") expect(answer.status, context).toBe(403)
+  }
+  if (bodyPresent && Buffer.byteLength(req.body ?? "") > BODY_LIMIT && declared.some(serves) && parsable) {
+    expect([413, 415], context).toContain(answer.status)
+  }
+
+  if (answer.status < 400 || req.method === "HEAD") return
+  const parsed = JSON.parse(answer.body) as { error: Record<string, unknown>; requestId: unknown }
+  expect(Object.keys(parsed).toSorted(), context).toEqual(["error", "requestId"])
+  expect(parsed.requestId, context).toBe(answer.headers["request-id"])
+  const error = parsed.error
+  const keys = Object.keys(error).toSorted()
+  expect([["code", "message", "retryable"], ["code", "message", "retryAfter", "retryable"]], context).toContainEqual(keys)
+  const code = error.code as ErrorCode
+  expect(ErrorCode.literals, context).toContain(code)
+  expect(STATUSES[code], context).toContain(answer.status)
+  expect(typeof error.message === "string" && error.message.length > 0, context).toBe(true)
+  expect(error.retryable, context).toBe(isRetryable(code))
+  if (answer.status === 429) {
+    expect(Number.isInteger(error.retryAfter) && (error.retryAfter as number) >= 1, context).toBe(true)
+    expect(answer.headers["retry-after"], context).toBe(String(error.retryAfter))
+  }
+}
+
+describe("fuzzing the HTTP surface", () => {
+  it("the routes under test include the skeleton's", () => {
+    const declared = routes.map((r) => `${r.method} ${r.path}`)
+    expect(declared).toEqual(expect.arrayContaining(["GET /health", "GET /v1/me"]))
+    expect(publicRoutes.map((r) => r.path)).toEqual(expect.arrayContaining(["/health", "/openapi.json", "/docs"]))
+    expect(publicRoutes.map((r) => r.path)).not.toContain("/v1/me")
+  })
+
+  it(`${RUNS} arbitrary requests: normalized answers, no 500, no hang`, async () => {
+    await fc.assert(
+      fc.asyncProperty(fuzzRequest(routes), async (req) => {
+        checkAnswer(req, await send(service.baseUrl, req))
+      }),
+      {
+        numRuns: RUNS,
+        endOnFailure: true,
+        // Counterexamples may hold megabyte bodies: report them shortened.
+        reporter: (details) => {
+          if (!details.failed) return
+          const example = JSON.stringify(details.counterexample, (_key, value: unknown) =>
+            typeof value === "string" && value.length > 300 ? `${value.slice(0, 300)}… (${value.length} chars)` : value)
+          throw new Error(`seed ${details.seed}, path ${details.counterexamplePath}: ${example}\n${String(details.errorInstance)}`)
+        }
+      }
+    )
+    // The service still answers normally afterwards.
+    const me = await service.fetch("/v1/me")
+    expect(me.status).toBe(200)
+  }, 120_000)
+})
+
+/** Writes raw bytes on a fresh connection and returns everything the server sends before closing. */
+const raw = (bytes: string): Promise<string> =>
+  new Promise((resolve, reject) => {
+    const url = new URL(service.baseUrl)
+    const socket = connect(Number(url.port), url.hostname, () => socket.end(bytes))
+    let out = ""
+    socket.setTimeout(REQUEST_TIMEOUT_MS, () => socket.destroy(new Error("no answer")))
+    socket.on("data", (chunk: Buffer) => (out += chunk.toString()))
+    socket.on("close", () => resolve(out))
+    socket.on("error", (error) => (out === "" ? reject(error) : resolve(out)))
+  })
+
+describe("requests Node's parser refuses", () => {
+  it.each([
+    ["an unknown method", "BREW /v1/me HTTP/1.1\r\nhost: x\r\n\r\n", 400, "invalid_input"],
+    ["a request line that is not HTTP", "hello there\r\n\r\n", 400, "invalid_input"],
+    ["a header without a colon", "GET /v1/me HTTP/1.1\r\nhost: x\r\nbroken header\r\n\r\n", 400, "invalid_input"],
+    ["headers past the size limit", `GET /v1/me HTTP/1.1\r\nhost: x\r\nx-big: ${"a".repeat(20_000)}\r\n\r\n`, 431, "invalid_input"],
+    ["a Content-Length that is not a number", "POST /v1/me HTTP/1.1\r\nhost: x\r\ncontent-length: abc\r\n\r\n", 400, "invalid_input"]
+  ])("%s gets an envelope with a request id", async (_name, bytes, status, code) => {
+    const answer = await raw(bytes)
+    const [head = "", body = ""] = answer.split("\r\n\r\n", 2)
+    expect(head.split("\r\n")[0]).toBe(`HTTP/1.1 ${status} ${status === 431 ? "Request Header Fields Too Large" : "Bad Request"}`)
+    const requestId = /^request-id: (req_[0-9a-z]{32})$/m.exec(head)?.[1]
+    expect(requestId).toBeDefined()
+    expect(JSON.parse(body)).toEqual({ error: { code, message: expect.any(String), retryable: false }, requestId })
+  })
+})

@@ -1,0 +1,108 @@
+import { assert, describe, layer, type Vitest } from "@effect/vitest"
+import { Effect, Layer } from "effect"
+import { SqlClient } from "effect/sql"
+import { afterEach, vi } from "vitest"
+import { nextUtcMidnight } from "../../domain/TokenBucket.ts"
+import { runMigrations } from "../../infra/PgMigrations.ts"
+import * as RateLimiter from "../../infra/RateLimiter.ts"
+import { AppConfig, type Env } from "../../src/Config.ts"
+import { allMigrations } from "../../src/Infra.ts"
+import { freshDatabaseLayer, postgresAvailable } from "../support/Database.ts"
+
+type Make<R> = (env: Env) => Layer.Layer<RateLimiter.RateLimiter, unknown, R>
+
+const memory: Make<never> = (env) => RateLimiter.layerMemory.pipe(Layer.provide(AppConfig.layerFrom(env)))
+const pg: Make<SqlClient.SqlClient> = (env) => RateLimiter.layerPg.pipe(Layer.provide(AppConfig.layerFrom(env)))
+
+const withLimiter = <A, E, R, R2>(
+  make: Make<R>,
+  env: Env,
+  f: (limiter: RateLimiter.RateLimiterShape) => Effect.Effect<A, E, R2>
+) =>
+  Effect.flatMap(RateLimiter.RateLimiter, f).pipe(Effect.provide(make(env)))
+
+let project = 0
+const freshProject = () => `proj_rl_${process.pid}_${++project}`
+
+/** The same expectations for both stores; `nextDay` moves the store's idea of today forward. */
+const suite = <R>(
+  it: Vitest.MethodsNonLive<R>,
+  make: Make<R>,
+  nextDay: (projectId: string) => Effect.Effect<void, unknown, R>
+) => {
+  it.effect("without a quota takeDaily answers undefined", () =>
+    withLimiter(make, {}, (limiter) =>
+      Effect.gen(function*() {
+        assert.isUndefined(yield* limiter.takeDaily(freshProject()))
+        assert.isUndefined(yield* withLimiter(make, { SERVICE_RATE_LIMIT_DAILY_EXECUTIONS: "off" }, (l) => l.takeDaily("p")))
+        assert.isUndefined(yield* withLimiter(make, { SERVICE_RATE_LIMIT_DAILY_EXECUTIONS: "0" }, (l) => l.takeDaily("p")))
+      })))
+
+  it.effect("counts down the quota one request at a time, then refuses until the next UTC day", () =>
+    withLimiter(make, { SERVICE_RATE_LIMIT_DAILY_EXECUTIONS: "3" }, (limiter) =>
+      Effect.gen(function*() {
+        const id = freshProject()
+        const decisions = []
+        for (let i = 0; i < 5; i++) decisions.push(yield* limiter.takeDaily(id))
+        assert.deepStrictEqual(decisions.map((d) => d?.allowed), [true, true, true, false, false])
+        assert.deepStrictEqual(decisions.map((d) => d?.remaining), [2, 1, 0, 0, 0])
+        for (const d of decisions) {
+          assert.strictEqual(d?.limit, 3)
+          assert.strictEqual(d?.retryAfter, undefined)
+          assert.strictEqual(d?.resetAt, nextUtcMidnight(Date.now()))
+        }
+        // Another project has a quota of its own.
+        assert.isTrue((yield* limiter.takeDaily(freshProject()))?.allowed)
+        yield* nextDay(id)
+        const tomorrow = yield* limiter.takeDaily(id)
+        assert.strictEqual(tomorrow?.allowed, true)
+        assert.strictEqual(tomorrow?.remaining, 2)
+      })))
+
+  it.effect("concurrent requests never overrun the quota", () =>
+    withLimiter(make, { SERVICE_RATE_LIMIT_DAILY_EXECUTIONS: "7" }, (limiter) =>
+      Effect.gen(function*() {
+        const id = freshProject()
+        const decisions = yield* Effect.forEach(Array.from({ length: 40 }), () => limiter.takeDaily(id), { concurrency: "unbounded" })
+        assert.strictEqual(decisions.filter((d) => d?.allowed).length, 7)
+        for (const denied of decisions.filter((d) => d?.allowed === false)) assert.strictEqual(denied?.remaining, 0)
+        assert.isFalse((yield* limiter.takeDaily(id))?.allowed)
+      })))
+
+  it.effect("concurrent takes share the project's bucket: exactly the burst is granted", () =>
+    withLimiter(make, { SERVICE_RATE_LIMIT_REQUEST_BURST: "10", SERVICE_RATE_LIMIT_REQUESTS_PER_MINUTE: "1" }, (limiter) =>
+      Effect.gen(function*() {
+        const id = freshProject()
+        const decisions = yield* Effect.forEach(Array.from({ length: 30 }), () => limiter.take(id, "standard"), { concurrency: "unbounded" })
+        assert.strictEqual(decisions.filter((d) => d.allowed).length, 10)
+        for (const denied of decisions.filter((d) => !d.allowed)) {
+          assert.strictEqual(denied.remaining, 0)
+          assert.isAtLeast(denied.retryAfter ?? 0, 1)
+        }
+        // The execute bucket is separate.
+        assert.isTrue((yield* limiter.take(id, "execute")).allowed)
+      })))
+}
+
+describe("RateLimiter (memory)", () => {
+  afterEach(() => {
+    vi.useRealTimers()
+  })
+  layer(Layer.empty, { excludeTestServices: true })("daily quota", (it) => {
+    suite(it, memory, () =>
+      Effect.sync(() => {
+        vi.useFakeTimers({ toFake: ["Date"] })
+        vi.setSystemTime(nextUtcMidnight(Date.now()) * 1000 + 1_000)
+      }))
+  })
+})
+
+const MigratedDatabase = Layer.effectDiscard(runMigrations(allMigrations)).pipe(Layer.provideMerge(freshDatabaseLayer()))
+
+describe.skipIf(!postgresAvailable)("RateLimiter (Postgres)", () => {
+  layer(MigratedDatabase, { timeout: 60_000, excludeTestServices: true })("daily quota", (it) => {
+    // The quota row is keyed by the database's UTC day; moving it back a day is tomorrow.
+    suite(it, pg, (projectId) =>
+      Effect.flatMap(SqlClient.SqlClient, (sql) => sql`UPDATE rate_quotas SET day = day - 1 WHERE bucket = ${projectId}`))
+  })
+})
