@@ -132,6 +132,18 @@ export const makeEdge = (options: EdgeOptions) => {
         if (body === undefined) return refuse(bodyTooLarge(limit))
         if (body === null) return refuse(malformedBody())
         effective = withBody(request, body)
+      } else if (request.headers["content-type"] !== undefined) {
+        // A request without a body has no media type to judge; the API would otherwise refuse
+        // an odd declared type in plain text, after authentication had already passed.
+        const { "content-type": _ignored, ...headers } = request.headers
+        effective = request.modify({ headers: headers as typeof request.headers })
+      }
+
+      // A path the router cannot decode (a stray `%`, an escape that is not UTF-8) is taken
+      // literally, so it still reaches authentication and then a plain 404 for its id.
+      if (!decodable(path)) {
+        const query = request.url.slice(path.length)
+        effective = effective.modify({ url: path.replace(/%/g, "%25") + query })
       }
 
       return yield* app.pipe(
@@ -142,13 +154,27 @@ export const makeEdge = (options: EdgeOptions) => {
           for (const reason of cause.reasons) {
             if (reason._tag === "Fail" && isRouteNotFound(reason.error)) {
               const allowed = allowedMethods(path)
-              return Effect.succeed(refuse(allowed === undefined ? routeNotFound() : methodNotAllowed(allowed)))
+              // A path the router cannot decode (a bad percent escape) matches no route even
+              // when its shape does; with the method allowed there, it is simply not found.
+              const method = request.method === "HEAD" ? "GET" : request.method
+              return Effect.succeed(refuse(
+                allowed === undefined || allowed.includes(method) ? routeNotFound() : methodNotAllowed(allowed)
+              ))
             }
           }
           return Effect.map(causeResponse(requestId, cause), respond)
         })
       )
     })
+}
+
+const decodable = (path: string): boolean => {
+  try {
+    decodeURIComponent(path)
+    return true
+  } catch {
+    return false
+  }
 }
 
 const isRouteNotFound = (error: unknown): boolean =>
