@@ -5,10 +5,12 @@
 import { HttpApi, OpenApi } from "effect/http-api"
 import { Authentication, ErrorEnvelope, RateLimit } from "./Middleware.ts"
 import { HealthApi, SystemApi } from "./SystemApi.ts"
+import { WebhooksApi } from "./WebhooksApi.ts"
 
 // Middleware added last runs first: the envelope, then authentication, then the rate limit.
 export class Api extends HttpApi.make("service")
   .add(SystemApi.middleware(RateLimit).middleware(Authentication))
+  .add(WebhooksApi.middleware(RateLimit).middleware(Authentication))
   .middleware(ErrorEnvelope)
   .add(HealthApi.middleware(ErrorEnvelope))
   .annotate(HttpApi.ParseOptions, { onExcessProperty: "error" })

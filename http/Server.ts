@@ -12,6 +12,7 @@ import { Api } from "./Api.ts"
 import { makeEdge, type Route } from "./Edge.ts"
 import { AuthenticationLive, ErrorEnvelopeLive, RateLimitLive } from "./MiddlewareLive.ts"
 import { HealthHttp, SystemHttp } from "./SystemHttp.ts"
+import { WebhooksHttp } from "./WebhooksHttp.ts"
 
 /** JSON bodies of ordinary routes are small; staged files set their own ceiling. */
 export const DEFAULT_BODY_LIMIT = 1024 * 1024
@@ -28,7 +29,7 @@ export const routes: ReadonlyArray<Route> = [
 ]
 
 const ApiLive = HttpApiBuilder.layer(Api, { openapiPath: "/openapi.json" }).pipe(
-  Layer.provide([HealthHttp, SystemHttp]),
+  Layer.provide([HealthHttp, SystemHttp, WebhooksHttp]),
   Layer.provide([ErrorEnvelopeLive, AuthenticationLive, RateLimitLive])
 )
 

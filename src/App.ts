@@ -7,6 +7,7 @@ import { ApiKeys } from "../infra/ApiKeys.ts"
 import { HttpServerLive } from "../http/Server.ts"
 import { AppConfig } from "./Config.ts"
 import { InfraLive } from "./Infra.ts"
+import { WebhooksLive } from "./Webhooks.ts"
 
 /** In memory mode with no configured key, one unpinned key for `proj_dev` is made and printed once. */
 const DevKey = Layer.effectDiscard(
@@ -24,5 +25,6 @@ const ListenLog = Layer.effectDiscard(
 )
 
 export const AppLive = Layer.mergeAll(ListenLog.pipe(Layer.provideMerge(HttpServerLive)), DevKey).pipe(
+  Layer.provideMerge(WebhooksLive),
   Layer.provideMerge(InfraLive)
 )
