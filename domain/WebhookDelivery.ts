@@ -51,18 +51,22 @@ export interface DeliveryGivenUp {
 export interface DeliveryAbandoned {
   readonly type: "DeliveryAbandoned"
   readonly at: string
-  readonly reason: "endpoint_inactive" | "endpoint_deleted"
+  readonly reason: "endpoint_inactive" | "endpoint_deleted" | "source_unavailable"
 }
 export type DeliveryEvent = DeliveryQueued | DeliveryAttemptSucceeded | DeliveryAttemptFailed | DeliveryGivenUp | DeliveryAbandoned
 
 export type DeliveryStatus = "pending" | "delivering" | "succeeded" | "failed"
 
-export interface Delivery {
-  readonly queued: DeliveryQueued
+/** What attempts change; the queued facts never do. */
+export interface Progress {
   readonly status: DeliveryStatus
   readonly attempts: ReadonlyArray<Attempt>
   readonly nextRetryAt?: string | undefined
   readonly completedAt?: string | undefined
+}
+
+export interface Delivery extends Progress {
+  readonly queued: DeliveryQueued
 }
 
 export type DeliveryState = Delivery | undefined
@@ -72,9 +76,8 @@ export const isFinished = (status: DeliveryStatus): boolean => status === "succe
 const outcomeOf = (event: AttemptOutcome): AttemptOutcome =>
   "statusCode" in event ? { statusCode: event.statusCode } : { error: event.error }
 
-export const evolve = (state: DeliveryState, event: DeliveryEvent): DeliveryState => {
-  if (event.type === "DeliveryQueued") return { queued: event, status: "pending", attempts: [] }
-  if (state === undefined) return state
+/** Applies an event after DeliveryQueued to a delivery's progress. */
+export const advance = <P extends Progress>(state: P, event: Exclude<DeliveryEvent, DeliveryQueued>): P => {
   switch (event.type) {
     case "DeliveryAttemptSucceeded":
       return {
@@ -95,6 +98,11 @@ export const evolve = (state: DeliveryState, event: DeliveryEvent): DeliveryStat
     case "DeliveryAbandoned":
       return { ...state, status: "failed", nextRetryAt: undefined, completedAt: event.at }
   }
+}
+
+export const evolve = (state: DeliveryState, event: DeliveryEvent): DeliveryState => {
+  if (event.type === "DeliveryQueued") return { queued: event, status: "pending", attempts: [] }
+  return state === undefined ? state : advance(state, event)
 }
 
 export const fold = (events: ReadonlyArray<DeliveryEvent>): DeliveryState => events.reduce(evolve, undefined as DeliveryState)
@@ -123,7 +131,7 @@ export type DeliveryCommand =
 const iso = (ms: number) => new Date(ms).toISOString()
 
 /** Events for a command; none when the delivery is absent or already finished. */
-export const decide = (command: DeliveryCommand, state: DeliveryState): ReadonlyArray<DeliveryEvent> => {
+export const decide = (command: DeliveryCommand, state: Progress | undefined): ReadonlyArray<Exclude<DeliveryEvent, DeliveryQueued>> => {
   if (state === undefined || isFinished(state.status)) return []
   if (command.type === "Abandon") return [{ type: "DeliveryAbandoned", at: iso(command.at), reason: command.reason }]
   const attemptedAt = iso(command.startedAt)

@@ -10,6 +10,12 @@ import { ENDPOINT_STREAM_TYPE } from "../domain/WebhookEndpoint.ts"
 import type { Json, RecordedEvent } from "./EventStore.ts"
 import type { Projection, Row, RowChange } from "./Projection.ts"
 
+/**
+ * Absent times are stored as "" rather than NULL: the Postgres view store binds each column of a
+ * batch as one array, and an array holding only nulls cannot be typed.
+ */
+const NONE = ""
+
 export const ENDPOINTS_TABLE = "webhook_endpoints"
 export const DELIVERIES_TABLE = "webhook_deliveries"
 
@@ -97,15 +103,15 @@ const deliveryChanges = (event: RecordedEvent): ReadonlyArray<RowChange> => {
           status: "pending",
           open: true,
           attempts: [],
-          next_retry_at: null,
-          completed_at: null,
+          next_retry_at: NONE,
+          completed_at: NONE,
           queued_at: data.queuedAt
         }
       }]
     case "DeliveryAttemptSucceeded":
       return [
         { op: "append", table: DELIVERIES_TABLE, key, column: "attempts", value: { attemptedAt: data.attemptedAt, statusCode: data.statusCode } },
-        { op: "update", table: DELIVERIES_TABLE, key, set: { status: "succeeded", open: false, next_retry_at: null, completed_at: data.attemptedAt } }
+        { op: "update", table: DELIVERIES_TABLE, key, set: { status: "succeeded", open: false, next_retry_at: NONE, completed_at: data.attemptedAt } }
       ]
     case "DeliveryAttemptFailed": {
       const attempt = "statusCode" in data
@@ -113,12 +119,12 @@ const deliveryChanges = (event: RecordedEvent): ReadonlyArray<RowChange> => {
         : { attemptedAt: data.attemptedAt, error: data.error }
       return [
         { op: "append", table: DELIVERIES_TABLE, key, column: "attempts", value: attempt },
-        { op: "update", table: DELIVERIES_TABLE, key, set: { status: "delivering", next_retry_at: data.nextRetryAt ?? null } }
+        { op: "update", table: DELIVERIES_TABLE, key, set: { status: "delivering", next_retry_at: data.nextRetryAt ?? NONE } }
       ]
     }
     case "DeliveryGivenUp":
     case "DeliveryAbandoned":
-      return [{ op: "update", table: DELIVERIES_TABLE, key, set: { status: "failed", open: false, next_retry_at: null, completed_at: data.at } }]
+      return [{ op: "update", table: DELIVERIES_TABLE, key, set: { status: "failed", open: false, next_retry_at: NONE, completed_at: data.at } }]
   }
 }
 
@@ -143,7 +149,6 @@ export const webhookDeliveriesProjection: Projection = {
       completed_at: "text",
       queued_at: "text"
     },
-    nullable: ["next_retry_at", "completed_at"],
     primaryKey: ["delivery_id"],
     indexes: [["endpoint_id", "source_position", "delivery_id"], ["open", "endpoint_id", "source_position"]]
   }],
@@ -198,8 +203,8 @@ export const deliveryFromRow = (row: Row): DeliveryRow => {
     endpointId: text(row, "endpoint_id"),
     status: text(row, "status") as DeliveryRecord["status"],
     attempts: (Array.isArray(row.attempts) ? row.attempts : []) as unknown as DeliveryRecord["attempts"],
-    ...(typeof nextRetryAt === "string" ? { nextRetryAt } : {}),
-    ...(typeof completedAt === "string" ? { completedAt } : {}),
+    ...(typeof nextRetryAt === "string" && nextRetryAt !== NONE ? { nextRetryAt } : {}),
+    ...(typeof completedAt === "string" && completedAt !== NONE ? { completedAt } : {}),
     projectId: text(row, "project_id"),
     sourceStreamId: source.streamId ?? "",
     sourceVersion: source.version ?? 0,

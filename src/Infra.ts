@@ -16,11 +16,12 @@ import { ensureProjectionTables } from "../infra/ProjectionAdmin.ts"
 import * as RateLimiter from "../infra/RateLimiter.ts"
 import * as Secrets from "../infra/Secrets.ts"
 import { ViewStore } from "../infra/ViewStore.ts"
+import { webhookMigrations } from "../infra/WebhookDispatcher.ts"
 import { AppConfig } from "./Config.ts"
 import { allProjections } from "./Projections.ts"
 
 /** Every schema step of every feature, applied in id order. */
-export const allMigrations: ReadonlyArray<Migration> = [...eventLogMigrations]
+export const allMigrations: ReadonlyArray<Migration> = [...eventLogMigrations, ...webhookMigrations]
 
 export type InfraServices = EventStore | ViewStore | ApiKeys.ApiKeys | RateLimiter.RateLimiter | Secrets.Secrets | Projections
 
