@@ -13,7 +13,7 @@ export const freePort = (): Promise<number> =>
     })
   })
 
-const PROJECTS = ["p1", "p2", "p3", "p4", "p5", "p6", "p7", "p8", "p9", "p10"]
+const PROJECTS = Array.from({ length: 20 }, (_, i) => `p${i + 1}`)
 export const keyOf = (project: string) => `wh_test_key_${project}_000000`
 export const KEYS = PROJECTS.map((p) => `${keyOf(p)}=proj_${p}`).join(",")
 
