@@ -34,15 +34,22 @@ export interface DeliveryQueued {
   readonly source: SourceRef
   readonly queuedAt: string
 }
+/**
+ * Attempt events also carry the delivery's whole attempt history after them (at most five
+ * entries), so that the view is written with one same-shaped update per event: the Postgres view
+ * store then applies a commit's worth of attempts from many deliveries as one statement.
+ */
 export interface DeliveryAttemptSucceeded {
   readonly type: "DeliveryAttemptSucceeded"
   readonly attemptedAt: string
   readonly statusCode: number
+  readonly attempts: ReadonlyArray<Attempt>
 }
 export type DeliveryAttemptFailed = {
   readonly type: "DeliveryAttemptFailed"
   readonly attemptedAt: string
   readonly nextRetryAt?: string
+  readonly attempts: ReadonlyArray<Attempt>
 } & AttemptOutcome
 export interface DeliveryGivenUp {
   readonly type: "DeliveryGivenUp"
@@ -136,14 +143,15 @@ export const decide = (command: DeliveryCommand, state: Progress | undefined): R
   if (command.type === "Abandon") return [{ type: "DeliveryAbandoned", at: iso(command.at), reason: command.reason }]
   const attemptedAt = iso(command.startedAt)
   const { outcome } = command
+  const attempts = [...state.attempts, { attemptedAt, ...outcomeOf(outcome) }]
   if (isSuccess(outcome) && "statusCode" in outcome) {
-    return [{ type: "DeliveryAttemptSucceeded", attemptedAt, statusCode: outcome.statusCode }]
+    return [{ type: "DeliveryAttemptSucceeded", attemptedAt, statusCode: outcome.statusCode, attempts }]
   }
   const delay = nextAttemptDelay(command.delays, state.attempts.length + 1)
   if (delay === undefined) {
-    return [{ type: "DeliveryAttemptFailed", attemptedAt, ...outcome }, { type: "DeliveryGivenUp", at: iso(command.endedAt) }]
+    return [{ type: "DeliveryAttemptFailed", attemptedAt, ...outcome, attempts }, { type: "DeliveryGivenUp", at: iso(command.endedAt) }]
   }
-  return [{ type: "DeliveryAttemptFailed", attemptedAt, ...outcome, nextRetryAt: iso(command.endedAt + delay) }]
+  return [{ type: "DeliveryAttemptFailed", attemptedAt, ...outcome, nextRetryAt: iso(command.endedAt + delay), attempts }]
 }
 
 /** The public delivery record (spec, "Webhook delivery record"). */

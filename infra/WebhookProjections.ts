@@ -108,20 +108,21 @@ const deliveryChanges = (event: RecordedEvent): ReadonlyArray<RowChange> => {
           queued_at: data.queuedAt
         }
       }]
+    // One update of the same columns per attempt, whatever its outcome (see DeliveryAttemptSucceeded).
     case "DeliveryAttemptSucceeded":
-      return [
-        { op: "append", table: DELIVERIES_TABLE, key, column: "attempts", value: { attemptedAt: data.attemptedAt, statusCode: data.statusCode } },
-        { op: "update", table: DELIVERIES_TABLE, key, set: { status: "succeeded", open: false, next_retry_at: NONE, completed_at: data.attemptedAt } }
-      ]
-    case "DeliveryAttemptFailed": {
-      const attempt = "statusCode" in data
-        ? { attemptedAt: data.attemptedAt, statusCode: data.statusCode }
-        : { attemptedAt: data.attemptedAt, error: data.error }
-      return [
-        { op: "append", table: DELIVERIES_TABLE, key, column: "attempts", value: attempt },
-        { op: "update", table: DELIVERIES_TABLE, key, set: { status: "delivering", next_retry_at: data.nextRetryAt ?? NONE } }
-      ]
-    }
+      return [{
+        op: "update",
+        table: DELIVERIES_TABLE,
+        key,
+        set: { status: "succeeded", open: false, attempts: data.attempts as unknown as Json, next_retry_at: NONE, completed_at: data.attemptedAt }
+      }]
+    case "DeliveryAttemptFailed":
+      return [{
+        op: "update",
+        table: DELIVERIES_TABLE,
+        key,
+        set: { status: "delivering", open: true, attempts: data.attempts as unknown as Json, next_retry_at: data.nextRetryAt ?? NONE, completed_at: NONE }
+      }]
     case "DeliveryGivenUp":
     case "DeliveryAbandoned":
       return [{ op: "update", table: DELIVERIES_TABLE, key, set: { status: "failed", open: false, next_retry_at: NONE, completed_at: data.at } }]

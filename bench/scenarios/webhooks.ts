@@ -38,7 +38,8 @@ export interface Measurement {
   readonly note?: string
 }
 
-const ENDPOINT_COUNTS = [1, 10, 100]
+const ENDPOINT_COUNTS = (process.env.BENCH_WEBHOOK_ENDPOINTS ?? "1,10,100").split(",").map(Number)
+const TARGETS = (process.env.BENCH_WEBHOOK_TARGETS ?? "memory,postgres").split(",")
 /** Deliveries per burst run; events = DELIVERIES / endpoints. */
 const DELIVERIES = Number(process.env.BENCH_WEBHOOK_DELIVERIES ?? 4000)
 /** Deliveries per second offered in the paced (latency) run. */
@@ -90,7 +91,8 @@ const postgresTarget = async (certPath: string): Promise<Target | undefined> => 
   const service = await startProcess({
     ...serviceEnv(certPath),
     SERVICE_DATABASE_URL: url,
-    SERVICE_SECRET_KEY: Buffer.alloc(32, 9).toString("base64")
+    SERVICE_SECRET_KEY: Buffer.alloc(32, 9).toString("base64"),
+    ...(process.env.BENCH_WEBHOOK_SERVICE_NODE_OPTIONS ? { NODE_OPTIONS: process.env.BENCH_WEBHOOK_SERVICE_NODE_OPTIONS } : {})
   }, await freePort())
   const log = pgLog(url)
   return {
@@ -98,6 +100,7 @@ const postgresTarget = async (certPath: string): Promise<Target | undefined> => 
     client: service,
     append: (project) => log.runPromise(appendTerminal(`proj_${project}`, "succeeded")),
     close: async () => {
+      if (process.env.BENCH_WEBHOOK_DEBUG) process.stderr.write(service.output().split("\n").filter((l) => l.includes("WARN")).slice(0, 60).join("\n"))
       await service.stop()
       await log.dispose()
       await dropTestDatabase(url)
@@ -117,7 +120,10 @@ export const run = async (): Promise<ReadonlyArray<Measurement>> => {
     arrivals.push({ eventId: request.headers["service-webhook-id"] ?? "", at: Date.now() })
     return { status: 200 }
   }
-  const makers = [() => memoryTarget(certificate.cert, certificate.certPath), () => postgresTarget(certificate.certPath)]
+  const makers = [
+    ...(TARGETS.includes("memory") ? [() => memoryTarget(certificate.cert, certificate.certPath)] : []),
+    ...(TARGETS.includes("postgres") ? [() => postgresTarget(certificate.certPath)] : [])
+  ]
   let projectIndex = 0
   for (const make of makers) {
     const target = await make()

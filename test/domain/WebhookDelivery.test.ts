@@ -22,13 +22,21 @@ describe("pending delivery", () => {
   })
   it("any 2xx succeeds and completes", () => {
     const events = attempt(state, { statusCode: 204 }, 1_000)
-    expect(events).toEqual([{ type: "DeliveryAttemptSucceeded", attemptedAt: new Date(1_000).toISOString(), statusCode: 204 }])
+    const attemptedAt = new Date(1_000).toISOString()
+    expect(events).toEqual([{ type: "DeliveryAttemptSucceeded", attemptedAt, statusCode: 204, attempts: [{ attemptedAt, statusCode: 204 }] }])
     const next = events.reduce(Delivery.evolve, state)
     expect(next).toMatchObject({ status: "succeeded", completedAt: new Date(1_000).toISOString(), nextRetryAt: undefined })
   })
   it("a failure schedules the next attempt from the end of this one", () => {
     const events = attempt(state, { error: "timeout" }, 1_000, 11_000)
-    expect(events).toEqual([{ type: "DeliveryAttemptFailed", attemptedAt: new Date(1_000).toISOString(), error: "timeout", nextRetryAt: new Date(11_000 + 30_000).toISOString() }])
+    const attemptedAt = new Date(1_000).toISOString()
+    expect(events).toEqual([{
+      type: "DeliveryAttemptFailed",
+      attemptedAt,
+      error: "timeout",
+      nextRetryAt: new Date(11_000 + 30_000).toISOString(),
+      attempts: [{ attemptedAt, error: "timeout" }]
+    }])
     expect(events.reduce(Delivery.evolve, state)).toMatchObject({ status: "delivering", attempts: [{ error: "timeout" }] })
   })
   it("3xx and 410 are failures", () => {
@@ -55,6 +63,8 @@ describe("retry schedule", () => {
     expect(waits).toEqual([30_000, 120_000, 600_000, 3_600_000])
     expect(state).toMatchObject({ status: "failed", nextRetryAt: undefined })
     expect(state!.attempts).toHaveLength(5)
+    // Each attempt event carries the history so far, which the view is written from.
+    expect(state!.attempts.map((a) => a.attemptedAt)).toEqual(state!.attempts.map((a) => a.attemptedAt).toSorted())
     expect(state!.completedAt).toBeDefined()
     expect(attempt(state, { statusCode: 200 }, now)).toEqual([])
   })
