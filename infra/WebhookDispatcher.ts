@@ -171,13 +171,6 @@ export const make = Effect.gen(function*() {
       yield* Effect.forEach(woken, lanes.notify, { discard: true })
     })
 
-  const dispatcher = Effect.gen(function*() {
-    // One dispatcher per database; the others wait for the lease.
-    while (!(yield* leases.tryAcquire("dispatcher"))) yield* Effect.sleep(2_000)
-    const from = yield* checkpoints.load
-    yield* store.follow(from, { batchSize: 1000 }).pipe(Stream.runForEachArray(dispatch))
-  })
-
   /** Endpoints with open deliveries, one query per endpoint (a skip scan over the view's index). */
   const sweep = Effect.gen(function*() {
     let after: string | undefined
@@ -195,10 +188,26 @@ export const make = Effect.gen(function*() {
     }
   })
 
-  /** Wakes local lanes for what other processes append. */
+  let dispatching = false
+  const dispatcher = Effect.gen(function*() {
+    // One dispatcher per database; the others wait for the lease.
+    while (!(yield* leases.tryAcquire("dispatcher"))) yield* Effect.sleep(2_000)
+    dispatching = true
+    // Taking over from a dead peer: start the lanes it left at once rather than at the next sweep.
+    yield* sweep
+    const from = yield* checkpoints.load
+    yield* store.follow(from, { batchSize: 1000 }).pipe(Stream.runForEachArray(dispatch))
+  })
+
+  /**
+   * Wakes local lanes for what other processes append. The dispatching process wakes its own
+   * lanes directly, so its watcher stops; edits made through a peer then reach a sleeping lane at
+   * its next wake-up (at the latest its retry time), which still precedes its next attempt.
+   */
   const watcher = Effect.gen(function*() {
     const from = yield* store.head
     yield* store.follow(from, { batchSize: 1000 }).pipe(
+      Stream.takeWhile(() => !dispatching),
       Stream.runForEach((event) => {
         if (event.streamType === Delivery.DELIVERY_STREAM_TYPE && event.type === "DeliveryQueued") {
           const data = event.data as { readonly endpointId?: Json }
@@ -214,7 +223,9 @@ export const make = Effect.gen(function*() {
 
   yield* Effect.forkScoped(forever("dispatcher", dispatcher, 1_000))
   yield* Effect.forkScoped(forever("sweep", sweep, SWEEP_MS))
-  if (config.databaseUrl !== undefined) yield* Effect.forkScoped(forever("watcher", watcher, 1_000))
+  if (config.databaseUrl !== undefined) {
+    yield* Effect.forkScoped(forever("watcher", Effect.suspend(() => (dispatching ? Effect.void : watcher)), 1_000))
+  }
 })
 
 export const layer = Layer.effectDiscard(make)

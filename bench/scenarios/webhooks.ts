@@ -151,7 +151,8 @@ export const run = async (): Promise<ReadonlyArray<Measurement>> => {
           }
           await Promise.all(appends)
           const deadline = Date.now() + 120_000
-          while (received < expected && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 5))
+          const done = () => received >= expected || Date.now() >= deadline
+          while (!done()) await new Promise((resolve) => setTimeout(resolve, 5))
           const seconds = (Date.now() - started) / 1000
           const sorted = arrivals.flatMap((a) => {
             const sent = appendedAt.get(a.eventId)
