@@ -95,10 +95,21 @@ export const make = Effect.gen(function*() {
       return sourceFor(sources, source)?.fromEvent(source)
     })
 
+  // Opening a sealed secret costs a key schedule per call; a rotation seals a new value, so
+  // caching by sealed text never serves an old secret.
+  const opened = new Map<string, string | undefined>()
+  const openSecret = (sealed: string) => {
+    if (!opened.has(sealed)) {
+      if (opened.size >= 1_000) opened.clear()
+      opened.set(sealed, secrets.open(sealed))
+    }
+    return opened.get(sealed)
+  }
+
   const attempt = (endpoint: EndpointRow, event: WebhookEvent) =>
     Effect.gen(function*() {
       const startedAt = Date.now()
-      const secret = secrets.open(endpoint.sealedSecret)
+      const secret = openSecret(endpoint.sealedSecret)
       if (secret === undefined) return { startedAt, endedAt: startedAt, outcome: { error: "secret_unavailable" } as Delivery.AttemptOutcome }
       const body = JSON.stringify(envelopeOf(event))
       const outcome: Delivery.AttemptOutcome = yield* http.request({
