@@ -108,7 +108,11 @@ export const make = Effect.gen(function*() {
       Effect.asVoid,
       // Some were queued before (a re-read after a crash): queue the rest one by one.
       Effect.catchTag("ConcurrencyConflict", () =>
-        Effect.forEach(requests, (request) => store.append([request]).pipe(Effect.ignore), { concurrency: 16, discard: true }))
+        Effect.forEach(
+          requests,
+          (request) => store.append([request]).pipe(Effect.catchTag("ConcurrencyConflict", () => Effect.void)),
+          { concurrency: 16, discard: true }
+        ))
     )
 
   let lastSave = 0

@@ -10,11 +10,11 @@
  * idle, and `notify` starts it again. Deactivation or deletion abandons unfinished deliveries
  * (status `failed`, completedAt set): re-activating an endpoint does not resurrect them.
  */
-import { Context, Effect, FiberSet, Layer, Option } from "effect"
+import { Context, Effect, Fiber, FiberSet, Layer, Option } from "effect"
 import * as Delivery from "../domain/WebhookDelivery.ts"
 import { deliveryHeaders } from "../domain/WebhookSignature.ts"
 import { AppConfig } from "../src/Config.ts"
-import { EventStore, type Json, type NewEvent } from "./EventStore.ts"
+import { type ConcurrencyConflict, EventStore, type Json, type NewEvent, type StoreUnavailable } from "./EventStore.ts"
 import { newId } from "./Ids.ts"
 import { Wakeup } from "./MemoryEventStore.ts"
 import { OutboundHttp } from "./OutboundHttp.ts"
@@ -126,14 +126,28 @@ export const make = Effect.gen(function*() {
       return { startedAt, endedAt: Date.now(), outcome }
     })
 
+  /**
+   * Success records are written behind the lane: the next delivery starts while the previous
+   * one's record commits, so a lane is not bound by commit latency. They are settled before the
+   * lane reads its open deliveries again (the view must show them finished) and before it
+   * abandons anything. A crash in between re-sends the delivered events, in order: at least once.
+   */
+  type Pending = Array<Fiber.Fiber<unknown, ConcurrencyConflict | StoreUnavailable>>
+  const settle = (pending: Pending) =>
+    Effect.suspend(() => {
+      const fibers = pending.splice(0)
+      return Effect.forEach(fibers, (fiber) => Effect.catchTag(Fiber.join(fiber), "ConcurrencyConflict", () => Effect.void), { discard: true })
+    })
+
   /** Works on the head delivery until it is finished, or the endpoint stops the lane. */
-  const drive = (endpointId: string, wake: Wakeup, first: DeliveryRow) =>
+  const drive = (endpointId: string, wake: Wakeup, first: DeliveryRow, pending: Pending) =>
     Effect.gen(function*() {
       let row = first
       while (true) {
         const since = wake.generation()
         const endpoint = yield* endpoints.find(endpointId)
         if (endpoint === undefined || !endpoint.active) {
+          yield* settle(pending)
           yield* abandonAll(endpointId, endpoint === undefined ? "endpoint_deleted" : "endpoint_inactive")
           return "stop" as Outcome
         }
@@ -151,6 +165,11 @@ export const make = Effect.gen(function*() {
         }
         const { startedAt, endedAt, outcome } = yield* attempt(endpoint, event)
         const events = Delivery.decide({ type: "RecordAttempt", outcome, startedAt, endedAt, delays }, row)
+        if (events[0]?.type === "DeliveryAttemptSucceeded") {
+          const deliveryId = row.deliveryId
+          pending.push(yield* Effect.forkChild(append(row, events).pipe(Effect.ensuring(Effect.sync(() => payloads.delete(deliveryId))))))
+          return "next" as Outcome
+        }
         const appended = yield* append(row, events).pipe(
           Effect.as(true),
           Effect.catchTag("ConcurrencyConflict", () => Effect.succeed(false))
@@ -169,7 +188,9 @@ export const make = Effect.gen(function*() {
   /** Drains the endpoint's open deliveries; returns the wake generation of its last empty read. */
   const work = (endpointId: string, wake: Wakeup) =>
     Effect.gen(function*() {
+      const pending: Pending = []
       while (true) {
+        yield* settle(pending)
         const since = wake.generation()
         const batch = yield* openDeliveries(endpointId, BATCH)
         if (batch.length === 0) {
@@ -178,7 +199,7 @@ export const make = Effect.gen(function*() {
           continue
         }
         for (const row of batch) {
-          const outcome = yield* drive(endpointId, wake, row)
+          const outcome = yield* drive(endpointId, wake, row, pending)
           if (outcome !== "next") break
         }
       }

@@ -43,7 +43,7 @@ const TARGETS = (process.env.BENCH_WEBHOOK_TARGETS ?? "memory,postgres").split("
 /** Deliveries per burst run; events = DELIVERIES / endpoints. */
 const DELIVERIES = Number(process.env.BENCH_WEBHOOK_DELIVERIES ?? 4000)
 /** Deliveries per second offered in the paced (latency) run. */
-const PACED_RATE = Number(process.env.BENCH_WEBHOOK_PACED_RATE ?? 500)
+const PACED_RATE = Number(process.env.BENCH_WEBHOOK_PACED_RATE ?? 200)
 const PACED_SECONDS = Number(process.env.BENCH_WEBHOOK_PACED_SECONDS ?? 4)
 
 const percentile = (sorted: ReadonlyArray<number>, p: number) =>

@@ -10,7 +10,7 @@ import type { EventStore } from "../../infra/EventStore.ts"
 import { appendTerminal } from "../support/Executions.ts"
 import { type InProcessService, startService } from "../support/Service.ts"
 import { type Certificate, eventually, makeCertificate, type Receiver, startReceiver } from "../support/WebhookReceiver.ts"
-import { createEndpoint, deliveriesOf, KEYS } from "../support/Webhooks.ts"
+import { createEndpoint, deliveriesOf, keyOf, KEYS } from "../support/Webhooks.ts"
 
 describe("webhook delivery (memory)", () => {
   let certificate: Certificate
@@ -53,5 +53,39 @@ describe("webhook delivery (memory)", () => {
     expect(ids).toEqual([events[0]!.eventId, events[0]!.eventId, events[0]!.eventId, events[1]!.eventId, events[2]!.eventId])
     for (const request of receiver.received) expect(verifyWebhook(endpoint.secret, request.headers, request.rawBody).ok).toBe(true)
     expect(records.find((r) => r.eventId === events[0]!.eventId)!.attempts.map((a) => a.statusCode)).toEqual([503, 503, 200])
+  }, 20_000)
+
+  it("pages delivery history newest first with cursors bound to the endpoint", async () => {
+    const endpoint = await createEndpoint(service, "p2", receiver.url("/m2"))
+    const other = await createEndpoint(service, "p2", receiver.url("/m2/other"), ["execution.failed"])
+    receiver.respond = () => ({ status: 200 })
+    const events = []
+    for (let i = 0; i < 5; i++) {
+      events.push(await (service.runtime as unknown as ManagedRuntime.ManagedRuntime<EventStore, unknown>).runPromise(appendTerminal("proj_p2", "succeeded")))
+    }
+    await eventually(async () => {
+      const list = await deliveriesOf(service, "p2", endpoint.endpointId)
+      return list.length === 5 && list.every((r) => r.status === "succeeded") ? true : undefined
+    })
+    const seen: Array<string> = []
+    let cursor: string | undefined
+    let pages = 0
+    do {
+      const response = await service.fetch(`/v1/webhooks/${endpoint.endpointId}/deliveries?limit=2${cursor ? `&cursor=${cursor}` : ""}`, { key: keyOf("p2") })
+      expect(response.status).toBe(200)
+      const body = (await response.json()) as { deliveries: Array<{ eventId: string }>; nextCursor?: string }
+      seen.push(...body.deliveries.map((d) => d.eventId))
+      cursor = body.nextCursor
+      pages++
+      if (cursor !== undefined) {
+        // A cursor of one endpoint's history is refused on another's.
+        const foreign = await service.fetch(`/v1/webhooks/${other.endpointId}/deliveries?cursor=${cursor}`, { key: keyOf("p2") })
+        expect(foreign.status).toBe(422)
+      }
+    } while (cursor !== undefined)
+    expect(pages).toBe(3)
+    expect(seen).toEqual(events.map((e) => e.eventId).toReversed())
+    const unknown = await service.fetch(`/v1/webhooks/${endpoint.endpointId}/deliveries?status=failed`, { key: keyOf("p2") })
+    expect(unknown.status).toBe(422)
   }, 20_000)
 })
