@@ -126,6 +126,8 @@ const suite = (name: string, env: () => Promise<Record<string, string>>, cleanup
       await expectError(await service.fetch("/v1/webhooks?cursor=abc.def"), 422, "invalid_input")
       await expectError(await service.fetch("/v1/webhooks?limit=0"), 422, "invalid_input")
       await expectError(await service.fetch("/v1/webhooks?limit=101"), 422, "invalid_input")
+      await expectError(await service.fetch("/v1/webhooks?status=active"), 422, "invalid_input")
+      await expectError(await service.fetch(`/v1/webhooks/${id}`, { method: "PUT", json: { active: true } }), 405, "invalid_input")
       await expectError(await service.fetch(`/v1/webhooks/${id}/deliveries?cursor=abc.def`), 422, "invalid_input")
       const deliveries = await service.fetch(`/v1/webhooks/${id}/deliveries`)
       expect(deliveries.status).toBe(200)
