@@ -6,11 +6,13 @@
  * process. A crashed process's connection closes and its locks vanish at once, so a restart or
  * a peer takes over without waiting for an expiry. If that connection breaks, every lock it
  * held is gone while this process's lanes run on until their next lease round: a peer may then
- * run the same lane for a moment (a possible duplicate, allowed by at-least-once delivery).
+ * run the same lane for a moment (a possible duplicate, allowed by at-least-once delivery). The
+ * next lease statement reserves a new connection.
  * Memory: one process, every lease granted.
  */
-import { Context, Effect, Layer, Semaphore } from "effect"
+import { Context, Effect, Exit, Layer, Scope, Semaphore } from "effect"
 import { SqlClient } from "effect/sql"
+import type { Connection } from "effect/sql/SqlConnection"
 
 export interface WebhookLeasesShape {
   readonly tryAcquire: (key: string) => Effect.Effect<boolean>
@@ -30,11 +32,31 @@ export const layerPg: Layer.Layer<WebhookLeases, never, SqlClient.SqlClient> = L
   WebhookLeases,
   Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
-    const connection = yield* Effect.orDie(sql.reserve)
+    const layerScope = yield* Effect.scope
     // One statement at a time on the reserved connection.
     const lock = yield* Semaphore.make(1)
+    let current: { readonly connection: Connection; readonly scope: Scope.Closeable } | undefined
+    const connect = Effect.gen(function*() {
+      const scope = yield* Scope.fork(layerScope)
+      const connection = yield* Scope.provide(sql.reserve, scope)
+      current = { connection, scope }
+      return connection
+    })
+    // A broken connection took its locks with it: the next statement reconnects.
+    const drop = Effect.suspend(() => {
+      const old = current
+      current = undefined
+      return old === undefined ? Effect.void : Scope.close(old.scope, Exit.void)
+    })
     const run = (statement: string, key: string) =>
-      lock.withPermits(1)(connection.execute(statement, [`${LOCK_NAMESPACE}${key}`], undefined))
+      lock.withPermits(1)(
+        Effect.gen(function*() {
+          const connection = current?.connection ?? (yield* connect)
+          return yield* connection.execute(statement, [`${LOCK_NAMESPACE}${key}`], undefined).pipe(
+            Effect.tapError(() => drop)
+          )
+        })
+      )
     return WebhookLeases.of({
       tryAcquire: (key) =>
         run("SELECT pg_try_advisory_lock(hashtextextended($1, 0)) AS ok", key).pipe(

@@ -1,4 +1,6 @@
+import { Effect, type ManagedRuntime } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { EventStore } from "../../infra/EventStore.ts"
 import { createTestDatabase, dropTestDatabase, postgresAvailable } from "../support/Database.ts"
 import { KEY, OTHER_KEY, PINNED_KEY, type InProcessService, startService } from "../support/Service.ts"
 
@@ -35,6 +37,11 @@ const suite = (name: string, env: () => Promise<Record<string, string>>, cleanup
       expect(body.active).toBe(true)
       expect(body.secret).toMatch(/^whsec_[A-Za-z0-9_-]{32,}$/)
       expect(body.secretPrefix).toBe(String(body.secret).slice(0, 10))
+      // The log holds the secret sealed only.
+      const runtime = service.runtime as unknown as ManagedRuntime.ManagedRuntime<EventStore, unknown>
+      const stored = await runtime.runPromise(Effect.flatMap(EventStore, (store) => store.readStream(`webhook-endpoint-${String(body.endpointId)}`)))
+      expect(stored).toHaveLength(1)
+      expect(JSON.stringify(stored.map((event) => event.data))).not.toContain(String(body.secret).slice(6))
       const got = (await (await service.fetch(`/v1/webhooks/${String(body.endpointId)}`)).json()) as Record<string, unknown>
       expect(got.secret).toBeUndefined()
       expect(got.secretPrefix).toBe(body.secretPrefix)
