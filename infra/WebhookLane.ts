@@ -241,6 +241,9 @@ export const make = Effect.gen(function*() {
   return WebhookLanes.of({
     notify,
     remember: (deliveryId, event) => {
+      // Only a shortcut: a lane rebuilds any forgotten event from the log, so the cache is
+      // bounded (deliveries run by a peer process are never taken out of it here).
+      if (payloads.size >= 20_000) payloads.clear()
       payloads.set(deliveryId, event)
     },
     running: () => [...lanes.keys()]
