@@ -135,8 +135,8 @@ export const make = Effect.gen(function*() {
   type Pending = Array<Fiber.Fiber<unknown, ConcurrencyConflict | StoreUnavailable>>
   const settle = (pending: Pending) =>
     Effect.suspend(() => {
-      const fibers = pending.splice(0)
-      return Effect.forEach(fibers, (fiber) => Effect.catchTag(Fiber.join(fiber), "ConcurrencyConflict", () => Effect.void), { discard: true })
+      const writes = pending.splice(0)
+      return Effect.forEach(writes, (fiber) => Effect.catchTag(Fiber.join(fiber), "ConcurrencyConflict", () => Effect.void), { discard: true })
     })
 
   /** Works on the head delivery until it is finished, or the endpoint stops the lane. */
