@@ -11,11 +11,11 @@
  * (status `failed`, completedAt set): re-activating an endpoint does not resurrect them.
  */
 import { Context, Effect, Fiber, FiberSet, Layer, Option } from "effect"
+import { createSecretKey, type KeyObject } from "node:crypto"
 import * as Delivery from "../domain/WebhookDelivery.ts"
 import { deliveryHeaders } from "../domain/WebhookSignature.ts"
 import { AppConfig } from "../src/Config.ts"
 import { type ConcurrencyConflict, EventStore, type Json, type NewEvent, type StoreUnavailable } from "./EventStore.ts"
-import { newId } from "./Ids.ts"
 import { Wakeup } from "./MemoryEventStore.ts"
 import { OutboundHttp } from "./OutboundHttp.ts"
 import { Secrets } from "./Secrets.ts"
@@ -69,7 +69,13 @@ export const make = Effect.gen(function*() {
       streamId: Delivery.deliveryStreamId(row.deliveryId),
       streamType: Delivery.DELIVERY_STREAM_TYPE,
       expectedVersion: 1 + row.attempts.length,
-      events: events.map((event): NewEvent => ({ eventId: newId("evt"), type: event.type, schemaVersion: 1, data: event as unknown as Json }))
+      // Event ids name the delivery and the stream version they take: unique, and no randomness.
+      events: events.map((event, i): NewEvent => ({
+        eventId: `evt_${row.deliveryId.slice(4)}_${2 + row.attempts.length + i}`,
+        type: event.type,
+        schemaVersion: 1,
+        data: event as unknown as Json
+      }))
     }])
 
   const abandonAll = (endpointId: string, reason: Delivery.DeliveryAbandoned["reason"]) =>
@@ -95,21 +101,22 @@ export const make = Effect.gen(function*() {
       return sourceFor(sources, source)?.fromEvent(source)
     })
 
-  // Opening a sealed secret costs a key schedule per call; a rotation seals a new value, so
-  // caching by sealed text never serves an old secret.
-  const opened = new Map<string, string | undefined>()
-  const openSecret = (sealed: string) => {
-    if (!opened.has(sealed)) {
-      if (opened.size >= 1_000) opened.clear()
-      opened.set(sealed, secrets.open(sealed))
+  // Opening a sealed secret and preparing an HMAC key cost more than the signature itself; a
+  // rotation seals a new value, so caching by sealed text never serves an old secret.
+  const keys = new Map<string, KeyObject | undefined>()
+  const signingKey = (sealed: string) => {
+    if (!keys.has(sealed)) {
+      if (keys.size >= 1_000) keys.clear()
+      const secret = secrets.open(sealed)
+      keys.set(sealed, secret === undefined ? undefined : createSecretKey(Buffer.from(secret, "utf8")))
     }
-    return opened.get(sealed)
+    return keys.get(sealed)
   }
 
   const attempt = (endpoint: EndpointRow, event: WebhookEvent) =>
     Effect.gen(function*() {
       const startedAt = Date.now()
-      const secret = openSecret(endpoint.sealedSecret)
+      const secret = signingKey(endpoint.sealedSecret)
       if (secret === undefined) return { startedAt, endedAt: startedAt, outcome: { error: "secret_unavailable" } as Delivery.AttemptOutcome }
       const body = JSON.stringify(envelopeOf(event))
       const outcome: Delivery.AttemptOutcome = yield* http.request({
