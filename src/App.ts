@@ -9,6 +9,7 @@ import { HttpServerLive } from "../http/Server.ts"
 import { EntitiesLive } from "./Actors.ts"
 import { AppConfig } from "./Config.ts"
 import { InfraLive } from "./Infra.ts"
+import { WebhooksLive } from "./Webhooks.ts"
 
 /** In memory mode with no configured key, one unpinned key for `proj_dev` is made and printed once. */
 const DevKey = Layer.effectDiscard(
@@ -30,5 +31,6 @@ const ServicesLive = Connections.layer
 
 export const AppLive = Layer.mergeAll(ListenLog.pipe(Layer.provideMerge(HttpServerLive)), DevKey, EntitiesLive).pipe(
   Layer.provideMerge(ServicesLive),
+  Layer.provideMerge(WebhooksLive),
   Layer.provideMerge(InfraLive)
 )

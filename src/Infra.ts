@@ -20,11 +20,12 @@ import * as RateLimiter from "../infra/RateLimiter.ts"
 import * as Secrets from "../infra/Secrets.ts"
 import { layerMemory as memoryStagedFiles, StagedFiles } from "../infra/StagedFiles.ts"
 import { ViewStore } from "../infra/ViewStore.ts"
+import { webhookMigrations } from "../infra/WebhookDispatcher.ts"
 import { AppConfig, type AppConfigShape } from "./Config.ts"
 import { allProjections } from "./Projections.ts"
 
 /** Every schema step of every feature, applied in id order. */
-export const allMigrations: ReadonlyArray<Migration> = [...eventLogMigrations, ...fileMigrations]
+export const allMigrations: ReadonlyArray<Migration> = [...eventLogMigrations, ...fileMigrations, ...webhookMigrations]
 
 export type InfraServices =
   | EventStore
