@@ -1,7 +1,8 @@
 import { assert, describe, layer } from "@effect/vitest"
 import { afterAll, beforeAll, expect, test } from "vitest"
-import { Effect, Layer } from "effect"
+import { Cause, Effect, Exit, Layer } from "effect"
 import type { Sharding } from "effect/cluster"
+import { NotFound } from "../../domain/Errors.ts"
 import { ActorRuntime, SHARDS_PER_GROUP } from "../../infra/Actors.ts"
 import { createTestDatabase, dropTestDatabase, freshDatabaseLayer, postgresAvailable } from "../support/Database.ts"
 import { type ActorProcess, startActorProcess } from "./support/ActorProcess.ts"
@@ -51,6 +52,25 @@ const suite = (name: string, runtime: Layer.Layer<Sharding.Sharding, unknown>) =
         assert.deepStrictEqual(replies.map((r) => r.value), range(20).map(() => 1))
         // Sequential would take 4 s.
         assert.isBelow(ms, 1500)
+      }))
+
+    it.effect("typed errors and defects reach the caller; the entity keeps its state", () =>
+      Effect.gen(function*() {
+        const counter = (yield* Counter.client)("failing")
+        yield* counter.Increment({ amount: 5 })
+        const failure = yield* Effect.flip(counter.Missing())
+        assert.instanceOf(failure, NotFound)
+        const crash = yield* Effect.exit(counter.Crash())
+        assert.isTrue(Exit.isFailure(crash) && Cause.hasDies(crash.cause))
+        assert.strictEqual((yield* counter.Increment({ amount: 1 })).value, 6)
+      }))
+
+    it.effect("a payload that its schema refuses is refused locally too", () =>
+      Effect.gen(function*() {
+        const counter = (yield* Counter.client)("malformed")
+        const exit = yield* Effect.exit(counter.Increment({ amount: 1.5 }))
+        assert.isTrue(Exit.isFailure(exit) && Cause.hasDies(exit.cause))
+        assert.strictEqual((yield* counter.Get()).value, 0)
       }))
 
     it.effect("thousands of distinct entities each get their own state", () =>
