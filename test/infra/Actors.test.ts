@@ -1,6 +1,7 @@
 import { assert, describe, layer } from "@effect/vitest"
 import { afterAll, beforeAll, expect, test } from "vitest"
-import { Cause, Effect, Exit, Layer } from "effect"
+import { PgClient } from "@effect/sql-pg"
+import { Cause, Effect, Exit, Fiber, Layer, Redacted, Scope } from "effect"
 import type { Sharding } from "effect/cluster"
 import { NotFound } from "../../domain/Errors.ts"
 import { ActorRuntime, SHARDS_PER_GROUP } from "../../infra/Actors.ts"
@@ -87,6 +88,28 @@ suite("actors in memory", ActorRuntime.layerMemory)
 
 describe.skipIf(!postgresAvailable)("actors on Postgres", () => {
   suite("single runner", ActorRuntime.layerSingle.pipe(Layer.provide(freshDatabaseLayer())))
+
+  test("a second single runner on the same database waits until the first is gone", async () => {
+    const url = await createTestDatabase("actors")
+    const runtime = ActorRuntime.layerSingle.pipe(
+      Layer.provide(PgClient.layer({ url: Redacted.make(url), maxConnections: 4 }))
+    )
+    try {
+      await Effect.runPromise(Effect.gen(function*() {
+        const first = yield* Scope.make()
+        yield* Layer.buildWithScope(runtime, first)
+        const second = yield* Scope.make()
+        const starting = yield* Effect.forkChild(Layer.buildWithScope(runtime, second))
+        yield* Effect.sleep("2 seconds")
+        assert.isUndefined(starting.pollUnsafe())
+        yield* Scope.close(first, Exit.void)
+        yield* Fiber.join(starting).pipe(Effect.timeout("15 seconds"))
+        yield* Scope.close(second, Exit.void)
+      }))
+    } finally {
+      await dropTestDatabase(url)
+    }
+  }, 60_000)
 })
 
 const waitFor = async <A>(what: string, timeoutMs: number, poll: () => Promise<A | undefined>): Promise<A> => {
