@@ -96,12 +96,48 @@ export const layerMemoryWith = (
 /** In this process, in memory: no database, no network. */
 export const layerMemory: Layer.Layer<ActorServices> = layerMemoryWith({})
 
+/**
+ * Refuses a mix that would hang: a single runner believes it owns every shard, so a second
+ * single runner, or a single runner next to socket runners, on the same database would wait
+ * forever for shard locks it cannot get. A single runner holds this lock exclusively, socket
+ * runners share it; a process that cannot take it logs why and waits (a previous process that
+ * is shutting down or was killed releases it within seconds).
+ */
+const RUNNER_MODE_LOCK = 7_100_900
+
+const runnerModeGuard = (mode: "single" | "shared"): Layer.Layer<never, never, SqlClient.SqlClient> =>
+  Layer.effectDiscard(
+    Effect.gen(function*() {
+      const sql = yield* SqlClient.SqlClient
+      const conn = yield* sql.reserve
+      yield* Effect.addFinalizer(() =>
+        Effect.ignore(conn.executeRaw(`SELECT pg_advisory_unlock_all()`, []))
+      )
+      const take = mode === "single" ? "pg_try_advisory_lock" : "pg_try_advisory_lock_shared"
+      let waited = 0
+      while (true) {
+        const rows = yield* conn.executeValues(`SELECT ${take}(${RUNNER_MODE_LOCK})`, [])
+        if (rows[0]?.[0] === true) return
+        if (waited % 10 === 0) {
+          yield* Effect.logError(
+            mode === "single"
+              ? "another actor runner uses this database: set SERVICE_RUNNER_ADDRESS on every process that shares it; waiting"
+              : "a process without SERVICE_RUNNER_ADDRESS uses this database as its single actor runner; waiting"
+          )
+        }
+        waited++
+        yield* Effect.sleep(Duration.seconds(1))
+      }
+    }).pipe(Effect.orDie)
+  )
+
 /** One runner on Postgres: shard locks, runner registration and persisted messages in SQL. */
 export const layerSingle: Layer.Layer<ActorServices, never, SqlClient.SqlClient> = Sharding.layer.pipe(
   Layer.provideMerge(Runners.layerNoop),
   Layer.provideMerge(SqlMessageStorage.layer),
   Layer.provide([Layer.orDie(SqlRunnerStorage.layer), RunnerHealth.layerNoop, NodeCrypto.layerDigest]),
-  Layer.provide(Layer.succeed(ShardingConfig.ShardingConfig, shardingConfig(LOCAL_RUNNER)))
+  Layer.provide(Layer.succeed(ShardingConfig.ShardingConfig, shardingConfig(LOCAL_RUNNER))),
+  Layer.provide(runnerModeGuard("single"))
 )
 
 /**
@@ -120,6 +156,7 @@ export const layerRunner = (
       Layer.succeed(ShardingConfig.ShardingConfig, shardingConfig(RunnerAddress.RunnerAddress.make(address)))
     ),
     Layer.provide(RpcSerialization.layerSchemaBinary()),
+    Layer.provide(runnerModeGuard("shared")),
     // A runner that cannot listen on its address cannot take part: stop the process.
     Layer.orDie
   )

@@ -11,7 +11,9 @@
  *       const store = yield* EventStore              // any service of InfraLive
  *       return Execution.of({ Start: ({ payload }) => ..., Cancel: ({ payload }) => ... })
  *     }),
- *     { maxIdleTime: "5 minutes" }                   // optional; default entityMaxIdleTime
+ *     // disableFatalDefects: a defect answers the caller with the defect; without it the entity
+ *     // restarts and replays the message forever and the caller never gets a reply.
+ *     { disableFatalDefects: true, maxIdleTime: "5 minutes" } // default idle: entityMaxIdleTime
  *   )
  *
  *   // here
@@ -22,8 +24,11 @@
  *   const reply = yield* execution.Start({ ... })
  *
  * Payloads, successes and errors are schemas and must survive encoding: messages to an entity
- * owned by another runner cross the network, and in every mode local messages are encoded and
- * decoded too (`simulateRemoteSerialization`).
+ * owned by another runner cross the network. Payloads are encoded and decoded locally too
+ * (`simulateRemoteSerialization`), replies are not, so a reply that does not match its schema
+ * only fails across processes. Errors are `Schema.TaggedError`s (domain/Errors.ts). The client
+ * can also fail with the cluster's MailboxFull, AlreadyProcessingMessage, PersistenceError and
+ * EntityNotAssignedToRunner; map them at the edge (e.g. to ProviderUnavailable).
  */
 import { Layer } from "effect"
 

@@ -1,7 +1,9 @@
 import { assert, describe, layer } from "@effect/vitest"
 import { afterAll, beforeAll, expect, test } from "vitest"
-import { Effect, Layer } from "effect"
+import { PgClient } from "@effect/sql-pg"
+import { Cause, Effect, Exit, Fiber, Layer, Redacted, Scope } from "effect"
 import type { Sharding } from "effect/cluster"
+import { NotFound } from "../../domain/Errors.ts"
 import { ActorRuntime, SHARDS_PER_GROUP } from "../../infra/Actors.ts"
 import { createTestDatabase, dropTestDatabase, freshDatabaseLayer, postgresAvailable } from "../support/Database.ts"
 import { type ActorProcess, startActorProcess } from "./support/ActorProcess.ts"
@@ -53,6 +55,25 @@ const suite = (name: string, runtime: Layer.Layer<Sharding.Sharding, unknown>) =
         assert.isBelow(ms, 1500)
       }))
 
+    it.effect("typed errors and defects reach the caller; the entity keeps its state", () =>
+      Effect.gen(function*() {
+        const counter = (yield* Counter.client)("failing")
+        yield* counter.Increment({ amount: 5 })
+        const failure = yield* Effect.flip(counter.Missing())
+        assert.instanceOf(failure, NotFound)
+        const crash = yield* Effect.exit(counter.Crash())
+        assert.isTrue(Exit.isFailure(crash) && Cause.hasDies(crash.cause))
+        assert.strictEqual((yield* counter.Increment({ amount: 1 })).value, 6)
+      }))
+
+    it.effect("a payload that its schema refuses is refused locally too", () =>
+      Effect.gen(function*() {
+        const counter = (yield* Counter.client)("malformed")
+        const exit = yield* Effect.exit(counter.Increment({ amount: 1.5 }))
+        assert.isTrue(Exit.isFailure(exit) && Cause.hasDies(exit.cause))
+        assert.strictEqual((yield* counter.Get()).value, 0)
+      }))
+
     it.effect("thousands of distinct entities each get their own state", () =>
       Effect.gen(function*() {
         const clientFor = yield* Counter.client
@@ -67,6 +88,28 @@ suite("actors in memory", ActorRuntime.layerMemory)
 
 describe.skipIf(!postgresAvailable)("actors on Postgres", () => {
   suite("single runner", ActorRuntime.layerSingle.pipe(Layer.provide(freshDatabaseLayer())))
+
+  test("a second single runner on the same database waits until the first is gone", async () => {
+    const url = await createTestDatabase("actors")
+    const runtime = ActorRuntime.layerSingle.pipe(
+      Layer.provide(PgClient.layer({ url: Redacted.make(url), maxConnections: 4 }))
+    )
+    try {
+      await Effect.runPromise(Effect.gen(function*() {
+        const first = yield* Scope.make()
+        yield* Layer.buildWithScope(runtime, first)
+        const second = yield* Scope.make()
+        const starting = yield* Effect.forkChild(Layer.buildWithScope(runtime, second))
+        yield* Effect.sleep("2 seconds")
+        assert.isUndefined(starting.pollUnsafe())
+        yield* Scope.close(first, Exit.void)
+        yield* Fiber.join(starting).pipe(Effect.timeout("15 seconds"))
+        yield* Scope.close(second, Exit.void)
+      }))
+    } finally {
+      await dropTestDatabase(url)
+    }
+  }, 60_000)
 })
 
 const waitFor = async <A>(what: string, timeoutMs: number, poll: () => Promise<A | undefined>): Promise<A> => {

@@ -5,6 +5,7 @@
 import { Effect, Ref, Schema } from "effect"
 import { Entity } from "effect/cluster"
 import { Rpc } from "effect/rpc"
+import { NotFound } from "../../../domain/Errors.ts"
 
 /** What the counter says: its value and which process holds it. */
 export const CounterReply = Schema.Struct({ value: Schema.Int, pid: Schema.Int })
@@ -17,7 +18,13 @@ export const Increment = Rpc.make("Increment", {
 
 export const Get = Rpc.make("Get", { success: CounterReply })
 
-export const Counter = Entity.make("Counter", [Increment, Get])
+/** Always fails with a typed (schema) error. */
+export const Missing = Rpc.make("Missing", { error: NotFound })
+
+/** Always dies: a bug in a handler. */
+export const Crash = Rpc.make("Crash", {})
+
+export const Counter = Entity.make("Counter", [Increment, Get, Missing, Crash])
 
 export const CounterLive = Counter.toLayer(
   Effect.gen(function*() {
@@ -33,8 +40,12 @@ export const CounterLive = Counter.toLayer(
           yield* Ref.set(count, before + payload.amount)
           return { value: before + payload.amount, pid: process.pid }
         }),
-      Get: () => Effect.map(Ref.get(count), (value) => ({ value, pid: process.pid }))
+      Get: () => Effect.map(Ref.get(count), (value) => ({ value, pid: process.pid })),
+      Missing: () => Effect.fail(new NotFound({ message: "no such thing" })),
+      Crash: () => Effect.die(new Error("handler bug"))
     })
   }),
-  { maxIdleTime: "1 minute" }
+  // Without disableFatalDefects a defect restarts the entity and replays the message forever,
+  // and the caller never gets a reply.
+  { maxIdleTime: "1 minute", disableFatalDefects: true }
 )
