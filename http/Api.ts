@@ -4,11 +4,13 @@
  */
 import { HttpApi, OpenApi } from "effect/http-api"
 import { Authentication, ErrorEnvelope, RateLimit } from "./Middleware.ts"
+import { ExecutionsApi } from "./ExecutionsApi.ts"
 import { HealthApi, SystemApi } from "./SystemApi.ts"
 
 // Middleware added last runs first: the envelope, then authentication, then the rate limit.
 export class Api extends HttpApi.make("service")
   .add(SystemApi.middleware(RateLimit).middleware(Authentication))
+  .add(ExecutionsApi.middleware(RateLimit).middleware(Authentication))
   .middleware(ErrorEnvelope)
   .add(HealthApi.middleware(ErrorEnvelope))
   .annotate(HttpApi.ParseOptions, { onExcessProperty: "error" })

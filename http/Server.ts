@@ -11,6 +11,7 @@ import { AppConfig } from "../src/Config.ts"
 import { Api } from "./Api.ts"
 import { makeEdge, type Route } from "./Edge.ts"
 import { AuthenticationLive, ErrorEnvelopeLive, RateLimitLive } from "./MiddlewareLive.ts"
+import { ExecutionsHttp } from "./ExecutionsHttp.ts"
 import { HealthHttp, SystemHttp } from "./SystemHttp.ts"
 
 /** JSON bodies of ordinary routes are small; staged files set their own ceiling. */
@@ -28,7 +29,7 @@ export const routes: ReadonlyArray<Route> = [
 ]
 
 const ApiLive = HttpApiBuilder.layer(Api, { openapiPath: "/openapi.json" }).pipe(
-  Layer.provide([HealthHttp, SystemHttp]),
+  Layer.provide([HealthHttp, SystemHttp, ExecutionsHttp]),
   Layer.provide([ErrorEnvelopeLive, AuthenticationLive, RateLimitLive])
 )
 

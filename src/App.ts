@@ -4,6 +4,11 @@
 import { Effect, Layer, Redacted } from "effect"
 import { HttpServer } from "effect/http"
 import { ApiKeys } from "../infra/ApiKeys.ts"
+import * as ExecutionActor from "../infra/ExecutionActor.ts"
+import { AttachmentFiles, ConnectionResolver } from "../infra/ExecutionPorts.ts"
+import * as ExecutionRecovery from "../infra/ExecutionRecovery.ts"
+import * as Executions from "../infra/Executions.ts"
+import { layerWithOutbound as AdaptersLive } from "../infra/providers/index.ts"
 import { HttpServerLive } from "../http/Server.ts"
 import { AppConfig } from "./Config.ts"
 import { InfraLive } from "./Infra.ts"
@@ -23,6 +28,17 @@ const ListenLog = Layer.effectDiscard(
   HttpServer.addressFormattedWith((address) => Effect.logInfo(`listening on ${address}`))
 )
 
+/**
+ * The executor: the actor, its start-up recovery and the Executions service. The connection
+ * resolver and attachment files are the ports' defaults until those features plug in theirs.
+ */
+export const ExecutionsLive = Layer.mergeAll(Executions.layer, ExecutionRecovery.layer).pipe(
+  Layer.provideMerge(ExecutionActor.layer),
+  Layer.provideMerge(Layer.mergeAll(ConnectionResolver.layerDefault, AttachmentFiles.layerDefault)),
+  Layer.provide(AdaptersLive)
+)
+
 export const AppLive = Layer.mergeAll(ListenLog.pipe(Layer.provideMerge(HttpServerLive)), DevKey).pipe(
+  Layer.provideMerge(ExecutionsLive),
   Layer.provideMerge(InfraLive)
 )

@@ -6,6 +6,7 @@
 import { PgClient } from "@effect/sql-pg"
 import { Effect, Layer, Redacted } from "effect"
 import * as ApiKeys from "../infra/ApiKeys.ts"
+import * as ExecutionPermits from "../infra/ExecutionPermits.ts"
 import { EventStore } from "../infra/EventStore.ts"
 import { layerMemory as memoryEventStore, MemoryTablesService } from "../infra/MemoryEventStore.ts"
 import { layerPgEventStore } from "../infra/PgEventStore.ts"
@@ -20,9 +21,16 @@ import { AppConfig } from "./Config.ts"
 import { allProjections } from "./Projections.ts"
 
 /** Every schema step of every feature, applied in id order. */
-export const allMigrations: ReadonlyArray<Migration> = [...eventLogMigrations]
+export const allMigrations: ReadonlyArray<Migration> = [...eventLogMigrations, ...ExecutionPermits.permitMigrations]
 
-export type InfraServices = EventStore | ViewStore | ApiKeys.ApiKeys | RateLimiter.RateLimiter | Secrets.Secrets | Projections
+export type InfraServices =
+  | EventStore
+  | ViewStore
+  | ApiKeys.ApiKeys
+  | RateLimiter.RateLimiter
+  | Secrets.Secrets
+  | Projections
+  | ExecutionPermits.ExecutionPermits
 
 export const ProjectionsLive = Layer.succeed(Projections, allProjections)
 
@@ -43,11 +51,19 @@ export const MemoryInfra = Layer.mergeAll(
   memoryEventStore,
   ApiKeys.layerMemory,
   RateLimiter.layerMemory,
-  Secrets.layer
+  Secrets.layer,
+  ExecutionPermits.layerMemory
 ).pipe(Layer.provideMerge(ProjectionsLive))
 
 export const PgInfra = (url: Redacted.Redacted<string>) =>
-  Layer.mergeAll(layerPgEventStore, layerPgViewStore, ApiKeys.layerPg, RateLimiter.layerPg, Secrets.layer).pipe(
+  Layer.mergeAll(
+    layerPgEventStore,
+    layerPgViewStore,
+    ApiKeys.layerPg,
+    RateLimiter.layerPg,
+    Secrets.layer,
+    ExecutionPermits.layerPg
+  ).pipe(
     Layer.provideMerge(ProjectionsLive),
     Layer.provideMerge(DatabaseLive(url))
   )

@@ -1,4 +1,5 @@
 /** Every projection the service runs; features add theirs here. */
+import { executionsProjection } from "../infra/ExecutionsProjection.ts"
 import type { Projection } from "../infra/Projection.ts"
 
-export const allProjections: ReadonlyArray<Projection> = []
+export const allProjections: ReadonlyArray<Projection> = [executionsProjection]
