@@ -6,13 +6,11 @@
  *
  * The holding itself lives in a `PermitStore`: counters in memory, or a table on Postgres where
  * an advisory transaction lock per (project, toolkit) makes count-then-insert atomic across
- * processes. Waiters of this process are woken by local releases and poll for releases made
+ * processes (PgExecutionPermits.ts). Waiters of this process are woken by local releases and poll for releases made
  * by other processes.
  */
 import { Context, Deferred, Effect, Layer } from "effect"
-import { SqlClient } from "effect/sql"
 import type { StoreUnavailable } from "./EventStore.ts"
-import { StoreUnavailable as Unavailable } from "./EventStore.ts"
 
 export interface PermitKey {
   readonly projectId: string
@@ -42,7 +40,7 @@ export class ExecutionPermits extends Context.Service<ExecutionPermits, Executio
   "app/infra/ExecutionPermits"
 ) {}
 
-const laneOf = (key: PermitKey) => `${key.projectId}/${key.toolkit}`
+export const laneOf = (key: PermitKey) => `${key.projectId}/${key.toolkit}`
 
 /** How often a waiter retries when releases may happen in another process. */
 const POLL_MS = 250
@@ -133,59 +131,4 @@ export const memoryPermitStore = (): PermitStore => {
   }
 }
 
-/** Permits table (migrations 200-299). */
-export const permitMigrations = [{
-  id: 200,
-  name: "execution_permits",
-  statements: [
-    `CREATE TABLE execution_permits (
-      execution_id text PRIMARY KEY,
-      project_id text NOT NULL,
-      toolkit text NOT NULL,
-      acquired_at timestamptz NOT NULL DEFAULT now()
-    )`,
-    `CREATE INDEX execution_permits_lane ON execution_permits (project_id, toolkit)`
-  ]
-}] as const
-
-/** Advisory lock class of permit lanes (the second key is the lane's hash). */
-const LOCK_CLASS = 7_200
-
-const unavailable = (cause: unknown) => new Unavailable({ cause })
-
-export const pgPermitStore = (sql: SqlClient.SqlClient): PermitStore => {
-  return {
-    tryInsert: (key, cap) =>
-      sql.withTransaction(Effect.gen(function*() {
-        yield* sql`SELECT pg_advisory_xact_lock(${LOCK_CLASS}, hashtext(${laneOf(key)}))`
-        const rows = yield* sql<{ held: number }>`
-          INSERT INTO execution_permits (execution_id, project_id, toolkit)
-          SELECT ${key.executionId}, ${key.projectId}, ${key.toolkit}
-          WHERE (SELECT count(*) FROM execution_permits
-                 WHERE project_id = ${key.projectId} AND toolkit = ${key.toolkit}
-                   AND execution_id <> ${key.executionId}) < ${cap}
-          ON CONFLICT (execution_id) DO UPDATE SET acquired_at = excluded.acquired_at
-          RETURNING 1 AS held`
-        return rows.length > 0
-      })).pipe(Effect.mapError(unavailable)),
-    remove: (key) =>
-      sql`DELETE FROM execution_permits WHERE execution_id = ${key.executionId}`.pipe(
-        Effect.asVoid,
-        Effect.mapError(unavailable)
-      ),
-    // One process per database: at start-up no permit of a live execution is really held.
-    reclaimStale: sql`DELETE FROM execution_permits p WHERE NOT EXISTS (
-        SELECT 1 FROM v_executions v
-        WHERE v.execution_id = p.execution_id AND v.status IN ('pending', 'running'))`.pipe(
-      Effect.asVoid,
-      Effect.mapError(unavailable)
-    )
-  }
-}
-
 export const layerMemory = Layer.sync(ExecutionPermits, () => makePermits(memoryPermitStore(), { poll: false }))
-
-export const layerPg = Layer.effect(
-  ExecutionPermits,
-  Effect.map(SqlClient.SqlClient, (sql) => makePermits(pgPermitStore(sql), { poll: true }))
-)

@@ -7,6 +7,7 @@ import { PgClient } from "@effect/sql-pg"
 import { Effect, Layer, Redacted } from "effect"
 import * as ApiKeys from "../infra/ApiKeys.ts"
 import * as ExecutionPermits from "../infra/ExecutionPermits.ts"
+import * as PgExecutionPermits from "../infra/PgExecutionPermits.ts"
 import { EventStore } from "../infra/EventStore.ts"
 import { layerMemory as memoryEventStore, MemoryTablesService } from "../infra/MemoryEventStore.ts"
 import { layerPgEventStore } from "../infra/PgEventStore.ts"
@@ -21,7 +22,7 @@ import { AppConfig } from "./Config.ts"
 import { allProjections } from "./Projections.ts"
 
 /** Every schema step of every feature, applied in id order. */
-export const allMigrations: ReadonlyArray<Migration> = [...eventLogMigrations, ...ExecutionPermits.permitMigrations]
+export const allMigrations: ReadonlyArray<Migration> = [...eventLogMigrations, ...PgExecutionPermits.permitMigrations]
 
 export type InfraServices =
   | EventStore
@@ -62,7 +63,7 @@ export const PgInfra = (url: Redacted.Redacted<string>) =>
     ApiKeys.layerPg,
     RateLimiter.layerPg,
     Secrets.layer,
-    ExecutionPermits.layerPg
+    PgExecutionPermits.layerPg
   ).pipe(
     Layer.provideMerge(ProjectionsLive),
     Layer.provideMerge(DatabaseLive(url))

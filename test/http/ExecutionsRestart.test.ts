@@ -6,8 +6,8 @@
 import { afterAll, describe, expect, it } from "vitest"
 import { createServer } from "node:net"
 import { createTestDatabase, dropTestDatabase, postgresAvailable } from "../support/Database.ts"
-import { type ChildService, startProcess } from "../support/Service.ts"
-import { execute, type Json, ROOMY, SECRET_KEY, terminal, waitFor } from "./support/Executions.ts"
+import { type ChildService, PINNED_KEY, startProcess, startService } from "../support/Service.ts"
+import { execute, type Json, post, ROOMY, SECRET_KEY, terminal, waitFor } from "./support/Executions.ts"
 
 const freePort = () =>
   new Promise<number>((resolve, reject) => {
@@ -66,4 +66,33 @@ describe.skipIf(!postgresAvailable)("execution recovery after kill -9", () => {
     // The interrupted executions' permits were reclaimed: the cap is free again.
     expect((await execute(second, { tool: "demo.echo", userId: "u_rst" })).status).toBe(200)
   }, 60_000)
+})
+
+describe.skipIf(!postgresAvailable)("concurrency caps across processes", () => {
+  it("permits held by one process count in another on the same database", async () => {
+    const url = await createTestDatabase("cap")
+    const env = { ...ROOMY, SERVICE_DATABASE_URL: url, SERVICE_SECRET_KEY: SECRET_KEY }
+    const a = await startService(env)
+    const b = await startService(env)
+    try {
+      const running: Array<string> = []
+      for (let i = 0; i < 4; i++) {
+        const { body } = await execute(a, { tool: "demo.sleep", input: { ms: 60_000 }, mode: "async" }, { key: PINNED_KEY })
+        running.push(String(body.executionId))
+      }
+      for (const id of running) await waitFor(a, id, (r) => r.status === "running")
+      const refused = await execute(b, { tool: "demo.echo" }, { key: PINNED_KEY })
+      expect(refused.status).toBe(429)
+      // Queued in b, it runs once a permit held by a is freed (b polls for foreign releases).
+      const queued = await execute(b, { tool: "demo.sleep", input: { ms: 1 }, mode: "async" }, { key: PINNED_KEY })
+      await post(a, `/v1/executions/${running[0]}/cancel`)
+      expect((await waitFor(b, String(queued.body.executionId), terminal)).status).toBe("succeeded")
+      for (const id of running.slice(1)) await post(a, `/v1/executions/${id}/cancel`)
+      expect((await execute(b, { tool: "demo.echo" }, { key: PINNED_KEY })).status).toBe(200)
+    } finally {
+      await a.close()
+      await b.close()
+      await dropTestDatabase(url)
+    }
+  })
 })
