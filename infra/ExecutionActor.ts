@@ -175,14 +175,20 @@ export const make = Effect.gen(function*() {
     if (request === undefined) return Effect.void
     const cap = capOf(plan.tool)
     const key: PermitKey = { projectId: request.projectId, toolkit: plan.tool.toolkit, executionId }
-    let released = cap === undefined
-    entry.releasePermit = Effect.suspend(() => {
-      if (released) return Effect.void
-      released = true
+    // "acquiring" covers a grant that races an interruption: the final release frees it.
+    let permit: "none" | "acquiring" | "held" | "released" = cap === undefined ? "released" : plan.permitHeld ? "held" : "none"
+    const releaseNow = Effect.suspend(() => {
+      if (permit === "released") return Effect.void
+      permit = "released"
       return permits.release(key)
     })
+    entry.releasePermit = Effect.suspend(() => (permit === "held" ? releaseNow : Effect.void))
     const run = Effect.gen(function*() {
-      if (cap !== undefined && !plan.permitHeld) yield* permits.acquire(key, cap)
+      if (cap !== undefined && permit === "none") {
+        permit = "acquiring"
+        yield* permits.acquire(key, cap)
+        permit = "held"
+      }
       if (entry.state?.record.status === "pending") {
         const started = yield* mutate(executionId, (now) => ({ _tag: "StartDispatch", now })).pipe(
           Effect.map(() => true),
@@ -208,7 +214,7 @@ export const make = Effect.gen(function*() {
         )
     })
     return run.pipe(
-      Effect.ensuring(Effect.suspend(() => entry.releasePermit)),
+      Effect.ensuring(releaseNow),
       Effect.catchCause((cause) => Effect.logError(`execution ${executionId}: dispatch stopped`, cause))
     )
   }

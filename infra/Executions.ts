@@ -177,13 +177,16 @@ export const make = Effect.gen(function*() {
             return yield* new RateLimited({ message: `The ${tool.toolkit} concurrency limit of this project is full.`, retryAfter: 1 })
           }
         }
-        const created = yield* actor.execute({
+        // Uninterruptible: a client hanging up must not leave a recorded execution undispatched.
+        const created = yield* Effect.uninterruptible(actor.execute({
           request: requestOf(command, tool, mode, executionId, now, hash, attachments, connection.connectionId, secrets.seal(canonicalJson(input))),
           plan: { tool, input: decoded, credentials: connection.credentials, permitHeld },
           alongside
-        }).pipe(
+        })).pipe(
           Effect.map((record) => ({ record })),
           Effect.catchTag("ConcurrencyConflict", () => Effect.succeed(undefined)),
+          // Nothing was recorded: the permit taken for it goes back at once.
+          Effect.onError(() => (permitHeld ? permits.release(permitKey) : Effect.void)),
           orDie
         )
         if (created === undefined) {
