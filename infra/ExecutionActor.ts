@@ -9,7 +9,7 @@
  * `cancel`, `markReplayed`, `get`, `awaitTerminal`, `recover`) is what a cluster Entity would
  * host later without changing callers.
  */
-import { Clock, Context, Deferred, Effect, Fiber, Layer, type Redacted, Semaphore } from "effect"
+import { Clock, Context, Effect, Fiber, Layer, type Redacted, Semaphore } from "effect"
 import type { ToolDefinition } from "../domain/Catalog.ts"
 import { findToolkit } from "../domain/catalog/index.ts"
 import {
@@ -80,7 +80,6 @@ interface Entry {
   fiber: Fiber.Fiber<void, never> | undefined
   /** Frees the toolkit permit once (cancel frees it before the dispatch fiber has ended). */
   releasePermit: Effect.Effect<void>
-  readonly done: Deferred.Deferred<ExecutionRecord>
 }
 
 const toNew = (event: ExecutionEvent): NewEvent => ({
@@ -101,8 +100,7 @@ const newEntry = (state: ExecutionState, version: number): Entry => ({
   state,
   version,
   fiber: undefined,
-  releasePermit: Effect.void,
-  done: Deferred.makeUnsafe<ExecutionRecord>()
+  releasePermit: Effect.void
 })
 
 export const make = Effect.gen(function*() {
@@ -112,6 +110,8 @@ export const make = Effect.gen(function*() {
   const files = yield* AttachmentFiles
   const scope = yield* Effect.scope
   const entries = new Map<string, Entry>()
+  /** Per id, callbacks for the terminal record (sync requests); kept apart from a cache entry. */
+  const waiting = new Map<string, Set<(record: ExecutionRecord) => void>>()
 
   /** The cached owner of a live execution, or a fresh fold (terminal ones are not cached). */
   const entryFor = (executionId: string): Effect.Effect<Entry, StoreUnavailable> =>
@@ -132,7 +132,10 @@ export const make = Effect.gen(function*() {
     entry.state = events.reduce(evolve, entry.state)
     entry.version += events.length
     if (entry.state !== undefined && isTerminalState(entry.state)) {
-      Deferred.doneUnsafe(entry.done, Effect.succeed(entry.state.record))
+      const record = entry.state.record
+      const listeners = waiting.get(executionId)
+      waiting.delete(executionId)
+      for (const listener of listeners ?? []) listener(record)
       if (entries.get(executionId) === entry) entries.delete(executionId)
     }
   }
@@ -267,10 +270,29 @@ export const make = Effect.gen(function*() {
     awaitTerminal: (executionId, timeoutMs) =>
       Effect.flatMap(entryFor(executionId), (entry) => {
         if (entry.state === undefined || isTerminalState(entry.state)) return Effect.succeed(entry.state?.record)
-        return Deferred.await(entry.done).pipe(
-          Effect.timeoutOption(timeoutMs),
-          Effect.map((terminal) => (terminal._tag === "Some" ? terminal.value : entry.state?.record))
-        )
+        // A listener and a timer rather than a timeout race: no extra fibers per waiting request.
+        return Effect.callback<ExecutionRecord | undefined>((resume) => {
+          const listener = (record: ExecutionRecord) => {
+            clearTimeout(timer)
+            resume(Effect.succeed(record))
+          }
+          const forget = () => {
+            const set = waiting.get(executionId)
+            set?.delete(listener)
+            if (set?.size === 0) waiting.delete(executionId)
+          }
+          const timer = setTimeout(() => {
+            forget()
+            resume(Effect.succeed(entries.get(executionId)?.state?.record ?? entry.state?.record))
+          }, timeoutMs)
+          const set = waiting.get(executionId) ?? new Set()
+          set.add(listener)
+          waiting.set(executionId, set)
+          return Effect.sync(() => {
+            clearTimeout(timer)
+            forget()
+          })
+        })
       }),
 
     recover: ({ running, pending, beforeResume, resumePlan }) =>

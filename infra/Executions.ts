@@ -6,7 +6,7 @@
 import { Clock, Context, Effect, Layer } from "effect"
 import { createHash } from "node:crypto"
 import type { ToolDefinition } from "../domain/Catalog.ts"
-import { catalogVersion, decodeToolInput, findTool, toCanonicalName } from "../domain/catalog/index.ts"
+import { catalogVersion, decodeClosed, findTool, toCanonicalName } from "../domain/catalog/index.ts"
 import * as Idempotency from "../domain/Idempotency.ts"
 import type { ExecutionMode, ExecutionRecord, ExecutionStatus } from "../domain/ExecutionRecord.ts"
 import { InvalidInput, NotFound, RateLimited, type StateConflict } from "../domain/Errors.ts"
@@ -77,6 +77,17 @@ const keyStream = (projectId: string, userId: string, key: string) =>
 
 const MAX_CLAIM_ATTEMPTS = 16
 
+// One closed decoder per tool, built on first use instead of per request.
+const decoders = new Map<ToolDefinition, (input: unknown) => Effect.Effect<unknown, InvalidInput>>()
+const decodeInput = (tool: ToolDefinition, input: unknown) => {
+  let decode = decoders.get(tool)
+  if (decode === undefined) {
+    decode = decodeClosed(tool.input, `Invalid input for ${tool.name}`)
+    decoders.set(tool, decode)
+  }
+  return decode(input)
+}
+
 /** A storage fault is not the caller's: it becomes a defect (500 envelope) at the edge. */
 const orDie = <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, Exclude<E, StoreUnavailable>, R> =>
   effect.pipe(Effect.catchIf((e): e is E => e instanceof StoreUnavailable, (e) => Effect.die(e))) as Effect.Effect<
@@ -110,7 +121,7 @@ export const make = Effect.gen(function*() {
       const tool = findTool(command.tool)
       if (tool === undefined) return yield* new InvalidInput({ message: `Unknown tool ${command.tool}.` })
       const input = command.input ?? {}
-      const decoded = yield* decodeToolInput(tool, input)
+      const decoded = yield* decodeInput(tool, input)
       const attachments = command.attachments === undefined ? undefined : [...new Set(command.attachments)]
       if (attachments !== undefined && attachments.length > 0) {
         const missing = yield* files.missing(command.projectId, attachments)
