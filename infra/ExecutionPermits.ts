@@ -40,7 +40,7 @@ export class ExecutionPermits extends Context.Service<ExecutionPermits, Executio
   "app/infra/ExecutionPermits"
 ) {}
 
-export const laneOf = (key: PermitKey) => `${key.projectId}/${key.toolkit}`
+const laneOf = (key: PermitKey) => `${key.projectId}/${key.toolkit}`
 
 /** How often a waiter retries when releases may happen in another process. */
 const POLL_MS = 250

@@ -3,18 +3,21 @@
  * Postgres (a throwaway database), beside two baselines measured in the same run: a raw
  * `node:http` JSON POST server, and raw single-row INSERT commits on the same Postgres.
  *
- * The load generator shares the process (and the machine's cores) with the server, for the
- * baseline and the service alike, so the ratio is the figure to compare.
+ * Servers run as child processes (the raw baseline too), so the load generator does not share
+ * their event loop; the machine's two cores are still shared by everything, so besides ops/s the
+ * table shows each server's CPU time per operation (from /proc), which contention distorts less.
  *
  * Standalone: `node bench/scenarios/executions.ts` (BENCH_SECONDS, BENCH_CLIENTS tune it).
  */
 import { PgClient } from "@effect/sql-pg"
 import { Effect, Redacted } from "effect"
-import { Agent, createServer, request } from "node:http"
-import type { AddressInfo } from "node:net"
+import { spawn } from "node:child_process"
+import { readFileSync } from "node:fs"
+import { Agent, request } from "node:http"
+import { createServer as createNetServer } from "node:net"
 import { pathToFileURL } from "node:url"
 import { createTestDatabase, dropTestDatabase, postgresAvailable, TEST_DATABASE_URL } from "../../test/support/Database.ts"
-import { startService } from "../../test/support/Service.ts"
+import { startProcess } from "../../test/support/Service.ts"
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 5)
 const CLIENTS = Number(process.env.BENCH_CLIENTS ?? 32)
@@ -28,19 +31,28 @@ interface Result {
   readonly p50: number
   readonly p99: number
   readonly errors: number
+  /** Server CPU (user + system) per operation, microseconds; undefined when not measured. */
+  readonly cpuUs?: number | undefined
 }
 
 const percentile = (sorted: ReadonlyArray<number>, p: number) =>
   sorted.length === 0 ? 0 : sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * p))] ?? 0
 
 /** Runs `clients` loops of `op` for `seconds` (after a one-second warm-up) and times each call. */
-const load = async (name: string, clients: number, seconds: number, op: (client: number) => Promise<boolean>): Promise<Result> => {
+const load = async (
+  name: string,
+  clients: number,
+  seconds: number,
+  op: (client: number) => Promise<boolean>,
+  pid?: number
+): Promise<Result> => {
   const warmUntil = Date.now() + 1000
   await Promise.all(Array.from({ length: clients }, async (_, c) => {
     while (Date.now() < warmUntil) await op(c)
   }))
   const latencies: Array<number> = []
   let errors = 0
+  const cpuStart = pid === undefined ? 0 : cpuMs(pid)
   const start = performance.now()
   const until = start + seconds * 1000
   await Promise.all(Array.from({ length: clients }, async (_, c) => {
@@ -52,9 +64,34 @@ const load = async (name: string, clients: number, seconds: number, op: (client:
     }
   }))
   const elapsed = (performance.now() - start) / 1000
+  const cpuUs = pid === undefined ? undefined : (1000 * (cpuMs(pid) - cpuStart)) / Math.max(1, latencies.length)
   latencies.sort((a, b) => a - b)
-  return { name, ops: latencies.length, perSecond: latencies.length / elapsed, p50: percentile(latencies, 0.5), p99: percentile(latencies, 0.99), errors }
+  return {
+    name,
+    ops: latencies.length,
+    perSecond: latencies.length / elapsed,
+    p50: percentile(latencies, 0.5),
+    p99: percentile(latencies, 0.99),
+    errors,
+    cpuUs
+  }
 }
+
+/** CPU milliseconds (user + system) a process has used, from /proc (Linux). */
+const cpuMs = (pid: number): number => {
+  const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]?.split(" ") ?? []
+  return (Number(fields[11]) + Number(fields[12])) * 10
+}
+
+const freePort = () =>
+  new Promise<number>((resolve, reject) => {
+    const server = createNetServer()
+    server.once("error", reject)
+    server.listen(0, "127.0.0.1", () => {
+      const address = server.address()
+      server.close(() => (typeof address === "object" && address !== null ? resolve(address.port) : reject(new Error("no port"))))
+    })
+  })
 
 const agent = new Agent({ keepAlive: true, maxSockets: 256 })
 
@@ -71,23 +108,28 @@ const postJson = (port: number, path: string, body: string, headers: Record<stri
 
 const BODY = JSON.stringify({ tool: "demo.echo", input: { message: "hello", n: 1 }, userId: "bench_user" })
 
-const rawNodeBaseline = async (): Promise<Result> => {
-  const server = createServer((req, res) => {
-    const chunks: Array<Buffer> = []
-    req.on("data", (chunk: Buffer) => chunks.push(chunk))
-    req.on("end", () => {
-      const parsed = JSON.parse(Buffer.concat(chunks).toString("utf8")) as { input: unknown }
-      const body = JSON.stringify({ status: "succeeded", output: parsed.input })
-      res.writeHead(200, { "content-type": "application/json" }).end(body)
-    })
+/** The baseline server: parse the JSON body, answer a small JSON object. */
+const RAW_SERVER = `
+const http = require("node:http")
+const server = http.createServer((req, res) => {
+  const chunks = []
+  req.on("data", (chunk) => chunks.push(chunk))
+  req.on("end", () => {
+    const parsed = JSON.parse(Buffer.concat(chunks).toString("utf8"))
+    res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify({ status: "succeeded", output: parsed.input }))
   })
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve))
-  const port = (server.address() as AddressInfo).port
+})
+server.listen(Number(process.argv[1]), "127.0.0.1", () => process.stdout.write("listening\\n"))
+`
+
+const rawNodeBaseline = async (): Promise<Result> => {
+  const port = await freePort()
+  const child = spawn(process.execPath, ["-e", RAW_SERVER, String(port)], { stdio: ["ignore", "pipe", "inherit"] })
+  await new Promise<void>((resolve) => child.stdout.once("data", () => resolve()))
   try {
-    return await load("raw node:http POST", CLIENTS, SECONDS, () => postJson(port, "/", BODY, {}, 200))
+    return await load("raw node:http POST", CLIENTS, SECONDS, () => postJson(port, "/", BODY, {}, 200), child.pid)
   } finally {
-    server.closeAllConnections()
-    await new Promise((resolve) => server.close(resolve))
+    child.kill("SIGKILL")
   }
 }
 
@@ -97,18 +139,17 @@ const ROOMY = {
   SERVICE_RATE_LIMIT_EXECUTE_BURST: "100000000",
   SERVICE_RATE_LIMIT_EXECUTE_PER_MINUTE: "100000000",
   SERVICE_RATE_LIMIT_REQUEST_BURST: "100000000",
-  SERVICE_RATE_LIMIT_REQUESTS_PER_MINUTE: "100000000",
-  SERVICE_LOG_LEVEL: "Warn"
+  SERVICE_RATE_LIMIT_REQUESTS_PER_MINUTE: "100000000"
 }
 
 const serviceRun = async (name: string, env: Record<string, string>): Promise<Result> => {
-  const service = await startService({ ...ROOMY, ...env })
+  const service = await startProcess({ ...ROOMY, ...env }, await freePort())
   const port = Number(new URL(service.baseUrl).port)
   try {
     return await load(name, CLIENTS, SECONDS, (c) =>
-      postJson(port, "/v1/execute", BODY, { authorization: `Bearer ${keys[c % PROJECTS]}` }, 200))
+      postJson(port, "/v1/execute", BODY, { authorization: `Bearer ${keys[c % PROJECTS]}` }, 200), service.process.pid)
   } finally {
-    await service.close()
+    await service.stop()
   }
 }
 
@@ -124,8 +165,15 @@ const rawPostgresBaseline = async (url: string): Promise<Result> =>
   }).pipe(Effect.provide(PgClient.layer({ url: Redacted.make(url), maxConnections: CLIENTS })))))
 
 const format = (results: ReadonlyArray<Result>) => {
-  const rows = results.map((r) => [r.name, r.perSecond.toFixed(0), r.p50.toFixed(2), r.p99.toFixed(2), String(r.errors)])
-  const header = ["scenario", "ops/s", "p50 ms", "p99 ms", "errors"]
+  const rows = results.map((r) => [
+    r.name,
+    r.perSecond.toFixed(0),
+    r.p50.toFixed(2),
+    r.p99.toFixed(2),
+    String(r.errors),
+    r.cpuUs === undefined ? "-" : r.cpuUs.toFixed(0)
+  ])
+  const header = ["scenario", "ops/s", "p50 ms", "p99 ms", "errors", "server CPU us/op"]
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((row) => row[i]?.length ?? 0)))
   const line = (cells: ReadonlyArray<string>) => cells.map((cell, i) => (i === 0 ? cell.padEnd(widths[i] ?? 0) : cell.padStart(widths[i] ?? 0))).join("  ")
   return [line(header), widths.map((w) => "-".repeat(w)).join("  "), ...rows.map(line)].join("\n")
@@ -137,7 +185,10 @@ export const run = async (): Promise<void> => {
   results.push(rawNode)
   const memory = await serviceRun("sync demo.echo, memory", {})
   results.push(memory)
-  const notes = [`memory / raw node: ${(memory.perSecond / rawNode.perSecond).toFixed(2)} (target >= 0.30)`]
+  const cpuRatio = memory.cpuUs !== undefined && rawNode.cpuUs !== undefined ? (rawNode.cpuUs / memory.cpuUs).toFixed(2) : "-"
+  const notes = [
+    `memory / raw node: ${(memory.perSecond / rawNode.perSecond).toFixed(2)} by throughput, ${cpuRatio} by server CPU per op (target >= 0.30)`
+  ]
   if (postgresAvailable) {
     const url = await createTestDatabase("bench")
     try {
