@@ -3,13 +3,17 @@
  * both build on it. Payloads are closed: unknown fields are rejected.
  */
 import { HttpApi, OpenApi } from "effect/http-api"
+import { ConnectionsApi } from "./ConnectionsApi.ts"
 import { Authentication, ErrorEnvelope, RateLimit } from "./Middleware.ts"
+import { FilesApi } from "./FilesApi.ts"
 import { ExecutionsApi } from "./ExecutionsApi.ts"
 import { HealthApi, SystemApi } from "./SystemApi.ts"
 
 // Middleware added last runs first: the envelope, then authentication, then the rate limit.
 export class Api extends HttpApi.make("service")
   .add(SystemApi.middleware(RateLimit).middleware(Authentication))
+  .add(ConnectionsApi.middleware(RateLimit).middleware(Authentication))
+  .add(FilesApi.middleware(RateLimit).middleware(Authentication))
   .add(ExecutionsApi.middleware(RateLimit).middleware(Authentication))
   .middleware(ErrorEnvelope)
   .add(HealthApi.middleware(ErrorEnvelope))

@@ -69,15 +69,30 @@ const readLimited = (request: HttpServerRequest.HttpServerRequest, limit: number
     )
   })
 
-/** The same request, with a body that has already been read. */
+/**
+ * The same request, with a body that has already been read. The text and the ArrayBuffer copy
+ * are made on first use only: a staged file's body is tens of megabytes, and the API reads
+ * only the text.
+ */
 const withBody = (request: HttpServerRequest.HttpServerRequest, body: Uint8Array): HttpServerRequest.HttpServerRequest => {
-  const text = new TextDecoder().decode(body)
-  const buffer = body.buffer.slice(body.byteOffset, body.byteOffset + body.byteLength) as ArrayBuffer
+  let text: string | undefined
+  const getText = () => (text ??= new TextDecoder().decode(body))
   const wrapped = Object.create(request) as HttpServerRequest.HttpServerRequest
   Object.defineProperties(wrapped, {
-    arrayBuffer: { get: () => Effect.succeed(buffer) },
-    text: { get: () => Effect.succeed(text) },
-    json: { get: () => Effect.try({ try: () => (text === "" ? null : JSON.parse(text)), catch: () => malformedBody() }) },
+    arrayBuffer: {
+      get: () => Effect.sync(() => body.buffer.slice(body.byteOffset, body.byteOffset + body.byteLength) as ArrayBuffer)
+    },
+    text: { get: () => Effect.sync(getText) },
+    json: {
+      get: () =>
+        Effect.try({
+          try: () => {
+            const value = getText()
+            return value === "" ? null : JSON.parse(value)
+          },
+          catch: () => malformedBody()
+        })
+    },
     stream: { get: () => Stream.make(body) }
   })
   return wrapped

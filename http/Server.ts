@@ -9,9 +9,11 @@ import { NodeHttpServer } from "@effect/platform-node"
 import { createServer } from "node:http"
 import { AppConfig } from "../src/Config.ts"
 import { Api } from "./Api.ts"
+import { ConnectionsHttp } from "./ConnectionsHttp.ts"
 import { makeEdge, type Route } from "./Edge.ts"
 import { AuthenticationLive, ErrorEnvelopeLive, RateLimitLive } from "./MiddlewareLive.ts"
 import { ExecutionsHttp } from "./ExecutionsHttp.ts"
+import { FilesHttp } from "./FilesHttp.ts"
 import { HealthHttp, SystemHttp } from "./SystemHttp.ts"
 
 /** JSON bodies of ordinary routes are small; staged files set their own ceiling. */
@@ -29,7 +31,7 @@ export const routes: ReadonlyArray<Route> = [
 ]
 
 const ApiLive = HttpApiBuilder.layer(Api, { openapiPath: "/openapi.json" }).pipe(
-  Layer.provide([HealthHttp, SystemHttp, ExecutionsHttp]),
+  Layer.provide([HealthHttp, SystemHttp, ConnectionsHttp, FilesHttp, ExecutionsHttp]),
   Layer.provide([ErrorEnvelopeLive, AuthenticationLive, RateLimitLive])
 )
 

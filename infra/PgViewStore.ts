@@ -107,7 +107,10 @@ const unnestSource = (spec: TableSpec, columns: ReadonlyArray<string>, rows: Rea
   const parts = columns.map((column) => {
     const type = spec.columns[column]
     if (type === undefined) throw new Error(`unknown column ${spec.name}.${column}`)
-    params.push(rows.map((row) => encodeValue(type, row[column])))
+    const values = rows.map((row) => encodeValue(type, row[column]))
+    // The driver infers an array parameter's type from its elements and refuses all-null arrays.
+    if (values.every((value) => value === null)) return `array_fill(NULL::${arrayType[type].slice(0, -2)}, ARRAY[${values.length}])`
+    params.push(values)
     return `$${params.length}::${arrayType[type]}`
   })
   const select = columns.map((column) => `${castBack(spec.columns[column]!, `u.${ident(column)}`)} AS ${ident(column)}`)

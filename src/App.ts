@@ -4,11 +4,13 @@
 import { Effect, Layer, Redacted } from "effect"
 import { HttpServer } from "effect/http"
 import { ApiKeys } from "../infra/ApiKeys.ts"
+import * as Connections from "../infra/Connections.ts"
 import * as ExecutionActor from "../infra/ExecutionActor.ts"
 import { AttachmentFiles, ConnectionResolver } from "../infra/ExecutionPorts.ts"
 import * as ExecutionRecovery from "../infra/ExecutionRecovery.ts"
 import * as Executions from "../infra/Executions.ts"
 import { layerWithOutbound as AdaptersLive } from "../infra/providers/index.ts"
+import { attachmentPort, StagedFiles } from "../infra/StagedFiles.ts"
 import { HttpServerLive } from "../http/Server.ts"
 import { AppConfig } from "./Config.ts"
 import { InfraLive } from "./Infra.ts"
@@ -28,17 +30,24 @@ const ListenLog = Layer.effectDiscard(
   HttpServer.addressFormattedWith((address) => Effect.logInfo(`listening on ${address}`))
 )
 
-/**
- * The executor: the actor, its start-up recovery and the Executions service. The connection
- * resolver and attachment files are the ports' defaults until those features plug in theirs.
- */
+/** Services built on the stores, shared by the HTTP handlers and the actors. */
+const ServicesLive = Connections.layer
+
+/** The executor's ports, served by the connection store and the staged files. */
+const ExecutionPortsLive = Layer.mergeAll(
+  Layer.effect(ConnectionResolver, Effect.map(Connections.Connections, (connections) => ({ resolve: connections.resolve }))),
+  Layer.effect(AttachmentFiles, Effect.map(StagedFiles, attachmentPort))
+)
+
+/** The executor: the actor, its start-up recovery and the Executions service. */
 export const ExecutionsLive = Layer.mergeAll(Executions.layer, ExecutionRecovery.layer).pipe(
   Layer.provideMerge(ExecutionActor.layer),
-  Layer.provideMerge(Layer.mergeAll(ConnectionResolver.layerDefault, AttachmentFiles.layerDefault)),
+  Layer.provideMerge(ExecutionPortsLive),
   Layer.provide(AdaptersLive)
 )
 
 export const AppLive = Layer.mergeAll(ListenLog.pipe(Layer.provideMerge(HttpServerLive)), DevKey).pipe(
   Layer.provideMerge(ExecutionsLive),
+  Layer.provideMerge(ServicesLive),
   Layer.provideMerge(InfraLive)
 )

@@ -15,14 +15,21 @@ import { eventLogMigrations, type Migration, runMigrations } from "../infra/PgMi
 import { layerPgViewStore } from "../infra/PgViewStore.ts"
 import { Projections } from "../infra/Projection.ts"
 import { ensureProjectionTables } from "../infra/ProjectionAdmin.ts"
+import { layerSweeper } from "../infra/FileSweeper.ts"
+import { fileMigrations, layerPg as pgStagedFiles } from "../infra/PgStagedFiles.ts"
 import * as RateLimiter from "../infra/RateLimiter.ts"
 import * as Secrets from "../infra/Secrets.ts"
+import { layerMemory as memoryStagedFiles, StagedFiles } from "../infra/StagedFiles.ts"
 import { ViewStore } from "../infra/ViewStore.ts"
 import { AppConfig } from "./Config.ts"
 import { allProjections } from "./Projections.ts"
 
 /** Every schema step of every feature, applied in id order. */
-export const allMigrations: ReadonlyArray<Migration> = [...eventLogMigrations, ...PgExecutionPermits.permitMigrations]
+export const allMigrations: ReadonlyArray<Migration> = [
+  ...eventLogMigrations,
+  ...fileMigrations,
+  ...PgExecutionPermits.permitMigrations
+]
 
 export type InfraServices =
   | EventStore
@@ -31,6 +38,7 @@ export type InfraServices =
   | RateLimiter.RateLimiter
   | Secrets.Secrets
   | Projections
+  | StagedFiles
   | ExecutionPermits.ExecutionPermits
 
 export const ProjectionsLive = Layer.succeed(Projections, allProjections)
@@ -48,11 +56,15 @@ export const DatabaseLive = (url: Redacted.Redacted<string>) =>
     })
   ).pipe(Layer.provideMerge(pgClientLayer(url)), Layer.provide(ProjectionsLive))
 
+/** Staged files with their expiry sweeper running for as long as the service does. */
+const withSweeper = <E, R>(files: Layer.Layer<StagedFiles, E, R>) => layerSweeper().pipe(Layer.provideMerge(files))
+
 export const MemoryInfra = Layer.mergeAll(
   memoryEventStore,
   ApiKeys.layerMemory,
   RateLimiter.layerMemory,
   Secrets.layer,
+  withSweeper(memoryStagedFiles),
   ExecutionPermits.layerMemory
 ).pipe(Layer.provideMerge(ProjectionsLive))
 
@@ -63,6 +75,7 @@ export const PgInfra = (url: Redacted.Redacted<string>) =>
     ApiKeys.layerPg,
     RateLimiter.layerPg,
     Secrets.layer,
+    withSweeper(pgStagedFiles),
     PgExecutionPermits.layerPg
   ).pipe(
     Layer.provideMerge(ProjectionsLive),

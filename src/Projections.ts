@@ -1,5 +1,6 @@
 /** Every projection the service runs; features add theirs here. */
+import { connectionsProjection } from "../infra/ConnectionsProjection.ts"
 import { executionsProjection } from "../infra/ExecutionsProjection.ts"
 import type { Projection } from "../infra/Projection.ts"
 
-export const allProjections: ReadonlyArray<Projection> = [executionsProjection]
+export const allProjections: ReadonlyArray<Projection> = [connectionsProjection, executionsProjection]

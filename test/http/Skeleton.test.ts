@@ -18,7 +18,7 @@ const expectEnvelope = async (response: Response, status: number, code: string) 
   expect(body.error.code).toBe(code)
   expect(typeof body.error.message).toBe("string")
   expect(typeof body.error.retryable).toBe("boolean")
-  expect(Object.keys(body).sort()).toEqual(["error", "requestId"])
+  expect(Object.keys(body).toSorted()).toEqual(["error", "requestId"])
   return body
 }
 

@@ -1,0 +1,114 @@
+/**
+ * One HTTP exchange with the service over `fetch`: bearer key, JSON bodies, the error envelope
+ * as a `ServiceError`, and the retry policy. A 429 on GET or HEAD is retried exactly once after
+ * the `retryAfter` the service gave (envelope, else `Retry-After`); other methods are never
+ * retried, because a retried POST, PATCH or DELETE could act twice.
+ */
+import { Clock, Duration, Effect, Schema } from "effect"
+import { fromResponse, networkError, ServiceError } from "./ServiceError.ts"
+
+export type Fetch = (input: string, init: RequestInit) => Promise<Response>
+
+export interface TransportOptions {
+  /** The service's base address, e.g. `http://localhost:8080`. */
+  readonly baseUrl: string
+  readonly apiKey: string
+  /** Defaults to the global `fetch`. */
+  readonly fetch?: Fetch | undefined
+}
+
+export type Method = "GET" | "HEAD" | "POST" | "PATCH" | "DELETE"
+
+export interface Request {
+  readonly method: Method
+  readonly path: string
+  readonly query?: Readonly<Record<string, string | number | undefined>> | undefined
+  readonly body?: unknown
+  readonly headers?: Readonly<Record<string, string | undefined>> | undefined
+}
+
+export interface Answer {
+  readonly status: number
+  readonly body: unknown
+  readonly headers: Headers
+}
+
+/** When the service gave no delay with its 429, wait this long before the one retry. */
+const DEFAULT_RETRY_AFTER_SECONDS = 1
+const RETRIED_ON_429: ReadonlySet<Method> = new Set<Method>(["GET", "HEAD"])
+
+const buildUrl = (baseUrl: string, request: Request): string => {
+  const url = new URL(request.path, baseUrl.endsWith("/") ? baseUrl : `${baseUrl}/`)
+  for (const [name, value] of Object.entries(request.query ?? {})) {
+    if (value !== undefined) url.searchParams.set(name, String(value))
+  }
+  return url.toString()
+}
+
+const readBody = (response: Response): Promise<unknown> =>
+  response.text().then((text) => {
+    if (text === "") return undefined
+    try {
+      return JSON.parse(text) as unknown
+    } catch {
+      return text
+    }
+  })
+
+const failIfError = (response: Answer): Effect.Effect<Answer, ServiceError> =>
+  response.status >= 200 && response.status < 300
+    ? Effect.succeed(response)
+    : Effect.map(Clock.currentTimeMillis, (now) => fromResponse(response.status, response.body, response.headers, now)).pipe(
+      Effect.flatMap(Effect.fail)
+    )
+
+export const makeTransport = (options: TransportOptions) => {
+  const fetchImpl: Fetch = options.fetch ?? ((input, init) => globalThis.fetch(input, init))
+
+  const once = (request: Request): Effect.Effect<Answer, ServiceError> =>
+    Effect.tryPromise({
+      try: async (signal) => {
+        const headers: Record<string, string> = { authorization: `Bearer ${options.apiKey}`, accept: "application/json" }
+        for (const [name, value] of Object.entries(request.headers ?? {})) if (value !== undefined) headers[name] = value
+        const init: RequestInit = { method: request.method, headers, signal }
+        if (request.body !== undefined) {
+          headers["content-type"] = "application/json"
+          init.body = JSON.stringify(request.body)
+        }
+        const response = await fetchImpl(buildUrl(options.baseUrl, request), init)
+        return { status: response.status, body: await readBody(response), headers: response.headers }
+      },
+      catch: networkError
+    })
+
+  /** Sends the request; a 2xx is the answer, anything else a `ServiceError`. */
+  const send = (request: Request): Effect.Effect<Answer, ServiceError> =>
+    Effect.flatMap(once(request), failIfError).pipe(
+      Effect.catchIf(
+        (error) => error.status === 429 && RETRIED_ON_429.has(request.method),
+        (error) =>
+          Effect.sleep(Duration.seconds(error.retryAfter ?? DEFAULT_RETRY_AFTER_SECONDS)).pipe(
+            Effect.andThen(Effect.flatMap(once(request), failIfError))
+          )
+      )
+    )
+
+  /** Sends the request and decodes the 2xx body with `schema`. */
+  const json = <A>(request: Request, schema: Schema.ConstraintDecoder<A>): Effect.Effect<A, ServiceError> =>
+    Effect.flatMap(send(request), (response) =>
+      Schema.decodeUnknownEffect(schema)(response.body).pipe(
+        Effect.mapError((issue) =>
+          new ServiceError({
+            status: response.status,
+            code: "provider_error",
+            message: `The response does not match this client's contract: ${String(issue)}`.slice(0, 1000),
+            retryable: false,
+            requestId: response.headers.get("request-id") ?? ""
+          })
+        )
+      ))
+
+  return { send, json }
+}
+
+export type Transport = ReturnType<typeof makeTransport>

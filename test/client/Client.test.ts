@@ -1,0 +1,215 @@
+import { Effect } from "effect"
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http"
+import type { AddressInfo } from "node:net"
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { createClient, makeServiceClient, ServiceClient, ServiceError } from "../../client/index.ts"
+import { type InProcessService, KEY, PINNED_KEY, startService } from "../support/Service.ts"
+
+const TOKEN = "ghp_client_test_secret_0042"
+
+/** Rejections of the Promise facade, as the ServiceError they must be. */
+const rejection = async (promise: Promise<unknown>): Promise<ServiceError> => {
+  try {
+    await promise
+  } catch (error) {
+    expect(error).toBeInstanceOf(ServiceError)
+    return error as ServiceError
+  }
+  throw new Error("expected a rejection")
+}
+
+describe("client against the service", () => {
+  let service: InProcessService
+  beforeAll(async () => {
+    service = await startService({ SERVICE_RATE_LIMIT_REQUEST_BURST: "1000", SERVICE_RATE_LIMIT_REQUESTS_PER_MINUTE: "6000" })
+  })
+  afterAll(() => service.close())
+
+  it("me, through the Promise facade and the Effect client", async () => {
+    expect(await createClient({ baseUrl: service.baseUrl, apiKey: PINNED_KEY }).me()).toMatchObject({ projectId: "proj_test", pinnedUserId: "user_1" })
+    const me = await Effect.runPromise(
+      Effect.flatMap(ServiceClient, (client) => client.me()).pipe(Effect.provide(ServiceClient.layer({ baseUrl: service.baseUrl, apiKey: KEY })))
+    )
+    expect(me.projectId).toBe("proj_test")
+    expect(me.pinnedUserId).toBeUndefined()
+  })
+
+  it("connections: create, list with the client's default user, get, delete", async () => {
+    const client = createClient({ baseUrl: `${service.baseUrl}/`, apiKey: KEY, userId: "client_user" })
+    const created = await client.connections.create({ toolkit: "github", authClass: "bearer", credentials: { token: TOKEN }, scopes: ["repo"] })
+    expect(created).toMatchObject({ userId: "client_user", toolkit: "github", authClass: "bearer", scopes: ["repo"] })
+    expect(JSON.stringify(created)).not.toContain(TOKEN)
+    await client.connections.create({ userId: "someone_else", toolkit: "github", authClass: "bearer", credentials: { token: TOKEN } })
+    const mine = await client.connections.list()
+    expect(mine.connections.map((c) => c.connectionId)).toEqual([created.connectionId])
+    const everyone = await createClient({ baseUrl: service.baseUrl, apiKey: KEY }).connections.list({ limit: 1 })
+    expect(everyone.connections).toHaveLength(1)
+    expect(everyone.nextCursor).toBeDefined()
+    expect(await client.connections.get(created.connectionId)).toEqual(created)
+    await client.connections.delete(created.connectionId)
+    const gone = await rejection(client.connections.get(created.connectionId))
+    expect(gone).toMatchObject({ status: 404, code: "not_found", retryable: false })
+  })
+
+  it("surfaces the error envelope as typed ServiceErrors", async () => {
+    const wrongKey = await rejection(createClient({ baseUrl: service.baseUrl, apiKey: "not_a_real_key_000000" }).me())
+    expect(wrongKey).toMatchObject({ _tag: "ServiceError", status: 401, code: "auth_expired", retryable: false })
+    expect(wrongKey.requestId).toMatch(/^req_/)
+    const noKey = await rejection(createClient({ baseUrl: service.baseUrl, apiKey: "" }).me())
+    expect(noKey).toMatchObject({ status: 401, code: "auth_missing" })
+    const client = createClient({ baseUrl: service.baseUrl, apiKey: KEY })
+    const missing = await rejection(client.connections.get("conn_nothing"))
+    expect(missing).toMatchObject({ status: 404, code: "not_found" })
+    const invalid = await rejection(client.connections.create({ userId: "u", toolkit: "nope", authClass: "bearer", credentials: { token: "t" } }))
+    expect(invalid).toMatchObject({ status: 422, code: "invalid_input", retryable: false })
+    expect(invalid.message).toContain("Unknown toolkit")
+    const pinned = await rejection(createClient({ baseUrl: service.baseUrl, apiKey: PINNED_KEY, userId: "other" }).connections.list())
+    expect(pinned).toMatchObject({ status: 403, code: "auth_insufficient_scope" })
+    // The Effect client fails with the same class, catchable by tag.
+    const tagged = await Effect.runPromise(
+      makeServiceClient({ baseUrl: service.baseUrl, apiKey: KEY }).connections.get("conn_nothing").pipe(
+        Effect.catchTag("ServiceError", (error) => Effect.succeed(error.code))
+      )
+    )
+    expect(tagged).toBe("not_found")
+  })
+
+  it("a network failure is a retryable ServiceError with status 0", async () => {
+    const error = await rejection(createClient({ baseUrl: "http://127.0.0.1:1", apiKey: KEY }).me())
+    expect(error).toMatchObject({ status: 0, code: "provider_unavailable", retryable: true, requestId: "" })
+  })
+})
+
+interface Stub {
+  baseUrl: string
+  readonly requests: Array<{ method: string; url: string; at: number; body: string }>
+  /** Answers, in order; the last one repeats. */
+  answers: Array<(res: ServerResponse) => void>
+}
+
+const envelope = (res: ServerResponse, status: number, code: string, headers: Record<string, string> = {}, retryAfter?: number) => {
+  res.writeHead(status, { "content-type": "application/json", "request-id": "req_stub", ...headers })
+  res.end(JSON.stringify({ error: { code, message: code, retryable: code === "rate_limited", ...(retryAfter === undefined ? {} : { retryAfter }) }, requestId: "req_stub" }))
+}
+const tooMany = (res: ServerResponse) => envelope(res, 429, "rate_limited", { "retry-after": "1" })
+const okMe = (res: ServerResponse) => {
+  res.writeHead(200, { "content-type": "application/json" })
+  res.end(JSON.stringify({ projectId: "proj_stub", keyId: "key_stub" }))
+}
+const json = (value: unknown) => (res: ServerResponse) => {
+  res.writeHead(200, { "content-type": "application/json" })
+  res.end(JSON.stringify(value))
+}
+const record = (status: string) => (res: ServerResponse) => {
+  res.writeHead(200, { "content-type": "application/json" })
+  const base = { executionId: "exe_1", projectId: "p", userId: "u", tool: "demo.sleep", toolVersion: "1", catalogVersion: "c", mode: "async", createdAt: "2026-01-01T00:00:00.000Z" }
+  res.end(JSON.stringify(status === "succeeded" ? { ...base, status, output: { sleptMs: 1 }, latencyMs: 1 } : { ...base, status }))
+}
+
+describe("client policies against a stub", () => {
+  let server: Server
+  const stub: Stub = { baseUrl: "", requests: [], answers: [] }
+  beforeAll(async () => {
+    server = createServer((req: IncomingMessage, res: ServerResponse) => {
+      const entry = { method: req.method ?? "", url: req.url ?? "", at: Date.now(), body: "" }
+      stub.requests.push(entry)
+      req.setEncoding("utf8")
+      req.on("data", (chunk: string) => {
+        entry.body += chunk
+      })
+      req.on("end", () => {
+        const answer = stub.answers.length > 1 ? stub.answers.shift() : stub.answers[0]
+        if (answer === undefined) res.writeHead(500).end()
+        else answer(res)
+      })
+    })
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve))
+    stub.baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`
+  })
+  afterAll(() => new Promise<void>((resolve) => server.close(() => resolve())))
+  const reset = (...answers: Array<(res: ServerResponse) => void>) => {
+    stub.requests.length = 0
+    stub.answers = answers
+  }
+  const client = () => createClient({ baseUrl: stub.baseUrl, apiKey: "stub_key" })
+
+  it("a GET answered 429 is retried once after Retry-After", async () => {
+    reset(tooMany, okMe)
+    expect(await client().me()).toEqual({ projectId: "proj_stub", keyId: "key_stub" })
+    expect(stub.requests.map((r) => r.method)).toEqual(["GET", "GET"])
+    const [first, second] = stub.requests
+    expect((second?.at ?? 0) - (first?.at ?? 0)).toBeGreaterThanOrEqual(950)
+  })
+
+  it("a second 429 surfaces, and there is no third try", async () => {
+    reset(tooMany, tooMany, okMe)
+    const error = await rejection(client().me())
+    expect(error).toMatchObject({ status: 429, code: "rate_limited", retryable: true, retryAfter: 1, requestId: "req_stub" })
+    expect(stub.requests).toHaveLength(2)
+  })
+
+  it("the envelope's retryAfter serves when there is no Retry-After header", async () => {
+    reset((res) => envelope(res, 429, "rate_limited", {}, 1), okMe)
+    await client().me()
+    expect(stub.requests).toHaveLength(2)
+  })
+
+  it("POST and DELETE are never retried", async () => {
+    reset(tooMany, okMe)
+    expect(await rejection(client().connections.create({ userId: "u", toolkit: "github", authClass: "bearer", credentials: { token: "t" } })))
+      .toMatchObject({ status: 429, code: "rate_limited" })
+    expect(stub.requests.map((r) => r.method)).toEqual(["POST"])
+    reset(tooMany, okMe)
+    expect((await rejection(client().connections.delete("conn_x"))).status).toBe(429)
+    reset(tooMany, okMe)
+    expect((await rejection(client().executions.cancel("exe_1"))).status).toBe(429)
+    expect(stub.requests.map((r) => r.method)).toEqual(["POST"])
+  })
+
+  it("wait polls until the record is terminal", async () => {
+    reset(record("pending"), record("running"), record("succeeded"))
+    const done = await client().executions.wait("exe_1", { pollMs: 20 })
+    expect(done.status).toBe("succeeded")
+    expect(stub.requests.map((r) => `${r.method} ${r.url}`)).toEqual(Array(3).fill("GET /v1/executions/exe_1"))
+  })
+
+  it("wait fails with code timeout at its deadline", async () => {
+    reset(record("pending"))
+    const started = Date.now()
+    const error = await rejection(client().executions.wait("exe_1", { pollMs: 50, timeoutMs: 300 }))
+    expect(error).toMatchObject({ status: 0, code: "timeout", retryable: true })
+    const elapsed = Date.now() - started
+    expect(elapsed).toBeGreaterThanOrEqual(290)
+    expect(elapsed).toBeLessThan(2000)
+    expect(stub.requests.length).toBeGreaterThanOrEqual(3)
+  })
+
+  it("sends what the routes expect: base64 file content, the default user, encoded ids", async () => {
+    const file = { fileId: "file_1", name: "a.bin", mimeType: "application/octet-stream", size: 3, expiresAt: "2026-01-01T00:00:00.000Z" }
+    const withUser = createClient({ baseUrl: stub.baseUrl, apiKey: "stub_key", userId: "dflt" })
+    reset(json(file))
+    expect(await withUser.files.create({ name: "a.bin", content: new Uint8Array([0, 255, 7]) })).toEqual(file)
+    expect(JSON.parse(stub.requests[0]?.body ?? "")).toEqual({ name: "a.bin", content: "AP8H" })
+    reset(json({ files: [file], nextCursor: "c" }))
+    expect((await withUser.files.list({ limit: 5, cursor: "a/b" })).nextCursor).toBe("c")
+    expect(stub.requests[0]?.url).toBe("/v1/files?limit=5&cursor=a%2Fb")
+    reset(json({ executions: [] }))
+    await withUser.executions.list({ status: "running" })
+    await withUser.executions.list({ userId: "explicit" })
+    expect(stub.requests.map((r) => r.url)).toEqual(["/v1/executions?status=running&userId=dflt", "/v1/executions?userId=explicit"])
+    reset(record("pending"))
+    await withUser.executions.execute({ tool: "demo.sleep", input: { ms: 10 }, mode: "async" })
+    expect(JSON.parse(stub.requests[0]?.body ?? "")).toEqual({ tool: "demo.sleep", input: { ms: 10 }, mode: "async", userId: "dflt" })
+    reset(record("pending"))
+    await withUser.executions.get("exe/../x")
+    expect(stub.requests[0]?.url).toBe("/v1/executions/exe%2F..%2Fx")
+  })
+
+  it("a body that breaks the contract is a provider_error, not a crash", async () => {
+    reset((res) => {
+      res.writeHead(200, { "content-type": "application/json", "request-id": "req_bad" })
+      res.end(JSON.stringify({ nothing: true }))
+    })
+    expect(await rejection(client().me())).toMatchObject({ status: 200, code: "provider_error", requestId: "req_bad" })
+  })
+})
