@@ -67,7 +67,11 @@ export const recoverExecutions = Effect.gen(function*() {
   yield* actor.recover({ running, pending, beforeResume: permits.reclaimStale, resumePlan })
 })
 
-/** Runs recovery in the background once the stores are up. */
+/**
+ * Runs recovery while the service starts, before it serves: an execution created by a new
+ * request must never be mistaken for one that a previous process left running. Resumed
+ * executions are dispatched in the background.
+ */
 export const layer = Layer.effectDiscard(
-  Effect.forkScoped(recoverExecutions.pipe(Effect.catchCause((cause) => Effect.logError("execution recovery failed", cause))))
+  recoverExecutions.pipe(Effect.catchCause((cause) => Effect.logError("execution recovery failed", cause)))
 )
