@@ -38,7 +38,10 @@ export interface DispatchPlan {
   /** Decoded by the tool's input schema. */
   readonly input: unknown
   readonly credentials: Redacted.Redacted<Readonly<Record<string, string>>> | undefined
-  /** The toolkit permit is held already (sync dispatch): request and start commit together. */
+  /**
+   * Sync dispatch that may start at once (the toolkit permit is held, or the toolkit has no
+   * cap): the request and the start commit together, halving the commits of a sync execution.
+   */
   readonly permitHeld: boolean
 }
 

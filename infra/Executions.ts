@@ -181,12 +181,10 @@ export const make = Effect.gen(function*() {
         }
         const cap = capOf(tool)
         const permitKey = { projectId: command.projectId, toolkit: tool.toolkit, executionId }
-        let permitHeld = false
-        if (mode === "sync" && cap !== undefined) {
-          permitHeld = yield* orDie(permits.tryAcquire(permitKey, cap))
-          if (!permitHeld) {
-            return yield* new RateLimited({ message: `The ${tool.toolkit} concurrency limit of this project is full.`, retryAfter: 1 })
-          }
+        const capped = mode === "sync" && cap !== undefined
+        const permitHeld = mode === "sync" && (cap === undefined || (yield* orDie(permits.tryAcquire(permitKey, cap))))
+        if (capped && !permitHeld) {
+          return yield* new RateLimited({ message: `The ${tool.toolkit} concurrency limit of this project is full.`, retryAfter: 1 })
         }
         // Uninterruptible: a client hanging up must not leave a recorded execution undispatched.
         const created = yield* Effect.uninterruptible(actor.execute({
@@ -197,12 +195,12 @@ export const make = Effect.gen(function*() {
           Effect.map((record) => ({ record })),
           Effect.catchTag("ConcurrencyConflict", () => Effect.succeed(undefined)),
           // Nothing was recorded: the permit taken for it goes back at once.
-          Effect.onError(() => (permitHeld ? permits.release(permitKey) : Effect.void)),
+          Effect.onError(() => (capped && permitHeld ? permits.release(permitKey) : Effect.void)),
           orDie
         )
         if (created === undefined) {
           // Another request claimed the key first: release and read the claim again.
-          if (permitHeld) yield* permits.release(permitKey)
+          if (capped && permitHeld) yield* permits.release(permitKey)
           continue
         }
         return yield* answer(created.record, waitMs)
