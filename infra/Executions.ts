@@ -56,6 +56,13 @@ export class Executions extends Context.Service<Executions, {
   /** One record of the project; a pinned user sees only theirs (others are 404). */
   readonly get: (projectId: string, pinnedUserId: string | undefined, executionId: string) => Effect.Effect<ExecutionRecord, NotFound>
   readonly cancel: (projectId: string, pinnedUserId: string | undefined, executionId: string) => Effect.Effect<ExecutionRecord, NotFound | StateConflict>
+  /** The terminal record, or the current one after `timeoutMs` (MCP tasks/result, client waits). */
+  readonly awaitTerminal: (
+    projectId: string,
+    pinnedUserId: string | undefined,
+    executionId: string,
+    timeoutMs: number
+  ) => Effect.Effect<ExecutionRecord, NotFound>
 }>()("app/infra/Executions") {}
 
 /** Canonical JSON: object keys sorted, so equal inputs hash equally whatever their key order. */
@@ -223,6 +230,11 @@ export const make = Effect.gen(function*() {
     get,
     cancel: (projectId, pinnedUserId, executionId) =>
       Effect.flatMap(get(projectId, pinnedUserId, executionId), () => orDie(actor.cancel(executionId))),
+    awaitTerminal: (projectId, pinnedUserId, executionId, timeoutMs) =>
+      Effect.flatMap(get(projectId, pinnedUserId, executionId), (record) =>
+        isTerminal(record)
+          ? Effect.succeed(record)
+          : Effect.map(orDie(actor.awaitTerminal(executionId, timeoutMs)), (latest) => latest ?? record)),
     list: (options) =>
       Effect.gen(function*() {
         const where: Array<Filter> = [{ column: "project_id", op: "=", value: options.projectId }]
