@@ -51,7 +51,12 @@ const compile = (routes: ReadonlyArray<Route>): ReadonlyArray<CompiledRoute> => 
   return [...byPath.values()]
 }
 
-const JSON_TYPE = /^application\/(?:[\w.+-]+\+)?json\s*(?:;.*)?$/i
+/** The API decodes `application/json` only (parameters aside); any other type is refused here. */
+const isJson = (header: string | undefined): boolean =>
+  header !== undefined && (header.split(";", 1)[0] ?? "").trim().toLowerCase() === "application/json"
+
+/** Methods whose payload the API decodes, body or not (a missing type counts as JSON there). */
+const PAYLOAD_METHODS = new Set(["POST", "PUT", "PATCH", "DELETE"])
 
 /** Reads at most `limit` bytes; `undefined` when the body is longer. */
 const readLimited = (request: HttpServerRequest.HttpServerRequest, limit: number) =>
@@ -118,14 +123,19 @@ export const makeEdge = (options: EdgeOptions) => {
       const contentLength = request.headers["content-length"]
       const chunked = request.headers["transfer-encoding"] !== undefined
       const hasBody = chunked || (contentLength !== undefined && contentLength !== "0")
+      const contentType = request.headers["content-type"]
+      // A declared type is checked even without a body: the API would refuse it in plain text.
+      const typed = contentType !== undefined && PAYLOAD_METHODS.has(request.method)
       let effective = request
-      if (hasBody) {
+      if (hasBody || typed) {
         const allowed = allowedMethods(path)
         if (allowed === undefined) return refuse(routeNotFound())
         // The router answers HEAD wherever it answers GET.
         const method = request.method === "HEAD" ? "GET" : request.method
         if (!allowed.includes(method)) return refuse(methodNotAllowed(allowed))
-        if (!JSON_TYPE.test(request.headers["content-type"] ?? "")) return refuse(unsupportedMediaType())
+        if (!isJson(contentType)) return refuse(unsupportedMediaType())
+      }
+      if (hasBody) {
         const limit = options.bodyLimit(request.method, path)
         if (contentLength !== undefined && Number(contentLength) > limit) return refuse(bodyTooLarge(limit))
         const body = yield* readLimited(request, limit).pipe(Effect.orElseSucceed(() => null))

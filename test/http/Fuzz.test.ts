@@ -115,7 +115,11 @@ const checkAnswer = (req: FuzzRequest, answer: Answer) => {
 
   const path = req.path.split("?", 1)[0] ?? "/"
   const declared = routes.filter((route) => matches(route, path))
-  const bodyPresent = req.body !== undefined
+  // An empty body sent with Content-Length: 0 is no body at all.
+  const bodyPresent = req.body !== undefined && (req.chunked || req.body !== "")
+  // The edge checks a declared content type of POST/PUT/PATCH/DELETE even without a body.
+  const typed = req.headers["content-type"] !== undefined && ["POST", "PUT", "PATCH", "DELETE"].includes(req.method)
+  const jsonType = (req.headers["content-type"] ?? "").split(";", 1)[0]?.trim().toLowerCase() === "application/json"
   // HEAD is answered wherever GET is.
   const serves = (route: Route) => route.method === req.method || (req.method === "HEAD" && route.method === "GET")
   // Node's parser refuses methods it does not know, and raw bytes outside ASCII in the target.
@@ -127,14 +131,15 @@ const checkAnswer = (req: FuzzRequest, answer: Answer) => {
     expect(String(answer.headers.allow ?? ""), context).toContain(declared[0]?.method ?? "")
   } else if (!publicRoutes.some((route) => serves(route) && matches(route, path)) && !presentsValidKey(req.headers.authorization)) {
     // Without a valid key only the edge's body checks come before authentication.
-    expect(bodyPresent ? [400, 401, 413, 415] : [401], context).toContain(answer.status)
-  } else if (!bodyPresent && req.headers["x-service-user-id"] !== undefined && !publicRoutes.some((route) => serves(route) && matches(route, path))) {
+    expect(bodyPresent || typed ? [400, 401, 413, 415] : [401], context).toContain(answer.status)
+  } else if (!bodyPresent && !typed && req.headers["x-service-user-id"] !== undefined && !publicRoutes.some((route) => serves(route) && matches(route, path))) {
     // Authenticated: the named user is checked next, for every route (the parser trims the value).
     const named = req.headers["x-service-user-id"].replace(/^[ \t]+|[ \t]+$/g, "")
     const pinned = /^bearer +test_key_pinned_u1_0001\s*$/i.test(req.headers.authorization?.trim() ?? "")
     if (!/^[A-Za-z0-9_.-]{1,64}$/.test(named)) expect(answer.status, context).toBe(422)
     else if (pinned && named !== "user_1") expect(answer.status, context).toBe(403)
   }
+  if ((bodyPresent || typed) && !jsonType && declared.some(serves) && parsable) expect(answer.status, context).toBe(415)
   if (bodyPresent && Buffer.byteLength(req.body ?? "") > BODY_LIMIT && declared.some(serves) && parsable) {
     expect([413, 415], context).toContain(answer.status)
   }
@@ -199,6 +204,19 @@ const raw = (bytes: string): Promise<string> =>
     socket.on("close", () => resolve(out))
     socket.on("error", (error) => (out === "" ? reject(error) : resolve(out)))
   })
+
+describe("content types", () => {
+  it("a payload route refuses a non-JSON type with the envelope, with or without a body", async () => {
+    const route = routes.find((r) => ["POST", "PUT", "PATCH", "DELETE"].includes(r.method))
+    if (route === undefined) return
+    const path = route.path.split("/").map((part) => (part.startsWith(":") ? "x" : part)).join("/")
+    for (const [type, body] of [["text/plain", undefined], ["", undefined], ["application/merge-patch+json", "{}"], ["text/plain", "{}"]] as const) {
+      const answer = await send(service.baseUrl, { method: route.method, path, headers: { authorization: `Bearer ${KEY}`, "content-type": type }, body, chunked: false })
+      expect(answer.status, `${type} ${body ?? "(none)"}`).toBe(415)
+      expect(JSON.parse(answer.body)).toMatchObject({ error: { code: "invalid_input" }, requestId: answer.headers["request-id"] })
+    }
+  })
+})
 
 describe("requests Node's parser refuses", () => {
   it.each([
