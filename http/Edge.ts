@@ -17,6 +17,7 @@ import {
   type EdgeFailure,
   envelopeResponse,
   malformedBody,
+  malformedPath,
   methodNotAllowed,
   routeNotFound,
   unsupportedMediaType
@@ -54,6 +55,15 @@ const compile = (routes: ReadonlyArray<Route>): ReadonlyArray<CompiledRoute> => 
 /** The API decodes `application/json` only (parameters aside); any other type is refused here. */
 const isJson = (header: string | undefined): boolean =>
   header !== undefined && (header.split(";", 1)[0] ?? "").trim().toLowerCase() === "application/json"
+
+const decodable = (path: string): boolean => {
+  try {
+    decodeURIComponent(path)
+    return true
+  } catch {
+    return false
+  }
+}
 
 /** Methods whose payload the API decodes, body or not (a missing type counts as JSON there). */
 const PAYLOAD_METHODS = new Set(["POST", "PUT", "PATCH", "DELETE"])
@@ -119,6 +129,8 @@ export const makeEdge = (options: EdgeOptions) => {
       const path = request.url.split("?", 1)[0] ?? "/"
       const respond = (response: HttpServerResponse.HttpServerResponse) => Response.setHeader(response, "request-id", requestId)
       const refuse = (failure: EdgeFailure) => respond(envelopeResponse(requestId, failure.status, failure.error, failure.headers))
+      // The router cannot decode such a path and would not match it, which read as a 405 below.
+      if (!decodable(path)) return refuse(malformedPath())
 
       const contentLength = request.headers["content-length"]
       const chunked = request.headers["transfer-encoding"] !== undefined
@@ -152,7 +164,9 @@ export const makeEdge = (options: EdgeOptions) => {
           for (const reason of cause.reasons) {
             if (reason._tag === "Fail" && isRouteNotFound(reason.error)) {
               const allowed = allowedMethods(path)
-              return Effect.succeed(refuse(allowed === undefined ? routeNotFound() : methodNotAllowed(allowed)))
+              const served = allowed?.includes(request.method === "HEAD" ? "GET" : request.method) === true
+              // A method the path has, yet no route matched: the path itself is not one of ours.
+              return Effect.succeed(refuse(allowed === undefined || served ? routeNotFound() : methodNotAllowed(allowed)))
             }
           }
           return Effect.map(causeResponse(requestId, cause), respond)
