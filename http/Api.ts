@@ -7,12 +7,14 @@ import { ConnectionsApi } from "./ConnectionsApi.ts"
 import { Authentication, ErrorEnvelope, RateLimit } from "./Middleware.ts"
 import { FilesApi } from "./FilesApi.ts"
 import { HealthApi, SystemApi } from "./SystemApi.ts"
+import { WebhooksApi } from "./WebhooksApi.ts"
 
 // Middleware added last runs first: the envelope, then authentication, then the rate limit.
 export class Api extends HttpApi.make("service")
   .add(SystemApi.middleware(RateLimit).middleware(Authentication))
   .add(ConnectionsApi.middleware(RateLimit).middleware(Authentication))
   .add(FilesApi.middleware(RateLimit).middleware(Authentication))
+  .add(WebhooksApi.middleware(RateLimit).middleware(Authentication))
   .middleware(ErrorEnvelope)
   .add(HealthApi.middleware(ErrorEnvelope))
   .annotate(HttpApi.ParseOptions, { onExcessProperty: "error" })

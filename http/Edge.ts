@@ -17,7 +17,6 @@ import {
   type EdgeFailure,
   envelopeResponse,
   malformedBody,
-  malformedPath,
   methodNotAllowed,
   routeNotFound,
   unsupportedMediaType
@@ -52,21 +51,9 @@ const compile = (routes: ReadonlyArray<Route>): ReadonlyArray<CompiledRoute> => 
   return [...byPath.values()]
 }
 
-/** The API decodes `application/json` only (parameters aside); any other type is refused here. */
+/** The API decodes `application/json` only (parameters aside); it refuses `+json` types in plain text. */
 const isJson = (header: string | undefined): boolean =>
   header !== undefined && (header.split(";", 1)[0] ?? "").trim().toLowerCase() === "application/json"
-
-const decodable = (path: string): boolean => {
-  try {
-    decodeURIComponent(path)
-    return true
-  } catch {
-    return false
-  }
-}
-
-/** Methods whose payload the API decodes, body or not (a missing type counts as JSON there). */
-const PAYLOAD_METHODS = new Set(["POST", "PUT", "PATCH", "DELETE"])
 
 /** Reads at most `limit` bytes; `undefined` when the body is longer. */
 const readLimited = (request: HttpServerRequest.HttpServerRequest, limit: number) =>
@@ -129,31 +116,36 @@ export const makeEdge = (options: EdgeOptions) => {
       const path = request.url.split("?", 1)[0] ?? "/"
       const respond = (response: HttpServerResponse.HttpServerResponse) => Response.setHeader(response, "request-id", requestId)
       const refuse = (failure: EdgeFailure) => respond(envelopeResponse(requestId, failure.status, failure.error, failure.headers))
-      // The router cannot decode such a path and would not match it, which read as a 405 below.
-      if (!decodable(path)) return refuse(malformedPath())
 
       const contentLength = request.headers["content-length"]
       const chunked = request.headers["transfer-encoding"] !== undefined
       const hasBody = chunked || (contentLength !== undefined && contentLength !== "0")
-      const contentType = request.headers["content-type"]
-      // A declared type is checked even without a body: the API would refuse it in plain text.
-      const typed = contentType !== undefined && PAYLOAD_METHODS.has(request.method)
       let effective = request
-      if (hasBody || typed) {
+      if (hasBody) {
         const allowed = allowedMethods(path)
         if (allowed === undefined) return refuse(routeNotFound())
         // The router answers HEAD wherever it answers GET.
         const method = request.method === "HEAD" ? "GET" : request.method
         if (!allowed.includes(method)) return refuse(methodNotAllowed(allowed))
-        if (!isJson(contentType)) return refuse(unsupportedMediaType())
-      }
-      if (hasBody) {
+        if (!isJson(request.headers["content-type"])) return refuse(unsupportedMediaType())
         const limit = options.bodyLimit(request.method, path)
         if (contentLength !== undefined && Number(contentLength) > limit) return refuse(bodyTooLarge(limit))
         const body = yield* readLimited(request, limit).pipe(Effect.orElseSucceed(() => null))
         if (body === undefined) return refuse(bodyTooLarge(limit))
         if (body === null) return refuse(malformedBody())
         effective = withBody(request, body)
+      } else if (request.headers["content-type"] !== undefined) {
+        // A request without a body has no media type to judge; the API would otherwise refuse
+        // an odd declared type in plain text, after authentication had already passed.
+        const { "content-type": _ignored, ...headers } = request.headers
+        effective = request.modify({ headers: headers as typeof request.headers })
+      }
+
+      // A path the router cannot decode (a stray `%`, an escape that is not UTF-8) is taken
+      // literally, so it still reaches authentication and then a plain 404 for its id.
+      if (!decodable(path)) {
+        const query = request.url.slice(path.length)
+        effective = effective.modify({ url: path.replace(/%/g, "%25") + query })
       }
 
       return yield* app.pipe(
@@ -164,15 +156,27 @@ export const makeEdge = (options: EdgeOptions) => {
           for (const reason of cause.reasons) {
             if (reason._tag === "Fail" && isRouteNotFound(reason.error)) {
               const allowed = allowedMethods(path)
-              const served = allowed?.includes(request.method === "HEAD" ? "GET" : request.method) === true
-              // A method the path has, yet no route matched: the path itself is not one of ours.
-              return Effect.succeed(refuse(allowed === undefined || served ? routeNotFound() : methodNotAllowed(allowed)))
+              // A path the router cannot decode (a bad percent escape) matches no route even
+              // when its shape does; with the method allowed there, it is simply not found.
+              const method = request.method === "HEAD" ? "GET" : request.method
+              return Effect.succeed(refuse(
+                allowed === undefined || allowed.includes(method) ? routeNotFound() : methodNotAllowed(allowed)
+              ))
             }
           }
           return Effect.map(causeResponse(requestId, cause), respond)
         })
       )
     })
+}
+
+const decodable = (path: string): boolean => {
+  try {
+    decodeURIComponent(path)
+    return true
+  } catch {
+    return false
+  }
 }
 
 const isRouteNotFound = (error: unknown): boolean =>

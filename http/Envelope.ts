@@ -44,8 +44,6 @@ export const unsupportedMediaType = () =>
 export const methodNotAllowed = (allowed: ReadonlyArray<string>) =>
   new EdgeFailure(405, normalized("invalid_input", "The method is not allowed on this path."), { allow: allowed.join(", ") })
 export const routeNotFound = () => new EdgeFailure(404, normalized("not_found", "No such route."))
-export const malformedPath = () =>
-  new EdgeFailure(400, normalized("invalid_input", "The request path is not valid percent-encoded UTF-8."))
 const internal = () => new EdgeFailure(500, { code: "provider_unavailable", message: "Internal error.", retryable: true })
 
 export const envelopeResponse = (requestId: string, status: number, error: NormalizedError, headers: Record<string, string> = {}) => {

@@ -14,6 +14,7 @@ import { answerClientError, makeEdge, type Route } from "./Edge.ts"
 import { AuthenticationLive, ErrorEnvelopeLive, RateLimitLive } from "./MiddlewareLive.ts"
 import { FilesHttp } from "./FilesHttp.ts"
 import { HealthHttp, SystemHttp } from "./SystemHttp.ts"
+import { WebhooksHttp } from "./WebhooksHttp.ts"
 
 /** JSON bodies of ordinary routes are small; staged files set their own ceiling. */
 export const DEFAULT_BODY_LIMIT = 1024 * 1024
@@ -30,7 +31,7 @@ export const routes: ReadonlyArray<Route> = [
 ]
 
 const ApiLive = HttpApiBuilder.layer(Api, { openapiPath: "/openapi.json" }).pipe(
-  Layer.provide([HealthHttp, SystemHttp, ConnectionsHttp, FilesHttp]),
+  Layer.provide([HealthHttp, SystemHttp, ConnectionsHttp, FilesHttp, WebhooksHttp]),
   Layer.provide([ErrorEnvelopeLive, AuthenticationLive, RateLimitLive])
 )
 

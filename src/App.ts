@@ -6,8 +6,10 @@ import { HttpServer } from "effect/http"
 import { ApiKeys } from "../infra/ApiKeys.ts"
 import * as Connections from "../infra/Connections.ts"
 import { HttpServerLive } from "../http/Server.ts"
+import { EntitiesLive } from "./Actors.ts"
 import { AppConfig } from "./Config.ts"
 import { InfraLive } from "./Infra.ts"
+import { WebhooksLive } from "./Webhooks.ts"
 
 /** In memory mode with no configured key, one unpinned key for `proj_dev` is made and printed once. */
 const DevKey = Layer.effectDiscard(
@@ -27,7 +29,8 @@ const ListenLog = Layer.effectDiscard(
 /** Services built on the stores, shared by the HTTP handlers and the actors. */
 const ServicesLive = Connections.layer
 
-export const AppLive = Layer.mergeAll(ListenLog.pipe(Layer.provideMerge(HttpServerLive)), DevKey).pipe(
+export const AppLive = Layer.mergeAll(ListenLog.pipe(Layer.provideMerge(HttpServerLive)), DevKey, EntitiesLive).pipe(
   Layer.provideMerge(ServicesLive),
+  Layer.provideMerge(WebhooksLive),
   Layer.provideMerge(InfraLive)
 )

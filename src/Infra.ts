@@ -5,6 +5,7 @@
  */
 import { PgClient } from "@effect/sql-pg"
 import { Effect, Layer, Redacted } from "effect"
+import * as Actors from "../infra/Actors.ts"
 import * as ApiKeys from "../infra/ApiKeys.ts"
 import { EventStore } from "../infra/EventStore.ts"
 import { layerMemory as memoryEventStore, MemoryTablesService } from "../infra/MemoryEventStore.ts"
@@ -19,11 +20,12 @@ import * as RateLimiter from "../infra/RateLimiter.ts"
 import * as Secrets from "../infra/Secrets.ts"
 import { layerMemory as memoryStagedFiles, StagedFiles } from "../infra/StagedFiles.ts"
 import { ViewStore } from "../infra/ViewStore.ts"
-import { AppConfig } from "./Config.ts"
+import { webhookMigrations } from "../infra/WebhookDispatcher.ts"
+import { AppConfig, type AppConfigShape } from "./Config.ts"
 import { allProjections } from "./Projections.ts"
 
 /** Every schema step of every feature, applied in id order. */
-export const allMigrations: ReadonlyArray<Migration> = [...eventLogMigrations, ...fileMigrations]
+export const allMigrations: ReadonlyArray<Migration> = [...eventLogMigrations, ...fileMigrations, ...webhookMigrations]
 
 export type InfraServices =
   | EventStore
@@ -33,6 +35,7 @@ export type InfraServices =
   | Secrets.Secrets
   | Projections
   | StagedFiles
+  | Actors.ActorServices
 
 export const ProjectionsLive = Layer.succeed(Projections, allProjections)
 
@@ -57,25 +60,25 @@ export const MemoryInfra = Layer.mergeAll(
   ApiKeys.layerMemory,
   RateLimiter.layerMemory,
   Secrets.layer,
-  withSweeper(memoryStagedFiles)
+  withSweeper(memoryStagedFiles),
+  Actors.layerMemory
 ).pipe(Layer.provideMerge(ProjectionsLive))
 
-export const PgInfra = (url: Redacted.Redacted<string>) =>
+/** The actor runtime is a single runner, or one of several when SERVICE_RUNNER_ADDRESS is set. */
+export const PgInfra = (url: Redacted.Redacted<string>, runnerAddress?: AppConfigShape["runnerAddress"]) =>
   Layer.mergeAll(
     layerPgEventStore,
     layerPgViewStore,
     ApiKeys.layerPg,
     RateLimiter.layerPg,
     Secrets.layer,
-    withSweeper(pgStagedFiles)
-  ).pipe(
-    Layer.provideMerge(ProjectionsLive),
-    Layer.provideMerge(DatabaseLive(url))
-  )
+    withSweeper(pgStagedFiles),
+    runnerAddress === undefined ? Actors.layerSingle : Actors.layerRunner(runnerAddress)
+  ).pipe(Layer.provideMerge(ProjectionsLive), Layer.provideMerge(DatabaseLive(url)))
 
 export const InfraLive = Layer.unwrap(
   Effect.map(AppConfig, (config) =>
     config.databaseUrl === undefined
       ? (MemoryInfra as Layer.Layer<InfraServices | MemoryTablesService, never, AppConfig>)
-      : (PgInfra(config.databaseUrl) as unknown as Layer.Layer<InfraServices, never, AppConfig>))
+      : (PgInfra(config.databaseUrl, config.runnerAddress) as unknown as Layer.Layer<InfraServices, never, AppConfig>))
 )

@@ -1,5 +1,10 @@
 /** Every projection the service runs; features add theirs here. */
 import { connectionsProjection } from "../infra/ConnectionsProjection.ts"
 import type { Projection } from "../infra/Projection.ts"
+import { webhookDeliveriesProjection, webhookEndpointsProjection } from "../infra/WebhookProjections.ts"
 
-export const allProjections: ReadonlyArray<Projection> = [connectionsProjection]
+export const allProjections: ReadonlyArray<Projection> = [
+  connectionsProjection,
+  webhookEndpointsProjection,
+  webhookDeliveriesProjection
+]

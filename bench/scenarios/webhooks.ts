@@ -1,0 +1,195 @@
+/**
+ * Webhook delivery benchmark: deliveries per second to a local HTTPS receiver across 1, 10 and
+ * 100 endpoints, and the latency from the terminal execution event's append to the receiver
+ * (p50, p99), in memory and on Postgres.
+ *
+ * Self-contained: it starts its own services, because it appends synthetic terminal execution
+ * events straight to the log (the executions feature's contract): memory mode runs the service
+ * in this process (the receiver's certificate joins this process's trust store), Postgres mode
+ * runs it as a child process with NODE_EXTRA_CA_CERTS and appends through its own event store
+ * on the same database. Two runs per endpoint count: a burst (saturation: deliveries/s) and a
+ * paced run below saturation (latency).
+ *
+ * Standalone: `node bench/scenarios/webhooks.ts` prints the rows.
+ */
+import { Effect, Layer, ManagedRuntime } from "effect"
+import { HttpServer } from "effect/http"
+import { getCACertificates, setDefaultCACertificates } from "node:tls"
+import { fileURLToPath } from "node:url"
+import { EventStore } from "../../infra/EventStore.ts"
+import { AppLive } from "../../src/App.ts"
+import { AppConfig } from "../../src/Config.ts"
+import { createTestDatabase, dropTestDatabase, postgresAvailable } from "../../test/support/Database.ts"
+import { appendTerminal, pgLog } from "../../test/support/Executions.ts"
+import { type Client, makeClient, startProcess } from "../../test/support/Service.ts"
+import { makeCertificate, startReceiver } from "../../test/support/WebhookReceiver.ts"
+import { createEndpoint, freePort, KEYS } from "../../test/support/Webhooks.ts"
+
+/** The shape of the harness's result rows (bench/Scenario.ts `Measurement`). */
+export interface Measurement {
+  readonly scenario: string
+  readonly target: string
+  readonly throughput: number
+  readonly unit: "req/s" | "MiB/s"
+  readonly p50Ms: number
+  readonly p99Ms: number
+  readonly requests: number
+  readonly failures: number
+  readonly note?: string
+}
+
+const ENDPOINT_COUNTS = (process.env.BENCH_WEBHOOK_ENDPOINTS ?? "1,10,100").split(",").map(Number)
+const TARGETS = (process.env.BENCH_WEBHOOK_TARGETS ?? "memory,postgres").split(",")
+/** Deliveries per burst run; events = DELIVERIES / endpoints. */
+const DELIVERIES = Number(process.env.BENCH_WEBHOOK_DELIVERIES ?? 4000)
+/** Deliveries per second offered in the paced (latency) run. */
+const PACED_RATE = Number(process.env.BENCH_WEBHOOK_PACED_RATE ?? 200)
+const PACED_SECONDS = Number(process.env.BENCH_WEBHOOK_PACED_SECONDS ?? 4)
+
+const percentile = (sorted: ReadonlyArray<number>, p: number) =>
+  sorted.length === 0 ? 0 : sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!
+
+type Append = (project: string) => Promise<{ readonly eventId: string }>
+
+interface Target {
+  readonly name: string
+  readonly client: Client
+  readonly append: Append
+  readonly close: () => Promise<void>
+}
+
+const serviceEnv = (certPath: string): Record<string, string> => ({
+  SERVICE_API_KEYS: KEYS,
+  NODE_EXTRA_CA_CERTS: certPath,
+  SERVICE_WEBHOOK_ALLOW_PRIVATE_NETWORKS: "true",
+  SERVICE_RATE_LIMIT_REQUEST_BURST: "100000",
+  SERVICE_RATE_LIMIT_REQUESTS_PER_MINUTE: "6000000"
+})
+
+const memoryTarget = async (cert: string, certPath: string): Promise<Target> => {
+  const original = getCACertificates("default")
+  setDefaultCACertificates([...original, cert])
+  const config = AppConfig.layerFrom({ ...serviceEnv(certPath), SERVICE_HOST: "127.0.0.1", SERVICE_PORT: "0" })
+  const runtime = ManagedRuntime.make(AppLive.pipe(Layer.provideMerge(config)))
+  const address = await runtime.runPromise(Effect.map(HttpServer.HttpServer, (server) => server.address))
+  if (address._tag === "UnixPathAddress") throw new Error("expected a TCP address")
+  const store = runtime as unknown as ManagedRuntime.ManagedRuntime<EventStore, unknown>
+  return {
+    name: "memory",
+    client: makeClient(`http://127.0.0.1:${address.port}`),
+    append: (project) => store.runPromise(appendTerminal(`proj_${project}`, "succeeded")),
+    close: async () => {
+      await runtime.dispose()
+      setDefaultCACertificates(original)
+    }
+  }
+}
+
+const postgresTarget = async (certPath: string): Promise<Target | undefined> => {
+  if (!postgresAvailable) return undefined
+  const url = await createTestDatabase("benchwh")
+  const service = await startProcess({
+    ...serviceEnv(certPath),
+    SERVICE_DATABASE_URL: url,
+    SERVICE_SECRET_KEY: Buffer.alloc(32, 9).toString("base64"),
+    ...(process.env.BENCH_WEBHOOK_SERVICE_NODE_OPTIONS ? { NODE_OPTIONS: process.env.BENCH_WEBHOOK_SERVICE_NODE_OPTIONS } : {})
+  }, await freePort())
+  const log = pgLog(url)
+  return {
+    name: "postgres",
+    client: service,
+    append: (project) => log.runPromise(appendTerminal(`proj_${project}`, "succeeded")),
+    close: async () => {
+      if (process.env.BENCH_WEBHOOK_DEBUG) process.stderr.write(service.output().split("\n").filter((l) => l.includes("WARN")).slice(0, 60).join("\n"))
+      await service.stop()
+      await log.dispose()
+      await dropTestDatabase(url)
+    }
+  }
+}
+
+export const run = async (): Promise<ReadonlyArray<Measurement>> => {
+  const certificate = makeCertificate()
+  const receiver = await startReceiver(certificate)
+  const rows: Array<Measurement> = []
+  const appendedAt = new Map<string, number>()
+  const arrivals: Array<{ readonly eventId: string; readonly at: number }> = []
+  let received = 0
+  receiver.respond = (request) => {
+    received++
+    arrivals.push({ eventId: request.headers["service-webhook-id"] ?? "", at: Date.now() })
+    return { status: 200 }
+  }
+  const makers = [
+    ...(TARGETS.includes("memory") ? [() => memoryTarget(certificate.cert, certificate.certPath)] : []),
+    ...(TARGETS.includes("postgres") ? [() => postgresTarget(certificate.certPath)] : [])
+  ]
+  let projectIndex = 0
+  for (const make of makers) {
+    const target = await make()
+    if (target === undefined) continue
+    try {
+      for (const count of ENDPOINT_COUNTS) {
+        // A fresh project per run, so earlier endpoints do not receive this run's events.
+        const burstProject = `p${++projectIndex}`
+        const pacedProject = `p${++projectIndex}`
+        for (const project of [burstProject, pacedProject]) {
+          for (let i = 0; i < count; i++) await createEndpoint(target.client, project, receiver.url(`/${project}/${i}`))
+        }
+        const measure = async (project: string, events: number, gapMs: number) => {
+          receiver.received.length = 0
+          arrivals.length = 0
+          received = 0
+          const expected = events * count
+          const started = Date.now()
+          const appends: Array<Promise<unknown>> = []
+          for (let i = 0; i < events; i++) {
+            const at = Date.now()
+            appends.push(target.append(project).then((event) => appendedAt.set(event.eventId, at)))
+            if (gapMs > 0) await new Promise((resolve) => setTimeout(resolve, gapMs))
+            else if (appends.length % 64 === 0) await Promise.all(appends.slice(-64))
+          }
+          await Promise.all(appends)
+          const deadline = Date.now() + 120_000
+          const done = () => received >= expected || Date.now() >= deadline
+          while (!done()) await new Promise((resolve) => setTimeout(resolve, 5))
+          const seconds = (Date.now() - started) / 1000
+          const sorted = arrivals.flatMap((a) => {
+            const sent = appendedAt.get(a.eventId)
+            return sent === undefined ? [] : [a.at - sent]
+          }).toSorted((a, b) => a - b)
+          return { rate: received / seconds, p50: percentile(sorted, 50), p99: percentile(sorted, 99), received, expected }
+        }
+        const burst = await measure(burstProject, Math.max(1, Math.round(DELIVERIES / count)), 0)
+        rows.push({
+          scenario: "webhooks burst", target: target.name, throughput: Math.round(burst.rate), unit: "req/s",
+          p50Ms: burst.p50, p99Ms: burst.p99, requests: burst.received, failures: burst.expected - burst.received,
+          note: `${count} endpoint(s), deliveries/s at saturation; latency includes queueing`
+        })
+        const pacedEvents = Math.max(1, Math.round((PACED_RATE * PACED_SECONDS) / count))
+        const gap = (PACED_SECONDS * 1000) / pacedEvents
+        const paced = await measure(pacedProject, pacedEvents, gap)
+        rows.push({
+          scenario: "webhooks paced", target: target.name, throughput: Math.round(paced.rate), unit: "req/s",
+          p50Ms: paced.p50, p99Ms: paced.p99, requests: paced.received, failures: paced.expected - paced.received,
+          note: `${count} endpoint(s), ~${PACED_RATE} deliveries/s offered; append → receiver latency`
+        })
+      }
+    } finally {
+      await target.close()
+    }
+  }
+  await receiver.close()
+  return rows
+}
+
+export const webhooks = { name: "webhooks", run }
+export default webhooks
+
+if (process.argv[1] === fileURLToPath(import.meta.url)) {
+  const rows = await run()
+  for (const r of rows) {
+    process.stdout.write(`${r.scenario.padEnd(16)} ${r.target.padEnd(9)} ${String(r.throughput).padStart(7)} ${r.unit}  p50 ${String(r.p50Ms).padStart(5)} ms  p99 ${String(r.p99Ms).padStart(5)} ms  n=${r.requests} missing=${r.failures}  ${r.note ?? ""}\n`)
+  }
+  process.exit(0)
+}

@@ -1,0 +1,60 @@
+/**
+ * Receiver-side verification of the service's webhooks, for customers and for our own tests.
+ * Verify against the exact raw body (before any JSON parsing), in constant time, and refuse
+ * timestamps more than five minutes away from now. Both header pairs are accepted:
+ * `Service-Webhook-Timestamp`/`Service-Webhook-Signature` and `Service-Timestamp`/`Service-Signature`.
+ */
+import { createHmac, timingSafeEqual } from "node:crypto"
+
+export const TOLERANCE_SECONDS = 5 * 60
+
+export type HeaderSource =
+  | Headers
+  | Readonly<Record<string, string | ReadonlyArray<string> | undefined>>
+
+export type VerifyResult =
+  | { readonly ok: true; readonly eventId: string | undefined; readonly timestamp: number }
+  | { readonly ok: false; readonly reason: "missing_headers" | "bad_timestamp" | "timestamp_out_of_tolerance" | "bad_signature" }
+
+const header = (headers: HeaderSource, name: string): string | undefined => {
+  if (headers instanceof Headers) return headers.get(name) ?? undefined
+  for (const [key, value] of Object.entries(headers)) {
+    if (key.toLowerCase() !== name) continue
+    return typeof value === "string" ? value : value?.[0]
+  }
+  return undefined
+}
+
+/**
+ * Checks a delivery. `rawBody` is the request body exactly as received (string or bytes);
+ * `nowSeconds` defaults to the current time.
+ */
+export const verifyWebhook = (
+  secret: string,
+  headers: HeaderSource,
+  rawBody: string | Uint8Array,
+  options: { readonly nowSeconds?: number; readonly toleranceSeconds?: number } = {}
+): VerifyResult => {
+  const timestampText = header(headers, "service-webhook-timestamp") ?? header(headers, "service-timestamp")
+  const signed = header(headers, "service-webhook-signature") ?? header(headers, "service-signature")
+  if (timestampText === undefined || signed === undefined) return { ok: false, reason: "missing_headers" }
+  if (!/^\d{1,12}$/.test(timestampText)) return { ok: false, reason: "bad_timestamp" }
+  const timestamp = Number(timestampText)
+  const now = options.nowSeconds ?? Math.floor(Date.now() / 1000)
+  if (Math.abs(now - timestamp) > (options.toleranceSeconds ?? TOLERANCE_SECONDS)) {
+    return { ok: false, reason: "timestamp_out_of_tolerance" }
+  }
+  const body = typeof rawBody === "string" ? Buffer.from(rawBody, "utf8") : Buffer.from(rawBody)
+  const expected = createHmac("sha256", Buffer.from(secret, "utf8"))
+    .update(`${timestampText}.`, "utf8")
+    .update(body)
+    .digest()
+  // A header may carry several space-separated signatures (e.g. during a future key change).
+  for (const candidate of signed.split(" ")) {
+    const match = /^v1=([0-9a-f]{64})$/.exec(candidate)
+    if (match?.[1] !== undefined && timingSafeEqual(Buffer.from(match[1], "hex"), expected)) {
+      return { ok: true, eventId: header(headers, "service-webhook-id"), timestamp }
+    }
+  }
+  return { ok: false, reason: "bad_signature" }
+}

@@ -1,0 +1,83 @@
+/**
+ * Webhook endpoints (spec, "Webhook endpoints"; decisions.md section 6): unpinned project keys
+ * only. Secrets appear only in the create and rotate-secret answers.
+ */
+import { Schema } from "effect"
+import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema } from "effect/http-api"
+import { pageQuery } from "./Query.ts"
+
+const Url = Schema.String.check(Schema.isMaxLength(2048))
+const Events = Schema.Array(Schema.String.check(Schema.isMaxLength(200))).check(Schema.isMaxLength(64))
+
+export const WebhookEndpoint = Schema.Struct({
+  endpointId: Schema.String,
+  url: Schema.String,
+  events: Schema.Array(Schema.String),
+  active: Schema.Boolean,
+  createdAt: Schema.String,
+  updatedAt: Schema.String,
+  secretPrefix: Schema.String
+})
+export type WebhookEndpoint = typeof WebhookEndpoint.Type
+
+export const CreatedWebhookEndpoint = Schema.Struct({ ...WebhookEndpoint.fields, secret: Schema.String })
+
+export const RotatedSecret = Schema.Struct({ endpointId: Schema.String, secret: Schema.String, secretPrefix: Schema.String })
+
+export const CreateWebhookRequest = Schema.Struct({
+  url: Url,
+  events: Events,
+  active: Schema.optionalKey(Schema.Boolean)
+})
+
+export const UpdateWebhookRequest = Schema.Struct({
+  url: Schema.optionalKey(Url),
+  events: Schema.optionalKey(Events),
+  active: Schema.optionalKey(Schema.Boolean)
+})
+
+const Attempt = Schema.Union([
+  Schema.Struct({ attemptedAt: Schema.String, statusCode: Schema.Int }),
+  Schema.Struct({ attemptedAt: Schema.String, error: Schema.String })
+])
+
+export const WebhookDelivery = Schema.Struct({
+  deliveryId: Schema.String,
+  eventId: Schema.String,
+  eventType: Schema.String,
+  endpointId: Schema.String,
+  status: Schema.Literals(["pending", "delivering", "succeeded", "failed"]),
+  attempts: Schema.Array(Attempt),
+  nextRetryAt: Schema.optionalKey(Schema.String),
+  completedAt: Schema.optionalKey(Schema.String)
+})
+
+const EndpointIdParam = { endpointId: Schema.String.check(Schema.isMaxLength(100)) }
+
+export class WebhooksApi extends HttpApiGroup.make("webhooks")
+  .add(
+    HttpApiEndpoint.post("create", "/v1/webhooks", {
+      payload: CreateWebhookRequest,
+      success: CreatedWebhookEndpoint.pipe(HttpApiSchema.status(201))
+    }),
+    HttpApiEndpoint.get("list", "/v1/webhooks", {
+      query: pageQuery,
+      success: Schema.Struct({ webhooks: Schema.Array(WebhookEndpoint), nextCursor: Schema.optionalKey(Schema.String) })
+    }),
+    HttpApiEndpoint.get("get", "/v1/webhooks/:endpointId", { params: EndpointIdParam, success: WebhookEndpoint }),
+    HttpApiEndpoint.patch("update", "/v1/webhooks/:endpointId", {
+      params: EndpointIdParam,
+      payload: UpdateWebhookRequest,
+      success: WebhookEndpoint
+    }),
+    HttpApiEndpoint.post("rotateSecret", "/v1/webhooks/:endpointId/rotate-secret", {
+      params: EndpointIdParam,
+      success: RotatedSecret
+    }),
+    HttpApiEndpoint.delete("remove", "/v1/webhooks/:endpointId", { params: EndpointIdParam, success: HttpApiSchema.NoContent }),
+    HttpApiEndpoint.get("deliveries", "/v1/webhooks/:endpointId/deliveries", {
+      params: EndpointIdParam,
+      query: pageQuery,
+      success: Schema.Struct({ deliveries: Schema.Array(WebhookDelivery), nextCursor: Schema.optionalKey(Schema.String) })
+    })
+  ) {}

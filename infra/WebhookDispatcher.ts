@@ -1,0 +1,235 @@
+/**
+ * The webhook dispatcher: a follower of the log, apart from every source workflow (delivery
+ * never delays an execution). From a durable checkpoint it maps recorded events through the
+ * sources, queues one delivery per subscribed active endpoint of the event's project, saves the
+ * checkpoint, and wakes the lanes. Delivery ids are derived from (event id, endpoint id), so
+ * re-reading events after a crash between the appends and the checkpoint queues nothing twice.
+ *
+ * Also here: the sweep that starts lanes for endpoints with open deliveries (start-up recovery,
+ * and take-over when a peer process holding a lane dies), and, with a database, a watcher of
+ * the log that wakes local lanes for deliveries and endpoint edits made by other processes.
+ */
+import { Context, Effect, Layer, Schedule, Stream } from "effect"
+import { SqlClient } from "effect/sql"
+import { createHash } from "node:crypto"
+import { encodeIdBody, ID_RANDOM_BYTES } from "../domain/Ids.ts"
+import * as Delivery from "../domain/WebhookDelivery.ts"
+import { ENDPOINT_STREAM_TYPE, subscribes } from "../domain/WebhookEndpoint.ts"
+import { AppConfig } from "../src/Config.ts"
+import { type AppendRequest, EventStore, type Json, type Position, type RecordedEvent, START, StoreUnavailable } from "./EventStore.ts"
+import type { Migration } from "./PgMigrations.ts"
+import { ViewStore } from "./ViewStore.ts"
+import { WebhookLanes } from "./WebhookLane.ts"
+import { WebhookLeases } from "./WebhookLeases.ts"
+import { DELIVERIES_TABLE, ENDPOINTS_TABLE, endpointFromRow, type EndpointRow } from "./WebhookProjections.ts"
+import { sourceFor, type WebhookEvent, WebhookSources } from "./WebhookSources.ts"
+
+export interface CheckpointsShape {
+  readonly load: Effect.Effect<Position, StoreUnavailable>
+  readonly save: (position: Position) => Effect.Effect<void, StoreUnavailable>
+}
+
+export class WebhookCheckpoints extends Context.Service<WebhookCheckpoints, CheckpointsShape>()("app/infra/WebhookCheckpoints") {}
+
+export const webhookMigrations: ReadonlyArray<Migration> = [{
+  id: 300,
+  name: "webhook_dispatch_checkpoint",
+  statements: [
+    `CREATE TABLE webhook_dispatch_checkpoint (
+      name text PRIMARY KEY,
+      checkpoint_tx xid8 NOT NULL,
+      checkpoint_seq bigint NOT NULL,
+      updated_at timestamptz NOT NULL DEFAULT now()
+    )`
+  ]
+}]
+
+const CHECKPOINT = "dispatcher"
+
+export const checkpointsMemory: Layer.Layer<WebhookCheckpoints> = Layer.sync(WebhookCheckpoints, () => {
+  let position = START
+  return { load: Effect.sync(() => position), save: (next) => Effect.sync(() => void (position = next)) }
+})
+
+export const checkpointsPg: Layer.Layer<WebhookCheckpoints, never, SqlClient.SqlClient> = Layer.effect(
+  WebhookCheckpoints,
+  Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    const unavailable = Effect.mapError((cause: unknown) => new StoreUnavailable({ cause }))
+    return {
+      load: sql<{ tx: string; seq: bigint }>`
+        SELECT checkpoint_tx::text AS tx, checkpoint_seq AS seq FROM webhook_dispatch_checkpoint WHERE name = ${CHECKPOINT}`.pipe(
+        Effect.map((rows) => (rows[0] === undefined ? START : { tx: BigInt(rows[0].tx), seq: BigInt(rows[0].seq) })),
+        unavailable
+      ),
+      save: (position) =>
+        sql`INSERT INTO webhook_dispatch_checkpoint (name, checkpoint_tx, checkpoint_seq)
+            VALUES (${CHECKPOINT}, ${position.tx.toString()}::xid8, ${position.seq})
+            ON CONFLICT (name) DO UPDATE SET checkpoint_tx = EXCLUDED.checkpoint_tx,
+              checkpoint_seq = EXCLUDED.checkpoint_seq, updated_at = now()`.pipe(Effect.asVoid, unavailable)
+    }
+  })
+)
+
+/** Deterministic: the same event and endpoint always name the same delivery stream. */
+export const deliveryIdFor = (eventId: string, endpointId: string, createdAtMs: number): string => {
+  const digest = createHash("sha256").update(eventId).update("\u0000").update(endpointId).digest()
+  return `whd_${encodeIdBody(createdAtMs, digest.subarray(0, ID_RANDOM_BYTES))}`
+}
+
+const SWEEP_MS = 5_000
+
+/** Runs again `everyMs` after it ends or fails: followers never end, the sweep does. */
+const forever = (name: string, effect: Effect.Effect<void, StoreUnavailable>, everyMs: number) =>
+  effect.pipe(
+    Effect.catchCause((cause) => Effect.logWarning(`webhook ${name} failed; restarting`, cause)),
+    Effect.repeat(Schedule.spaced(everyMs)),
+    Effect.asVoid
+  )
+
+export const make = Effect.gen(function*() {
+  const store = yield* EventStore
+  const views = yield* ViewStore
+  const lanes = yield* WebhookLanes
+  const leases = yield* WebhookLeases
+  const sources = yield* WebhookSources
+  const checkpoints = yield* WebhookCheckpoints
+  const config = yield* AppConfig
+
+  const subscribers = (projectId: string) =>
+    views.list(ENDPOINTS_TABLE, {
+      where: [{ column: "project_id", op: "=", value: projectId }, { column: "active", op: "=", value: true }],
+      orderBy: [{ column: "endpoint_id", direction: "asc" }],
+      limit: 10_000
+    }).pipe(Effect.map((rows) => rows.map(endpointFromRow)))
+
+  const queue = (requests: ReadonlyArray<AppendRequest>) =>
+    store.append(requests).pipe(
+      Effect.asVoid,
+      // Some were queued before (a re-read after a crash): queue the rest one by one.
+      Effect.catchTag("ConcurrencyConflict", () =>
+        Effect.forEach(
+          requests,
+          (request) => store.append([request]).pipe(Effect.catchTag("ConcurrencyConflict", () => Effect.void)),
+          { concurrency: 16, discard: true }
+        ))
+    )
+
+  let lastSave = 0
+  const dispatch = (events: ReadonlyArray<RecordedEvent>) =>
+    Effect.gen(function*() {
+      const found: Array<{ readonly event: WebhookEvent; readonly recorded: RecordedEvent }> = []
+      for (const recorded of events) {
+        const event = sourceFor(sources, recorded)?.fromEvent(recorded)
+        if (event !== undefined) found.push({ event, recorded })
+      }
+      const last = events[events.length - 1]
+      if (found.length === 0) {
+        // Nothing to deliver: the checkpoint may lag; a re-read queues nothing.
+        if (last !== undefined && Date.now() - lastSave > SWEEP_MS) {
+          lastSave = Date.now()
+          yield* checkpoints.save(last.position)
+        }
+        return
+      }
+      const byProject = new Map<string, ReadonlyArray<EndpointRow>>()
+      for (const { event } of found) {
+        if (!byProject.has(event.projectId)) byProject.set(event.projectId, yield* subscribers(event.projectId))
+      }
+      const requests: Array<AppendRequest> = []
+      const woken = new Set<string>()
+      const queuedAt = new Date().toISOString()
+      for (const { event, recorded } of found) {
+        for (const endpoint of byProject.get(event.projectId) ?? []) {
+          if (!subscribes(endpoint.events, event.type)) continue
+          const deliveryId = deliveryIdFor(event.eventId, endpoint.endpointId, recorded.createdAt)
+          const queued: Delivery.DeliveryQueued = {
+            type: "DeliveryQueued",
+            deliveryId,
+            endpointId: endpoint.endpointId,
+            projectId: event.projectId,
+            eventId: event.eventId,
+            eventType: event.type,
+            source: {
+              streamId: recorded.streamId,
+              version: recorded.version,
+              position: Delivery.positionKey(recorded.position.tx, recorded.position.seq)
+            },
+            queuedAt
+          }
+          requests.push({
+            streamId: Delivery.deliveryStreamId(deliveryId),
+            streamType: Delivery.DELIVERY_STREAM_TYPE,
+            expectedVersion: 0,
+            events: [{ eventId: `evt_q_${deliveryId.slice(4)}`, type: queued.type, schemaVersion: 1, data: queued as unknown as Json }]
+          })
+          lanes.remember(deliveryId, event)
+          woken.add(endpoint.endpointId)
+        }
+      }
+      for (let i = 0; i < requests.length; i += 200) yield* queue(requests.slice(i, i + 200))
+      if (last !== undefined) {
+        lastSave = Date.now()
+        yield* checkpoints.save(last.position)
+      }
+      yield* Effect.forEach(woken, lanes.notify, { discard: true })
+    })
+
+  /** Endpoints with open deliveries, one query per endpoint (a skip scan over the view's index). */
+  const sweep = Effect.gen(function*() {
+    let after: string | undefined
+    while (true) {
+      const rows = yield* views.list(DELIVERIES_TABLE, {
+        where: [{ column: "open", op: "=", value: true }],
+        orderBy: [{ column: "endpoint_id", direction: "asc" }, { column: "source_position", direction: "asc" }, { column: "delivery_id", direction: "asc" }],
+        after: after === undefined ? undefined : [after, "\uffff", "\uffff"],
+        limit: 1
+      })
+      const endpointId = rows[0]?.endpoint_id
+      if (typeof endpointId !== "string") return
+      if (!lanes.running().includes(endpointId)) yield* lanes.notify(endpointId)
+      after = endpointId
+    }
+  })
+
+  let dispatching = false
+  const dispatcher = Effect.gen(function*() {
+    // One dispatcher per database; the others wait for the lease.
+    while (!(yield* leases.tryAcquire("dispatcher"))) yield* Effect.sleep(2_000)
+    dispatching = true
+    // Taking over from a dead peer: start the lanes it left at once rather than at the next sweep.
+    yield* sweep
+    const from = yield* checkpoints.load
+    yield* store.follow(from, { batchSize: 1000 }).pipe(Stream.runForEachArray(dispatch))
+  })
+
+  /**
+   * Wakes local lanes for what other processes append. The dispatching process wakes its own
+   * lanes directly, so its watcher stops; edits made through a peer then reach a sleeping lane at
+   * its next wake-up (at the latest its retry time), which still precedes its next attempt.
+   */
+  const watcher = Effect.gen(function*() {
+    const from = yield* store.head
+    yield* store.follow(from, { batchSize: 1000 }).pipe(
+      Stream.takeWhile(() => !dispatching),
+      Stream.runForEach((event) => {
+        if (event.streamType === Delivery.DELIVERY_STREAM_TYPE && event.type === "DeliveryQueued") {
+          const data = event.data as { readonly endpointId?: Json }
+          return typeof data.endpointId === "string" ? lanes.notify(data.endpointId) : Effect.void
+        }
+        if (event.streamType === ENDPOINT_STREAM_TYPE && lanes.running().includes(event.streamId.slice(ENDPOINT_STREAM_TYPE.length + 1))) {
+          return lanes.notify(event.streamId.slice(ENDPOINT_STREAM_TYPE.length + 1))
+        }
+        return Effect.void
+      })
+    )
+  })
+
+  yield* Effect.forkScoped(forever("dispatcher", dispatcher, 1_000))
+  yield* Effect.forkScoped(forever("sweep", sweep, SWEEP_MS))
+  if (config.databaseUrl !== undefined) {
+    yield* Effect.forkScoped(forever("watcher", Effect.suspend(() => (dispatching ? Effect.void : watcher)), 1_000))
+  }
+})
+
+export const layer = Layer.effectDiscard(make)

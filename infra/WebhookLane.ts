@@ -1,0 +1,260 @@
+/**
+ * Webhook lanes: an in-process keyed actor per endpoint (architecture.md, "Actors"). A lane runs
+ * one delivery at a time, oldest first (feed order of the source events); a failing delivery
+ * keeps the head and sleeps until its retry time; before every attempt it reads the endpoint's
+ * current URL, secret and active state. Lanes keep nothing that the log does not: they read
+ * open deliveries from the `webhook_deliveries` view, so a restart resumes where the log says,
+ * and retry times hold.
+ *
+ * A lane runs only while its process holds the endpoint's lease (WebhookLeases); it stops when
+ * idle, and `notify` starts it again. Deactivation or deletion abandons unfinished deliveries
+ * (status `failed`, completedAt set): re-activating an endpoint does not resurrect them.
+ */
+import { Context, Effect, Fiber, FiberSet, Layer, Option } from "effect"
+import { createSecretKey, type KeyObject } from "node:crypto"
+import * as Delivery from "../domain/WebhookDelivery.ts"
+import { deliveryHeaders } from "../domain/WebhookSignature.ts"
+import { AppConfig } from "../src/Config.ts"
+import { type ConcurrencyConflict, EventStore, type Json, type NewEvent, type StoreUnavailable } from "./EventStore.ts"
+import { Wakeup } from "./MemoryEventStore.ts"
+import { OutboundHttp } from "./OutboundHttp.ts"
+import { Secrets } from "./Secrets.ts"
+import { ViewStore } from "./ViewStore.ts"
+import { WebhookEndpoints } from "./WebhookEndpoints.ts"
+import { WebhookLeases } from "./WebhookLeases.ts"
+import { DELIVERIES_TABLE, deliveryFromRow, type DeliveryRow, type EndpointRow } from "./WebhookProjections.ts"
+import { envelopeOf, sourceFor, type WebhookEvent, WebhookSources } from "./WebhookSources.ts"
+
+export interface WebhookLanesShape {
+  /** Something changed for this endpoint (new deliveries, endpoint edited): run or wake its lane. */
+  readonly notify: (endpointId: string) => Effect.Effect<void>
+  /** Keeps a queued delivery's event in memory so that its lane need not re-read the source. */
+  readonly remember: (deliveryId: string, event: WebhookEvent) => void
+  /** Endpoint ids whose lane runs in this process. */
+  readonly running: () => ReadonlyArray<string>
+}
+
+export class WebhookLanes extends Context.Service<WebhookLanes, WebhookLanesShape>()("app/infra/WebhookLanes") {}
+
+const BATCH = 50
+/** How long an idle lane keeps its lease before it stops. */
+const IDLE_MS = 2_000
+
+type Outcome = "next" | "stop" | "reload"
+
+export const make = Effect.gen(function*() {
+  const store = yield* EventStore
+  const views = yield* ViewStore
+  const endpoints = yield* WebhookEndpoints
+  const secrets = yield* Secrets
+  const http = yield* OutboundHttp
+  const leases = yield* WebhookLeases
+  const sources = yield* WebhookSources
+  const config = yield* AppConfig
+  const fibers = yield* FiberSet.make<void, never>()
+  const lanes = new Map<string, Wakeup>()
+  const payloads = new Map<string, WebhookEvent>()
+  const delays = config.webhookRetryDelaysMs
+
+  const openDeliveries = (endpointId: string, limit: number) =>
+    views.list(DELIVERIES_TABLE, {
+      where: [{ column: "endpoint_id", op: "=", value: endpointId }, { column: "open", op: "=", value: true }],
+      orderBy: [{ column: "source_position", direction: "asc" }, { column: "delivery_id", direction: "asc" }],
+      limit
+    }).pipe(Effect.map((rows) => rows.map(deliveryFromRow)))
+
+  /** Open deliveries have their DeliveryQueued plus one event per failed attempt. */
+  const append = (row: DeliveryRow, events: ReadonlyArray<Delivery.DeliveryEvent>) =>
+    store.append([{
+      streamId: Delivery.deliveryStreamId(row.deliveryId),
+      streamType: Delivery.DELIVERY_STREAM_TYPE,
+      expectedVersion: 1 + row.attempts.length,
+      // Event ids name the delivery and the stream version they take: unique, and no randomness.
+      events: events.map((event, i): NewEvent => ({
+        eventId: `evt_${row.deliveryId.slice(4)}_${2 + row.attempts.length + i}`,
+        type: event.type,
+        schemaVersion: 1,
+        data: event as unknown as Json
+      }))
+    }])
+
+  const abandonAll = (endpointId: string, reason: Delivery.DeliveryAbandoned["reason"]) =>
+    Effect.gen(function*() {
+      while (true) {
+        const open = yield* openDeliveries(endpointId, 100)
+        if (open.length === 0) return
+        yield* Effect.forEach(open, (row) => {
+          payloads.delete(row.deliveryId)
+          return append(row, Delivery.decide({ type: "Abandon", at: Date.now(), reason }, row))
+        }, { concurrency: 8, discard: true })
+      }
+    })
+
+  /** The event a delivery carries: remembered at enqueue, else rebuilt from its source event. */
+  const eventOf = (row: DeliveryRow) =>
+    Effect.gen(function*() {
+      const remembered = payloads.get(row.deliveryId)
+      if (remembered !== undefined) return remembered
+      const recorded = yield* store.readStream(row.sourceStreamId, row.sourceVersion)
+      const source = recorded.find((event) => event.version === row.sourceVersion)
+      if (source === undefined) return undefined
+      return sourceFor(sources, source)?.fromEvent(source)
+    })
+
+  // Opening a sealed secret and preparing an HMAC key cost more than the signature itself; a
+  // rotation seals a new value, so caching by sealed text never serves an old secret.
+  const keys = new Map<string, KeyObject | undefined>()
+  const signingKey = (sealed: string) => {
+    if (!keys.has(sealed)) {
+      if (keys.size >= 1_000) keys.clear()
+      const secret = secrets.open(sealed)
+      keys.set(sealed, secret === undefined ? undefined : createSecretKey(Buffer.from(secret, "utf8")))
+    }
+    return keys.get(sealed)
+  }
+
+  const attempt = (endpoint: EndpointRow, event: WebhookEvent) =>
+    Effect.gen(function*() {
+      const startedAt = Date.now()
+      const secret = signingKey(endpoint.sealedSecret)
+      if (secret === undefined) return { startedAt, endedAt: startedAt, outcome: { error: "secret_unavailable" } as Delivery.AttemptOutcome }
+      const body = JSON.stringify(envelopeOf(event))
+      const outcome: Delivery.AttemptOutcome = yield* http.request({
+        method: "POST",
+        url: endpoint.url,
+        headers: deliveryHeaders(secret, event.eventId, Math.floor(startedAt / 1000), body),
+        body,
+        timeoutMs: config.webhookTimeoutMs,
+        maxBodyBytes: 0
+      }).pipe(
+        Effect.map((response): Delivery.AttemptOutcome => ({ statusCode: response.status })),
+        Effect.catchTag("OutboundHttpError", (error) => Effect.succeed<Delivery.AttemptOutcome>({ error: error.reason }))
+      )
+      return { startedAt, endedAt: Date.now(), outcome }
+    })
+
+  /**
+   * Success records are written behind the lane: the next delivery starts while the previous
+   * one's record commits, so a lane is not bound by commit latency. They are settled before the
+   * lane reads its open deliveries again (the view must show them finished) and before it
+   * abandons anything. A crash in between re-sends the delivered events, in order: at least once.
+   */
+  type Pending = Array<Fiber.Fiber<unknown, ConcurrencyConflict | StoreUnavailable>>
+  const settle = (pending: Pending) =>
+    Effect.suspend(() => {
+      const writes = pending.splice(0)
+      return Effect.forEach(writes, (fiber) => Effect.catchTag(Fiber.join(fiber), "ConcurrencyConflict", () => Effect.void), { discard: true })
+    })
+
+  /** Works on the head delivery until it is finished, or the endpoint stops the lane. */
+  const drive = (endpointId: string, wake: Wakeup, first: DeliveryRow, pending: Pending) =>
+    Effect.gen(function*() {
+      let row = first
+      while (true) {
+        const since = wake.generation()
+        const endpoint = yield* endpoints.find(endpointId)
+        if (endpoint === undefined || !endpoint.active) {
+          yield* settle(pending)
+          yield* abandonAll(endpointId, endpoint === undefined ? "endpoint_deleted" : "endpoint_inactive")
+          return "stop" as Outcome
+        }
+        const due = row.nextRetryAt !== undefined ? Date.parse(row.nextRetryAt) : Date.parse(row.queuedAt) + (delays[0] ?? 0)
+        const wait = due - Date.now()
+        if (wait > 0) {
+          // A wake (endpoint edited, deleted) cuts the sleep short to re-read the endpoint.
+          yield* wake.wait(since).pipe(Effect.timeoutOption(wait))
+          continue
+        }
+        const event = yield* eventOf(row)
+        if (event === undefined) {
+          yield* append(row, Delivery.decide({ type: "Abandon", at: Date.now(), reason: "source_unavailable" }, row))
+          return "next" as Outcome
+        }
+        const { startedAt, endedAt, outcome } = yield* attempt(endpoint, event)
+        const events = Delivery.decide({ type: "RecordAttempt", outcome, startedAt, endedAt, delays }, row)
+        if (events[0]?.type === "DeliveryAttemptSucceeded") {
+          const deliveryId = row.deliveryId
+          pending.push(yield* Effect.forkChild(append(row, events).pipe(Effect.ensuring(Effect.sync(() => payloads.delete(deliveryId))))))
+          return "next" as Outcome
+        }
+        const appended = yield* append(row, events).pipe(
+          Effect.as(true),
+          Effect.catchTag("ConcurrencyConflict", () => Effect.succeed(false))
+        )
+        if (!appended) return "reload" as Outcome
+        const next = events.reduce<Delivery.Progress>(Delivery.advance, row)
+        if (Delivery.isFinished(next.status)) {
+          payloads.delete(row.deliveryId)
+          return "next" as Outcome
+        }
+        const { nextRetryAt: _, ...rest } = row
+        row = { ...rest, status: next.status, attempts: next.attempts, ...(next.nextRetryAt !== undefined ? { nextRetryAt: next.nextRetryAt } : {}) }
+      }
+    })
+
+  /** Drains the endpoint's open deliveries; returns the wake generation of its last empty read. */
+  const work = (endpointId: string, wake: Wakeup) =>
+    Effect.gen(function*() {
+      const pending: Pending = []
+      while (true) {
+        yield* settle(pending)
+        const since = wake.generation()
+        const batch = yield* openDeliveries(endpointId, BATCH)
+        if (batch.length === 0) {
+          const woken = yield* wake.wait(since).pipe(Effect.timeoutOption(IDLE_MS))
+          if (Option.isNone(woken)) return since
+          continue
+        }
+        for (const row of batch) {
+          const outcome = yield* drive(endpointId, wake, row, pending)
+          if (outcome !== "next") break
+        }
+      }
+    })
+
+  const lane = (endpointId: string, wake: Wakeup): Effect.Effect<void> =>
+    Effect.gen(function*() {
+      while (true) {
+        if (!(yield* leases.tryAcquire(endpointId))) {
+          // A peer process runs this lane; the sweep retries if it goes away.
+          lanes.delete(endpointId)
+          return
+        }
+        const lastSeen = yield* work(endpointId, wake).pipe(
+          Effect.catchCause((cause) =>
+            Effect.logWarning("webhook lane failed; retrying", cause).pipe(Effect.andThen(Effect.sleep(1000)), Effect.as(-1))),
+          Effect.ensuring(leases.release(endpointId))
+        )
+        // Checked and removed in one synchronous step, so no notify falls in between.
+        if (wake.generation() === lastSeen) {
+          lanes.delete(endpointId)
+          return
+        }
+      }
+    })
+
+  const notify = (endpointId: string) =>
+    Effect.suspend(() => {
+      const existing = lanes.get(endpointId)
+      if (existing !== undefined) {
+        existing.notify()
+        return Effect.void
+      }
+      const wake = new Wakeup("1 hour")
+      lanes.set(endpointId, wake)
+      return Effect.asVoid(FiberSet.run(fibers, lane(endpointId, wake)))
+    })
+
+  return WebhookLanes.of({
+    notify,
+    remember: (deliveryId, event) => {
+      // Only a shortcut: a lane rebuilds any forgotten event from the log, so the cache is
+      // bounded (deliveries run by a peer process are never taken out of it here).
+      if (payloads.size >= 20_000) payloads.clear()
+      payloads.set(deliveryId, event)
+    },
+    running: () => [...lanes.keys()]
+  })
+})
+
+export const layer = Layer.effect(WebhookLanes, make)

@@ -1,0 +1,44 @@
+/**
+ * Webhooks as one layer: endpoint commands, the sources, the delivery lanes and the dispatcher.
+ * With a database, lane leases are advisory locks and the dispatch checkpoint is a table; without
+ * one, both live in memory.
+ */
+import { Effect, Layer } from "effect"
+import { OutboundHttp } from "../infra/OutboundHttp.ts"
+import * as WebhookDispatcher from "../infra/WebhookDispatcher.ts"
+import * as WebhookEndpoints from "../infra/WebhookEndpoints.ts"
+import * as WebhookLane from "../infra/WebhookLane.ts"
+import * as WebhookLeases from "../infra/WebhookLeases.ts"
+import * as WebhookSources from "../infra/WebhookSources.ts"
+import { AppConfig } from "./Config.ts"
+
+/** Sources of delivered events; later features (voice, triggers) add theirs here. */
+export const SourcesLive = WebhookSources.layer([WebhookSources.executionSource])
+
+type Storage = WebhookLeases.WebhookLeases | WebhookDispatcher.WebhookCheckpoints
+
+// With a database, InfraLive (src/Infra.ts) also provides the SqlClient, without naming it in
+// its type; the Postgres variant relies on that, as InfraLive's own cast does.
+const StorageLive = Layer.unwrap(
+  Effect.map(AppConfig, (config): Layer.Layer<Storage> =>
+    config.databaseUrl === undefined
+      ? Layer.merge(WebhookLeases.layerMemory, WebhookDispatcher.checkpointsMemory)
+      : (Layer.merge(WebhookLeases.layerPg, WebhookDispatcher.checkpointsPg) as unknown as Layer.Layer<Storage>))
+)
+
+/** Lanes wake when an endpoint is edited in this process. */
+const EndpointWakes = Layer.effectDiscard(
+  Effect.gen(function*() {
+    const endpoints = yield* WebhookEndpoints.WebhookEndpoints
+    const lanes = yield* WebhookLane.WebhookLanes
+    endpoints.onChange((endpointId) => {
+      if (lanes.running().includes(endpointId)) Effect.runFork(lanes.notify(endpointId))
+    })
+  })
+)
+
+export const WebhooksLive = Layer.mergeAll(WebhookDispatcher.layer, EndpointWakes).pipe(
+  Layer.provideMerge(WebhookLane.layer),
+  Layer.provideMerge(WebhookEndpoints.layer),
+  Layer.provide([SourcesLive, StorageLive, OutboundHttp.layer])
+)

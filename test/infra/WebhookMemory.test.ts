@@ -1,0 +1,91 @@
+/**
+ * Webhook delivery in memory mode, in this process: the receiver's self-signed certificate is
+ * added to this process's default trust store (what NODE_EXTRA_CA_CERTS does for a child).
+ */
+import type { ManagedRuntime } from "effect"
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { getCACertificates, setDefaultCACertificates } from "node:tls"
+import { verifyWebhook } from "../../client/Webhooks.ts"
+import type { EventStore } from "../../infra/EventStore.ts"
+import { appendTerminal } from "../support/Executions.ts"
+import { type InProcessService, startService } from "../support/Service.ts"
+import { type Certificate, eventually, makeCertificate, type Receiver, startReceiver } from "../support/WebhookReceiver.ts"
+import { createEndpoint, deliveriesOf, keyOf, KEYS } from "../support/Webhooks.ts"
+
+describe("webhook delivery (memory)", () => {
+  let certificate: Certificate
+  let receiver: Receiver
+  let service: InProcessService
+  const original = getCACertificates("default")
+
+  beforeAll(async () => {
+    certificate = makeCertificate()
+    setDefaultCACertificates([...original, certificate.cert])
+    receiver = await startReceiver(certificate)
+    service = await startService({
+      SERVICE_API_KEYS: KEYS,
+      SERVICE_WEBHOOK_ALLOW_PRIVATE_NETWORKS: "true",
+      SERVICE_WEBHOOK_RETRY_DELAYS_MS: "0,100,100,100,100",
+      SERVICE_RATE_LIMIT_REQUEST_BURST: "10000",
+      SERVICE_RATE_LIMIT_REQUESTS_PER_MINUTE: "600000"
+    })
+  })
+  afterAll(async () => {
+    await service.close()
+    await receiver.close()
+    setDefaultCACertificates(original)
+  })
+
+  // The service's runtime provides the event store (AppLive keeps InfraLive's services).
+  const append = (outcome: "succeeded" | "failed") =>
+    (service.runtime as unknown as ManagedRuntime.ManagedRuntime<EventStore, unknown>).runPromise(appendTerminal("proj_p1", outcome))
+
+  it("delivers in order with a failing head and signs every request", async () => {
+    const endpoint = await createEndpoint(service, "p1", receiver.url("/m"))
+    let failures = 0
+    receiver.respond = () => (failures++ < 2 ? { status: 503 } : { status: 200 })
+    const events = [await append("succeeded"), await append("failed"), await append("succeeded")]
+    const records = await eventually(async () => {
+      const list = await deliveriesOf(service, "p1", endpoint.endpointId)
+      return list.length === 3 && list.every((r) => r.status === "succeeded") ? list : undefined
+    })
+    const ids = receiver.received.map((r) => r.headers["service-webhook-id"])
+    expect(ids).toEqual([events[0]!.eventId, events[0]!.eventId, events[0]!.eventId, events[1]!.eventId, events[2]!.eventId])
+    for (const request of receiver.received) expect(verifyWebhook(endpoint.secret, request.headers, request.rawBody).ok).toBe(true)
+    expect(records.find((r) => r.eventId === events[0]!.eventId)!.attempts.map((a) => a.statusCode)).toEqual([503, 503, 200])
+  }, 20_000)
+
+  it("pages delivery history newest first with cursors bound to the endpoint", async () => {
+    const endpoint = await createEndpoint(service, "p2", receiver.url("/m2"))
+    const other = await createEndpoint(service, "p2", receiver.url("/m2/other"), ["execution.failed"])
+    receiver.respond = () => ({ status: 200 })
+    const events = []
+    for (let i = 0; i < 5; i++) {
+      events.push(await (service.runtime as unknown as ManagedRuntime.ManagedRuntime<EventStore, unknown>).runPromise(appendTerminal("proj_p2", "succeeded")))
+    }
+    await eventually(async () => {
+      const list = await deliveriesOf(service, "p2", endpoint.endpointId)
+      return list.length === 5 && list.every((r) => r.status === "succeeded") ? true : undefined
+    })
+    const seen: Array<string> = []
+    let cursor: string | undefined
+    let pages = 0
+    do {
+      const response = await service.fetch(`/v1/webhooks/${endpoint.endpointId}/deliveries?limit=2${cursor ? `&cursor=${cursor}` : ""}`, { key: keyOf("p2") })
+      expect(response.status).toBe(200)
+      const body = (await response.json()) as { deliveries: Array<{ eventId: string }>; nextCursor?: string }
+      seen.push(...body.deliveries.map((d) => d.eventId))
+      cursor = body.nextCursor
+      pages++
+      if (cursor !== undefined) {
+        // A cursor of one endpoint's history is refused on another's.
+        const foreign = await service.fetch(`/v1/webhooks/${other.endpointId}/deliveries?cursor=${cursor}`, { key: keyOf("p2") })
+        expect(foreign.status).toBe(422)
+      }
+    } while (cursor !== undefined)
+    expect(pages).toBe(3)
+    expect(seen).toEqual(events.map((e) => e.eventId).toReversed())
+    const unknown = await service.fetch(`/v1/webhooks/${endpoint.endpointId}/deliveries?status=failed`, { key: keyOf("p2") })
+    expect(unknown.status).toBe(422)
+  }, 20_000)
+})
