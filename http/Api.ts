@@ -6,6 +6,7 @@ import { HttpApi, OpenApi } from "effect/http-api"
 import { ConnectionsApi } from "./ConnectionsApi.ts"
 import { Authentication, ErrorEnvelope, RateLimit } from "./Middleware.ts"
 import { FilesApi } from "./FilesApi.ts"
+import { ExecutionsApi } from "./ExecutionsApi.ts"
 import { HealthApi, SystemApi } from "./SystemApi.ts"
 import { WebhooksApi } from "./WebhooksApi.ts"
 
@@ -15,6 +16,7 @@ export class Api extends HttpApi.make("service")
   .add(ConnectionsApi.middleware(RateLimit).middleware(Authentication))
   .add(FilesApi.middleware(RateLimit).middleware(Authentication))
   .add(WebhooksApi.middleware(RateLimit).middleware(Authentication))
+  .add(ExecutionsApi.middleware(RateLimit).middleware(Authentication))
   .middleware(ErrorEnvelope)
   .add(HealthApi.middleware(ErrorEnvelope))
   .annotate(HttpApi.ParseOptions, { onExcessProperty: "error" })

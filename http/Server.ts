@@ -12,6 +12,7 @@ import { Api } from "./Api.ts"
 import { ConnectionsHttp } from "./ConnectionsHttp.ts"
 import { answerClientError, makeEdge, type Route } from "./Edge.ts"
 import { AuthenticationLive, ErrorEnvelopeLive, RateLimitLive } from "./MiddlewareLive.ts"
+import { ExecutionsHttp } from "./ExecutionsHttp.ts"
 import { FilesHttp } from "./FilesHttp.ts"
 import { HealthHttp, SystemHttp } from "./SystemHttp.ts"
 import { WebhooksHttp } from "./WebhooksHttp.ts"
@@ -31,7 +32,7 @@ export const routes: ReadonlyArray<Route> = [
 ]
 
 const ApiLive = HttpApiBuilder.layer(Api, { openapiPath: "/openapi.json" }).pipe(
-  Layer.provide([HealthHttp, SystemHttp, ConnectionsHttp, FilesHttp, WebhooksHttp]),
+  Layer.provide([HealthHttp, SystemHttp, ConnectionsHttp, FilesHttp, WebhooksHttp, ExecutionsHttp]),
   Layer.provide([ErrorEnvelopeLive, AuthenticationLive, RateLimitLive])
 )
 

@@ -4,9 +4,25 @@
 import { randomBytes } from "node:crypto"
 import { encodeIdBody, ID_RANDOM_BYTES, type IdPrefix } from "../domain/Ids.ts"
 
+// Random bytes are drawn from the CSPRNG in 4 KiB blocks: one call per ~290 ids instead of one
+// per id (a measurable share of a request's CPU on the execute path).
+const POOL_BYTES = 4096
+let pool = randomBytes(POOL_BYTES)
+let offset = 0
+
+const random = (n: number): Uint8Array => {
+  if (offset + n > pool.length) {
+    pool = randomBytes(POOL_BYTES)
+    offset = 0
+  }
+  const out = pool.subarray(offset, offset + n)
+  offset += n
+  return out
+}
+
 /** A new `<prefix>_<body>` id, time-ordered and unguessable. */
 export const newId = <P extends IdPrefix>(prefix: P): `${P}_${string}` =>
-  `${prefix}_${encodeIdBody(Date.now(), randomBytes(ID_RANDOM_BYTES))}`
+  `${prefix}_${encodeIdBody(Date.now(), random(ID_RANDOM_BYTES))}`
 
 /** A request id for the `Request-Id` header and error envelopes. */
 export const newRequestId = (): string => newId("req")

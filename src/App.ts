@@ -5,6 +5,12 @@ import { Effect, Layer, Redacted } from "effect"
 import { HttpServer } from "effect/http"
 import { ApiKeys } from "../infra/ApiKeys.ts"
 import * as Connections from "../infra/Connections.ts"
+import * as ExecutionActor from "../infra/ExecutionActor.ts"
+import { AttachmentFiles, ConnectionResolver } from "../infra/ExecutionPorts.ts"
+import * as ExecutionRecovery from "../infra/ExecutionRecovery.ts"
+import * as Executions from "../infra/Executions.ts"
+import { layerWithOutbound as AdaptersLive } from "../infra/providers/index.ts"
+import { attachmentPort, StagedFiles } from "../infra/StagedFiles.ts"
 import { HttpServerLive } from "../http/Server.ts"
 import { EntitiesLive } from "./Actors.ts"
 import { AppConfig } from "./Config.ts"
@@ -29,7 +35,21 @@ const ListenLog = Layer.effectDiscard(
 /** Services built on the stores, shared by the HTTP handlers and the actors. */
 const ServicesLive = Connections.layer
 
+/** The executor's ports, served by the connection store and the staged files. */
+const ExecutionPortsLive = Layer.mergeAll(
+  Layer.effect(ConnectionResolver, Effect.map(Connections.Connections, (connections) => ({ resolve: connections.resolve }))),
+  Layer.effect(AttachmentFiles, Effect.map(StagedFiles, attachmentPort))
+)
+
+/** The executor: the actor, its start-up recovery and the Executions service. */
+export const ExecutionsLive = Layer.mergeAll(Executions.layer, ExecutionRecovery.layer).pipe(
+  Layer.provideMerge(ExecutionActor.layer),
+  Layer.provideMerge(ExecutionPortsLive),
+  Layer.provide(AdaptersLive)
+)
+
 export const AppLive = Layer.mergeAll(ListenLog.pipe(Layer.provideMerge(HttpServerLive)), DevKey, EntitiesLive).pipe(
+  Layer.provideMerge(ExecutionsLive),
   Layer.provideMerge(ServicesLive),
   Layer.provideMerge(WebhooksLive),
   Layer.provideMerge(InfraLive)

@@ -7,6 +7,8 @@ import { PgClient } from "@effect/sql-pg"
 import { Effect, Layer, Redacted } from "effect"
 import * as Actors from "../infra/Actors.ts"
 import * as ApiKeys from "../infra/ApiKeys.ts"
+import * as ExecutionPermits from "../infra/ExecutionPermits.ts"
+import * as PgExecutionPermits from "../infra/PgExecutionPermits.ts"
 import { EventStore } from "../infra/EventStore.ts"
 import { layerMemory as memoryEventStore, MemoryTablesService } from "../infra/MemoryEventStore.ts"
 import { layerPgEventStore } from "../infra/PgEventStore.ts"
@@ -25,7 +27,12 @@ import { AppConfig, type AppConfigShape } from "./Config.ts"
 import { allProjections } from "./Projections.ts"
 
 /** Every schema step of every feature, applied in id order. */
-export const allMigrations: ReadonlyArray<Migration> = [...eventLogMigrations, ...fileMigrations, ...webhookMigrations]
+export const allMigrations: ReadonlyArray<Migration> = [
+  ...eventLogMigrations,
+  ...fileMigrations,
+  ...PgExecutionPermits.permitMigrations,
+  ...webhookMigrations
+]
 
 export type InfraServices =
   | EventStore
@@ -36,6 +43,7 @@ export type InfraServices =
   | Projections
   | StagedFiles
   | Actors.ActorServices
+  | ExecutionPermits.ExecutionPermits
 
 export const ProjectionsLive = Layer.succeed(Projections, allProjections)
 
@@ -61,7 +69,8 @@ export const MemoryInfra = Layer.mergeAll(
   RateLimiter.layerMemory,
   Secrets.layer,
   withSweeper(memoryStagedFiles),
-  Actors.layerMemory
+  Actors.layerMemory,
+  ExecutionPermits.layerMemory
 ).pipe(Layer.provideMerge(ProjectionsLive))
 
 /** The actor runtime is a single runner, or one of several when SERVICE_RUNNER_ADDRESS is set. */
@@ -73,7 +82,8 @@ export const PgInfra = (url: Redacted.Redacted<string>, runnerAddress?: AppConfi
     RateLimiter.layerPg,
     Secrets.layer,
     withSweeper(pgStagedFiles),
-    runnerAddress === undefined ? Actors.layerSingle : Actors.layerRunner(runnerAddress)
+    runnerAddress === undefined ? Actors.layerSingle : Actors.layerRunner(runnerAddress),
+    PgExecutionPermits.layerPg
   ).pipe(Layer.provideMerge(ProjectionsLive), Layer.provideMerge(DatabaseLive(url)))
 
 export const InfraLive = Layer.unwrap(

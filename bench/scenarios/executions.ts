@@ -1,0 +1,218 @@
+/**
+ * Benchmark: sync `demo.echo` executions per second with p50/p99 latency, in memory and on
+ * Postgres (a throwaway database), beside two baselines measured in the same run: a raw
+ * `node:http` JSON POST server, and raw single-row INSERT commits on the same Postgres.
+ *
+ * Servers run as child processes (the raw baseline too), so the load generator does not share
+ * their event loop; the machine's two cores are still shared by everything, so besides ops/s the
+ * table shows each server's CPU time per operation (from /proc), which contention distorts less.
+ *
+ * Standalone: `node bench/scenarios/executions.ts` (BENCH_SECONDS, BENCH_CLIENTS tune it).
+ */
+import { PgClient } from "@effect/sql-pg"
+import { Effect, Redacted } from "effect"
+import { spawn } from "node:child_process"
+import { readFileSync } from "node:fs"
+import { Agent, request } from "node:http"
+import { createServer as createNetServer } from "node:net"
+import { pathToFileURL } from "node:url"
+import { createTestDatabase, dropTestDatabase, postgresAvailable, TEST_DATABASE_URL } from "../../test/support/Database.ts"
+import { startProcess } from "../../test/support/Service.ts"
+
+const SECONDS = Number(process.env.BENCH_SECONDS ?? 5)
+const CLIENTS = Number(process.env.BENCH_CLIENTS ?? 32)
+/** Projects to spread the load over: demo allows 4 concurrent executions per project. */
+const PROJECTS = 16
+
+interface Result {
+  readonly name: string
+  readonly ops: number
+  readonly perSecond: number
+  readonly p50: number
+  readonly p99: number
+  readonly errors: number
+  /** Server CPU (user + system) per operation, microseconds; undefined when not measured. */
+  readonly cpuUs?: number | undefined
+}
+
+const percentile = (sorted: ReadonlyArray<number>, p: number) =>
+  sorted.length === 0 ? 0 : sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * p))] ?? 0
+
+/** Runs `clients` loops of `op` for `seconds` (after a one-second warm-up) and times each call. */
+const load = async (
+  name: string,
+  clients: number,
+  seconds: number,
+  op: (client: number) => Promise<boolean>,
+  pid?: number
+): Promise<Result> => {
+  const warmUntil = Date.now() + 1000
+  await Promise.all(Array.from({ length: clients }, async (_, c) => {
+    while (Date.now() < warmUntil) await op(c)
+  }))
+  const latencies: Array<number> = []
+  let errors = 0
+  const cpuStart = pid === undefined ? 0 : cpuMs(pid)
+  const start = performance.now()
+  const until = start + seconds * 1000
+  await Promise.all(Array.from({ length: clients }, async (_, c) => {
+    while (performance.now() < until) {
+      const t = performance.now()
+      const ok = await op(c)
+      latencies.push(performance.now() - t)
+      if (!ok) errors++
+    }
+  }))
+  const elapsed = (performance.now() - start) / 1000
+  const cpuUs = pid === undefined ? undefined : (1000 * (cpuMs(pid) - cpuStart)) / Math.max(1, latencies.length)
+  latencies.sort((a, b) => a - b)
+  return {
+    name,
+    ops: latencies.length,
+    perSecond: latencies.length / elapsed,
+    p50: percentile(latencies, 0.5),
+    p99: percentile(latencies, 0.99),
+    errors,
+    cpuUs
+  }
+}
+
+/** CPU milliseconds (user + system) a process has used, from /proc (Linux). */
+const cpuMs = (pid: number): number => {
+  const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]?.split(" ") ?? []
+  return (Number(fields[11]) + Number(fields[12])) * 10
+}
+
+const freePort = () =>
+  new Promise<number>((resolve, reject) => {
+    const server = createNetServer()
+    server.once("error", reject)
+    server.listen(0, "127.0.0.1", () => {
+      const address = server.address()
+      server.close(() => (typeof address === "object" && address !== null ? resolve(address.port) : reject(new Error("no port"))))
+    })
+  })
+
+const agent = new Agent({ keepAlive: true, maxSockets: 256 })
+
+/** One keep-alive POST; true on the expected status. */
+const postJson = (port: number, path: string, body: string, headers: Record<string, string>, expected: number) =>
+  new Promise<boolean>((resolve) => {
+    const req = request({ host: "127.0.0.1", port, path, method: "POST", agent, headers: { "content-type": "application/json", ...headers } }, (res) => {
+      res.resume()
+      res.on("end", () => resolve(res.statusCode === expected))
+    })
+    req.on("error", () => resolve(false))
+    req.end(body)
+  })
+
+const BODY = JSON.stringify({ tool: "demo.echo", input: { message: "hello", n: 1 }, userId: "bench_user" })
+
+/** The baseline server: parse the JSON body, answer a small JSON object. */
+const RAW_SERVER = `
+const http = require("node:http")
+const server = http.createServer((req, res) => {
+  const chunks = []
+  req.on("data", (chunk) => chunks.push(chunk))
+  req.on("end", () => {
+    const parsed = JSON.parse(Buffer.concat(chunks).toString("utf8"))
+    res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify({ status: "succeeded", output: parsed.input }))
+  })
+})
+server.listen(Number(process.argv[1]), "127.0.0.1", () => process.stdout.write("listening\\n"))
+`
+
+const rawNodeBaseline = async (): Promise<Result> => {
+  const port = await freePort()
+  const child = spawn(process.execPath, ["-e", RAW_SERVER, String(port)], { stdio: ["ignore", "pipe", "inherit"] })
+  await new Promise<void>((resolve) => child.stdout.once("data", () => resolve()))
+  try {
+    return await load("raw node:http POST", CLIENTS, SECONDS, () => postJson(port, "/", BODY, {}, 200), child.pid)
+  } finally {
+    child.kill("SIGKILL")
+  }
+}
+
+const keys = Array.from({ length: PROJECTS }, (_, i) => `bench_key_project_${String(i).padStart(4, "0")}`)
+const ROOMY = {
+  SERVICE_API_KEYS: keys.map((key, i) => `${key}=proj_bench_${i}`).join(","),
+  SERVICE_RATE_LIMIT_EXECUTE_BURST: "100000000",
+  SERVICE_RATE_LIMIT_EXECUTE_PER_MINUTE: "100000000",
+  SERVICE_RATE_LIMIT_REQUEST_BURST: "100000000",
+  SERVICE_RATE_LIMIT_REQUESTS_PER_MINUTE: "100000000"
+}
+
+const serviceRun = async (name: string, env: Record<string, string>): Promise<Result> => {
+  const service = await startProcess({ ...ROOMY, ...env }, await freePort())
+  const port = Number(new URL(service.baseUrl).port)
+  try {
+    return await load(name, CLIENTS, SECONDS, (c) =>
+      postJson(port, "/v1/execute", BODY, { authorization: `Bearer ${keys[c % PROJECTS]}` }, 200), service.process.pid)
+  } finally {
+    await service.stop()
+  }
+}
+
+/** Single-row INSERT commits with one connection per client. */
+const rawPostgresBaseline = async (url: string): Promise<Result> =>
+  Effect.runPromise(Effect.scoped(Effect.gen(function*() {
+    const sql = yield* PgClient.PgClient
+    yield* sql`CREATE TABLE IF NOT EXISTS bench_rows (id bigserial PRIMARY KEY, body jsonb NOT NULL)`
+    const payload = JSON.stringify({ message: "hello", n: 1 })
+    return yield* Effect.promise(() =>
+      load("raw Postgres single-row INSERT commit", CLIENTS, SECONDS, () =>
+        Effect.runPromise(sql`INSERT INTO bench_rows (body) VALUES (${payload}::jsonb)`.pipe(Effect.as(true), Effect.orElseSucceed(() => false)))))
+  }).pipe(Effect.provide(PgClient.layer({ url: Redacted.make(url), maxConnections: CLIENTS })))))
+
+const format = (results: ReadonlyArray<Result>) => {
+  const rows = results.map((r) => [
+    r.name,
+    r.perSecond.toFixed(0),
+    r.p50.toFixed(2),
+    r.p99.toFixed(2),
+    String(r.errors),
+    r.cpuUs === undefined ? "-" : r.cpuUs.toFixed(0)
+  ])
+  const header = ["scenario", "ops/s", "p50 ms", "p99 ms", "errors", "server CPU us/op"]
+  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((row) => row[i]?.length ?? 0)))
+  const line = (cells: ReadonlyArray<string>) => cells.map((cell, i) => (i === 0 ? cell.padEnd(widths[i] ?? 0) : cell.padStart(widths[i] ?? 0))).join("  ")
+  return [line(header), widths.map((w) => "-".repeat(w)).join("  "), ...rows.map(line)].join("\n")
+}
+
+export const run = async (): Promise<void> => {
+  const results: Array<Result> = []
+  const rawNode = await rawNodeBaseline()
+  results.push(rawNode)
+  const memory = await serviceRun("sync demo.echo, memory", {})
+  results.push(memory)
+  const cpuRatio = memory.cpuUs !== undefined && rawNode.cpuUs !== undefined ? (rawNode.cpuUs / memory.cpuUs).toFixed(2) : "-"
+  const notes = [
+    `memory / raw node: ${(memory.perSecond / rawNode.perSecond).toFixed(2)} by throughput, ${cpuRatio} by server CPU per op (target >= 0.30)`
+  ]
+  if (postgresAvailable) {
+    const url = await createTestDatabase("bench")
+    try {
+      results.push(await rawPostgresBaseline(url))
+      const pg = await serviceRun("sync demo.echo, Postgres", {
+        SERVICE_DATABASE_URL: url,
+        SERVICE_SECRET_KEY: Buffer.alloc(32, 7).toString("base64")
+      })
+      results.push(pg)
+      notes.push(`Postgres executions/s: ${pg.perSecond.toFixed(0)} (target >= 3000)`)
+    } finally {
+      await dropTestDatabase(url)
+    }
+  } else {
+    notes.push(`Postgres at ${TEST_DATABASE_URL} is not reachable: the durable rows are skipped`)
+  }
+  process.stdout.write(`\nexecutions (${CLIENTS} clients, ${SECONDS} s each, ${PROJECTS} projects)\n${format(results)}\n${notes.join("\n")}\n`)
+  agent.destroy()
+}
+
+export const name = "executions"
+export const scenario = { name, run }
+export default scenario
+
+if (process.argv[1] !== undefined && import.meta.url === pathToFileURL(process.argv[1]).href) {
+  await run()
+}

@@ -1,0 +1,327 @@
+/**
+ * The Execution actor, in process: one owner per execution id. It loads state by folding the
+ * stream `execution-<id>`, decides, appends with the expected version, then acts (dispatches
+ * through the tool's adapter, with the tool's timeout, holding the toolkit permit).
+ *
+ * Ownership: commands for one id are serialized by a per-id semaphore, and every append is
+ * checked against the stream version, so a stale cache or a second owner loses with a
+ * `ConcurrencyConflict` and retries on a fresh fold. The service interface (`execute`,
+ * `cancel`, `markReplayed`, `get`, `awaitTerminal`, `recover`) is what a cluster Entity would
+ * host later without changing callers.
+ */
+import { Clock, Context, Effect, Fiber, Layer, type Redacted, Semaphore } from "effect"
+import type { ToolDefinition } from "../domain/Catalog.ts"
+import { findToolkit } from "../domain/catalog/index.ts"
+import {
+  decide,
+  type ExecutionCommand,
+  type ExecutionEvent,
+  type ExecutionRequested,
+  type ExecutionState,
+  evolve,
+  fold,
+  isTerminalState,
+  STREAM_TYPE,
+  streamId
+} from "../domain/Execution.ts"
+import type { ExecutionRecord } from "../domain/ExecutionRecord.ts"
+import { normalized, NotFound, StateConflict } from "../domain/Errors.ts"
+import { type AppendRequest, type ConcurrencyConflict, EventStore, type Json, type NewEvent, type StoreUnavailable } from "./EventStore.ts"
+import { ExecutionPermits, type PermitKey } from "./ExecutionPermits.ts"
+import { newId } from "./Ids.ts"
+import { runAdapter } from "./ExecutionDispatch.ts"
+import { AttachmentFiles } from "./ExecutionPorts.ts"
+import { Adapters } from "./providers/Adapter.ts"
+
+export interface DispatchPlan {
+  readonly tool: ToolDefinition
+  /** Decoded by the tool's input schema. */
+  readonly input: unknown
+  readonly credentials: Redacted.Redacted<Readonly<Record<string, string>>> | undefined
+  /**
+   * Sync dispatch that may start at once (the toolkit permit is held, or the toolkit has no
+   * cap): the request and the start commit together, halving the commits of a sync execution.
+   */
+  readonly permitHeld: boolean
+}
+
+export interface NewExecution {
+  readonly request: Omit<ExecutionRequested, "type">
+  readonly plan: DispatchPlan
+  /** Appends that must commit atomically with the request (the idempotency claim). */
+  readonly alongside: ReadonlyArray<AppendRequest>
+}
+
+export interface ExecutionActorShape {
+  /** Records the request (with `alongside`), then dispatches in the background. */
+  readonly execute: (execution: NewExecution) => Effect.Effect<ExecutionRecord, ConcurrencyConflict | StoreUnavailable>
+  /** Cancels; a cancelled execution is returned unchanged; succeeded or failed is a StateConflict. */
+  readonly cancel: (executionId: string) => Effect.Effect<ExecutionRecord, NotFound | StateConflict | StoreUnavailable>
+  /** Marks an accepted idempotent replay (once); returns the record. */
+  readonly markReplayed: (executionId: string) => Effect.Effect<ExecutionRecord, NotFound | StoreUnavailable>
+  readonly get: (executionId: string) => Effect.Effect<ExecutionRecord | undefined, StoreUnavailable>
+  /** The terminal record, or the current one when `timeoutMs` passes first. */
+  readonly awaitTerminal: (executionId: string, timeoutMs: number) => Effect.Effect<ExecutionRecord | undefined, StoreUnavailable>
+  /**
+   * Start-up (one process per database): running executions fail with `execution_interrupted`,
+   * then `beforeResume` runs (stale permits), then pending ones are dispatched oldest first.
+   */
+  readonly recover: (options: {
+    readonly running: ReadonlyArray<string>
+    readonly pending: ReadonlyArray<string>
+    readonly beforeResume: Effect.Effect<void, StoreUnavailable>
+    readonly resumePlan: (request: ExecutionRequested) => Effect.Effect<DispatchPlan, string>
+  }) => Effect.Effect<void, StoreUnavailable>
+}
+
+export class ExecutionActor extends Context.Service<ExecutionActor, ExecutionActorShape>()("app/infra/ExecutionActor") {}
+
+interface Entry {
+  readonly lock: Semaphore.Semaphore
+  state: ExecutionState
+  version: number
+  fiber: Fiber.Fiber<void, never> | undefined
+  /** Frees the toolkit permit once (cancel frees it before the dispatch fiber has ended). */
+  releasePermit: Effect.Effect<void>
+}
+
+const toNew = (event: ExecutionEvent): NewEvent => ({
+  eventId: newId("evt"),
+  type: event.type,
+  schemaVersion: 1,
+  data: event as unknown as Json
+})
+
+const MAX_CONFLICT_RETRIES = 8
+
+/** The toolkit's concurrency cap per project, when its manifest declares one. */
+export const capOf = (tool: ToolDefinition): number | undefined =>
+  findToolkit(tool.toolkit)?.limits.maxConcurrentExecutionsPerProject
+
+const newEntry = (state: ExecutionState, version: number): Entry => ({
+  lock: Semaphore.makeUnsafe(1),
+  state,
+  version,
+  fiber: undefined,
+  releasePermit: Effect.void
+})
+
+export const make = Effect.gen(function*() {
+  const store = yield* EventStore
+  const permits = yield* ExecutionPermits
+  const adapters = yield* Adapters
+  const files = yield* AttachmentFiles
+  const scope = yield* Effect.scope
+  const entries = new Map<string, Entry>()
+  /** Per id, callbacks for the terminal record (sync requests); kept apart from a cache entry. */
+  const waiting = new Map<string, Set<(record: ExecutionRecord) => void>>()
+
+  /** The cached owner of a live execution, or a fresh fold (terminal ones are not cached). */
+  const entryFor = (executionId: string): Effect.Effect<Entry, StoreUnavailable> =>
+    Effect.suspend(() => {
+      const cached = entries.get(executionId)
+      if (cached !== undefined) return Effect.succeed(cached)
+      return Effect.map(store.readStream(streamId(executionId)), (events) => {
+        const entry = newEntry(fold(events.map((e) => e.data as unknown as ExecutionEvent)), events.length)
+        if (entry.state === undefined || isTerminalState(entry.state)) return entry
+        const raced = entries.get(executionId)
+        if (raced !== undefined) return raced
+        entries.set(executionId, entry)
+        return entry
+      })
+    })
+
+  const settle = (executionId: string, entry: Entry, events: ReadonlyArray<ExecutionEvent>) => {
+    entry.state = events.reduce(evolve, entry.state)
+    entry.version += events.length
+    if (entry.state !== undefined && isTerminalState(entry.state)) {
+      const record = entry.state.record
+      const listeners = waiting.get(executionId)
+      waiting.delete(executionId)
+      for (const listener of listeners ?? []) listener(record)
+      if (entries.get(executionId) === entry) entries.delete(executionId)
+    }
+  }
+
+  /** Decide and append under the id's lock; a lost version race refolds and tries again. */
+  const mutate = (
+    executionId: string,
+    command: (now: number) => ExecutionCommand,
+    after: (entry: Entry, events: ReadonlyArray<ExecutionEvent>) => Effect.Effect<void> = () => Effect.void
+  ): Effect.Effect<ExecutionRecord, NotFound | StateConflict | StoreUnavailable> => {
+    const attempt = (left: number): Effect.Effect<ExecutionRecord, NotFound | StateConflict | StoreUnavailable> =>
+      Effect.flatMap(entryFor(executionId), (entry) =>
+        entry.lock.withPermits(1)(Effect.uninterruptible(Effect.gen(function*() {
+          if (entry.state === undefined) return yield* new NotFound({ message: `Execution ${executionId} was not found.` })
+          const now = yield* Clock.currentTimeMillis
+          const decision = decide(command(now), entry.state)
+          if (decision instanceof StateConflict) return yield* decision
+          if (decision.length > 0) {
+            yield* store.append([{
+              streamId: streamId(executionId),
+              streamType: STREAM_TYPE,
+              expectedVersion: entry.version,
+              events: decision.map(toNew)
+            }])
+            settle(executionId, entry, decision)
+          }
+          yield* after(entry, decision)
+          return entry.state.record
+        }))).pipe(
+          Effect.catchTag("ConcurrencyConflict", (conflict) => {
+            if (entries.get(executionId) === entry) entries.delete(executionId)
+            return left > 0 ? attempt(left - 1) : Effect.die(conflict)
+          })
+        ))
+    return attempt(MAX_CONFLICT_RETRIES)
+  }
+
+  const dispatch = (executionId: string, entry: Entry, plan: DispatchPlan): Effect.Effect<void> => {
+    const request = entry.state?.request
+    if (request === undefined) return Effect.void
+    const cap = capOf(plan.tool)
+    const key: PermitKey = { projectId: request.projectId, toolkit: plan.tool.toolkit, executionId }
+    // "acquiring" covers a grant that races an interruption: the final release frees it.
+    let permit: "none" | "acquiring" | "held" | "released" = cap === undefined ? "released" : plan.permitHeld ? "held" : "none"
+    const releaseNow = Effect.suspend(() => {
+      if (permit === "released") return Effect.void
+      permit = "released"
+      return permits.release(key)
+    })
+    entry.releasePermit = Effect.suspend(() => (permit === "held" ? releaseNow : Effect.void))
+    const run = Effect.gen(function*() {
+      if (cap !== undefined && permit === "none") {
+        permit = "acquiring"
+        yield* permits.acquire(key, cap)
+        permit = "held"
+      }
+      if (entry.state?.record.status === "pending") {
+        const started = yield* mutate(executionId, (now) => ({ _tag: "StartDispatch", now })).pipe(
+          Effect.map(() => true),
+          Effect.catchTag("StateConflict", () => Effect.succeed(false))
+        )
+        if (!started) return
+      } else if (entry.state?.record.status !== "running") return
+      const adapter = adapters.get(plan.tool.name)
+      const outcome = yield* runAdapter(adapter, plan, {
+        executionId,
+        projectId: request.projectId,
+        userId: request.userId,
+        credentials: plan.credentials,
+        files: files.forExecution({ projectId: request.projectId, executionId, attachments: request.attachments ?? [] })
+      })
+      // Freed before the outcome is recorded, so a caller answered with it can dispatch again.
+      yield* entry.releasePermit
+      yield* mutate(executionId, (now): ExecutionCommand =>
+        outcome._tag === "Success"
+          ? { _tag: "CompleteExecution", now, output: outcome.output }
+          : { _tag: "FailExecution", now, error: outcome.error }).pipe(
+          Effect.catchTag("StateConflict", () => Effect.void)
+        )
+    })
+    return run.pipe(
+      Effect.ensuring(releaseNow),
+      Effect.catchCause((cause) => Effect.logError(`execution ${executionId}: dispatch stopped`, cause))
+    )
+  }
+
+  const fork = (executionId: string, entry: Entry, plan: DispatchPlan) =>
+    Effect.map(Effect.forkIn(dispatch(executionId, entry, plan), scope), (fiber) => {
+      entry.fiber = fiber
+    })
+
+  const actor: ExecutionActorShape = {
+    execute: ({ request, plan, alongside }) =>
+      Effect.gen(function*() {
+        const now = yield* Clock.currentTimeMillis
+        const requested = decide({ _tag: "RequestExecution", request }, undefined)
+        if (requested instanceof StateConflict) return yield* Effect.die(requested)
+        let state = requested.reduce(evolve, undefined as ExecutionState)
+        let events = requested
+        if (plan.permitHeld) {
+          const started = decide({ _tag: "StartDispatch", now }, state)
+          if (started instanceof StateConflict) return yield* Effect.die(started)
+          state = started.reduce(evolve, state)
+          events = [...events, ...started]
+        }
+        yield* store.append([
+          ...alongside,
+          { streamId: streamId(request.executionId), streamType: STREAM_TYPE, expectedVersion: 0, events: events.map(toNew) }
+        ])
+        const entry = newEntry(state, events.length)
+        entries.set(request.executionId, entry)
+        yield* fork(request.executionId, entry, plan)
+        return state?.record ?? (yield* Effect.die(new Error("a request always makes a record")))
+      }),
+
+    cancel: (executionId) =>
+      mutate(executionId, (now) => ({ _tag: "CancelExecution", now }), (entry, events) =>
+        events.length === 0 ? Effect.void : Effect.gen(function*() {
+          // Best effort: the adapter's fiber is interrupted without waiting for it to stop.
+          const fiber = entry.fiber
+          if (fiber !== undefined) yield* Effect.forkIn(Fiber.interrupt(fiber), scope)
+          yield* entry.releasePermit
+        })),
+
+    markReplayed: (executionId) =>
+      mutate(executionId, (now) => ({ _tag: "MarkReplayed", now })).pipe(
+        Effect.catchTag("StateConflict", (e) => Effect.die(e))
+      ),
+
+    get: (executionId) => Effect.map(entryFor(executionId), (entry) => entry.state?.record),
+
+    awaitTerminal: (executionId, timeoutMs) =>
+      Effect.flatMap(entryFor(executionId), (entry) => {
+        if (entry.state === undefined || isTerminalState(entry.state)) return Effect.succeed(entry.state?.record)
+        // A listener and a timer rather than a timeout race: no extra fibers per waiting request.
+        return Effect.callback<ExecutionRecord | undefined>((resume) => {
+          const listener = (record: ExecutionRecord) => {
+            clearTimeout(timer)
+            resume(Effect.succeed(record))
+          }
+          const forget = () => {
+            const set = waiting.get(executionId)
+            set?.delete(listener)
+            if (set?.size === 0) waiting.delete(executionId)
+          }
+          const timer = setTimeout(() => {
+            forget()
+            resume(Effect.succeed(entries.get(executionId)?.state?.record ?? entry.state?.record))
+          }, timeoutMs)
+          const set = waiting.get(executionId) ?? new Set()
+          set.add(listener)
+          waiting.set(executionId, set)
+          return Effect.sync(() => {
+            clearTimeout(timer)
+            forget()
+          })
+        })
+      }),
+
+    recover: ({ running, pending, beforeResume, resumePlan }) =>
+      Effect.gen(function*() {
+        for (const executionId of running) {
+          yield* mutate(executionId, (now) => ({ _tag: "InterruptExecution", now })).pipe(
+            Effect.catchTags({ StateConflict: () => Effect.void, NotFound: () => Effect.void })
+          )
+        }
+        yield* beforeResume
+        for (const executionId of pending) {
+          const entry = yield* entryFor(executionId)
+          if (entry.state?.record.status !== "pending") continue
+          const plan = yield* Effect.result(resumePlan(entry.state.request))
+          if (plan._tag === "Success") {
+            yield* fork(executionId, entry, plan.success)
+            continue
+          }
+          const error = normalized("provider_error", `The execution could not be resumed: ${plan.failure}`)
+          yield* mutate(executionId, (now) => ({ _tag: "FailExecution", now, error })).pipe(
+            Effect.catchTags({ StateConflict: () => Effect.void, NotFound: () => Effect.void })
+          )
+        }
+      })
+  }
+  return actor
+})
+
+export const layer = Layer.effect(ExecutionActor, make)

@@ -1,0 +1,77 @@
+/**
+ * Start-up recovery of executions (decisions.md section 3, durable mode): an execution whose
+ * dispatch may have begun (`running`) becomes failed `execution_interrupted`; stale permits are
+ * freed; then every `pending` one is dispatched again, oldest first.
+ *
+ * This assumes one process per database: a second process starting while another runs would
+ * interrupt that one's running executions. Several processes need the cluster runtime (shards
+ * own executions) before this runs per shard.
+ */
+import { Effect, Layer } from "effect"
+import { decodeToolInput, findTool } from "../domain/catalog/index.ts"
+import type { ExecutionRequested } from "../domain/Execution.ts"
+import type { Json } from "./EventStore.ts"
+import { ExecutionActor } from "./ExecutionActor.ts"
+import { ExecutionPermits } from "./ExecutionPermits.ts"
+import { ConnectionResolver } from "./ExecutionPorts.ts"
+import { TABLE } from "./ExecutionsProjection.ts"
+import { Secrets } from "./Secrets.ts"
+import { ViewStore } from "./ViewStore.ts"
+
+const PAGE = 500
+
+const idsWithStatus = (views: ViewStore["Service"], status: string) =>
+  Effect.gen(function*() {
+    const ids: Array<string> = []
+    let after: ReadonlyArray<Json> | undefined
+    while (true) {
+      const rows = yield* views.list(TABLE, {
+        where: [{ column: "status", op: "=", value: status }],
+        orderBy: [{ column: "execution_id", direction: "asc" }],
+        after,
+        limit: PAGE
+      })
+      for (const row of rows) if (typeof row.execution_id === "string") ids.push(row.execution_id)
+      const last = rows[rows.length - 1]
+      if (rows.length < PAGE || last === undefined) return ids
+      after = [last.execution_id ?? null]
+    }
+  })
+
+export const recoverExecutions = Effect.gen(function*() {
+  const views = yield* ViewStore
+  const actor = yield* ExecutionActor
+  const permits = yield* ExecutionPermits
+  const secrets = yield* Secrets
+  const connections = yield* ConnectionResolver
+  const running = yield* idsWithStatus(views, "running")
+  const pending = yield* idsWithStatus(views, "pending")
+  if (running.length + pending.length === 0) return
+  yield* Effect.logInfo(`recovering executions: ${running.length} interrupted, ${pending.length} resumed`)
+  const resumePlan = (request: ExecutionRequested) =>
+    Effect.gen(function*() {
+      const tool = findTool(request.tool)
+      if (tool === undefined) return yield* Effect.fail("the tool left the catalog")
+      const opened = secrets.open(request.sealedInput)
+      if (opened === undefined) return yield* Effect.fail("the input cannot be opened")
+      const input = yield* decodeToolInput(tool, JSON.parse(opened)).pipe(Effect.mapError(() => "the input no longer validates"))
+      const connection = yield* connections.resolve({
+        projectId: request.projectId,
+        userId: request.userId,
+        toolkit: tool.toolkit,
+        connectionId: request.connectionId,
+        scopes: tool.scopes
+      }).pipe(Effect.mapError(() => "the connection is no longer available"))
+      return { tool, input, credentials: connection.credentials, permitHeld: false }
+    })
+  yield* actor.recover({ running, pending, beforeResume: permits.reclaimStale, resumePlan })
+})
+
+/**
+ * Runs recovery while the service starts, before it serves: an execution created by a new
+ * request must never be mistaken for one that a previous process left running. Resumed
+ * executions are dispatched in the background.
+ */
+export const layer = Layer.effectDiscard(
+  recoverExecutions.pipe(Effect.catchCause((cause) => Effect.logError("execution recovery failed", cause)))
+)

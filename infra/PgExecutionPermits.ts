@@ -1,0 +1,127 @@
+/**
+ * Execution permits on Postgres: one row per held permit, so caps hold across processes. Every
+ * grant takes an advisory transaction lock per (project, toolkit) and counts before inserting.
+ * Grants and releases are batched like event appends (group commit): concurrent requests of
+ * this process share one call of `grant_execution_permits`, which locks their lanes in a fixed
+ * order and grants in arrival order up to each lane's cap, in one round trip.
+ */
+import { Deferred, Effect, Layer, Queue } from "effect"
+import { SqlClient } from "effect/sql"
+import { StoreUnavailable } from "./EventStore.ts"
+import { ExecutionPermits, makePermits, type PermitKey, type PermitStore } from "./ExecutionPermits.ts"
+
+/** Advisory lock class of permit lanes (the second key is the lane's hash). */
+const LOCK_CLASS = 7_200
+
+/** Permits table (migrations 200-299). */
+export const permitMigrations = [{
+  id: 200,
+  name: "execution_permits",
+  statements: [
+    `CREATE TABLE execution_permits (
+      execution_id text PRIMARY KEY,
+      project_id text NOT NULL,
+      toolkit text NOT NULL,
+      acquired_at timestamptz NOT NULL DEFAULT now()
+    )`,
+    `CREATE INDEX execution_permits_lane ON execution_permits (project_id, toolkit)`
+  ]
+}, {
+  id: 201,
+  name: "grant_execution_permits",
+  statements: [
+    // One call, one round trip: locks the lanes (sorted, so concurrent callers cannot
+    // deadlock), then grants in request order up to each lane's cap. Statements of a volatile
+    // function take fresh snapshots, so the count sees every permit committed before the lock.
+    `CREATE FUNCTION grant_execution_permits(ids text[], projects text[], toolkits text[], caps int4[])
+     RETURNS SETOF text LANGUAGE plpgsql VOLATILE AS $$
+     #variable_conflict use_column
+     BEGIN
+       PERFORM pg_advisory_xact_lock(${LOCK_CLASS}, hashtext(l.lane))
+       FROM (SELECT DISTINCT u.p || '/' || u.t AS lane FROM unnest(projects, toolkits) AS u(p, t) ORDER BY 1) l;
+       RETURN QUERY
+       WITH req AS (
+         SELECT * FROM unnest(ids, projects, toolkits, caps) WITH ORDINALITY AS r(execution_id, project_id, toolkit, cap, ord)
+       ), held AS (
+         SELECT p.project_id, p.toolkit, count(*) AS n FROM execution_permits p
+         WHERE (p.project_id, p.toolkit) IN (SELECT project_id, toolkit FROM req)
+           AND p.execution_id <> ALL (ids)
+         GROUP BY 1, 2
+       ), ranked AS (
+         SELECT r.*, row_number() OVER (PARTITION BY r.project_id, r.toolkit ORDER BY r.ord) AS rn, coalesce(h.n, 0) AS n
+         FROM req r LEFT JOIN held h USING (project_id, toolkit)
+       )
+       INSERT INTO execution_permits AS e (execution_id, project_id, toolkit)
+       SELECT r.execution_id, r.project_id, r.toolkit FROM ranked r WHERE r.n + r.rn <= r.cap
+       ON CONFLICT (execution_id) DO UPDATE SET acquired_at = excluded.acquired_at
+       RETURNING e.execution_id;
+     END $$`
+  ]
+}] as const
+
+const MAX_BATCH = 256
+
+const unavailable = (cause: unknown) => new StoreUnavailable({ cause })
+
+interface Grant {
+  readonly key: PermitKey
+  readonly cap: number
+  readonly done: Deferred.Deferred<boolean, StoreUnavailable>
+}
+
+interface Release {
+  readonly key: PermitKey
+  readonly done: Deferred.Deferred<void, StoreUnavailable>
+}
+
+export const makePgPermitStore = Effect.gen(function*() {
+  const sql = yield* SqlClient.SqlClient
+  const grants = yield* Queue.unbounded<Grant>()
+  const releases = yield* Queue.unbounded<Release>()
+
+  const grantBatch = (batch: ReadonlyArray<Grant>) =>
+    sql<{ id: string }>`
+      SELECT g AS id FROM grant_execution_permits(
+        ${batch.map((g) => g.key.executionId)}::text[], ${batch.map((g) => g.key.projectId)}::text[],
+        ${batch.map((g) => g.key.toolkit)}::text[], ${batch.map((g) => g.cap)}::int4[]) AS g`.pipe(
+      Effect.map((rows) => new Set(rows.map((row) => row.id))),
+      Effect.matchEffect({
+        onFailure: (error) => Effect.forEach(batch, (g) => Deferred.fail(g.done, unavailable(error)), { discard: true }),
+        onSuccess: (granted) =>
+          Effect.forEach(batch, (g) => Deferred.succeed(g.done, granted.has(g.key.executionId)), { discard: true })
+      })
+    )
+
+  const releaseBatch = (batch: ReadonlyArray<Release>) =>
+    sql`DELETE FROM execution_permits WHERE execution_id = ANY(${batch.map((r) => r.key.executionId)}::text[])`.pipe(
+      Effect.matchEffect({
+        onFailure: (error) => Effect.forEach(batch, (r) => Deferred.fail(r.done, unavailable(error)), { discard: true }),
+        onSuccess: () => Effect.forEach(batch, (r) => Deferred.succeed(r.done, undefined), { discard: true })
+      })
+    )
+
+  yield* Effect.forkScoped(Queue.takeBetween(grants, 1, MAX_BATCH).pipe(Effect.flatMap(grantBatch), Effect.forever))
+  yield* Effect.forkScoped(Queue.takeBetween(releases, 1, MAX_BATCH).pipe(Effect.flatMap(releaseBatch), Effect.forever))
+
+  const store: PermitStore = {
+    tryInsert: (key, cap) =>
+      Effect.flatMap(Deferred.make<boolean, StoreUnavailable>(), (done) =>
+        Effect.andThen(Queue.offer(grants, { key, cap, done }), Deferred.await(done))),
+    remove: (key) =>
+      Effect.flatMap(Deferred.make<void, StoreUnavailable>(), (done) =>
+        Effect.andThen(Queue.offer(releases, { key, done }), Deferred.await(done))),
+    // One process per database: at start-up no permit of a live execution is really held.
+    reclaimStale: sql`DELETE FROM execution_permits p WHERE NOT EXISTS (
+        SELECT 1 FROM v_executions v
+        WHERE v.execution_id = p.execution_id AND v.status IN ('pending', 'running'))`.pipe(
+      Effect.asVoid,
+      Effect.mapError(unavailable)
+    )
+  }
+  return store
+})
+
+export const layerPg = Layer.effect(
+  ExecutionPermits,
+  Effect.map(makePgPermitStore, (store) => makePermits(store, { poll: true }))
+)

@@ -1,0 +1,244 @@
+/**
+ * Executions through HTTP on both stores: execute (sync, async, async by nature), normalized
+ * failures, validation, acting user, get and cancel.
+ */
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { catalogVersion } from "../../domain/catalog/index.ts"
+import { type InProcessService, OTHER_KEY, PINNED_KEY, startService } from "../support/Service.ts"
+import {
+  errorCode,
+  execute,
+  expectRecordShape,
+  getJson,
+  type Json,
+  modes,
+  post,
+  ROOMY,
+  terminal,
+  waitFor
+} from "./support/Executions.ts"
+
+for (const mode of modes) {
+  describe.skipIf(mode.skip)(`executions on ${mode.name}`, () => {
+    let service: InProcessService
+    let drop: () => Promise<void>
+
+    beforeAll(async () => {
+      const store = await mode.env()
+      drop = store.drop
+      service = await startService({ ...ROOMY, ...store.env })
+    })
+    afterAll(async () => {
+      await service?.close()
+      await drop?.()
+    })
+
+    describe("execute", () => {
+      it("sync answers 200 with the terminal record, its versions and exactly its variant fields", async () => {
+        const { status, body, response } = await execute(service, { tool: "demo.echo", input: { a: 1, b: [true] }, userId: "u_sync" })
+        expect(status).toBe(200)
+        expect(response.headers.get("location")).toBeNull()
+        expect(body).toMatchObject({
+          status: "succeeded",
+          tool: "demo.echo",
+          toolVersion: "1.0.0",
+          catalogVersion,
+          mode: "sync",
+          userId: "u_sync",
+          projectId: "proj_test",
+          output: { a: 1, b: [true] }
+        })
+        expectRecordShape(body)
+        expect(typeof body.latencyMs).toBe("number")
+        expect(body.startedAt).toBeTypeOf("string")
+        expect(body.completedAt).toBeTypeOf("string")
+      })
+
+      it("async answers 202 with the pending record and a Location, then runs", async () => {
+        const { status, body, response } = await execute(service, { tool: "demo.echo", input: { x: 1 }, userId: "u_async", mode: "async" })
+        expect(status).toBe(202)
+        expect(body.status).toBe("pending")
+        expectRecordShape(body)
+        expect(response.headers.get("location")).toBe(`/v1/executions/${String(body.executionId)}`)
+        const done = await waitFor(service, String(body.executionId), terminal)
+        expect(done).toMatchObject({ status: "succeeded", output: { x: 1 }, mode: "async" })
+        expectRecordShape(done)
+      })
+
+      it("a tool async by nature runs async and the sync request waits for it", async () => {
+        const { status, body } = await execute(service, { tool: "demo.sleep", input: { ms: 50 }, userId: "u_nature" })
+        expect(status).toBe(200)
+        expect(body).toMatchObject({ status: "succeeded", mode: "async", output: { sleptMs: 50 } })
+      })
+
+      it("accepts the wire name and records the canonical one", async () => {
+        const { status, body } = await execute(service, { tool: "demo__echo", userId: "u_wire" })
+        expect(status).toBe(200)
+        expect(body).toMatchObject({ tool: "demo.echo", output: {} })
+      })
+
+      it.each([
+        ["provider_error", false, undefined],
+        ["provider_unavailable", true, undefined],
+        ["timeout", true, undefined],
+        ["rate_limited", true, 7]
+      ])("demo.fail %s: 200 with the failed record", async (code, retryable, retryAfter) => {
+        const input = retryAfter === undefined ? { code } : { code, retryAfter }
+        const { status, body } = await execute(service, { tool: "demo.fail", input, userId: "u_fail" })
+        expect(status).toBe(200)
+        expect(body.status).toBe("failed")
+        expectRecordShape(body)
+        const error = body.error as Json
+        expect(error).toMatchObject({ code, retryable })
+        expect(error.retryAfter).toBe(retryAfter)
+      })
+    })
+
+    describe("validation", () => {
+      it.each([
+        ["unknown tool", { tool: "demo.nothing", userId: "u" }],
+        ["malformed tool name", { tool: "demo", userId: "u" }],
+        ["input failing the tool schema", { tool: "demo.sleep", input: { ms: -1 }, userId: "u" }],
+        ["unknown input field", { tool: "demo.sleep", input: { ms: 1, extra: 1 }, userId: "u" }],
+        ["unknown body field", { tool: "demo.echo", userId: "u", nope: 1 }],
+        ["wrong type", { tool: 5, userId: "u" }],
+        ["input not an object", { tool: "demo.echo", input: [1], userId: "u" }],
+        ["bad mode", { tool: "demo.echo", mode: "later", userId: "u" }],
+        ["too long tool name", { tool: "x".repeat(300), userId: "u" }],
+        ["bad userId", { tool: "demo.echo", userId: "not valid!" }],
+        ["missing attachments", { tool: "demo.echo", userId: "u", attachments: ["file_0123456789abcdefghjkmnpqrstvwxyz"] }],
+        ["a toolkit needing a connection", { tool: "slack.post_message", input: { channel: "C1", text: "hi" }, userId: "u" }],
+        ["no user for an unpinned key", { tool: "demo.echo" }]
+      ])("%s is 422 invalid_input", async (_name, body) => {
+        const { status, body: answer } = await execute(service, body)
+        expect(status).toBe(422)
+        expect(errorCode(answer)).toBe("invalid_input")
+      })
+
+      it("names the missing attachments", async () => {
+        const id = "file_0123456789abcdefghjkmnpqrstvwxy0"
+        const { body } = await execute(service, { tool: "demo.echo", userId: "u", attachments: [id] })
+        expect(String((body.error as Json).message)).toContain(id)
+      })
+
+      it("malformed JSON is 400", async () => {
+        const response = await service.fetch("/v1/execute", {
+          method: "POST",
+          body: "{\"tool\":",
+          headers: { "content-type": "application/json" }
+        })
+        expect(response.status).toBe(400)
+        expect(errorCode((await response.json()) as Json)).toBe("invalid_input")
+      })
+
+      it("a body over the ceiling is 413", async () => {
+        const { status } = await execute(service, { tool: "demo.echo", userId: "u", input: { big: "x".repeat(2 * 1024 * 1024) } })
+        expect(status).toBe(413)
+      })
+
+      it("missing and invalid keys are 401", async () => {
+        const missing = await service.fetch("/v1/execute", { method: "POST", json: { tool: "demo.echo" }, key: null })
+        expect(missing.status).toBe(401)
+        const invalid = await service.fetch("/v1/execute", { method: "POST", json: { tool: "demo.echo" }, key: "not_a_real_key_000000" })
+        expect(invalid.status).toBe(401)
+        for (const path of ["/v1/executions", "/v1/executions/exe_x"]) {
+          expect((await service.fetch(path, { key: null })).status).toBe(401)
+        }
+      })
+    })
+
+    describe("acting user", () => {
+      it("the X-Service-User-Id header names the user", async () => {
+        const { status, body } = await execute(service, { tool: "demo.echo" }, { headers: { "x-service-user-id": "u_header" } })
+        expect(status).toBe(200)
+        expect(body.userId).toBe("u_header")
+      })
+
+      it("a pinned key acts for its user, and naming another is 403", async () => {
+        const own = await execute(service, { tool: "demo.echo" }, { key: PINNED_KEY })
+        expect(own.body.userId).toBe("user_1")
+        const other = await execute(service, { tool: "demo.echo", userId: "user_2" }, { key: PINNED_KEY })
+        expect(other.status).toBe(403)
+        expect(errorCode(other.body)).toBe("auth_insufficient_scope")
+        const header = await execute(service, { tool: "demo.echo" }, { key: PINNED_KEY, headers: { "x-service-user-id": "user_2" } })
+        expect(header.status).toBe(403)
+      })
+    })
+
+    describe("get", () => {
+      it("reads one record; other projects, other users of a pinned key and bad ids are 404", async () => {
+        const { body } = await execute(service, { tool: "demo.echo", userId: "user_2" })
+        const id = String(body.executionId)
+        const read = await getJson(service, `/v1/executions/${id}`)
+        expect(read.status).toBe(200)
+        expect(read.body).toEqual(body)
+        for (const [path, key] of [
+          [`/v1/executions/${id}`, OTHER_KEY],
+          [`/v1/executions/${id}`, PINNED_KEY],
+          ["/v1/executions/exe_00000000000000000000000000000000", undefined],
+          ["/v1/executions/not-an-id", undefined]
+        ] as const) {
+          const answer = await getJson(service, path, key)
+          expect(answer.status).toBe(404)
+          expect(errorCode(answer.body)).toBe("not_found")
+        }
+        const cancel = await post(service, `/v1/executions/${id}/cancel`, OTHER_KEY)
+        expect(cancel.status).toBe(404)
+      })
+
+      it("a pinned key reads its own user's execution", async () => {
+        const { body } = await execute(service, { tool: "demo.echo" }, { key: PINNED_KEY })
+        const read = await getJson(service, `/v1/executions/${String(body.executionId)}`, PINNED_KEY)
+        expect(read.status).toBe(200)
+      })
+    })
+
+    describe("cancel", () => {
+      it("a running execution: dispatch may have begun, and the adapter stops", async () => {
+        const { status, body } = await execute(service, { tool: "demo.sleep", input: { ms: 60_000 }, userId: "u_cancel", mode: "async" })
+        expect(status).toBe(202)
+        const id = String(body.executionId)
+        await waitFor(service, id, (r) => r.status === "running")
+        const cancelled = await post(service, `/v1/executions/${id}/cancel`)
+        expect(cancelled.status).toBe(200)
+        expect(cancelled.body).toMatchObject({
+          status: "cancelled",
+          cancellation: { dispatchMayHaveBegun: true },
+          error: { code: "execution_cancelled", retryable: false }
+        })
+        expectRecordShape(cancelled.body)
+        // Cancelling again answers the same record.
+        const again = await post(service, `/v1/executions/${id}/cancel`)
+        expect(again.status).toBe(200)
+        expect(again.body).toEqual(cancelled.body)
+        expect((await getJson(service, `/v1/executions/${id}`)).body).toEqual(cancelled.body)
+      })
+
+      it("a terminal execution is 409", async () => {
+        const { body } = await execute(service, { tool: "demo.echo", userId: "u_cancel" })
+        const answer = await post(service, `/v1/executions/${String(body.executionId)}/cancel`)
+        expect(answer.status).toBe(409)
+        expect(errorCode(answer.body)).toBe("invalid_input")
+        const failed = await execute(service, { tool: "demo.fail", input: { code: "provider_error" }, userId: "u_cancel" })
+        expect((await post(service, `/v1/executions/${String(failed.body.executionId)}/cancel`)).status).toBe(409)
+      })
+    })
+
+    describe("records", () => {
+      it("never contain the input, the idempotency key or derived values", async () => {
+        const secret = "needle-input-value-81723"
+        const key = "needle-idempotency-key-99182"
+        const { body } = await execute(service, { tool: "demo.sleep", input: { ms: 1 }, userId: "u_leak", idempotencyKey: key })
+        const echo = await execute(service, { tool: "demo.fail", input: { code: "provider_error" }, userId: "u_leak" })
+        const listed = await getJson(service, "/v1/executions?userId=u_leak")
+        const all = JSON.stringify([body, echo.body, listed.body])
+        expect(all).not.toContain(key)
+        expect(all).not.toContain("sealed")
+        expect(all).not.toContain("inputHash")
+        expect(all).not.toContain("\"ms\"")
+        const withSecret = await execute(service, { tool: "demo.sleep", input: { ms: 1 }, userId: "u_leak", idempotencyKey: secret })
+        expect(JSON.stringify(withSecret.body)).not.toContain(secret)
+      })
+    })
+  })
+}
