@@ -15,9 +15,11 @@ describe.skipIf(!postgresAvailable)("rate limits on Postgres, two processes", ()
       SERVICE_RATE_LIMIT_REQUEST_BURST: "10",
       SERVICE_RATE_LIMIT_REQUESTS_PER_MINUTE: "1"
     }
-    // One after the other, so the second start finds the schema in place.
-    services.push(await startProcess(env, await freePort()))
-    services.push(await startProcess(env, await freePort()))
+    // One after the other, so the second start finds the schema in place; processes sharing a
+    // database each serve actor shards on an address of their own.
+    for (let i = 0; i < 2; i++) {
+      services.push(await startProcess({ ...env, SERVICE_RUNNER_ADDRESS: `127.0.0.1:${await freePort()}` }, await freePort()))
+    }
   })
 
   afterAll(async () => {
