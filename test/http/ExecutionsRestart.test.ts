@@ -6,7 +6,7 @@
 import { afterAll, describe, expect, it } from "vitest"
 import { createServer } from "node:net"
 import { createTestDatabase, dropTestDatabase, postgresAvailable } from "../support/Database.ts"
-import { type ChildService, PINNED_KEY, startProcess, startService } from "../support/Service.ts"
+import { type ChildService, peerEnv, PINNED_KEY, startProcess, startService } from "../support/Service.ts"
 import { execute, type Json, post, ROOMY, SECRET_KEY, terminal, waitFor } from "./support/Executions.ts"
 
 const freePort = () =>
@@ -72,8 +72,8 @@ describe.skipIf(!postgresAvailable)("concurrency caps across processes", () => {
   it("permits held by one process count in another on the same database", async () => {
     const url = await createTestDatabase("cap")
     const env = { ...ROOMY, SERVICE_DATABASE_URL: url, SERVICE_SECRET_KEY: SECRET_KEY }
-    const a = await startService(env)
-    const b = await startService(env)
+    const a = await startService(await peerEnv(env))
+    const b = await startService(await peerEnv(env))
     try {
       const running: Array<string> = []
       for (let i = 0; i < 4; i++) {

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { createTestDatabase, dropTestDatabase, postgresAvailable } from "../support/Database.ts"
 import { freePort } from "../support/Ports.ts"
-import { type ChildService, KEY, PINNED_KEY, startProcess } from "../support/Service.ts"
+import { type ChildService, KEY, PINNED_KEY, peerEnv, startProcess } from "../support/Service.ts"
 
 describe.skipIf(!postgresAvailable)("rate limits on Postgres, two processes", () => {
   let url: string
@@ -15,11 +15,9 @@ describe.skipIf(!postgresAvailable)("rate limits on Postgres, two processes", ()
       SERVICE_RATE_LIMIT_REQUEST_BURST: "10",
       SERVICE_RATE_LIMIT_REQUESTS_PER_MINUTE: "1"
     }
-    // One after the other, so the second start finds the schema in place; processes sharing a
-    // database each serve actor shards on an address of their own.
-    for (let i = 0; i < 2; i++) {
-      services.push(await startProcess({ ...env, SERVICE_RUNNER_ADDRESS: `127.0.0.1:${await freePort()}` }, await freePort()))
-    }
+    // One after the other, so the second start finds the schema in place.
+    services.push(await startProcess(await peerEnv(env), await freePort()))
+    services.push(await startProcess(await peerEnv(env), await freePort()))
   })
 
   afterAll(async () => {

@@ -8,6 +8,7 @@ import { spawn, type ChildProcess } from "node:child_process"
 import { fileURLToPath } from "node:url"
 import { AppLive } from "../../src/App.ts"
 import { AppConfig, type Env } from "../../src/Config.ts"
+import { freePort } from "./Ports.ts"
 
 export const KEY = "test_key_unpinned_0001"
 export const PINNED_KEY = "test_key_pinned_u1_0001"
@@ -91,3 +92,9 @@ export const startProcess = (env: Env, port: number): Promise<ChildService> =>
     child.once("exit", (code) => reject(new Error(`service exited with ${code} before listening:\n${output}`)))
     setTimeout(() => reject(new Error(`service did not start in 30 s:\n${output}`)), 30_000).unref()
   })
+
+/**
+ * Several processes on one database run as cluster peers: each serves its actor shards at an
+ * address of its own (SERVICE_RUNNER_ADDRESS); without one, a second process waits for the first.
+ */
+export const peerEnv = async (env: Env): Promise<Env> => ({ ...env, SERVICE_RUNNER_ADDRESS: `127.0.0.1:${await freePort()}` })
