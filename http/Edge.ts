@@ -51,7 +51,9 @@ const compile = (routes: ReadonlyArray<Route>): ReadonlyArray<CompiledRoute> => 
   return [...byPath.values()]
 }
 
-const JSON_TYPE = /^application\/(?:[\w.+-]+\+)?json\s*(?:;.*)?$/i
+/** The API decodes `application/json` only (parameters aside); it refuses `+json` types in plain text. */
+const isJson = (header: string | undefined): boolean =>
+  header !== undefined && (header.split(";", 1)[0] ?? "").trim().toLowerCase() === "application/json"
 
 /** Reads at most `limit` bytes; `undefined` when the body is longer. */
 const readLimited = (request: HttpServerRequest.HttpServerRequest, limit: number) =>
@@ -125,7 +127,7 @@ export const makeEdge = (options: EdgeOptions) => {
         // The router answers HEAD wherever it answers GET.
         const method = request.method === "HEAD" ? "GET" : request.method
         if (!allowed.includes(method)) return refuse(methodNotAllowed(allowed))
-        if (!JSON_TYPE.test(request.headers["content-type"] ?? "")) return refuse(unsupportedMediaType())
+        if (!isJson(request.headers["content-type"])) return refuse(unsupportedMediaType())
         const limit = options.bodyLimit(request.method, path)
         if (contentLength !== undefined && Number(contentLength) > limit) return refuse(bodyTooLarge(limit))
         const body = yield* readLimited(request, limit).pipe(Effect.orElseSucceed(() => null))
