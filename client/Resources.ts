@@ -20,18 +20,8 @@ export type CreateConnectionRequest = typeof CreateConnection.Type
 export const ConnectionPage = Schema.Struct({ connections: Schema.Array(Connection), nextCursor: Schema.optionalKey(Schema.String) })
 export type ConnectionPage = typeof ConnectionPage.Type
 
-/** Staged file metadata (spec, "Staged file metadata"): never bytes. */
-export const FileMetadata = Schema.Struct({
-  fileId: Schema.String,
-  name: Schema.String,
-  mimeType: Schema.String,
-  size: Schema.Number,
-  expiresAt: Schema.String
-})
-export type FileMetadata = typeof FileMetadata.Type
-
-export const FilePage = Schema.Struct({ files: Schema.Array(FileMetadata), nextCursor: Schema.optionalKey(Schema.String) })
-export type FilePage = typeof FilePage.Type
+/** Staged file metadata and pages: the same schemas the service answers with. */
+export { FileMetadata, FilePage } from "../domain/Files.ts"
 
 export interface CreateFileRequest {
   readonly name: string

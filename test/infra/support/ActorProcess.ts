@@ -3,9 +3,9 @@
  * to its control endpoint.
  */
 import { spawn, type ChildProcess } from "node:child_process"
-import { createServer } from "node:net"
 import { fileURLToPath } from "node:url"
 import { Schema } from "effect"
+import { freePort } from "../../support/Ports.ts"
 import { CounterReply } from "./CounterEntity.ts"
 
 const decodeReply = Schema.decodeUnknownSync(CounterReply)
@@ -24,17 +24,7 @@ export interface ActorProcess {
   readonly stop: () => Promise<void>
 }
 
-/** A port that was free a moment ago. */
-export const freePort = (): Promise<number> =>
-  new Promise((resolve, reject) => {
-    const server = createServer()
-    server.once("error", reject)
-    server.listen(0, "127.0.0.1", () => {
-      const address = server.address()
-      const port = typeof address === "object" && address !== null ? address.port : 0
-      server.close(() => resolve(port))
-    })
-  })
+export { freePort }
 
 const getJson = async (url: string, timeoutMs: number): Promise<unknown> => {
   const response = await fetch(url, { signal: AbortSignal.timeout(timeoutMs) })
