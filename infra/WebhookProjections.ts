@@ -5,7 +5,7 @@
  */
 import type { DeliveryEvent, DeliveryRecord } from "../domain/WebhookDelivery.ts"
 import { DELIVERY_STREAM_TYPE } from "../domain/WebhookDelivery.ts"
-import type { EndpointEvent } from "../domain/WebhookEndpoint.ts"
+import type { Endpoint, EndpointEvent } from "../domain/WebhookEndpoint.ts"
 import { ENDPOINT_STREAM_TYPE } from "../domain/WebhookEndpoint.ts"
 import type { Json, RecordedEvent } from "./EventStore.ts"
 import type { Projection, Row, RowChange } from "./Projection.ts"
@@ -161,17 +161,8 @@ const text = (row: Row, column: string): string => {
   return typeof value === "string" ? value : String(value ?? "")
 }
 
-export interface EndpointRow {
-  readonly endpointId: string
-  readonly projectId: string
-  readonly url: string
-  readonly events: ReadonlyArray<string>
-  readonly active: boolean
-  readonly sealedSecret: string
-  readonly secretPrefix: string
-  readonly createdAt: string
-  readonly updatedAt: string
-}
+/** A live endpoint as its view row holds it: the actor's state without the deletion flag. */
+export type EndpointRow = Omit<Endpoint, "deleted">
 
 export const endpointFromRow = (row: Row): EndpointRow => ({
   endpointId: text(row, "endpoint_id"),

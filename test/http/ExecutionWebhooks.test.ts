@@ -3,33 +3,20 @@
  * endpoints as signed webhooks whose envelope is the durable record.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { getCACertificates, setDefaultCACertificates } from "node:tls"
 import { verifyWebhook } from "../../client/Webhooks.ts"
-import { type InProcessService, startService } from "../support/Service.ts"
-import { type Certificate, eventually, makeCertificate, type Receiver, startReceiver } from "../support/WebhookReceiver.ts"
-import { createEndpoint, deliveriesOf, keyOf, KEYS } from "../support/Webhooks.ts"
+import type { InProcessService } from "../support/Service.ts"
+import { eventually, type Receiver } from "../support/WebhookReceiver.ts"
+import { createEndpoint, deliveriesOf, keyOf, startMemoryWebhookService } from "../support/Webhooks.ts"
 
 describe("executions → webhooks (memory, in process)", () => {
-  let certificate: Certificate
   let receiver: Receiver
   let service: InProcessService
-  const original = getCACertificates("default")
+  let close: () => Promise<void>
 
   beforeAll(async () => {
-    certificate = makeCertificate()
-    setDefaultCACertificates([...original, certificate.cert])
-    receiver = await startReceiver(certificate)
-    service = await startService({
-      SERVICE_API_KEYS: KEYS,
-      SERVICE_WEBHOOK_ALLOW_PRIVATE_NETWORKS: "true",
-      SERVICE_WEBHOOK_RETRY_DELAYS_MS: "0,100,100,100,100"
-    })
+    ;({ service, receiver, close } = await startMemoryWebhookService())
   })
-  afterAll(async () => {
-    await service.close()
-    await receiver.close()
-    setDefaultCACertificates(original)
-  })
+  afterAll(() => close())
 
   const execute = async (body: unknown) => {
     const response = await service.fetch("/v1/execute", { method: "POST", json: body, key: keyOf("p1") })

@@ -1,40 +1,27 @@
 /**
- * Webhook delivery in memory mode, in this process: the receiver's self-signed certificate is
- * added to this process's default trust store (what NODE_EXTRA_CA_CERTS does for a child).
+ * Webhook delivery in memory mode, in this process (see `startMemoryWebhookService`).
  */
 import type { ManagedRuntime } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { getCACertificates, setDefaultCACertificates } from "node:tls"
 import { verifyWebhook } from "../../client/Webhooks.ts"
 import type { EventStore } from "../../infra/EventStore.ts"
 import { appendTerminal } from "../support/Executions.ts"
-import { type InProcessService, startService } from "../support/Service.ts"
-import { type Certificate, eventually, makeCertificate, type Receiver, startReceiver } from "../support/WebhookReceiver.ts"
-import { createEndpoint, deliveriesOf, keyOf, KEYS } from "../support/Webhooks.ts"
+import type { InProcessService } from "../support/Service.ts"
+import { eventually, type Receiver } from "../support/WebhookReceiver.ts"
+import { createEndpoint, deliveriesOf, keyOf, startMemoryWebhookService } from "../support/Webhooks.ts"
 
 describe("webhook delivery (memory)", () => {
-  let certificate: Certificate
   let receiver: Receiver
   let service: InProcessService
-  const original = getCACertificates("default")
+  let close: () => Promise<void>
 
   beforeAll(async () => {
-    certificate = makeCertificate()
-    setDefaultCACertificates([...original, certificate.cert])
-    receiver = await startReceiver(certificate)
-    service = await startService({
-      SERVICE_API_KEYS: KEYS,
-      SERVICE_WEBHOOK_ALLOW_PRIVATE_NETWORKS: "true",
-      SERVICE_WEBHOOK_RETRY_DELAYS_MS: "0,100,100,100,100",
+    ;({ service, receiver, close } = await startMemoryWebhookService({
       SERVICE_RATE_LIMIT_REQUEST_BURST: "10000",
       SERVICE_RATE_LIMIT_REQUESTS_PER_MINUTE: "600000"
-    })
+    }))
   })
-  afterAll(async () => {
-    await service.close()
-    await receiver.close()
-    setDefaultCACertificates(original)
-  })
+  afterAll(() => close())
 
   // The service's runtime provides the event store (AppLive keeps InfraLive's services).
   const append = (outcome: "succeeded" | "failed") =>

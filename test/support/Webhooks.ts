@@ -1,17 +1,10 @@
 /** Helpers for webhook tests against a service process: ports, keys, endpoints, delivery records. */
-import { createServer } from "node:net"
-import type { Client } from "./Service.ts"
-import type { Certificate } from "./WebhookReceiver.ts"
+import { getCACertificates, setDefaultCACertificates } from "node:tls"
+import { freePort } from "./Ports.ts"
+import { type Client, startService } from "./Service.ts"
+import { type Certificate, makeCertificate, startReceiver } from "./WebhookReceiver.ts"
 
-export const freePort = (): Promise<number> =>
-  new Promise((resolve) => {
-    const server = createServer()
-    server.listen(0, "127.0.0.1", () => {
-      const address = server.address()
-      const port = typeof address === "object" && address !== null ? address.port : 0
-      server.close(() => resolve(port))
-    })
-  })
+export { freePort }
 
 const PROJECTS = Array.from({ length: 20 }, (_, i) => `p${i + 1}`)
 export const keyOf = (project: string) => `wh_test_key_${project}_000000`
@@ -58,3 +51,29 @@ export const deliveriesOf = async (client: Client, project: string, endpointId: 
   return body.deliveries
 }
 
+
+/**
+ * The service in this process, in memory, with an HTTPS receiver whose self-signed certificate
+ * is added to this process's default trust store (what NODE_EXTRA_CA_CERTS does for a child).
+ */
+export const startMemoryWebhookService = async (env: Record<string, string> = {}) => {
+  const original = getCACertificates("default")
+  const certificate = makeCertificate()
+  setDefaultCACertificates([...original, certificate.cert])
+  const receiver = await startReceiver(certificate)
+  const service = await startService({
+    SERVICE_API_KEYS: KEYS,
+    SERVICE_WEBHOOK_ALLOW_PRIVATE_NETWORKS: "true",
+    SERVICE_WEBHOOK_RETRY_DELAYS_MS: "0,100,100,100,100",
+    ...env
+  })
+  return {
+    service,
+    receiver,
+    close: async () => {
+      await service.close()
+      await receiver.close()
+      setDefaultCACertificates(original)
+    }
+  }
+}
