@@ -22,6 +22,7 @@ import { EventStore, type Json } from "./EventStore.ts"
 import { newId } from "./Ids.ts"
 import type { Row } from "./Projection.ts"
 import { Secrets } from "./Secrets.ts"
+import type { ConnectionRequest, ResolvedConnection } from "./ExecutionPorts.ts"
 import { ViewStore } from "./ViewStore.ts"
 
 /** The public form: never the credentials. */
@@ -53,19 +54,9 @@ export interface ListConnectionsQuery {
   readonly after?: string | undefined
 }
 
-export interface ResolveRequest {
-  readonly projectId: string
-  readonly userId: string
-  readonly toolkit: string
-  readonly connectionId?: string | undefined
-  /** The scopes the tool needs (`ToolDefinition.scopes`). */
-  readonly scopes: ReadonlyArray<string>
-}
-
-export interface ResolvedConnection {
-  readonly connectionId?: string
-  readonly credentials?: Redacted.Redacted<Record<string, string>>
-}
+/** What the executor asks before dispatch, and what it gets: the port in ExecutionPorts.ts. */
+export type ResolveRequest = ConnectionRequest
+export type { ResolvedConnection }
 
 export interface ConnectionsShape {
   readonly create: (input: CreateConnectionInput) => Effect.Effect<ConnectionView, InvalidInput>

@@ -17,6 +17,7 @@ import { HttpServer } from "effect/http"
 import { getCACertificates, setDefaultCACertificates } from "node:tls"
 import { fileURLToPath } from "node:url"
 import { EventStore } from "../../infra/EventStore.ts"
+import type { Measurement } from "../Scenario.ts"
 import { AppLive } from "../../src/App.ts"
 import { AppConfig } from "../../src/Config.ts"
 import { createTestDatabase, dropTestDatabase, postgresAvailable } from "../../test/support/Database.ts"
@@ -25,18 +26,6 @@ import { type Client, makeClient, startProcess } from "../../test/support/Servic
 import { makeCertificate, startReceiver } from "../../test/support/WebhookReceiver.ts"
 import { createEndpoint, freePort, KEYS } from "../../test/support/Webhooks.ts"
 
-/** The shape of the harness's result rows (bench/Scenario.ts `Measurement`). */
-export interface Measurement {
-  readonly scenario: string
-  readonly target: string
-  readonly throughput: number
-  readonly unit: "req/s" | "MiB/s"
-  readonly p50Ms: number
-  readonly p99Ms: number
-  readonly requests: number
-  readonly failures: number
-  readonly note?: string
-}
 
 const ENDPOINT_COUNTS = (process.env.BENCH_WEBHOOK_ENDPOINTS ?? "1,10,100").split(",").map(Number)
 const TARGETS = (process.env.BENCH_WEBHOOK_TARGETS ?? "memory,postgres").split(",")
