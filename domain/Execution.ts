@@ -4,9 +4,11 @@
  *
  * Every event after `ExecutionRequested` carries `record`, the public record as it stands after
  * the event, so the `executions` projection is a per-event upsert and the webhook source can
- * rebuild terminal envelopes from the terminal event alone. The request itself carries the
- * input sealed (never plain) and a hash of tool + input for idempotent replays; neither ever
- * reaches the record.
+ * rebuild terminal envelopes from the terminal event alone. A request that may wait (async, or
+ * sync behind a full concurrency cap) carries its input sealed (never plain) so that start-up
+ * recovery can dispatch it; a request recorded together with its start never waits and keeps no
+ * input. Neither the sealed input nor the idempotency hash (older events carry one) ever reaches
+ * the record.
  */
 import { Schema } from "effect"
 import { type NormalizedError, normalized, StateConflict } from "./Errors.ts"
@@ -26,8 +28,8 @@ export const ExecutionRequested = Schema.Struct({
   mode: ExecutionMode,
   connectionId: Schema.optionalKey(Schema.String),
   attachments: Schema.optionalKey(Schema.Array(Schema.String)),
-  sealedInput: Schema.String,
-  inputHash: Schema.String,
+  sealedInput: Schema.optionalKey(Schema.String),
+  inputHash: Schema.optionalKey(Schema.String),
   requestedAt: Schema.String
 })
 export type ExecutionRequested = typeof ExecutionRequested.Type

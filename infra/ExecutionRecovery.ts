@@ -52,6 +52,7 @@ export const recoverExecutions = Effect.gen(function*() {
     Effect.gen(function*() {
       const tool = findTool(request.tool)
       if (tool === undefined) return yield* Effect.fail("the tool left the catalog")
+      if (request.sealedInput === undefined) return yield* Effect.fail("the input was not kept")
       const opened = secrets.open(request.sealedInput)
       if (opened === undefined) return yield* Effect.fail("the input cannot be opened")
       const input = yield* decodeToolInput(tool, JSON.parse(opened)).pipe(Effect.mapError(() => "the input no longer validates"))

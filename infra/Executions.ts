@@ -152,7 +152,6 @@ export const make = Effect.gen(function*() {
       const requestedSync = (command.mode ?? "sync") === "sync"
       const mode: ExecutionMode = tool.asyncByNature ? "async" : (command.mode ?? "sync")
       const waitMs = requestedSync ? config.executeSyncWaitMs : undefined
-      const hash = inputHash(tool.name, input)
       const claimStream = command.idempotencyKey === undefined
         ? undefined
         : keyStream(command.projectId, command.userId, command.idempotencyKey)
@@ -162,6 +161,7 @@ export const make = Effect.gen(function*() {
         const alongside: Array<AppendRequest> = []
         const executionId = newId("exe")
         if (claimStream !== undefined) {
+          const hash = inputHash(tool.name, input)
           const claims = yield* orDie(store.readStream(claimStream))
           const state = claims.reduce<Idempotency.IdempotencyState>(
             (s, e) => Idempotency.evolve(s, e.data as unknown as Idempotency.IdempotencyKeyClaimed),
@@ -195,7 +195,9 @@ export const make = Effect.gen(function*() {
         }
         // Uninterruptible: a client hanging up must not leave a recorded execution undispatched.
         const created = yield* Effect.uninterruptible(actor.execute({
-          request: requestOf(command, tool, mode, executionId, now, hash, attachments, connection.connectionId, secrets.seal(canonicalJson(input))),
+          request: requestOf(command, tool, mode, executionId, now, attachments, connection.connectionId,
+            // Kept only when the execution may wait for a permit (recovery dispatches it then).
+            permitHeld ? undefined : secrets.seal(canonicalJson(input))),
           plan: { tool, input: decoded, credentials: connection.credentials, permitHeld },
           alongside
         })).pipe(
@@ -265,10 +267,9 @@ const requestOf = (
   mode: ExecutionMode,
   executionId: string,
   now: number,
-  hash: string,
   attachments: ReadonlyArray<string> | undefined,
   connectionId: string | undefined,
-  sealedInput: string
+  sealedInput: string | undefined
 ) => ({
   executionId,
   projectId: command.projectId,
@@ -279,8 +280,7 @@ const requestOf = (
   mode,
   ...(connectionId !== undefined ? { connectionId } : {}),
   ...(attachments !== undefined ? { attachments } : {}),
-  sealedInput,
-  inputHash: hash,
+  ...(sealedInput !== undefined ? { sealedInput } : {}),
   requestedAt: new Date(now).toISOString()
 })
 

@@ -2,7 +2,9 @@
  * Executions through HTTP on both stores: execute (sync, async, async by nature), normalized
  * failures, validation, acting user, get and cancel.
  */
+import { Effect } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { EventStore } from "../../infra/EventStore.ts"
 import { catalogVersion } from "../../domain/catalog/index.ts"
 import { type InProcessService, OTHER_KEY, PINNED_KEY, startService } from "../support/Service.ts"
 import {
@@ -238,6 +240,25 @@ for (const mode of modes) {
         expect(all).not.toContain("\"ms\"")
         const withSecret = await execute(service, { tool: "demo.sleep", input: { ms: 1 }, userId: "u_leak", idempotencyKey: secret })
         expect(JSON.stringify(withSecret.body)).not.toContain(secret)
+      })
+
+      it("the log keeps an input sealed only while the execution may wait for dispatch", async () => {
+        const sync = await execute(service, { tool: "demo.echo", input: { kept: "no" }, userId: "u_sealed" })
+        const async = await execute(service, { tool: "demo.echo", input: { kept: "yes" }, userId: "u_sealed", mode: "async" })
+        const requestOf = async (executionId: string) => {
+          const events = await service.runtime.runPromise(
+            Effect.flatMap(EventStore, (store) => store.readStream(`execution-${executionId}`))
+          )
+          const request = events.find((e) => e.type === "ExecutionRequested")?.data as Record<string, unknown> | undefined
+          expect(request).toBeDefined()
+          // demo.echo's output repeats the input; the request itself never holds it in plain.
+          expect(JSON.stringify(request)).not.toContain("kept")
+          return request ?? {}
+        }
+        // Recorded together with its start: never resumed, so nothing to keep.
+        expect(await requestOf(String(sync.body.executionId))).not.toHaveProperty("sealedInput")
+        // Pending first: start-up recovery may have to dispatch it, so the input is kept sealed.
+        expect(String((await requestOf(String(async.body.executionId))).sealedInput)).toMatch(/^v1\./)
       })
     })
   })
