@@ -5,6 +5,7 @@
  * escapes the API's own middleware. Every response leaves with a `Request-Id` header.
  */
 import { Effect, Stream } from "effect"
+import { IncomingMessage } from "node:http"
 import type { Duplex } from "node:stream"
 import { normalized } from "../domain/Errors.ts"
 import { HttpServerRequest, type HttpServerResponse } from "effect/http"
@@ -55,8 +56,52 @@ const compile = (routes: ReadonlyArray<Route>): ReadonlyArray<CompiledRoute> => 
 const isJson = (header: string | undefined): boolean =>
   header !== undefined && (header.split(";", 1)[0] ?? "").trim().toLowerCase() === "application/json"
 
-/** Reads at most `limit` bytes; `undefined` when the body is longer. */
-const readLimited = (request: HttpServerRequest.HttpServerRequest, limit: number) =>
+/**
+ * Reads at most `limit` bytes: the body, `undefined` when it is longer, `null` when the request
+ * broke off.
+ */
+const readLimited = (request: HttpServerRequest.HttpServerRequest, limit: number): Effect.Effect<Buffer | undefined | null> => {
+  const source = (request as { readonly source?: unknown }).source
+  return source instanceof IncomingMessage
+    ? readIncoming(source, limit)
+    : readStream(request, limit).pipe(Effect.orElseSucceed(() => null))
+}
+
+/** Node's request read directly (the common case): no stream adapter per request. */
+const readIncoming = (message: IncomingMessage, limit: number) =>
+  Effect.callback<Buffer | undefined | null>((resume) => {
+    const chunks: Array<Buffer> = []
+    let size = 0
+    const cleanup = () => {
+      message.off("data", onData)
+      message.off("end", onEnd)
+      message.off("error", onError)
+      message.off("close", onError)
+    }
+    const onData = (chunk: Buffer) => {
+      size += chunk.length
+      if (size <= limit) return void chunks.push(chunk)
+      cleanup()
+      message.pause()
+      resume(Effect.succeed(undefined))
+    }
+    const onEnd = () => {
+      cleanup()
+      resume(Effect.succeed(Buffer.concat(chunks, size)))
+    }
+    const onError = () => {
+      cleanup()
+      resume(Effect.succeed(null))
+    }
+    message.on("data", onData)
+    message.on("end", onEnd)
+    message.on("error", onError)
+    // A connection that closes before the end of the body: nothing more is coming.
+    message.on("close", onError)
+    return Effect.sync(cleanup)
+  })
+
+const readStream = (request: HttpServerRequest.HttpServerRequest, limit: number) =>
   Effect.suspend(() => {
     const chunks: Array<Uint8Array> = []
     let size = 0
@@ -130,7 +175,7 @@ export const makeEdge = (options: EdgeOptions) => {
         if (!isJson(request.headers["content-type"])) return refuse(unsupportedMediaType())
         const limit = options.bodyLimit(request.method, path)
         if (contentLength !== undefined && Number(contentLength) > limit) return refuse(bodyTooLarge(limit))
-        const body = yield* readLimited(request, limit).pipe(Effect.orElseSucceed(() => null))
+        const body = yield* readLimited(request, limit)
         if (body === undefined) return refuse(bodyTooLarge(limit))
         if (body === null) return refuse(malformedBody())
         effective = withBody(request, body)

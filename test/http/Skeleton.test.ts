@@ -47,6 +47,31 @@ describe("edge", () => {
     await expectEnvelope(response, 405, "invalid_input")
   })
 
+  it("a client that hangs up halfway through a body leaves the service answering", async () => {
+    const url = new URL(service.baseUrl)
+    const halfSent = Array.from({ length: 5 }, () =>
+      new Promise<void>((resolve) => {
+        const req = httpRequest({
+          host: url.hostname,
+          port: url.port,
+          path: "/v1/execute",
+          method: "POST",
+          headers: { authorization: `Bearer ${KEY}`, "content-type": "application/json", "content-length": "1000" }
+        })
+        req.on("error", () => resolve())
+        req.on("close", () => resolve())
+        req.write(`{"tool":"demo.echo","input":{"message":"`, () => setTimeout(() => req.destroy(), 20))
+      }))
+    await Promise.all(halfSent)
+    const response = await service.fetch("/v1/execute", {
+      method: "POST",
+      body: JSON.stringify({ tool: "demo.echo", input: { message: "whole" }, userId: "u_edge" }),
+      headers: { "content-type": "application/json" }
+    })
+    expect(response.status).toBe(200)
+    expect(await response.json()).toMatchObject({ status: "succeeded", output: { message: "whole" } })
+  })
+
   it("request ids differ per request", async () => {
     const a = await service.fetch("/v1/me")
     const b = await service.fetch("/v1/me")
