@@ -63,7 +63,11 @@ const isJson = (header: string | undefined): boolean =>
 const readLimited = (request: HttpServerRequest.HttpServerRequest, limit: number): Effect.Effect<Buffer | undefined | null> => {
   const source = (request as { readonly source?: unknown }).source
   return source instanceof IncomingMessage
-    ? readIncoming(source, limit)
+    ? Effect.andThen(
+      // A client that sent `Expect: 100-continue` waits for this before it sends the body.
+      Effect.sync(() => (request as { readonly writeContinue?: () => void }).writeContinue?.()),
+      readIncoming(source, limit)
+    )
     : readStream(request, limit).pipe(Effect.orElseSucceed(() => null))
 }
 
@@ -118,33 +122,65 @@ const readStream = (request: HttpServerRequest.HttpServerRequest, limit: number)
     )
   })
 
+const BODY = Symbol("app/http/Edge/body")
+
+interface Buffered {
+  readonly [BODY]: { readonly bytes: Uint8Array; text: string | undefined }
+}
+
+const textOf = (self: Buffered) => {
+  const body = self[BODY]
+  return (body.text ??= new TextDecoder().decode(body.bytes))
+}
+
 /**
- * The same request, with a body that has already been read. The text and the ArrayBuffer copy
- * are made on first use only: a staged file's body is tens of megabytes, and the API reads
- * only the text.
+ * What a request with an already-read body answers instead of reading its stream. The text and
+ * the ArrayBuffer copy are made on first use only: a staged file's body is tens of megabytes,
+ * and the API reads only the text.
  */
+const bodyAccessors: PropertyDescriptorMap = {
+  arrayBuffer: {
+    get(this: Buffered) {
+      const bytes = this[BODY].bytes
+      return Effect.sync(() => bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.byteLength) as ArrayBuffer)
+    }
+  },
+  text: {
+    get(this: Buffered) {
+      return Effect.sync(() => textOf(this))
+    }
+  },
+  json: {
+    get(this: Buffered) {
+      return Effect.try({
+        try: () => {
+          const value = textOf(this)
+          return value === "" ? null : JSON.parse(value)
+        },
+        catch: () => malformedBody()
+      })
+    }
+  },
+  stream: {
+    get(this: Buffered) {
+      return Stream.make(this[BODY].bytes)
+    }
+  }
+}
+
+/** One prototype per request class, so every wrapped request has the same shape. */
+const bufferedPrototypes = new WeakMap<object, object>()
+
+/** The same request (its own fields copied), with a body that has already been read. */
 const withBody = (request: HttpServerRequest.HttpServerRequest, body: Uint8Array): HttpServerRequest.HttpServerRequest => {
-  let text: string | undefined
-  const getText = () => (text ??= new TextDecoder().decode(body))
-  const wrapped = Object.create(request) as HttpServerRequest.HttpServerRequest
-  Object.defineProperties(wrapped, {
-    arrayBuffer: {
-      get: () => Effect.sync(() => body.buffer.slice(body.byteOffset, body.byteOffset + body.byteLength) as ArrayBuffer)
-    },
-    text: { get: () => Effect.sync(getText) },
-    json: {
-      get: () =>
-        Effect.try({
-          try: () => {
-            const value = getText()
-            return value === "" ? null : JSON.parse(value)
-          },
-          catch: () => malformedBody()
-        })
-    },
-    stream: { get: () => Stream.make(body) }
-  })
-  return wrapped
+  const base = Object.getPrototypeOf(request) as object
+  let prototype = bufferedPrototypes.get(base)
+  if (prototype === undefined) {
+    prototype = Object.create(base, bodyAccessors) as object
+    bufferedPrototypes.set(base, prototype)
+  }
+  const wrapped = Object.assign(Object.create(prototype) as object, request)
+  return Object.assign(wrapped, { [BODY]: { bytes: body, text: undefined } }) as HttpServerRequest.HttpServerRequest
 }
 
 export const makeEdge = (options: EdgeOptions) => {

@@ -72,6 +72,39 @@ describe("edge", () => {
     expect(await response.json()).toMatchObject({ status: "succeeded", output: { message: "whole" } })
   })
 
+  it("a client that waits for 100 Continue gets it, then its answer", async () => {
+    const url = new URL(service.baseUrl)
+    const body = JSON.stringify({ tool: "demo.echo", input: { message: "continued" }, userId: "u_edge" })
+    const answer = await new Promise<{ status: number | undefined; text: string; continued: boolean }>((resolve, reject) => {
+      let continued = false
+      const req = httpRequest({
+        host: url.hostname,
+        port: url.port,
+        path: "/v1/execute",
+        method: "POST",
+        headers: {
+          authorization: `Bearer ${KEY}`,
+          "content-type": "application/json",
+          "content-length": String(Buffer.byteLength(body)),
+          expect: "100-continue"
+        }
+      }, (res) => {
+        let text = ""
+        res.on("data", (chunk: Buffer) => (text += chunk.toString("utf8")))
+        res.on("end", () => resolve({ status: res.statusCode, text, continued }))
+      })
+      req.on("error", reject)
+      // The body goes only after the server's 100 Continue; without it this request would hang.
+      req.on("continue", () => {
+        continued = true
+        req.end(body)
+      })
+    })
+    expect(answer.continued).toBe(true)
+    expect(answer.status).toBe(200)
+    expect(JSON.parse(answer.text)).toMatchObject({ status: "succeeded", output: { message: "continued" } })
+  })
+
   it("request ids differ per request", async () => {
     const a = await service.fetch("/v1/me")
     const b = await service.fetch("/v1/me")
