@@ -4,7 +4,7 @@
  * of the Execution actor; reads come from the `executions` view.
  */
 import { Clock, Context, Effect, Layer } from "effect"
-import { createHash } from "node:crypto"
+import { hash as digest } from "node:crypto"
 import type { ToolDefinition } from "../domain/Catalog.ts"
 import { catalogVersion, decodeClosed, findTool, toCanonicalName } from "../domain/catalog/index.ts"
 import * as Idempotency from "../domain/Idempotency.ts"
@@ -75,7 +75,7 @@ export const canonicalJson = (value: unknown): string => {
   return JSON.stringify(value) ?? "null"
 }
 
-const sha256 = (text: string) => createHash("sha256").update(text).digest("hex")
+const sha256 = (text: string) => digest("sha256", text, "hex")
 
 export const inputHash = (tool: string, input: unknown) => sha256(`${tool}\u0000${canonicalJson(input)}`)
 
