@@ -7,7 +7,8 @@
  * their event loop; the machine's two cores are still shared by everything, so besides ops/s the
  * table shows each server's CPU time per operation (from /proc), which contention distorts less.
  *
- * Standalone: `node bench/scenarios/executions.ts` (BENCH_SECONDS, BENCH_CLIENTS tune it).
+ * Standalone: `node bench/scenarios/executions.ts` (BENCH_SECONDS, BENCH_WARMUP_SECONDS,
+ * BENCH_CLIENTS tune it).
  */
 import { PgClient } from "@effect/sql-pg"
 import { Effect, Redacted } from "effect"
@@ -15,11 +16,13 @@ import { spawn } from "node:child_process"
 import { readFileSync } from "node:fs"
 import { Agent, request } from "node:http"
 import { createServer as createNetServer } from "node:net"
-import { pathToFileURL } from "node:url"
+import { fileURLToPath, pathToFileURL } from "node:url"
 import { createTestDatabase, dropTestDatabase, postgresAvailable, TEST_DATABASE_URL } from "../../test/support/Database.ts"
 import { startProcess } from "../../test/support/Service.ts"
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 5)
+/** Unmeasured load first, so every server is measured with its hot paths compiled. */
+const WARMUP_SECONDS = Number(process.env.BENCH_WARMUP_SECONDS ?? 3)
 const CLIENTS = Number(process.env.BENCH_CLIENTS ?? 32)
 /** Projects to spread the load over: demo allows 4 concurrent executions per project. */
 const PROJECTS = 16
@@ -38,7 +41,7 @@ interface Result {
 const percentile = (sorted: ReadonlyArray<number>, p: number) =>
   sorted.length === 0 ? 0 : sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * p))] ?? 0
 
-/** Runs `clients` loops of `op` for `seconds` (after a one-second warm-up) and times each call. */
+/** Runs `clients` loops of `op` for `seconds` (after the warm-up) and times each call. */
 const load = async (
   name: string,
   clients: number,
@@ -46,7 +49,7 @@ const load = async (
   op: (client: number) => Promise<boolean>,
   pid?: number
 ): Promise<Result> => {
-  const warmUntil = Date.now() + 1000
+  const warmUntil = Date.now() + WARMUP_SECONDS * 1000
   await Promise.all(Array.from({ length: clients }, async (_, c) => {
     while (Date.now() < warmUntil) await op(c)
   }))
@@ -133,6 +136,19 @@ const rawNodeBaseline = async (): Promise<Result> => {
   }
 }
 
+/** The framework floor: a bare Effect HttpApi POST route (bench/effect-server.ts). */
+const effectBaseline = async (): Promise<Result> => {
+  const port = await freePort()
+  const server = fileURLToPath(new URL("../effect-server.ts", import.meta.url))
+  const child = spawn(process.execPath, [server, String(port)], { stdio: ["ignore", "pipe", "inherit"] })
+  await new Promise<void>((resolve) => child.stdout.once("data", () => resolve()))
+  try {
+    return await load("Effect HttpApi POST, no service", CLIENTS, SECONDS, () => postJson(port, "/v1/execute", BODY, {}, 200), child.pid)
+  } finally {
+    child.kill("SIGKILL")
+  }
+}
+
 const keys = Array.from({ length: PROJECTS }, (_, i) => `bench_key_project_${String(i).padStart(4, "0")}`)
 const ROOMY = {
   SERVICE_API_KEYS: keys.map((key, i) => `${key}=proj_bench_${i}`).join(","),
@@ -183,11 +199,15 @@ export const run = async (): Promise<void> => {
   const results: Array<Result> = []
   const rawNode = await rawNodeBaseline()
   results.push(rawNode)
+  const framework = await effectBaseline()
+  results.push(framework)
   const memory = await serviceRun("sync demo.echo, memory", {})
   results.push(memory)
   const cpuRatio = memory.cpuUs !== undefined && rawNode.cpuUs !== undefined ? (rawNode.cpuUs / memory.cpuUs).toFixed(2) : "-"
   const notes = [
-    `memory / raw node: ${(memory.perSecond / rawNode.perSecond).toFixed(2)} by throughput, ${cpuRatio} by server CPU per op (target >= 0.30)`
+    `memory / raw node: ${(memory.perSecond / rawNode.perSecond).toFixed(2)} by throughput, ${cpuRatio} by server CPU per op (target >= 0.30)`,
+    `Effect HttpApi floor / raw node: ${(framework.perSecond / rawNode.perSecond).toFixed(2)} by throughput; the service adds ` +
+    `${memory.cpuUs !== undefined && framework.cpuUs !== undefined ? (memory.cpuUs - framework.cpuUs).toFixed(0) : "-"} us of CPU per execution above it`
   ]
   if (postgresAvailable) {
     const url = await createTestDatabase("bench")
