@@ -179,7 +179,7 @@ export const make = Effect.gen(function*() {
     )
   })
 
-  const pick = Effect.fn("Connections.pick")(function*(request: ResolveRequest) {
+  const pick = Effect.fnUntraced(function*(request: ResolveRequest) {
     if (request.connectionId !== undefined) {
       const row = yield* getRow(request.connectionId)
       if (row === undefined || row.projectId !== request.projectId || row.userId !== request.userId) {
@@ -207,7 +207,8 @@ export const make = Effect.gen(function*() {
     return only
   })
 
-  const resolve = Effect.fn("Connections.resolve")(function*(request: ResolveRequest) {
+  // Untraced: it runs on every execution, and a span costs more than the lookup itself.
+  const resolve = Effect.fnUntraced(function*(request: ResolveRequest) {
     const toolkit = findToolkit(request.toolkit)
     if (toolkit === undefined) return yield* invalid(`Unknown toolkit ${JSON.stringify(request.toolkit)}.`)
     if (!needsConnection(toolkit)) {

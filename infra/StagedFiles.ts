@@ -144,7 +144,7 @@ export const makeStagedFiles = (
     return { files: rows.slice(0, page.limit), more: rows.length > page.limit }
   })
 
-  const existing = Effect.fn("StagedFiles.existing")(function*(projectId: string, fileIds: ReadonlyArray<string>) {
+  const existing = Effect.fnUntraced(function*(projectId: string, fileIds: ReadonlyArray<string>) {
     const wanted = [...new Set(fileIds)]
     const valid = wanted.filter(isFileId)
     const found = valid.length === 0 ? [] : yield* backend.findMany(valid)
