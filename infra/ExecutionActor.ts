@@ -225,8 +225,13 @@ export const make = Effect.gen(function*() {
     )
   }
 
-  const fork = (executionId: string, entry: Entry, plan: DispatchPlan) =>
-    Effect.map(Effect.forkIn(dispatch(executionId, entry, plan), scope), (fiber) => {
+  /**
+   * `startImmediately` runs the dispatch in the caller's turn up to its first wait: a fast
+   * adapter (demo, a cached answer) has then finished before `fork` returns, and a sync request
+   * answers without a scheduled fiber, a listener and a timer.
+   */
+  const fork = (executionId: string, entry: Entry, plan: DispatchPlan, startImmediately = false) =>
+    Effect.map(Effect.forkIn(dispatch(executionId, entry, plan), scope, { startImmediately }), (fiber) => {
       entry.fiber = fiber
     })
 
@@ -250,8 +255,11 @@ export const make = Effect.gen(function*() {
         ])
         const entry = newEntry(state, events.length)
         entries.set(request.executionId, entry)
-        yield* fork(request.executionId, entry, plan)
-        return state?.record ?? (yield* Effect.die(new Error("a request always makes a record")))
+        // Sync with its permit: dispatched at once, so the record may already be terminal. Async
+        // answers the record as requested (pending) and dispatches on the scheduler's next turn.
+        yield* fork(request.executionId, entry, plan, plan.permitHeld)
+        const record = plan.permitHeld ? entry.state?.record : state?.record
+        return record ?? (yield* Effect.die(new Error("a request always makes a record")))
       }),
 
     cancel: (executionId) =>
