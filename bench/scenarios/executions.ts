@@ -21,8 +21,9 @@ import { createTestDatabase, dropTestDatabase, postgresAvailable, TEST_DATABASE_
 import { startProcess } from "../../test/support/Service.ts"
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 5)
-/** Unmeasured load first, so every server is measured with its hot paths compiled. */
-const WARMUP_SECONDS = Number(process.env.BENCH_WARMUP_SECONDS ?? 3)
+/** Unmeasured load first, so every server is measured with its hot paths compiled (the service
+ * takes about 10 s of load to reach its steady CPU per request). */
+const WARMUP_SECONDS = Number(process.env.BENCH_WARMUP_SECONDS ?? 10)
 const CLIENTS = Number(process.env.BENCH_CLIENTS ?? 32)
 /** Projects to spread the load over: demo allows 4 concurrent executions per project. */
 const PROJECTS = 16
