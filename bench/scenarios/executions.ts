@@ -19,6 +19,7 @@ import { createServer as createNetServer } from "node:net"
 import { fileURLToPath, pathToFileURL } from "node:url"
 import { createTestDatabase, dropTestDatabase, postgresAvailable, TEST_DATABASE_URL } from "../../test/support/Database.ts"
 import { startProcess } from "../../test/support/Service.ts"
+import { runEngine } from "../engine.ts"
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 5)
 /** Unmeasured load first, so every server is measured with its hot paths compiled (the service
@@ -150,6 +151,19 @@ const effectBaseline = async (): Promise<Result> => {
   }
 }
 
+/** Fibers driving the engine without HTTP; projects keep each under demo's cap of 4. */
+const ENGINE_CONCURRENCY = Number(process.env.BENCH_ENGINE_CONCURRENCY ?? 64)
+
+const engineRow = async (name: string, env: Record<string, string>): Promise<Result> => {
+  const result = await runEngine(env, {
+    seconds: SECONDS,
+    warmupSeconds: WARMUP_SECONDS,
+    concurrency: ENGINE_CONCURRENCY,
+    projects: Math.ceil(ENGINE_CONCURRENCY / 2)
+  })
+  return { name, ops: result.executions, perSecond: result.perSecond, p50: result.p50, p99: result.p99, errors: result.failures, cpuUs: result.cpuUs }
+}
+
 const keys = Array.from({ length: PROJECTS }, (_, i) => `bench_key_project_${String(i).padStart(4, "0")}`)
 const ROOMY = {
   SERVICE_API_KEYS: keys.map((key, i) => `${key}=proj_bench_${i}`).join(","),
@@ -204,6 +218,8 @@ export const run = async (): Promise<void> => {
   results.push(framework)
   const memory = await serviceRun("sync demo.echo, memory", {})
   results.push(memory)
+  const memoryEngine = await engineRow(`engine without HTTP, memory (${ENGINE_CONCURRENCY} fibers)`, {})
+  results.push(memoryEngine)
   const cpuRatio = memory.cpuUs !== undefined && rawNode.cpuUs !== undefined ? (rawNode.cpuUs / memory.cpuUs).toFixed(2) : "-"
   const notes = [
     `memory / raw node: ${(memory.perSecond / rawNode.perSecond).toFixed(2)} by throughput, ${cpuRatio} by server CPU per op (target >= 0.30)`,
@@ -219,7 +235,12 @@ export const run = async (): Promise<void> => {
         SERVICE_SECRET_KEY: Buffer.alloc(32, 7).toString("base64")
       })
       results.push(pg)
-      notes.push(`Postgres executions/s: ${pg.perSecond.toFixed(0)} (target >= 3000)`)
+      const pgEngine = await engineRow(`engine without HTTP, Postgres (${ENGINE_CONCURRENCY} fibers)`, {
+        SERVICE_DATABASE_URL: url,
+        SERVICE_SECRET_KEY: Buffer.alloc(32, 7).toString("base64")
+      })
+      results.push(pgEngine)
+      notes.push(`Postgres executions/s: ${pg.perSecond.toFixed(0)} through HTTP, ${pgEngine.perSecond.toFixed(0)} in the engine (target >= 3000)`)
     } finally {
       await dropTestDatabase(url)
     }

@@ -1,0 +1,85 @@
+/**
+ * The execution engine without HTTP: the Executions service (validation, idempotency, caps, the
+ * Execution actor, the event log and its inline projections, the webhook dispatcher following the
+ * log) driven in this process by `concurrency` fibers that each execute sync `demo.echo` in a loop.
+ * It shows what the engine sustains on a store, apart from the HTTP server's cost per request.
+ */
+import { Effect, Layer, ManagedRuntime } from "effect"
+import * as Connections from "../infra/Connections.ts"
+import { Executions } from "../infra/Executions.ts"
+import { ExecutionsLive } from "../src/App.ts"
+import { AppConfig, type Env } from "../src/Config.ts"
+import { InfraLive } from "../src/Infra.ts"
+import { WebhooksLive } from "../src/Webhooks.ts"
+
+export interface EngineResult {
+  readonly executions: number
+  readonly perSecond: number
+  /** CPU (user + system) of this process per execution, microseconds. */
+  readonly cpuUs: number
+  readonly p50: number
+  readonly p99: number
+  readonly failures: number
+}
+
+const percentile = (sorted: ReadonlyArray<number>, p: number) =>
+  sorted.length === 0 ? 0 : sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * p))] ?? 0
+
+export const runEngine = async (
+  env: Env,
+  options: { readonly seconds: number; readonly warmupSeconds: number; readonly concurrency: number; readonly projects: number }
+): Promise<EngineResult> => {
+  const layer = ExecutionsLive.pipe(
+    Layer.provideMerge(Connections.layer),
+    Layer.provideMerge(WebhooksLive),
+    Layer.provideMerge(InfraLive),
+    Layer.provideMerge(AppConfig.layerFrom(env))
+  )
+  const runtime = ManagedRuntime.make(layer)
+  try {
+    const executions = await runtime.runPromise(Executions)
+    const latencies: Array<number> = []
+    let failures = 0
+    const loop = (client: number, until: number, record: boolean) =>
+      Effect.gen(function*() {
+        while (Date.now() < until) {
+          const started = performance.now()
+          const result = yield* Effect.result(executions.execute({
+            projectId: `proj_bench_${client % options.projects}`,
+            userId: "bench_user",
+            tool: "demo.echo",
+            input: { message: "hello", n: 1 },
+            mode: undefined,
+            connectionId: undefined,
+            attachments: undefined,
+            idempotencyKey: undefined
+          }))
+          if (!record) continue
+          latencies.push(performance.now() - started)
+          if (result._tag === "Failure" || result.success.record.status !== "succeeded") failures++
+        }
+      })
+    const all = (until: number, record: boolean) =>
+      runtime.runPromise(Effect.forEach(Array.from({ length: options.concurrency }, (_, c) => c), (c) => loop(c, until, record), {
+        concurrency: "unbounded",
+        discard: true
+      }))
+    await all(Date.now() + options.warmupSeconds * 1000, false)
+    const cpu = process.cpuUsage()
+    const start = performance.now()
+    await all(Date.now() + options.seconds * 1000, true)
+    const elapsed = (performance.now() - start) / 1000
+    const used = process.cpuUsage(cpu)
+    latencies.sort((a, b) => a - b)
+    return {
+      executions: latencies.length,
+      perSecond: latencies.length / elapsed,
+      cpuUs: (used.user + used.system) / Math.max(1, latencies.length),
+      p50: percentile(latencies, 0.5),
+      p99: percentile(latencies, 0.99),
+      failures
+    }
+  } finally {
+    await runtime.dispose()
+  }
+}
