@@ -3,7 +3,7 @@
  * projections are applied to the memory tables in the same synchronous step as the append, so
  * the guarantees match the Postgres store's single commit.
  */
-import { Context, type Duration, Effect, Layer } from "effect"
+import { Context, Duration, Effect, Layer } from "effect"
 import {
   type AppendRequest,
   ConcurrencyConflict,
@@ -17,36 +17,53 @@ import {
 import { projectAll, Projections } from "./Projection.ts"
 import { MemoryTables, memoryViewStore, ViewStore } from "./ViewStore.ts"
 
-/** Wakes followers when something is appended; a waiter also gives up after `maxWait`. */
+/**
+ * Wakes followers when something is appended; a waiter also gives up after `maxWait`. Wake-ups
+ * are coalesced: every notify of one turn of the event loop wakes the waiters once, on the next
+ * turn, so a follower reads a batch instead of running once per append. A wait is one callback
+ * and one timer (no racing fibers).
+ */
 export class Wakeup implements FeedSignal {
-  private waiters: Array<() => void> = []
+  private readonly waiters = new Set<() => void>()
   private counter = 0
-  private readonly maxWait: Duration.Input
+  private scheduled = false
+  private readonly maxWaitMs: number
 
   constructor(maxWait: Duration.Input) {
-    this.maxWait = maxWait
+    this.maxWaitMs = Duration.toMillis(Duration.fromInputUnsafe(maxWait))
   }
 
   readonly generation = () => this.counter
 
   notify(): void {
     this.counter++
-    const waiters = this.waiters
-    this.waiters = []
+    if (this.scheduled || this.waiters.size === 0) return
+    this.scheduled = true
+    setImmediate(this.flush)
+  }
+
+  private readonly flush = () => {
+    this.scheduled = false
+    const waiters = [...this.waiters]
+    this.waiters.clear()
     for (const wake of waiters) wake()
   }
 
-  readonly wait = (since: number): Effect.Effect<void> => {
-    const maxWait = this.maxWait
-    return Effect.callback<void>((resume) => {
+  readonly wait = (since: number): Effect.Effect<void> =>
+    Effect.callback<void>((resume) => {
       if (this.counter !== since) return resume(Effect.void)
-      const wake = () => resume(Effect.void)
-      this.waiters.push(wake)
+      const wake = () => {
+        clearTimeout(timer)
+        this.waiters.delete(wake)
+        resume(Effect.void)
+      }
+      const timer = setTimeout(wake, this.maxWaitMs)
+      this.waiters.add(wake)
       return Effect.sync(() => {
-        this.waiters = this.waiters.filter((w) => w !== wake)
+        clearTimeout(timer)
+        this.waiters.delete(wake)
       })
-    }).pipe(Effect.timeoutOption(maxWait), Effect.asVoid)
-  }
+    })
 }
 
 export const makeMemoryEventStore = (tables: MemoryTables, projections: Projections["Service"]) => {
