@@ -19,6 +19,7 @@ import { AppConfig } from "../src/Config.ts"
 import { type AppendRequest, EventStore, type Json, type Position, type RecordedEvent, START, StoreUnavailable } from "./EventStore.ts"
 import type { Migration } from "./PgMigrations.ts"
 import { ViewStore } from "./ViewStore.ts"
+import { WebhookEndpoints } from "./WebhookEndpoints.ts"
 import { WebhookLanes } from "./WebhookLane.ts"
 import { WebhookLeases } from "./WebhookLeases.ts"
 import { DELIVERIES_TABLE, ENDPOINTS_TABLE, endpointFromRow, type EndpointRow } from "./WebhookProjections.ts"
@@ -78,6 +79,8 @@ export const deliveryIdFor = (eventId: string, endpointId: string, createdAtMs: 
 }
 
 const SWEEP_MS = 5_000
+const SUBSCRIPTIONS_TTL_MS = 5_000
+const MAX_CACHED_PROJECTS = 10_000
 
 /** Runs again `everyMs` after it ends or fails: followers never end, the sweep does. */
 const forever = (name: string, effect: Effect.Effect<void, StoreUnavailable>, everyMs: number) =>
@@ -96,12 +99,31 @@ export const make = Effect.gen(function*() {
   const checkpoints = yield* WebhookCheckpoints
   const config = yield* AppConfig
 
+  const endpoints = yield* WebhookEndpoints
+
+  /**
+   * Active endpoints per project, read from the view once and kept until an endpoint changes:
+   * an endpoint event in the feed or an edit in this process clears it, and entries expire after
+   * SUBSCRIPTIONS_TTL_MS in any case. Most projects have no endpoint, and without this every
+   * batch of terminal executions cost one view query per project.
+   */
+  const subscriptions = new Map<string, { readonly rows: ReadonlyArray<EndpointRow>; readonly until: number }>()
+  endpoints.onChange(() => subscriptions.clear())
   const subscribers = (projectId: string) =>
-    views.list(ENDPOINTS_TABLE, {
-      where: [{ column: "project_id", op: "=", value: projectId }, { column: "active", op: "=", value: true }],
-      orderBy: [{ column: "endpoint_id", direction: "asc" }],
-      limit: 10_000
-    }).pipe(Effect.map((rows) => rows.map(endpointFromRow)))
+    Effect.suspend(() => {
+      const cached = subscriptions.get(projectId)
+      if (cached !== undefined && cached.until > Date.now()) return Effect.succeed(cached.rows)
+      return views.list(ENDPOINTS_TABLE, {
+        where: [{ column: "project_id", op: "=", value: projectId }, { column: "active", op: "=", value: true }],
+        orderBy: [{ column: "endpoint_id", direction: "asc" }],
+        limit: 10_000
+      }).pipe(Effect.map((rows) => {
+        const endpointRows = rows.map(endpointFromRow)
+        if (subscriptions.size >= MAX_CACHED_PROJECTS) subscriptions.clear()
+        subscriptions.set(projectId, { rows: endpointRows, until: Date.now() + SUBSCRIPTIONS_TTL_MS })
+        return endpointRows
+      }))
+    })
 
   const queue = (requests: ReadonlyArray<AppendRequest>) =>
     store.append(requests).pipe(
@@ -119,6 +141,8 @@ export const make = Effect.gen(function*() {
   const dispatch = (events: ReadonlyArray<RecordedEvent>) =>
     Effect.gen(function*() {
       const found: Array<{ readonly event: WebhookEvent; readonly recorded: RecordedEvent }> = []
+      // An endpoint changed (here or in a peer): this batch reads subscriptions afresh.
+      if (events.some((recorded) => recorded.streamType === ENDPOINT_STREAM_TYPE)) subscriptions.clear()
       for (const recorded of events) {
         const event = sourceFor(sources, recorded)?.fromEvent(recorded)
         if (event !== undefined) found.push({ event, recorded })

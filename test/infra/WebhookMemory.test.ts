@@ -75,4 +75,42 @@ describe("webhook delivery (memory)", () => {
     const unknown = await service.fetch(`/v1/webhooks/${endpoint.endpointId}/deliveries?status=failed`, { key: keyOf("p2") })
     expect(unknown.status).toBe(422)
   }, 20_000)
+
+  it("subscriptions follow endpoints created, patched and deactivated after the project's events were dispatched", async () => {
+    const run = (outcome: "succeeded" | "failed") =>
+      (service.runtime as unknown as ManagedRuntime.ManagedRuntime<EventStore, unknown>).runPromise(appendTerminal("proj_p3", outcome))
+    receiver.respond = () => ({ status: 200 })
+    const seen = (path: string) => receiver.received.filter((r) => r.path === path).map((r) => r.headers["service-webhook-id"])
+    // The dispatcher has seen this project with no endpoint at all.
+    await run("succeeded")
+    const first = await createEndpoint(service, "p3", receiver.url("/p3/a"))
+    const afterCreate = await run("succeeded")
+    await eventually(() => seen("/p3/a").includes(afterCreate.eventId) || undefined, 3_000, "delivery to the new endpoint")
+    // Only failures from now on.
+    const patched = await service.fetch(`/v1/webhooks/${first.endpointId}`, {
+      key: keyOf("p3"),
+      method: "PATCH",
+      body: JSON.stringify({ events: ["execution.failed"] }),
+      headers: { "content-type": "application/json" }
+    })
+    expect(patched.status).toBe(200)
+    const skipped = await run("succeeded")
+    const failed = await run("failed")
+    await eventually(() => seen("/p3/a").includes(failed.eventId) || undefined, 3_000, "delivery after the patch")
+    expect(seen("/p3/a")).not.toContain(skipped.eventId)
+    const deactivated = await service.fetch(`/v1/webhooks/${first.endpointId}`, {
+      key: keyOf("p3"),
+      method: "PATCH",
+      body: JSON.stringify({ active: false }),
+      headers: { "content-type": "application/json" }
+    })
+    expect(deactivated.status).toBe(200)
+    const second = await createEndpoint(service, "p3", receiver.url("/p3/b"))
+    const last = await run("failed")
+    await eventually(() => seen("/p3/b").includes(last.eventId) || undefined, 3_000, "delivery to the second endpoint")
+    expect(seen("/p3/a")).not.toContain(last.eventId)
+    const queued = await deliveriesOf(service, "p3", first.endpointId)
+    expect(queued.map((d) => d.eventId)).not.toContain(last.eventId)
+    expect(second.endpointId).not.toBe(first.endpointId)
+  }, 30_000)
 })
