@@ -60,7 +60,8 @@ interface Group {
   readonly table: string
   readonly columns: ReadonlyArray<string>
   readonly changes: Array<RowChange>
-  readonly keys: Set<string>
+  /** Primary key (JSON) -> index in `changes`. */
+  readonly keys: Map<string, number>
 }
 
 const changeColumns = (change: RowChange): ReadonlyArray<string> => {
@@ -81,8 +82,13 @@ const changeKey = (spec: TableSpec, change: RowChange): string => {
   return JSON.stringify(spec.primaryKey.map((c) => source[c] ?? null))
 }
 
-/** Consecutive changes of the same shape go into one statement; a repeated key starts a new one. */
-const groupChanges = (specs: ReadonlyMap<string, TableSpec>, changes: ReadonlyArray<RowChange>): ReadonlyArray<Group> => {
+/**
+ * Consecutive changes of the same shape go into one statement. A key repeated within a group
+ * replaces its earlier change when that is what applying both would leave (an upsert or update
+ * of the same columns, a second delete); a repeated `append` starts a new statement. A batch of
+ * executions whose request and start commit together is then one upsert, not one per execution.
+ */
+export const groupChanges = (specs: ReadonlyMap<string, TableSpec>, changes: ReadonlyArray<RowChange>): ReadonlyArray<Group> => {
   const groups: Array<Group> = []
   let current: Group | undefined
   for (const change of changes) {
@@ -93,12 +99,17 @@ const groupChanges = (specs: ReadonlyMap<string, TableSpec>, changes: ReadonlyAr
     const sameShape = current !== undefined && current.op === change.op && current.table === change.table &&
       current.columns.join(",") === columns.join(",") &&
       (change.op !== "append" || (current.changes[0] as { column: string }).column === change.column)
-    if (current === undefined || !sameShape || current.keys.has(key)) {
-      current = { op: change.op, table: change.table, columns, changes: [], keys: new Set() }
+    const earlier = sameShape ? current?.keys.get(key) : undefined
+    if (current !== undefined && earlier !== undefined && change.op !== "append") {
+      current.changes[earlier] = change
+      continue
+    }
+    if (current === undefined || !sameShape || earlier !== undefined) {
+      current = { op: change.op, table: change.table, columns, changes: [], keys: new Map() }
       groups.push(current)
     }
+    current.keys.set(key, current.changes.length)
     current.changes.push(change)
-    current.keys.add(key)
   }
   return groups
 }
