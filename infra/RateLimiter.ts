@@ -77,6 +77,92 @@ const coalesced = <E>(run: (key: string, n: number) => Effect.Effect<Taken, E>) 
     })
 }
 
+/** The token take as one round trip for many buckets (migrations 3-9 belong to rate limits). */
+export const rateLimitMigrations = [{
+  id: 3,
+  name: "take_rate_tokens",
+  statements: [
+    // Creates missing buckets full, then refills and takes in one locked update, in bucket order
+    // (so concurrent callers cannot deadlock), on the database clock (processes with skewed
+    // clocks agree). Returns what each bucket granted and what it has left.
+    `CREATE FUNCTION take_rate_tokens(buckets text[], bursts float8[], per_ms float8[], wants int4[])
+     RETURNS TABLE (bucket_id text, granted float8, left_tokens float8, now_ms float8)
+     LANGUAGE plpgsql VOLATILE AS $$
+     DECLARE
+       at_ms float8 := extract(epoch FROM clock_timestamp()) * 1000;
+     BEGIN
+       INSERT INTO rate_buckets (bucket, tokens, updated_ms)
+       SELECT u.b, u.burst, at_ms::bigint FROM unnest(buckets, bursts) AS u(b, burst)
+       ON CONFLICT (bucket) DO NOTHING;
+       RETURN QUERY
+       WITH req AS (
+         SELECT * FROM unnest(buckets, bursts, per_ms, wants) AS r(b, burst, pms, n)
+       ), cur AS (
+         SELECT req.b, req.n, least(req.burst, rb.tokens + greatest(0, at_ms - rb.updated_ms) * req.pms) AS t
+         FROM req JOIN rate_buckets rb ON rb.bucket = req.b
+         ORDER BY req.b
+         FOR UPDATE OF rb
+       ), upd AS (
+         UPDATE rate_buckets rb SET tokens = cur.t - least(cur.n, floor(cur.t)), updated_ms = greatest(rb.updated_ms, at_ms::bigint)
+         FROM cur WHERE rb.bucket = cur.b
+         RETURNING cur.b, least(cur.n, floor(cur.t))::float8 AS g, (cur.t - least(cur.n, floor(cur.t)))::float8 AS tk
+       )
+       SELECT upd.b, upd.g, upd.tk, at_ms FROM upd;
+     END $$`
+  ]
+}] as const
+
+interface BucketTake {
+  readonly bucket: string
+  readonly policy: BucketPolicy
+}
+
+/**
+ * Groups concurrent takes of every bucket: while one statement runs, new arrivals (of any
+ * bucket) wait for the next, which takes for all of them at once. Each waiter learns its place
+ * among its bucket's takers and what the bucket granted.
+ */
+const batchedAcrossBuckets = <E>(run: (takes: ReadonlyArray<BucketTake & { readonly n: number }>) => Effect.Effect<ReadonlyMap<string, Taken>, E>) => {
+  interface Waiter { readonly done: Deferred.Deferred<{ readonly index: number; readonly taken: Taken }, E> }
+  let pending = new Map<string, { readonly take: BucketTake; readonly waiters: Array<Waiter> }>()
+  let running = false
+  const drain: Effect.Effect<void> = Effect.suspend(() => {
+    if (pending.size === 0) {
+      running = false
+      return Effect.void
+    }
+    const batch = pending
+    pending = new Map()
+    const takes = [...batch.values()].map(({ take, waiters }) => ({ ...take, n: waiters.length }))
+    return run(takes).pipe(
+      Effect.matchEffect({
+        onFailure: (error) =>
+          Effect.forEach(batch.values(), ({ waiters }) => Effect.forEach(waiters, (w) => Deferred.fail(w.done, error), { discard: true }), {
+            discard: true
+          }),
+        onSuccess: (taken) =>
+          Effect.forEach(batch.values(), ({ take, waiters }) => {
+            const result = taken.get(take.bucket) ?? { granted: 0, tokens: 0, nowMs: Date.now() }
+            return Effect.forEach(waiters, (w, index) => Deferred.succeed(w.done, { index, taken: result }), { discard: true })
+          }, { discard: true })
+      }),
+      Effect.andThen(drain)
+    )
+  })
+  return (take: BucketTake) =>
+    Effect.gen(function*() {
+      const done = yield* Deferred.make<{ readonly index: number; readonly taken: Taken }, E>()
+      const entry = pending.get(take.bucket)
+      if (entry === undefined) pending.set(take.bucket, { take, waiters: [{ done }] })
+      else entry.waiters.push({ done })
+      if (!running) {
+        running = true
+        yield* Effect.forkDetach(drain)
+      }
+      return yield* Deferred.await(done)
+    })
+}
+
 const policies = (config: AppConfig["Service"]): Record<BucketKind, BucketPolicy> => ({
   standard: { perMinute: config.rateLimits.requestsPerMinute, burst: config.rateLimits.requestBurst },
   execute: { perMinute: config.rateLimits.executePerMinute, burst: config.rateLimits.executeBurst }
@@ -149,39 +235,18 @@ export const layerPg: Layer.Layer<RateLimiter, never, AppConfig | SqlClient.SqlC
     const sql = yield* SqlClient.SqlClient
     const policy = policies(config)
 
-    const takeBucket = (kind: BucketKind) =>
-      coalesced((projectId: string, n: number) => {
-        const p = policy[kind]
-        const perMs = p.perMinute / 60_000
-        // Refill, grant up to n in one locked row update, using the database clock so that
-        // processes with skewed clocks agree.
-        return sql`
-          INSERT INTO rate_buckets (bucket, tokens, updated_ms)
-          VALUES (${`${kind}:${projectId}`}, ${p.burst}::float8, (extract(epoch FROM clock_timestamp()) * 1000)::bigint)
-          ON CONFLICT (bucket) DO NOTHING`.pipe(
-          Effect.andThen(sql<{ granted: number; tokens: number; now_ms: number }>`
-            WITH now AS (SELECT (extract(epoch FROM clock_timestamp()) * 1000)::float8 AS ms),
-            cur AS (
-              SELECT least(${p.burst}::float8, tokens + greatest(0, (SELECT ms FROM now) - updated_ms) * ${perMs}::float8) AS t
-              FROM rate_buckets WHERE bucket = ${`${kind}:${projectId}`} FOR UPDATE
-            )
-            UPDATE rate_buckets SET
-              tokens = cur.t - least(${n}::float8, floor(cur.t)),
-              updated_ms = greatest(updated_ms, (SELECT ms FROM now)::bigint)
-            FROM cur WHERE bucket = ${`${kind}:${projectId}`}
-            RETURNING least(${n}::float8, floor(cur.t))::float8 AS granted, (cur.t - least(${n}::float8, floor(cur.t)))::float8 AS tokens,
-                      (SELECT ms FROM now) AS now_ms`),
-          Effect.map((rows) => {
-            const row = rows[0]
-            return row === undefined
-              ? { granted: 0, tokens: 0, nowMs: Date.now() }
-              : { granted: Number(row.granted), tokens: Number(row.tokens), nowMs: Number(row.now_ms) }
-          }),
-          Effect.mapError(unavailable)
-        )
-      })
+    const takeTokens = batchedAcrossBuckets((takes) =>
+      sql<{ bucket_id: string; granted: number; left_tokens: number; now_ms: number }>`
+        SELECT bucket_id, granted, left_tokens, now_ms FROM take_rate_tokens(
+          ${takes.map((t) => t.bucket)}::text[], ${takes.map((t) => t.policy.burst)}::float8[],
+          ${takes.map((t) => t.policy.perMinute / 60_000)}::float8[], ${takes.map((t) => t.n)}::int4[])`.pipe(
+        Effect.map((rows) =>
+          new Map(rows.map((row) => [row.bucket_id, { granted: Number(row.granted), tokens: Number(row.left_tokens), nowMs: Number(row.now_ms) }]))
+        ),
+        Effect.mapError(unavailable)
+      )
+    )
 
-    const takers = { standard: takeBucket("standard"), execute: takeBucket("execute") }
 
     const quota = config.rateLimits.dailyExecutions
     const takeQuota = coalesced((projectId: string, n: number) =>
@@ -202,7 +267,8 @@ export const layerPg: Layer.Layer<RateLimiter, never, AppConfig | SqlClient.SqlC
 
     return RateLimiter.of({
       take: (projectId, kind) =>
-        Effect.map(takers[kind](projectId), ({ index, taken }) => bucketDecision(policy[kind], index, taken)),
+        Effect.map(takeTokens({ bucket: `${kind}:${projectId}`, policy: policy[kind] }), ({ index, taken }) =>
+          bucketDecision(policy[kind], index, taken)),
       takeDaily: (projectId) =>
         quota === undefined
           ? Effect.succeed(undefined)

@@ -29,6 +29,7 @@ import { allProjections } from "./Projections.ts"
 /** Every schema step of every feature, applied in id order. */
 export const allMigrations: ReadonlyArray<Migration> = [
   ...eventLogMigrations,
+  ...RateLimiter.rateLimitMigrations,
   ...fileMigrations,
   ...PgExecutionPermits.permitMigrations,
   ...webhookMigrations

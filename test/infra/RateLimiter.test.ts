@@ -82,6 +82,28 @@ const suite = <R>(
         // The execute bucket is separate.
         assert.isTrue((yield* limiter.take(id, "execute")).allowed)
       })))
+
+  it.effect("concurrent takes on many buckets at once: each grants exactly its own burst", () =>
+    withLimiter(make, {
+      SERVICE_RATE_LIMIT_REQUEST_BURST: "4",
+      SERVICE_RATE_LIMIT_REQUESTS_PER_MINUTE: "1",
+      SERVICE_RATE_LIMIT_EXECUTE_BURST: "2",
+      SERVICE_RATE_LIMIT_EXECUTE_PER_MINUTE: "1"
+    }, (limiter) =>
+      Effect.gen(function*() {
+        const projects = Array.from({ length: 5 }, () => freshProject())
+        const takes = projects.flatMap((id) => [
+          ...Array.from({ length: 9 }, () => ({ id, kind: "standard" as const })),
+          ...Array.from({ length: 5 }, () => ({ id, kind: "execute" as const }))
+        ])
+        const decisions = yield* Effect.forEach(takes, (t) => Effect.map(limiter.take(t.id, t.kind), (d) => ({ ...t, d })), {
+          concurrency: "unbounded"
+        })
+        for (const id of projects) {
+          assert.strictEqual(decisions.filter((x) => x.id === id && x.kind === "standard" && x.d.allowed).length, 4)
+          assert.strictEqual(decisions.filter((x) => x.id === id && x.kind === "execute" && x.d.allowed).length, 2)
+        }
+      })))
 }
 
 describe("RateLimiter (memory)", () => {
