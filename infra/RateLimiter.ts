@@ -124,7 +124,7 @@ interface BucketTake {
  */
 const batchedAcrossBuckets = <E>(run: (takes: ReadonlyArray<BucketTake & { readonly n: number }>) => Effect.Effect<ReadonlyMap<string, Taken>, E>) => {
   interface Waiter { readonly done: Deferred.Deferred<{ readonly index: number; readonly taken: Taken }, E> }
-  let pending = new Map<string, { readonly take: BucketTake; readonly waiters: Array<Waiter> }>()
+  let pending = new Map<string, { readonly request: BucketTake; readonly waiters: Array<Waiter> }>()
   let running = false
   const drain: Effect.Effect<void> = Effect.suspend(() => {
     if (pending.size === 0) {
@@ -133,7 +133,7 @@ const batchedAcrossBuckets = <E>(run: (takes: ReadonlyArray<BucketTake & { reado
     }
     const batch = pending
     pending = new Map()
-    const takes = [...batch.values()].map(({ take, waiters }) => ({ ...take, n: waiters.length }))
+    const takes = [...batch.values()].map(({ request, waiters }) => ({ ...request, n: waiters.length }))
     return run(takes).pipe(
       Effect.matchEffect({
         onFailure: (error) =>
@@ -141,19 +141,19 @@ const batchedAcrossBuckets = <E>(run: (takes: ReadonlyArray<BucketTake & { reado
             discard: true
           }),
         onSuccess: (taken) =>
-          Effect.forEach(batch.values(), ({ take, waiters }) => {
-            const result = taken.get(take.bucket) ?? { granted: 0, tokens: 0, nowMs: Date.now() }
+          Effect.forEach(batch.values(), ({ request, waiters }) => {
+            const result = taken.get(request.bucket) ?? { granted: 0, tokens: 0, nowMs: Date.now() }
             return Effect.forEach(waiters, (w, index) => Deferred.succeed(w.done, { index, taken: result }), { discard: true })
           }, { discard: true })
       }),
       Effect.andThen(drain)
     )
   })
-  return (take: BucketTake) =>
+  return (request: BucketTake) =>
     Effect.gen(function*() {
       const done = yield* Deferred.make<{ readonly index: number; readonly taken: Taken }, E>()
-      const entry = pending.get(take.bucket)
-      if (entry === undefined) pending.set(take.bucket, { take, waiters: [{ done }] })
+      const entry = pending.get(request.bucket)
+      if (entry === undefined) pending.set(request.bucket, { request, waiters: [{ done }] })
       else entry.waiters.push({ done })
       if (!running) {
         running = true
