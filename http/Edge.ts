@@ -201,10 +201,12 @@ export const makeEdge = (options: EdgeOptions) => {
       const contentLength = request.headers["content-length"]
       const chunked = request.headers["transfer-encoding"] !== undefined
       const hasBody = chunked || (contentLength !== undefined && contentLength !== "0")
+      // The route table decides what exists, with or without a body: the router alone would
+      // also take a path with an empty segment (`/v1/webhooks//rotate-secret`) for another one.
+      const allowed = allowedMethods(path)
+      if (allowed === undefined) return refuse(routeNotFound())
       let effective = request
       if (hasBody) {
-        const allowed = allowedMethods(path)
-        if (allowed === undefined) return refuse(routeNotFound())
         // The router answers HEAD wherever it answers GET.
         const method = request.method === "HEAD" ? "GET" : request.method
         if (!allowed.includes(method)) return refuse(methodNotAllowed(allowed))

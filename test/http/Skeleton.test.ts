@@ -35,6 +35,12 @@ describe("edge", () => {
     await expectEnvelope(await service.fetch("/", { key: null }), 404, "not_found")
   })
 
+  it("a path with an empty segment is 404, before authentication, with or without a key", async () => {
+    await expectEnvelope(await service.fetch("/v1/webhooks//rotate-secret", { method: "DELETE", key: null }), 404, "not_found")
+    await expectEnvelope(await service.fetch("/v1/webhooks//rotate-secret", { method: "POST" }), 404, "not_found")
+    await expectEnvelope(await service.fetch("/v1/executions//cancel", { method: "POST", key: null }), 404, "not_found")
+  })
+
   it("a wrong method on a known path is 405 invalid_input with Allow", async () => {
     const response = await service.fetch("/v1/me", { method: "DELETE" })
     expect(response.headers.get("allow")).toContain("GET")
