@@ -238,13 +238,10 @@ export const makeEdge = (options: EdgeOptions) => {
         Effect.catchCause((cause) => {
           for (const reason of cause.reasons) {
             if (reason._tag === "Fail" && isRouteNotFound(reason.error)) {
-              const allowed = allowedMethods(path)
               // A path the router cannot decode (a bad percent escape) matches no route even
               // when its shape does; with the method allowed there, it is simply not found.
               const method = request.method === "HEAD" ? "GET" : request.method
-              return Effect.succeed(refuse(
-                allowed === undefined || allowed.includes(method) ? routeNotFound() : methodNotAllowed(allowed)
-              ))
+              return Effect.succeed(refuse(allowed.includes(method) ? routeNotFound() : methodNotAllowed(allowed)))
             }
           }
           return Effect.map(causeResponse(requestId, cause), respond)
