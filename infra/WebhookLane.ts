@@ -26,8 +26,13 @@ import { DELIVERIES_TABLE, deliveryFromRow, type DeliveryRow, type EndpointRow }
 import { envelopeOf, sourceFor, type WebhookEvent, WebhookSources } from "./WebhookSources.ts"
 
 export interface WebhookLanesShape {
-  /** Something changed for this endpoint (new deliveries, endpoint edited): run or wake its lane. */
+  /** Something changed for this endpoint (new deliveries, endpoint edited): run or wake its lane, which reads the view again. */
   readonly notify: (endpointId: string) => Effect.Effect<void>
+  /**
+   * Deliveries of this endpoint that the dispatcher of this process has just queued (committed),
+   * in feed order: a lane that knows it has nothing else open works them off without reading the view.
+   */
+  readonly enqueue: (endpointId: string, rows: ReadonlyArray<DeliveryRow>) => Effect.Effect<void>
   /** Keeps a queued delivery's event in memory so that its lane need not re-read the source. */
   readonly remember: (deliveryId: string, event: WebhookEvent) => void
   /** Endpoint ids whose lane runs in this process. */
@@ -39,6 +44,16 @@ export class WebhookLanes extends Context.Service<WebhookLanes, WebhookLanesShap
 const BATCH = 50
 /** How long an idle lane keeps its lease before it stops. */
 const IDLE_MS = 2_000
+/** Success records a lane lets run behind it before it waits for them. */
+const MAX_BEHIND = 64
+
+interface LaneState {
+  readonly wake: Wakeup
+  /** Handed over by the dispatcher since the lane last took them, oldest first. */
+  handed: Array<DeliveryRow>
+  /** Set by `notify`: the lane must read the view before trusting hand-offs again. */
+  stale: boolean
+}
 
 type Outcome = "next" | "stop" | "reload"
 
@@ -52,7 +67,7 @@ export const make = Effect.gen(function*() {
   const sources = yield* WebhookSources
   const config = yield* AppConfig
   const fibers = yield* FiberSet.make<void, never>()
-  const lanes = new Map<string, Wakeup>()
+  const lanes = new Map<string, LaneState>()
   const payloads = new Map<string, WebhookEvent>()
   const delays = config.webhookRetryDelaysMs
 
@@ -192,27 +207,57 @@ export const make = Effect.gen(function*() {
       }
     })
 
-  /** Drains the endpoint's open deliveries; returns the wake generation of its last empty read. */
-  const work = (endpointId: string, wake: Wakeup) =>
+  /**
+   * Drains the endpoint's open deliveries; returns the wake generation at which it found nothing
+   * to do for IDLE_MS. The view is the truth; once a read came back short and was worked through,
+   * the lane knows that every delivery opened since is one the dispatcher hands over (or a
+   * `notify` makes it read again), so it takes hand-offs without a query per delivery. Positions
+   * at or before the last finished delivery are skipped: a hand-off may repeat what a read saw.
+   */
+  const work = (endpointId: string, state: LaneState) =>
     Effect.gen(function*() {
       const pending: Pending = []
+      const wake = state.wake
+      let known = false
+      let last = ""
+      /** False when the lane must read the view again. */
+      const run = (rows: ReadonlyArray<DeliveryRow>, handed: boolean) =>
+        Effect.gen(function*() {
+          for (const row of rows) {
+            if (handed && row.sourcePosition <= last) continue
+            const outcome = yield* drive(endpointId, wake, row, pending)
+            if (outcome !== "next") return false
+            if (row.sourcePosition > last) last = row.sourcePosition
+            if (pending.length >= MAX_BEHIND) yield* settle(pending)
+          }
+          return true
+        })
       while (true) {
-        yield* settle(pending)
         const since = wake.generation()
-        const batch = yield* openDeliveries(endpointId, BATCH)
-        if (batch.length === 0) {
+        if (state.stale) {
+          state.stale = false
+          known = false
+        }
+        if (known) {
+          const rows = state.handed
+          state.handed = []
+          if (rows.length > 0) {
+            known = yield* run(rows, true)
+            continue
+          }
+          // Idle: records settle before the lease could pass to a peer.
+          yield* settle(pending)
           const woken = yield* wake.wait(since).pipe(Effect.timeoutOption(IDLE_MS))
           if (Option.isNone(woken)) return since
           continue
         }
-        for (const row of batch) {
-          const outcome = yield* drive(endpointId, wake, row, pending)
-          if (outcome !== "next") break
-        }
+        yield* settle(pending)
+        const batch = yield* openDeliveries(endpointId, BATCH)
+        known = (yield* run(batch, false)) && batch.length < BATCH
       }
     })
 
-  const lane = (endpointId: string, wake: Wakeup): Effect.Effect<void> =>
+  const lane = (endpointId: string, state: LaneState): Effect.Effect<void> =>
     Effect.gen(function*() {
       while (true) {
         if (!(yield* leases.tryAcquire(endpointId))) {
@@ -220,33 +265,44 @@ export const make = Effect.gen(function*() {
           lanes.delete(endpointId)
           return
         }
-        const lastSeen = yield* work(endpointId, wake).pipe(
+        const lastSeen = yield* work(endpointId, state).pipe(
           Effect.catchCause((cause) =>
             Effect.logWarning("webhook lane failed; retrying", cause).pipe(Effect.andThen(Effect.sleep(1000)), Effect.as(-1))),
           Effect.ensuring(leases.release(endpointId))
         )
         // Checked and removed in one synchronous step, so no notify falls in between.
-        if (wake.generation() === lastSeen) {
+        if (state.wake.generation() === lastSeen) {
           lanes.delete(endpointId)
           return
         }
       }
     })
 
+  const start = (endpointId: string, handed: Array<DeliveryRow>) => {
+    const state: LaneState = { wake: new Wakeup("1 hour"), handed, stale: true }
+    lanes.set(endpointId, state)
+    return Effect.asVoid(FiberSet.run(fibers, lane(endpointId, state)))
+  }
+
   const notify = (endpointId: string) =>
     Effect.suspend(() => {
       const existing = lanes.get(endpointId)
-      if (existing !== undefined) {
-        existing.notify()
-        return Effect.void
-      }
-      const wake = new Wakeup("1 hour")
-      lanes.set(endpointId, wake)
-      return Effect.asVoid(FiberSet.run(fibers, lane(endpointId, wake)))
+      if (existing === undefined) return start(endpointId, [])
+      existing.stale = true
+      existing.wake.notify()
+      return Effect.void
     })
 
   return WebhookLanes.of({
     notify,
+    enqueue: (endpointId, rows) =>
+      Effect.suspend(() => {
+        const existing = lanes.get(endpointId)
+        if (existing === undefined) return start(endpointId, [...rows])
+        existing.handed.push(...rows)
+        existing.wake.notify()
+        return Effect.void
+      }),
     remember: (deliveryId, event) => {
       // Only a shortcut: a lane rebuilds any forgotten event from the log, so the cache is
       // bounded (deliveries run by a peer process are never taken out of it here).
