@@ -20,7 +20,7 @@ import { Wakeup } from "./MemoryEventStore.ts"
 import { OutboundHttp } from "./OutboundHttp.ts"
 import { Secrets } from "./Secrets.ts"
 import { ViewStore } from "./ViewStore.ts"
-import { WebhookEndpoints } from "./WebhookEndpoints.ts"
+import { WebhookEndpointReads } from "./WebhookEndpointReads.ts"
 import { WebhookLeases } from "./WebhookLeases.ts"
 import { DELIVERIES_TABLE, deliveryFromRow, type DeliveryRow, type EndpointRow } from "./WebhookProjections.ts"
 import { envelopeOf, sourceFor, type WebhookEvent, WebhookSources } from "./WebhookSources.ts"
@@ -60,7 +60,7 @@ type Outcome = "next" | "stop" | "reload"
 export const make = Effect.gen(function*() {
   const store = yield* EventStore
   const views = yield* ViewStore
-  const endpoints = yield* WebhookEndpoints
+  const endpoints = yield* WebhookEndpointReads
   const secrets = yield* Secrets
   const http = yield* OutboundHttp
   const leases = yield* WebhookLeases
@@ -167,7 +167,7 @@ export const make = Effect.gen(function*() {
       let row = first
       while (true) {
         const since = wake.generation()
-        const endpoint = yield* endpoints.find(endpointId)
+        const endpoint = yield* endpoints.current(endpointId)
         if (endpoint === undefined || !endpoint.active) {
           yield* settle(pending)
           yield* abandonAll(endpointId, endpoint === undefined ? "endpoint_deleted" : "endpoint_inactive")
