@@ -15,7 +15,7 @@ import { createSecretKey, type KeyObject } from "node:crypto"
 import * as Delivery from "../domain/WebhookDelivery.ts"
 import { deliveryHeaders } from "../domain/WebhookSignature.ts"
 import { AppConfig } from "../src/Config.ts"
-import { type ConcurrencyConflict, EventStore, type Json, type NewEvent, type StoreUnavailable } from "./EventStore.ts"
+import { type AppendRequest, EventStore, type Json, type NewEvent, type StoreUnavailable } from "./EventStore.ts"
 import { Wakeup } from "./MemoryEventStore.ts"
 import { OutboundHttp } from "./OutboundHttp.ts"
 import { Secrets } from "./Secrets.ts"
@@ -79,19 +79,20 @@ export const make = Effect.gen(function*() {
     }).pipe(Effect.map((rows) => rows.map(deliveryFromRow)))
 
   /** Open deliveries have their DeliveryQueued plus one event per failed attempt. */
-  const append = (row: DeliveryRow, events: ReadonlyArray<Delivery.DeliveryEvent>) =>
-    store.append([{
-      streamId: Delivery.deliveryStreamId(row.deliveryId),
-      streamType: Delivery.DELIVERY_STREAM_TYPE,
-      expectedVersion: 1 + row.attempts.length,
-      // Event ids name the delivery and the stream version they take: unique, and no randomness.
-      events: events.map((event, i): NewEvent => ({
-        eventId: `evt_${row.deliveryId.slice(4)}_${2 + row.attempts.length + i}`,
-        type: event.type,
-        schemaVersion: 1,
-        data: event as unknown as Json
-      }))
-    }])
+  const requestOf = (row: DeliveryRow, events: ReadonlyArray<Delivery.DeliveryEvent>): AppendRequest => ({
+    streamId: Delivery.deliveryStreamId(row.deliveryId),
+    streamType: Delivery.DELIVERY_STREAM_TYPE,
+    expectedVersion: 1 + row.attempts.length,
+    // Event ids name the delivery and the stream version they take: unique, and no randomness.
+    events: events.map((event, i): NewEvent => ({
+      eventId: `evt_${row.deliveryId.slice(4)}_${2 + row.attempts.length + i}`,
+      type: event.type,
+      schemaVersion: 1,
+      data: event as unknown as Json
+    }))
+  })
+
+  const append = (row: DeliveryRow, events: ReadonlyArray<Delivery.DeliveryEvent>) => store.append([requestOf(row, events)])
 
   const abandonAll = (endpointId: string, reason: Delivery.DeliveryAbandoned["reason"]) =>
     Effect.gen(function*() {
@@ -150,16 +151,40 @@ export const make = Effect.gen(function*() {
 
   /**
    * Success records are written behind the lane: the next delivery starts while the previous
-   * one's record commits, so a lane is not bound by commit latency. They are settled before the
-   * lane reads its open deliveries again (the view must show them finished) and before it
-   * abandons anything. A crash in between re-sends the delivered events, in order: at least once.
+   * one's record commits, so a lane is not bound by commit latency. One append is in flight per
+   * lane at a time and carries every record that came meanwhile (one commit for many). They are
+   * settled before the lane reads its open deliveries again (the view must show them finished),
+   * before it abandons anything and before it goes idle. A crash in between re-sends the
+   * delivered events, in order: at least once.
    */
-  type Pending = Array<Fiber.Fiber<unknown, ConcurrencyConflict | StoreUnavailable>>
-  const settle = (pending: Pending) =>
-    Effect.suspend(() => {
-      const writes = pending.splice(0)
-      return Effect.forEach(writes, (fiber) => Effect.catchTag(Fiber.join(fiber), "ConcurrencyConflict", () => Effect.void), { discard: true })
+  interface Pending {
+    readonly records: Array<{ readonly row: DeliveryRow; readonly events: ReadonlyArray<Delivery.DeliveryEvent> }>
+    writer: Fiber.Fiber<void, StoreUnavailable> | undefined
+  }
+  const writeBehind = (pending: Pending): Effect.Effect<void, StoreUnavailable> =>
+    Effect.gen(function*() {
+      while (pending.records.length > 0) {
+        const batch = pending.records.splice(0, 200)
+        const requests = batch.map(({ row, events }) => requestOf(row, events))
+        // A record some peer wrote first (a lane that ran twice for a moment) is skipped.
+        yield* store.append(requests).pipe(
+          Effect.catchTag("ConcurrencyConflict", () =>
+            Effect.forEach(requests, (request) => store.append([request]).pipe(Effect.catchTag("ConcurrencyConflict", () => Effect.void)), {
+              discard: true
+            }))
+        )
+        for (const { row } of batch) payloads.delete(row.deliveryId)
+      }
+      // No yield between the emptiness check and this line: a record pushed later starts a writer.
+      pending.writer = undefined
     })
+  const behind = (pending: Pending, row: DeliveryRow, events: ReadonlyArray<Delivery.DeliveryEvent>) =>
+    Effect.gen(function*() {
+      pending.records.push({ row, events })
+      if (pending.writer === undefined) pending.writer = yield* Effect.forkChild(writeBehind(pending))
+    })
+  const settle = (pending: Pending) =>
+    Effect.suspend(() => (pending.writer === undefined ? Effect.void : Fiber.join(pending.writer)))
 
   /** Works on the head delivery until it is finished, or the endpoint stops the lane. */
   const drive = (endpointId: string, wake: Wakeup, first: DeliveryRow, pending: Pending) =>
@@ -188,8 +213,7 @@ export const make = Effect.gen(function*() {
         const { startedAt, endedAt, outcome } = yield* attempt(endpoint, event)
         const events = Delivery.decide({ type: "RecordAttempt", outcome, startedAt, endedAt, delays }, row)
         if (events[0]?.type === "DeliveryAttemptSucceeded") {
-          const deliveryId = row.deliveryId
-          pending.push(yield* Effect.forkChild(append(row, events).pipe(Effect.ensuring(Effect.sync(() => payloads.delete(deliveryId))))))
+          yield* behind(pending, row, events)
           return "next" as Outcome
         }
         const appended = yield* append(row, events).pipe(
@@ -216,7 +240,7 @@ export const make = Effect.gen(function*() {
    */
   const work = (endpointId: string, state: LaneState) =>
     Effect.gen(function*() {
-      const pending: Pending = []
+      const pending: Pending = { records: [], writer: undefined }
       const wake = state.wake
       let known = false
       let last = ""
@@ -228,7 +252,7 @@ export const make = Effect.gen(function*() {
             const outcome = yield* drive(endpointId, wake, row, pending)
             if (outcome !== "next") return false
             if (row.sourcePosition > last) last = row.sourcePosition
-            if (pending.length >= MAX_BEHIND) yield* settle(pending)
+            if (pending.records.length >= MAX_BEHIND) yield* settle(pending)
           }
           return true
         })
