@@ -100,7 +100,7 @@ const flattenHeaders = (headers: Readonly<Record<string, string | ReadonlyArray<
 interface Body extends AsyncIterable<Uint8Array> {
   destroy(): void
   on(event: "error", listener: (error: unknown) => void): unknown
-  dump(options: { readonly limit: number; readonly signal: AbortSignal }): Promise<unknown>
+  dump(options: { readonly limit: number }): Promise<unknown>
 }
 
 const ignore = () => {}
@@ -113,9 +113,9 @@ const ignore = () => {}
 const DRAIN_BYTES = 16 * 1024
 
 /** Lets a small unread body finish behind the caller; the request's deadline still cuts it off. */
-const drainBehind = (body: Body, signal: AbortSignal): Promise<unknown> => {
+const drainBehind = (body: Body): Promise<unknown> => {
   body.on("error", ignore)
-  return body.dump({ limit: DRAIN_BYTES, signal }).catch(ignore)
+  return body.dump({ limit: DRAIN_BYTES }).catch(ignore)
 }
 
 /** Reads at most `limit` bytes; `truncated` once a byte past the limit has been seen. */
@@ -164,15 +164,13 @@ const preflight = (request: OutboundRequest, policy: GuardPolicy): URL | Outboun
   return url
 }
 
-const send = async (agent: Agent, url: URL, request: OutboundRequest, interrupt: AbortSignal) => {
-  const controller = new AbortController()
+/** `controller` aborts the exchange: the deadline here, or the calling fiber's interruption. */
+const send = async (agent: Agent, url: URL, request: OutboundRequest, controller: AbortController) => {
   let timedOut = false
   const timer = setTimeout(() => {
     timedOut = true
     controller.abort()
   }, request.timeoutMs)
-  const onInterrupt = () => controller.abort()
-  interrupt.addEventListener("abort", onInterrupt, { once: true })
   let draining: Promise<unknown> | undefined
   try {
     const response = await agent.request({
@@ -188,7 +186,7 @@ const send = async (agent: Agent, url: URL, request: OutboundRequest, interrupt:
     const headers = flattenHeaders(response.headers)
     const limit = request.method === "HEAD" ? 0 : request.maxBodyBytes
     if (limit === 0) {
-      draining = drainBehind(response.body, controller.signal)
+      draining = drainBehind(response.body)
       return { status: response.statusCode, headers, body: new Uint8Array(0), bodyTruncated: request.method !== "HEAD" && announcesBody(headers) }
     }
     const { bytes, truncated } = await readLimited(response.body, limit)
@@ -196,8 +194,8 @@ const send = async (agent: Agent, url: URL, request: OutboundRequest, interrupt:
   } catch (error) {
     throw fail(timedOut ? "timeout" : classifyFailure(error))
   } finally {
-    interrupt.removeEventListener("abort", onInterrupt)
-    // A background drain keeps the deadline: a peer that stalls its body loses the connection.
+    // A background drain keeps the deadline: a peer that stalls its body loses the connection
+    // (aborting the request destroys its body).
     if (draining === undefined) clearTimeout(timer)
     else void draining.finally(() => clearTimeout(timer))
   }
@@ -223,9 +221,14 @@ export class OutboundHttp extends Context.Service<OutboundHttp, {
         const url = preflight(request, policy)
         if (url instanceof OutboundHttpError) return Effect.fail(url)
         const agent = policy.allowPrivateNetworks ? widened : configured
-        return Effect.tryPromise({
-          try: (signal) => send(agent, url, request, signal),
-          catch: (error) => (error instanceof OutboundHttpError ? error : fail("network_error"))
+        // Interruption aborts the exchange through the canceler (no AbortSignal per request).
+        return Effect.callback<OutboundResponse, OutboundHttpError>((resume) => {
+          const controller = new AbortController()
+          send(agent, url, request, controller).then(
+            (response) => resume(Effect.succeed(response)),
+            (error: unknown) => resume(Effect.fail(error instanceof OutboundHttpError ? error : fail("network_error")))
+          )
+          return Effect.sync(() => controller.abort())
         })
       }
       return OutboundHttp.of({ request: perform })
