@@ -1,14 +1,18 @@
 /**
  * Webhook delivery benchmark: deliveries per second to a local HTTPS receiver across 1, 10 and
- * 100 endpoints, and the latency from the terminal execution event's append to the receiver
- * (p50, p99), in memory and on Postgres.
+ * 100 endpoints, the latency from the terminal execution event's append to the receiver
+ * (p50, p99), and the service's CPU per delivery, in memory and on Postgres. A first row per
+ * target appends terminal executions of a project without endpoints: what following the log
+ * costs the service per execution.
  *
  * Self-contained: it starts its own services, because it appends synthetic terminal execution
  * events straight to the log (the executions feature's contract): memory mode runs the service
  * in this process (the receiver's certificate joins this process's trust store), Postgres mode
  * runs it as a child process with NODE_EXTRA_CA_CERTS and appends through its own event store
- * on the same database. Two runs per endpoint count: a burst (saturation: deliveries/s) and a
- * paced run below saturation (latency).
+ * on the same database. The receiver runs in a worker thread. Service CPU is this thread's CPU
+ * time in memory mode (it includes the appends and the kernel's loopback work of the writes) and
+ * the child's utime + stime on Postgres. Two runs per endpoint count: a burst (saturation:
+ * deliveries/s) and a paced run below saturation (latency).
  *
  * Standalone: `node bench/scenarios/webhooks.ts` prints the rows.
  */
