@@ -57,6 +57,20 @@ interface LaneState {
 
 type Outcome = "next" | "stop" | "reload"
 
+/** Open deliveries have their DeliveryQueued plus one event per failed attempt. */
+const requestOf = (row: DeliveryRow, events: ReadonlyArray<Delivery.DeliveryEvent>): AppendRequest => ({
+  streamId: Delivery.deliveryStreamId(row.deliveryId),
+  streamType: Delivery.DELIVERY_STREAM_TYPE,
+  expectedVersion: 1 + row.attempts.length,
+  // Event ids name the delivery and the stream version they take: unique, and no randomness.
+  events: events.map((event, i): NewEvent => ({
+    eventId: `evt_${row.deliveryId.slice(4)}_${2 + row.attempts.length + i}`,
+    type: event.type,
+    schemaVersion: 1,
+    data: event as unknown as Json
+  }))
+})
+
 export const make = Effect.gen(function*() {
   const store = yield* EventStore
   const views = yield* ViewStore
@@ -77,20 +91,6 @@ export const make = Effect.gen(function*() {
       orderBy: [{ column: "source_position", direction: "asc" }, { column: "delivery_id", direction: "asc" }],
       limit
     }).pipe(Effect.map((rows) => rows.map(deliveryFromRow)))
-
-  /** Open deliveries have their DeliveryQueued plus one event per failed attempt. */
-  const requestOf = (row: DeliveryRow, events: ReadonlyArray<Delivery.DeliveryEvent>): AppendRequest => ({
-    streamId: Delivery.deliveryStreamId(row.deliveryId),
-    streamType: Delivery.DELIVERY_STREAM_TYPE,
-    expectedVersion: 1 + row.attempts.length,
-    // Event ids name the delivery and the stream version they take: unique, and no randomness.
-    events: events.map((event, i): NewEvent => ({
-      eventId: `evt_${row.deliveryId.slice(4)}_${2 + row.attempts.length + i}`,
-      type: event.type,
-      schemaVersion: 1,
-      data: event as unknown as Json
-    }))
-  })
 
   const append = (row: DeliveryRow, events: ReadonlyArray<Delivery.DeliveryEvent>) => store.append([requestOf(row, events)])
 
