@@ -18,7 +18,7 @@
  */
 import { Effect, Layer, ManagedRuntime } from "effect"
 import { HttpServer } from "effect/http"
-import { readFileSync } from "node:fs"
+import { readdirSync, readFileSync } from "node:fs"
 import { getCACertificates, setDefaultCACertificates } from "node:tls"
 import { fileURLToPath } from "node:url"
 import { EventStore } from "../../infra/EventStore.ts"
@@ -40,6 +40,8 @@ const DELIVERIES = Number(process.env.BENCH_WEBHOOK_DELIVERIES ?? 4000)
 /** Deliveries per second offered in the paced (latency) run. */
 const PACED_RATE = Number(process.env.BENCH_WEBHOOK_PACED_RATE ?? 200)
 const PACED_SECONDS = Number(process.env.BENCH_WEBHOOK_PACED_SECONDS ?? 4)
+
+const pgNote = (us: number | undefined) => (us === undefined ? "" : ` (Postgres server ${Math.round(us)})`)
 
 const percentile = (sorted: ReadonlyArray<number>, p: number) =>
   sorted.length === 0 ? 0 : sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!
@@ -118,6 +120,23 @@ const childCpu = (pid: number) => (): number => {
   return (Number(fields[11]) + Number(fields[12])) / 100
 }
 
+/** CPU seconds of every `postgres` process on this machine (the server of all databases, other users' too). */
+const postgresCpu = (): number => {
+  let total = 0
+  for (const entry of readdirSync("/proc")) {
+    if (!/^\d+$/.test(entry)) continue
+    try {
+      const stat = readFileSync(`/proc/${entry}/stat`, "utf8")
+      if (!stat.includes("(postgres)")) continue
+      const fields = stat.split(") ")[1]!.split(" ")
+      total += (Number(fields[11]) + Number(fields[12])) / 100
+    } catch {
+      // The process ended meanwhile.
+    }
+  }
+  return total
+}
+
 export const run = async (): Promise<ReadonlyArray<Measurement>> => {
   const certificate = makeCertificate()
   const receiver = await startReceiverThread(certificate)
@@ -170,6 +189,7 @@ export const run = async (): Promise<ReadonlyArray<Measurement>> => {
           await receiver.reset()
           const expected = events * count
           const cpu0 = target.cpu()
+          const pg0 = target.name === "postgres" ? postgresCpu() : 0
           const started = Date.now()
           await appendAll(project, events, gapMs)
           const deadline = Date.now() + 120_000
@@ -177,18 +197,19 @@ export const run = async (): Promise<ReadonlyArray<Measurement>> => {
           while (!done()) await new Promise((resolve) => setTimeout(resolve, 5))
           const seconds = (Date.now() - started) / 1000
           const cpuUs = ((target.cpu() - cpu0) * 1e6) / Math.max(1, receiver.received())
+          const pgUs = target.name === "postgres" ? ((postgresCpu() - pg0) * 1e6) / Math.max(1, receiver.received()) : undefined
           const arrivals = await receiver.arrivals()
           const sorted = arrivals.flatMap((a) => {
             const sent = appendedAt.get(a.eventId)
             return sent === undefined ? [] : [a.at - sent]
           }).toSorted((a, b) => a - b)
-          return { rate: arrivals.length / seconds, p50: percentile(sorted, 50), p99: percentile(sorted, 99), received: arrivals.length, expected, cpuUs }
+          return { rate: arrivals.length / seconds, p50: percentile(sorted, 50), p99: percentile(sorted, 99), received: arrivals.length, expected, cpuUs, pgUs }
         }
         const burst = await measure(burstProject, Math.max(1, Math.round(DELIVERIES / count)), 0)
         rows.push({
           scenario: "webhooks burst", target: target.name, throughput: Math.round(burst.rate), unit: "req/s",
           p50Ms: burst.p50, p99Ms: burst.p99, requests: burst.received, failures: burst.expected - burst.received,
-          note: `${count} endpoint(s), deliveries/s at saturation; service CPU ${Math.round(burst.cpuUs)} us/delivery; latency includes queueing`
+          note: `${count} endpoint(s), deliveries/s at saturation; service CPU ${Math.round(burst.cpuUs)} us/delivery${pgNote(burst.pgUs)}; latency includes queueing`
         })
         const pacedEvents = Math.max(1, Math.round((PACED_RATE * PACED_SECONDS) / count))
         const gap = (PACED_SECONDS * 1000) / pacedEvents
@@ -196,7 +217,7 @@ export const run = async (): Promise<ReadonlyArray<Measurement>> => {
         rows.push({
           scenario: "webhooks paced", target: target.name, throughput: Math.round(paced.rate), unit: "req/s",
           p50Ms: paced.p50, p99Ms: paced.p99, requests: paced.received, failures: paced.expected - paced.received,
-          note: `${count} endpoint(s), ~${PACED_RATE} deliveries/s offered; service CPU ${Math.round(paced.cpuUs)} us/delivery; append → receiver latency`
+          note: `${count} endpoint(s), ~${PACED_RATE} deliveries/s offered; service CPU ${Math.round(paced.cpuUs)} us/delivery${pgNote(paced.pgUs)}; append → receiver latency`
         })
       }
     } finally {
