@@ -48,7 +48,10 @@ const IDLE_MS = 2_000
 const MAX_BEHIND = 64
 
 interface LaneState {
+  /** Bumped by hand-offs and by `notify`: the lane has something new to look at. */
   readonly wake: Wakeup
+  /** Bumped by `notify` only: a delivery sleeping until its retry re-reads the endpoint. */
+  readonly changed: Wakeup
   /** Handed over by the dispatcher since the lane last took them, oldest first. */
   handed: Array<DeliveryRow>
   /** Set by `notify`: the lane must read the view before trusting hand-offs again. */
@@ -187,11 +190,11 @@ export const make = Effect.gen(function*() {
     Effect.suspend(() => (pending.writer === undefined ? Effect.void : Fiber.join(pending.writer)))
 
   /** Works on the head delivery until it is finished, or the endpoint stops the lane. */
-  const drive = (endpointId: string, wake: Wakeup, first: DeliveryRow, pending: Pending) =>
+  const drive = (endpointId: string, changed: Wakeup, first: DeliveryRow, pending: Pending) =>
     Effect.gen(function*() {
       let row = first
       while (true) {
-        const since = wake.generation()
+        const since = changed.generation()
         const endpoint = yield* endpoints.current(endpointId)
         if (endpoint === undefined || !endpoint.active) {
           yield* settle(pending)
@@ -201,8 +204,9 @@ export const make = Effect.gen(function*() {
         const due = row.nextRetryAt !== undefined ? Date.parse(row.nextRetryAt) : Date.parse(row.queuedAt) + (delays[0] ?? 0)
         const wait = due - Date.now()
         if (wait > 0) {
-          // A wake (endpoint edited, deleted) cuts the sleep short to re-read the endpoint.
-          yield* wake.wait(since).pipe(Effect.timeoutOption(wait))
+          // A change (endpoint edited, deleted) cuts the sleep short to re-read the endpoint;
+          // deliveries handed over meanwhile wait behind the head without waking it.
+          yield* changed.wait(since).pipe(Effect.timeoutOption(wait))
           continue
         }
         const event = yield* eventOf(row)
@@ -249,7 +253,7 @@ export const make = Effect.gen(function*() {
         Effect.gen(function*() {
           for (const row of rows) {
             if (handed && row.sourcePosition <= last) continue
-            const outcome = yield* drive(endpointId, wake, row, pending)
+            const outcome = yield* drive(endpointId, state.changed, row, pending)
             if (outcome !== "next") return false
             if (row.sourcePosition > last) last = row.sourcePosition
             if (pending.records.length >= MAX_BEHIND) yield* settle(pending)
@@ -303,7 +307,7 @@ export const make = Effect.gen(function*() {
     })
 
   const start = (endpointId: string, handed: Array<DeliveryRow>) => {
-    const state: LaneState = { wake: new Wakeup("1 hour"), handed, stale: true }
+    const state: LaneState = { wake: new Wakeup("1 hour"), changed: new Wakeup("1 hour"), handed, stale: true }
     lanes.set(endpointId, state)
     return Effect.asVoid(FiberSet.run(fibers, lane(endpointId, state)))
   }
@@ -313,6 +317,7 @@ export const make = Effect.gen(function*() {
       const existing = lanes.get(endpointId)
       if (existing === undefined) return start(endpointId, [])
       existing.stale = true
+      existing.changed.notify()
       existing.wake.notify()
       return Effect.void
     })
