@@ -3,8 +3,9 @@
  * holding an endpoint's lease runs its lane, so deliveries stay one at a time and in order.
  *
  * Postgres: session advisory locks (`pg_try_advisory_lock`) on one reserved connection per
- * process; the keys asked for while a statement runs share the next one. A crashed process's connection closes and its locks vanish at once, so a restart or
- * a peer takes over without waiting for an expiry. If that connection breaks, every lock it
+ * process; the keys asked for while a statement runs share the next one. A crashed process's
+ * connection closes and its locks vanish at once, so a restart or a peer takes over without
+ * waiting for an expiry. If that connection breaks, every lock it
  * held is gone while this process's lanes run on until their next lease round: a peer may then
  * run the same lane for a moment (a possible duplicate, allowed by at-least-once delivery). The
  * next lease statement reserves a new connection.
@@ -28,7 +29,7 @@ export const layerMemory: Layer.Layer<WebhookLeases> = Layer.succeed(WebhookLeas
 
 const LOCK_NAMESPACE = "service/webhook-lane/"
 
-/** Lease statements coalesced into one round trip at most. */
+/** Keys per statement at most. */
 const MAX_BATCH = 500
 
 interface Waiting {
