@@ -1,7 +1,9 @@
 /**
  * The guarded outbound HTTP client: webhook deliveries, the http toolkit and the provider
  * adapters all leave the process through it. It never follows redirects, bounds every request
- * in time, never reads more of a response body than the caller asked for, checks literal-IP
+ * in time, never keeps more of a response body than the caller asked for (a caller asking for
+ * none gets its answer at the headers, while a body of up to 16 KiB drains behind it within the
+ * request's deadline, so the keep-alive connection survives), checks literal-IP
  * hosts before connecting and resolved names at connect time (AddressGuard), and reports
  * failures as a small set of sanitized reasons: no transport error text travels upward.
  *
@@ -98,9 +100,23 @@ const flattenHeaders = (headers: Readonly<Record<string, string | ReadonlyArray<
 interface Body extends AsyncIterable<Uint8Array> {
   destroy(): void
   on(event: "error", listener: (error: unknown) => void): unknown
+  dump(options: { readonly limit: number }): Promise<unknown>
 }
 
 const ignore = () => {}
+
+/**
+ * Past this many bytes, an unread body is cut off rather than drained. Below it, a body nobody
+ * reads (maxBodyBytes 0: webhook deliveries) is drained in the background, so that its
+ * keep-alive connection is reused instead of being torn down and re-negotiated (TLS) per request.
+ */
+const DRAIN_BYTES = 16 * 1024
+
+/** Lets a small unread body finish behind the caller; the request's deadline still cuts it off. */
+const drainBehind = (body: Body): Promise<unknown> => {
+  body.on("error", ignore)
+  return body.dump({ limit: DRAIN_BYTES }).catch(ignore)
+}
 
 /** Reads at most `limit` bytes; `truncated` once a byte past the limit has been seen. */
 const readLimited = async (body: Body, limit: number): Promise<{ bytes: Uint8Array; truncated: boolean }> => {
@@ -148,15 +164,14 @@ const preflight = (request: OutboundRequest, policy: GuardPolicy): URL | Outboun
   return url
 }
 
-const send = async (agent: Agent, url: URL, request: OutboundRequest, interrupt: AbortSignal) => {
-  const controller = new AbortController()
+/** `controller` aborts the exchange: the deadline here, or the calling fiber's interruption. */
+const send = async (agent: Agent, url: URL, request: OutboundRequest, controller: AbortController) => {
   let timedOut = false
   const timer = setTimeout(() => {
     timedOut = true
     controller.abort()
   }, request.timeoutMs)
-  const onInterrupt = () => controller.abort()
-  interrupt.addEventListener("abort", onInterrupt, { once: true })
+  let draining: Promise<unknown> | undefined
   try {
     const response = await agent.request({
       origin: url.origin,
@@ -170,14 +185,19 @@ const send = async (agent: Agent, url: URL, request: OutboundRequest, interrupt:
     })
     const headers = flattenHeaders(response.headers)
     const limit = request.method === "HEAD" ? 0 : request.maxBodyBytes
+    if (limit === 0) {
+      draining = drainBehind(response.body)
+      return { status: response.statusCode, headers, body: new Uint8Array(0), bodyTruncated: request.method !== "HEAD" && announcesBody(headers) }
+    }
     const { bytes, truncated } = await readLimited(response.body, limit)
-    const bodyTruncated = request.method !== "HEAD" && (limit === 0 ? announcesBody(headers) : truncated)
-    return { status: response.statusCode, headers, body: bytes, bodyTruncated }
+    return { status: response.statusCode, headers, body: bytes, bodyTruncated: truncated }
   } catch (error) {
     throw fail(timedOut ? "timeout" : classifyFailure(error))
   } finally {
-    clearTimeout(timer)
-    interrupt.removeEventListener("abort", onInterrupt)
+    // A background drain keeps the deadline: a peer that stalls its body loses the connection
+    // (aborting the request destroys its body).
+    if (draining === undefined) clearTimeout(timer)
+    else void draining.finally(() => clearTimeout(timer))
   }
 }
 
@@ -195,16 +215,22 @@ export class OutboundHttp extends Context.Service<OutboundHttp, {
       const configured = yield* acquire({ allowPrivateNetworks: options.allowPrivateNetworks })
       const widened = options.allowPrivateNetworks ? configured : yield* acquire({ allowPrivateNetworks: true })
 
-      const perform = Effect.fn("OutboundHttp.request")(function*(request: OutboundRequest) {
+      // A plain function rather than Effect.fn: no span per request on the delivery path.
+      const perform = (request: OutboundRequest): Effect.Effect<OutboundResponse, OutboundHttpError> => {
         const policy = { allowPrivateNetworks: options.allowPrivateNetworks || request.allowPrivateNetworks === true }
         const url = preflight(request, policy)
-        if (url instanceof OutboundHttpError) return yield* url
+        if (url instanceof OutboundHttpError) return Effect.fail(url)
         const agent = policy.allowPrivateNetworks ? widened : configured
-        return yield* Effect.tryPromise({
-          try: (signal) => send(agent, url, request, signal),
-          catch: (error) => (error instanceof OutboundHttpError ? error : fail("network_error"))
+        // Interruption aborts the exchange through the canceler (no AbortSignal per request).
+        return Effect.callback<OutboundResponse, OutboundHttpError>((resume) => {
+          const controller = new AbortController()
+          send(agent, url, request, controller).then(
+            (response) => resume(Effect.succeed(response)),
+            (error: unknown) => resume(Effect.fail(error instanceof OutboundHttpError ? error : fail("network_error")))
+          )
+          return Effect.sync(() => controller.abort())
         })
-      })
+      }
       return OutboundHttp.of({ request: perform })
     })
 

@@ -61,10 +61,19 @@ const matches = (row: Row, filter: Filter): boolean => {
   }
 }
 
-/** Plain maps keyed by primary key; the reference semantics for the Postgres store. */
+/** Equal under `compareJson` exactly when equal here (for non-null values). */
+const bucketOf = (value: Json): string => (typeof value === "string" ? value : JSON.stringify(value))
+
+/**
+ * Plain maps keyed by primary key; the reference semantics for the Postgres store. A column that
+ * a list filters with `=` gets a hash index (built at its first such list, then kept with every
+ * change), so such lists visit only the rows of the smallest matching bucket instead of the table.
+ */
 export class MemoryTables {
   private readonly tables = new Map<string, Map<string, Row>>()
   private readonly keys: ReadonlyMap<string, ReadonlyArray<string>>
+  /** table → column → bucket → primary keys of the rows holding that value. */
+  private readonly indexes = new Map<string, Map<string, Map<string, Set<string>>>>()
 
   constructor(primaryKeys: ReadonlyMap<string, ReadonlyArray<string>>) {
     this.keys = primaryKeys
@@ -85,23 +94,70 @@ export class MemoryTables {
     return JSON.stringify(columns.map((column) => row[column] ?? null))
   }
 
+  private static place(index: Map<string, Set<string>>, value: Json | undefined, key: string): void {
+    if (isNull(value)) return
+    const bucket = bucketOf(value)
+    const keys = index.get(bucket)
+    if (keys === undefined) index.set(bucket, new Set([key]))
+    else keys.add(key)
+  }
+
+  private static displace(index: Map<string, Set<string>>, value: Json | undefined, key: string): void {
+    if (isNull(value)) return
+    const bucket = bucketOf(value)
+    const keys = index.get(bucket)
+    keys?.delete(key)
+    if (keys?.size === 0) index.delete(bucket)
+  }
+
+  /** Writes (or with `next` undefined deletes) a row, keeping the table's indexes. */
+  private put(tableName: string, table: Map<string, Row>, key: string, next: Row | undefined): void {
+    const previous = table.get(key)
+    if (next === undefined) table.delete(key)
+    else table.set(key, next)
+    const indexes = this.indexes.get(tableName)
+    if (indexes === undefined) return
+    for (const [column, index] of indexes) {
+      const before = previous?.[column]
+      const after = next?.[column]
+      if (before === after) continue
+      MemoryTables.displace(index, before, key)
+      MemoryTables.place(index, after, key)
+    }
+  }
+
+  private index(tableName: string, column: string): Map<string, Set<string>> {
+    let indexes = this.indexes.get(tableName)
+    if (indexes === undefined) {
+      indexes = new Map()
+      this.indexes.set(tableName, indexes)
+    }
+    let index = indexes.get(column)
+    if (index === undefined) {
+      index = new Map()
+      for (const [key, row] of this.table(tableName)) MemoryTables.place(index, row[column], key)
+      indexes.set(column, index)
+    }
+    return index
+  }
+
   apply(changes: ReadonlyArray<RowChange>): void {
     for (const change of changes) {
       const table = this.table(change.table)
       switch (change.op) {
         case "upsert": {
           const key = this.keyOf(change.table, change.row)
-          table.set(key, { ...table.get(key), ...change.row })
+          this.put(change.table, table, key, { ...table.get(key), ...change.row })
           break
         }
         case "update": {
           const key = this.keyOf(change.table, change.key)
           const existing = table.get(key)
-          if (existing !== undefined) table.set(key, { ...existing, ...change.set })
+          if (existing !== undefined) this.put(change.table, table, key, { ...existing, ...change.set })
           break
         }
         case "delete":
-          table.delete(this.keyOf(change.table, change.key))
+          this.put(change.table, table, this.keyOf(change.table, change.key), undefined)
           break
         case "append": {
           const key = this.keyOf(change.table, change.key)
@@ -109,11 +165,31 @@ export class MemoryTables {
           if (existing === undefined) break
           const current = existing[change.column]
           const list = Array.isArray(current) ? current : []
-          table.set(key, { ...existing, [change.column]: [...list, change.value] })
+          this.put(change.table, table, key, { ...existing, [change.column]: [...list, change.value] })
           break
         }
       }
     }
+  }
+
+  /** The rows a list must visit: the smallest bucket among its `=` filters, else the table. */
+  private candidates(tableName: string, where: ReadonlyArray<Filter>): Iterable<Row> {
+    const table = this.table(tableName)
+    let smallest: Set<string> | undefined
+    for (const filter of where) {
+      if (filter.op !== "=") continue
+      if (isNull(filter.value)) return []
+      const keys = this.index(tableName, filter.column).get(bucketOf(filter.value))
+      if (keys === undefined) return []
+      if (smallest === undefined || keys.size < smallest.size) smallest = keys
+    }
+    if (smallest === undefined) return table.values()
+    const rows: Array<Row> = []
+    for (const key of smallest) {
+      const row = table.get(key)
+      if (row !== undefined) rows.push(row)
+    }
+    return rows
   }
 
   get(table: string, key: Row): Row | undefined {
@@ -135,7 +211,7 @@ export class MemoryTables {
       ? undefined
       : Object.fromEntries(query.orderBy.map((order, i) => [order.column, after[i]]))
     const rows: Array<Row> = []
-    for (const row of this.table(table).values()) {
+    for (const row of this.candidates(table, where)) {
       if (!where.every((filter) => matches(row, filter))) continue
       if (afterRow !== undefined && compareRows(row, afterRow) <= 0) continue
       rows.push(row)
@@ -159,7 +235,10 @@ export class MemoryTables {
   }
 
   clear(tables: ReadonlyArray<string>): void {
-    for (const table of tables) this.tables.delete(table)
+    for (const table of tables) {
+      this.tables.delete(table)
+      this.indexes.delete(table)
+    }
   }
 }
 

@@ -1,9 +1,11 @@
 /**
  * The webhook dispatcher: a follower of the log, apart from every source workflow (delivery
  * never delays an execution). From a durable checkpoint it maps recorded events through the
- * sources, queues one delivery per subscribed active endpoint of the event's project, saves the
- * checkpoint, and wakes the lanes. Delivery ids are derived from (event id, endpoint id), so
- * re-reading events after a crash between the appends and the checkpoint queues nothing twice.
+ * sources, queues one delivery per subscribed active endpoint of the event's project (known from
+ * an in-memory index kept current by the same log, WebhookSubscriptions.ts), hands the queued
+ * deliveries to their lanes, and saves the checkpoint at most once a second. Delivery ids are
+ * derived from (event id, endpoint id), so re-reading events after a crash queues nothing twice.
+ * Appends that arrive one by one are followed in batches (a few milliseconds apart).
  *
  * Also here: the sweep that starts lanes for endpoints with open deliveries (start-up recovery,
  * and take-over when a peer process holding a lane dies), and, with a database, a watcher of
@@ -14,16 +16,16 @@ import { SqlClient } from "effect/sql"
 import { createHash } from "node:crypto"
 import { encodeIdBody, ID_RANDOM_BYTES } from "../domain/Ids.ts"
 import * as Delivery from "../domain/WebhookDelivery.ts"
-import { ENDPOINT_STREAM_TYPE, subscribes } from "../domain/WebhookEndpoint.ts"
+import { ENDPOINT_STREAM_TYPE } from "../domain/WebhookEndpoint.ts"
 import { AppConfig } from "../src/Config.ts"
 import { type AppendRequest, EventStore, type Json, type Position, type RecordedEvent, START, StoreUnavailable } from "./EventStore.ts"
 import type { Migration } from "./PgMigrations.ts"
 import { ViewStore } from "./ViewStore.ts"
-import { WebhookEndpoints } from "./WebhookEndpoints.ts"
 import { WebhookLanes } from "./WebhookLane.ts"
 import { WebhookLeases } from "./WebhookLeases.ts"
-import { DELIVERIES_TABLE, ENDPOINTS_TABLE, endpointFromRow, type EndpointRow } from "./WebhookProjections.ts"
-import { sourceFor, type WebhookEvent, WebhookSources } from "./WebhookSources.ts"
+import { DELIVERIES_TABLE, deliveryRowOf, type DeliveryRow } from "./WebhookProjections.ts"
+import { sourceFor, WebhookSources } from "./WebhookSources.ts"
+import { makeSubscriptionIndex, type SubscriptionIndex } from "./WebhookSubscriptions.ts"
 
 export interface CheckpointsShape {
   readonly load: Effect.Effect<Position, StoreUnavailable>
@@ -79,8 +81,6 @@ export const deliveryIdFor = (eventId: string, endpointId: string, createdAtMs: 
 }
 
 const SWEEP_MS = 5_000
-const SUBSCRIPTIONS_TTL_MS = 5_000
-const MAX_CACHED_PROJECTS = 10_000
 
 /** Runs again `everyMs` after it ends or fails: followers never end, the sweep does. */
 const forever = (name: string, effect: Effect.Effect<void, StoreUnavailable>, everyMs: number) =>
@@ -89,6 +89,15 @@ const forever = (name: string, effect: Effect.Effect<void, StoreUnavailable>, ev
     Effect.repeat(Schedule.spaced(everyMs)),
     Effect.asVoid
   )
+
+/** How often the checkpoint is saved at most: a crash re-reads that much, and queues nothing twice. */
+const CHECKPOINT_MS = 1_000
+/**
+ * After a batch smaller than a full read, the dispatcher waits this long before reading again, so
+ * that appends arriving one by one are followed a batch at a time rather than one wake-up each.
+ */
+const COALESCE_MS = 5
+const BATCH_SIZE = 1000
 
 export const make = Effect.gen(function*() {
   const store = yield* EventStore
@@ -99,105 +108,73 @@ export const make = Effect.gen(function*() {
   const checkpoints = yield* WebhookCheckpoints
   const config = yield* AppConfig
 
-  const endpoints = yield* WebhookEndpoints
-
-  /**
-   * Active endpoints per project, read from the view once and kept until an endpoint changes:
-   * an endpoint event in the feed or an edit in this process clears it, and entries expire after
-   * SUBSCRIPTIONS_TTL_MS in any case. Most projects have no endpoint, and without this every
-   * batch of terminal executions cost one view query per project.
-   */
-  const subscriptions = new Map<string, { readonly rows: ReadonlyArray<EndpointRow>; readonly until: number }>()
-  endpoints.onChange(() => subscriptions.clear())
-  const subscribers = (projectId: string) =>
-    Effect.suspend(() => {
-      const cached = subscriptions.get(projectId)
-      if (cached !== undefined && cached.until > Date.now()) return Effect.succeed(cached.rows)
-      return views.list(ENDPOINTS_TABLE, {
-        where: [{ column: "project_id", op: "=", value: projectId }, { column: "active", op: "=", value: true }],
-        orderBy: [{ column: "endpoint_id", direction: "asc" }],
-        limit: 10_000
-      }).pipe(Effect.map((rows) => {
-        const endpointRows = rows.map(endpointFromRow)
-        if (subscriptions.size >= MAX_CACHED_PROJECTS) subscriptions.clear()
-        subscriptions.set(projectId, { rows: endpointRows, until: Date.now() + SUBSCRIPTIONS_TTL_MS })
-        return endpointRows
-      }))
-    })
-
+  /** Appends the deliveries; false when some existed already (their lanes must read the view). */
   const queue = (requests: ReadonlyArray<AppendRequest>) =>
     store.append(requests).pipe(
-      Effect.asVoid,
+      Effect.as(true),
       // Some were queued before (a re-read after a crash): queue the rest one by one.
       Effect.catchTag("ConcurrencyConflict", () =>
         Effect.forEach(
           requests,
           (request) => store.append([request]).pipe(Effect.catchTag("ConcurrencyConflict", () => Effect.void)),
           { concurrency: 16, discard: true }
-        ))
+        ).pipe(Effect.as(false)))
     )
 
-  let lastSave = 0
-  const dispatch = (events: ReadonlyArray<RecordedEvent>) =>
-    Effect.gen(function*() {
-      const found: Array<{ readonly event: WebhookEvent; readonly recorded: RecordedEvent }> = []
-      // An endpoint changed (here or in a peer): this batch reads subscriptions afresh.
-      if (events.some((recorded) => recorded.streamType === ENDPOINT_STREAM_TYPE)) subscriptions.clear()
-      for (const recorded of events) {
-        const event = sourceFor(sources, recorded)?.fromEvent(recorded)
-        if (event !== undefined) found.push({ event, recorded })
-      }
-      const last = events[events.length - 1]
-      if (found.length === 0) {
-        // Nothing to deliver: the checkpoint may lag; a re-read queues nothing.
-        if (last !== undefined && Date.now() - lastSave > SWEEP_MS) {
+  const dispatchWith = (index: SubscriptionIndex) => {
+    let lastSave = Date.now()
+    return (events: ReadonlyArray<RecordedEvent>) =>
+      Effect.gen(function*() {
+        const requests: Array<AppendRequest> = []
+        const handed = new Map<string, Array<DeliveryRow>>()
+        const queuedAt = new Date().toISOString()
+        for (const recorded of events) {
+          index.observe(recorded)
+          const event = sourceFor(sources, recorded)?.fromEvent(recorded)
+          if (event === undefined) continue
+          const endpoints = yield* index.subscribers(event.projectId, event.type)
+          for (const endpoint of endpoints) {
+            const deliveryId = deliveryIdFor(event.eventId, endpoint.endpointId, recorded.createdAt)
+            const queued: Delivery.DeliveryQueued = {
+              type: "DeliveryQueued",
+              deliveryId,
+              endpointId: endpoint.endpointId,
+              projectId: event.projectId,
+              eventId: event.eventId,
+              eventType: event.type,
+              source: {
+                streamId: recorded.streamId,
+                version: recorded.version,
+                position: Delivery.positionKey(recorded.position.tx, recorded.position.seq)
+              },
+              queuedAt
+            }
+            requests.push({
+              streamId: Delivery.deliveryStreamId(deliveryId),
+              streamType: Delivery.DELIVERY_STREAM_TYPE,
+              expectedVersion: 0,
+              events: [{ eventId: `evt_q_${deliveryId.slice(4)}`, type: queued.type, schemaVersion: 1, data: queued as unknown as Json }]
+            })
+            lanes.remember(deliveryId, event)
+            const rows = handed.get(endpoint.endpointId)
+            if (rows === undefined) handed.set(endpoint.endpointId, [deliveryRowOf(queued)])
+            else rows.push(deliveryRowOf(queued))
+          }
+        }
+        let fresh = true
+        for (let i = 0; i < requests.length; i += 200) fresh = (yield* queue(requests.slice(i, i + 200))) && fresh
+        // The checkpoint may lag: a re-read queues nothing twice.
+        const last = events[events.length - 1]
+        if (last !== undefined && Date.now() - lastSave >= CHECKPOINT_MS) {
           lastSave = Date.now()
           yield* checkpoints.save(last.position)
         }
-        return
-      }
-      const byProject = new Map<string, ReadonlyArray<EndpointRow>>()
-      for (const { event } of found) {
-        if (!byProject.has(event.projectId)) byProject.set(event.projectId, yield* subscribers(event.projectId))
-      }
-      const requests: Array<AppendRequest> = []
-      const woken = new Set<string>()
-      const queuedAt = new Date().toISOString()
-      for (const { event, recorded } of found) {
-        for (const endpoint of byProject.get(event.projectId) ?? []) {
-          if (!subscribes(endpoint.events, event.type)) continue
-          const deliveryId = deliveryIdFor(event.eventId, endpoint.endpointId, recorded.createdAt)
-          const queued: Delivery.DeliveryQueued = {
-            type: "DeliveryQueued",
-            deliveryId,
-            endpointId: endpoint.endpointId,
-            projectId: event.projectId,
-            eventId: event.eventId,
-            eventType: event.type,
-            source: {
-              streamId: recorded.streamId,
-              version: recorded.version,
-              position: Delivery.positionKey(recorded.position.tx, recorded.position.seq)
-            },
-            queuedAt
-          }
-          requests.push({
-            streamId: Delivery.deliveryStreamId(deliveryId),
-            streamType: Delivery.DELIVERY_STREAM_TYPE,
-            expectedVersion: 0,
-            events: [{ eventId: `evt_q_${deliveryId.slice(4)}`, type: queued.type, schemaVersion: 1, data: queued as unknown as Json }]
-          })
-          lanes.remember(deliveryId, event)
-          woken.add(endpoint.endpointId)
+        for (const [endpointId, rows] of handed) {
+          yield* (fresh ? lanes.enqueue(endpointId, rows) : lanes.notify(endpointId))
         }
-      }
-      for (let i = 0; i < requests.length; i += 200) yield* queue(requests.slice(i, i + 200))
-      if (last !== undefined) {
-        lastSave = Date.now()
-        yield* checkpoints.save(last.position)
-      }
-      yield* Effect.forEach(woken, lanes.notify, { discard: true })
-    })
+        if (events.length < BATCH_SIZE) yield* Effect.sleep(COALESCE_MS)
+      })
+  }
 
   /** Endpoints with open deliveries, one query per endpoint (a skip scan over the view's index). */
   const sweep = Effect.gen(function*() {
@@ -211,7 +188,9 @@ export const make = Effect.gen(function*() {
       })
       const endpointId = rows[0]?.endpoint_id
       if (typeof endpointId !== "string") return
-      if (!lanes.running().includes(endpointId)) yield* lanes.notify(endpointId)
+      // Running lanes too: they read the view again, so nothing open is left behind (a delivery
+      // queued by a peer dispatcher that this process's lanes never heard of).
+      yield* lanes.notify(endpointId)
       after = endpointId
     }
   })
@@ -224,7 +203,7 @@ export const make = Effect.gen(function*() {
     // Taking over from a dead peer: start the lanes it left at once rather than at the next sweep.
     yield* sweep
     const from = yield* checkpoints.load
-    yield* store.follow(from, { batchSize: 1000 }).pipe(Stream.runForEachArray(dispatch))
+    yield* store.follow(from, { batchSize: BATCH_SIZE }).pipe(Stream.runForEachArray(dispatchWith(makeSubscriptionIndex(views))))
   })
 
   /**

@@ -15,19 +15,24 @@ import { createSecretKey, type KeyObject } from "node:crypto"
 import * as Delivery from "../domain/WebhookDelivery.ts"
 import { deliveryHeaders } from "../domain/WebhookSignature.ts"
 import { AppConfig } from "../src/Config.ts"
-import { type ConcurrencyConflict, EventStore, type Json, type NewEvent, type StoreUnavailable } from "./EventStore.ts"
+import { type AppendRequest, EventStore, type Json, type NewEvent, type StoreUnavailable } from "./EventStore.ts"
 import { Wakeup } from "./MemoryEventStore.ts"
 import { OutboundHttp } from "./OutboundHttp.ts"
 import { Secrets } from "./Secrets.ts"
 import { ViewStore } from "./ViewStore.ts"
-import { WebhookEndpoints } from "./WebhookEndpoints.ts"
+import { WebhookEndpointReads } from "./WebhookEndpointReads.ts"
 import { WebhookLeases } from "./WebhookLeases.ts"
 import { DELIVERIES_TABLE, deliveryFromRow, type DeliveryRow, type EndpointRow } from "./WebhookProjections.ts"
 import { envelopeOf, sourceFor, type WebhookEvent, WebhookSources } from "./WebhookSources.ts"
 
 export interface WebhookLanesShape {
-  /** Something changed for this endpoint (new deliveries, endpoint edited): run or wake its lane. */
+  /** Something changed for this endpoint (new deliveries, endpoint edited): run or wake its lane, which reads the view again. */
   readonly notify: (endpointId: string) => Effect.Effect<void>
+  /**
+   * Deliveries of this endpoint that the dispatcher of this process has just queued (committed),
+   * in feed order: a lane that knows it has nothing else open works them off without reading the view.
+   */
+  readonly enqueue: (endpointId: string, rows: ReadonlyArray<DeliveryRow>) => Effect.Effect<void>
   /** Keeps a queued delivery's event in memory so that its lane need not re-read the source. */
   readonly remember: (deliveryId: string, event: WebhookEvent) => void
   /** Endpoint ids whose lane runs in this process. */
@@ -39,20 +44,47 @@ export class WebhookLanes extends Context.Service<WebhookLanes, WebhookLanesShap
 const BATCH = 50
 /** How long an idle lane keeps its lease before it stops. */
 const IDLE_MS = 2_000
+/** Success records a lane lets run behind it before it waits for them. */
+const MAX_BEHIND = 64
+
+interface LaneState {
+  /** Bumped by hand-offs and by `notify`: the lane has something new to look at. */
+  readonly wake: Wakeup
+  /** Bumped by `notify` only: a delivery sleeping until its retry re-reads the endpoint. */
+  readonly changed: Wakeup
+  /** Handed over by the dispatcher since the lane last took them, oldest first. */
+  handed: Array<DeliveryRow>
+  /** Set by `notify`: the lane must read the view before trusting hand-offs again. */
+  stale: boolean
+}
 
 type Outcome = "next" | "stop" | "reload"
+
+/** Open deliveries have their DeliveryQueued plus one event per failed attempt. */
+const requestOf = (row: DeliveryRow, events: ReadonlyArray<Delivery.DeliveryEvent>): AppendRequest => ({
+  streamId: Delivery.deliveryStreamId(row.deliveryId),
+  streamType: Delivery.DELIVERY_STREAM_TYPE,
+  expectedVersion: 1 + row.attempts.length,
+  // Event ids name the delivery and the stream version they take: unique, and no randomness.
+  events: events.map((event, i): NewEvent => ({
+    eventId: `evt_${row.deliveryId.slice(4)}_${2 + row.attempts.length + i}`,
+    type: event.type,
+    schemaVersion: 1,
+    data: event as unknown as Json
+  }))
+})
 
 export const make = Effect.gen(function*() {
   const store = yield* EventStore
   const views = yield* ViewStore
-  const endpoints = yield* WebhookEndpoints
+  const endpoints = yield* WebhookEndpointReads
   const secrets = yield* Secrets
   const http = yield* OutboundHttp
   const leases = yield* WebhookLeases
   const sources = yield* WebhookSources
   const config = yield* AppConfig
   const fibers = yield* FiberSet.make<void, never>()
-  const lanes = new Map<string, Wakeup>()
+  const lanes = new Map<string, LaneState>()
   const payloads = new Map<string, WebhookEvent>()
   const delays = config.webhookRetryDelaysMs
 
@@ -63,20 +95,7 @@ export const make = Effect.gen(function*() {
       limit
     }).pipe(Effect.map((rows) => rows.map(deliveryFromRow)))
 
-  /** Open deliveries have their DeliveryQueued plus one event per failed attempt. */
-  const append = (row: DeliveryRow, events: ReadonlyArray<Delivery.DeliveryEvent>) =>
-    store.append([{
-      streamId: Delivery.deliveryStreamId(row.deliveryId),
-      streamType: Delivery.DELIVERY_STREAM_TYPE,
-      expectedVersion: 1 + row.attempts.length,
-      // Event ids name the delivery and the stream version they take: unique, and no randomness.
-      events: events.map((event, i): NewEvent => ({
-        eventId: `evt_${row.deliveryId.slice(4)}_${2 + row.attempts.length + i}`,
-        type: event.type,
-        schemaVersion: 1,
-        data: event as unknown as Json
-      }))
-    }])
+  const append = (row: DeliveryRow, events: ReadonlyArray<Delivery.DeliveryEvent>) => store.append([requestOf(row, events)])
 
   const abandonAll = (endpointId: string, reason: Delivery.DeliveryAbandoned["reason"]) =>
     Effect.gen(function*() {
@@ -135,24 +154,48 @@ export const make = Effect.gen(function*() {
 
   /**
    * Success records are written behind the lane: the next delivery starts while the previous
-   * one's record commits, so a lane is not bound by commit latency. They are settled before the
-   * lane reads its open deliveries again (the view must show them finished) and before it
-   * abandons anything. A crash in between re-sends the delivered events, in order: at least once.
+   * one's record commits, so a lane is not bound by commit latency. One append is in flight per
+   * lane at a time and carries every record that came meanwhile (one commit for many). They are
+   * settled before the lane reads its open deliveries again (the view must show them finished),
+   * before it abandons anything and before it goes idle. A crash in between re-sends the
+   * delivered events, in order: at least once.
    */
-  type Pending = Array<Fiber.Fiber<unknown, ConcurrencyConflict | StoreUnavailable>>
-  const settle = (pending: Pending) =>
-    Effect.suspend(() => {
-      const writes = pending.splice(0)
-      return Effect.forEach(writes, (fiber) => Effect.catchTag(Fiber.join(fiber), "ConcurrencyConflict", () => Effect.void), { discard: true })
+  interface Pending {
+    readonly records: Array<{ readonly row: DeliveryRow; readonly events: ReadonlyArray<Delivery.DeliveryEvent> }>
+    writer: Fiber.Fiber<void, StoreUnavailable> | undefined
+  }
+  const writeBehind = (pending: Pending): Effect.Effect<void, StoreUnavailable> =>
+    Effect.gen(function*() {
+      while (pending.records.length > 0) {
+        const batch = pending.records.splice(0, 200)
+        const requests = batch.map(({ row, events }) => requestOf(row, events))
+        // A record some peer wrote first (a lane that ran twice for a moment) is skipped.
+        yield* store.append(requests).pipe(
+          Effect.catchTag("ConcurrencyConflict", () =>
+            Effect.forEach(requests, (request) => store.append([request]).pipe(Effect.catchTag("ConcurrencyConflict", () => Effect.void)), {
+              discard: true
+            }))
+        )
+        for (const { row } of batch) payloads.delete(row.deliveryId)
+      }
+      // No yield between the emptiness check and this line: a record pushed later starts a writer.
+      pending.writer = undefined
     })
+  const behind = (pending: Pending, row: DeliveryRow, events: ReadonlyArray<Delivery.DeliveryEvent>) =>
+    Effect.gen(function*() {
+      pending.records.push({ row, events })
+      if (pending.writer === undefined) pending.writer = yield* Effect.forkChild(writeBehind(pending))
+    })
+  const settle = (pending: Pending) =>
+    Effect.suspend(() => (pending.writer === undefined ? Effect.void : Fiber.join(pending.writer)))
 
   /** Works on the head delivery until it is finished, or the endpoint stops the lane. */
-  const drive = (endpointId: string, wake: Wakeup, first: DeliveryRow, pending: Pending) =>
+  const drive = (endpointId: string, changed: Wakeup, first: DeliveryRow, pending: Pending) =>
     Effect.gen(function*() {
       let row = first
       while (true) {
-        const since = wake.generation()
-        const endpoint = yield* endpoints.find(endpointId)
+        const since = changed.generation()
+        const endpoint = yield* endpoints.current(endpointId)
         if (endpoint === undefined || !endpoint.active) {
           yield* settle(pending)
           yield* abandonAll(endpointId, endpoint === undefined ? "endpoint_deleted" : "endpoint_inactive")
@@ -161,8 +204,9 @@ export const make = Effect.gen(function*() {
         const due = row.nextRetryAt !== undefined ? Date.parse(row.nextRetryAt) : Date.parse(row.queuedAt) + (delays[0] ?? 0)
         const wait = due - Date.now()
         if (wait > 0) {
-          // A wake (endpoint edited, deleted) cuts the sleep short to re-read the endpoint.
-          yield* wake.wait(since).pipe(Effect.timeoutOption(wait))
+          // A change (endpoint edited, deleted) cuts the sleep short to re-read the endpoint;
+          // deliveries handed over meanwhile wait behind the head without waking it.
+          yield* changed.wait(since).pipe(Effect.timeoutOption(wait))
           continue
         }
         const event = yield* eventOf(row)
@@ -173,8 +217,7 @@ export const make = Effect.gen(function*() {
         const { startedAt, endedAt, outcome } = yield* attempt(endpoint, event)
         const events = Delivery.decide({ type: "RecordAttempt", outcome, startedAt, endedAt, delays }, row)
         if (events[0]?.type === "DeliveryAttemptSucceeded") {
-          const deliveryId = row.deliveryId
-          pending.push(yield* Effect.forkChild(append(row, events).pipe(Effect.ensuring(Effect.sync(() => payloads.delete(deliveryId))))))
+          yield* behind(pending, row, events)
           return "next" as Outcome
         }
         const appended = yield* append(row, events).pipe(
@@ -192,27 +235,57 @@ export const make = Effect.gen(function*() {
       }
     })
 
-  /** Drains the endpoint's open deliveries; returns the wake generation of its last empty read. */
-  const work = (endpointId: string, wake: Wakeup) =>
+  /**
+   * Drains the endpoint's open deliveries; returns the wake generation at which it found nothing
+   * to do for IDLE_MS. The view is the truth; once a read came back short and was worked through,
+   * the lane knows that every delivery opened since is one the dispatcher hands over (or a
+   * `notify` makes it read again), so it takes hand-offs without a query per delivery. Positions
+   * at or before the last finished delivery are skipped: a hand-off may repeat what a read saw.
+   */
+  const work = (endpointId: string, state: LaneState) =>
     Effect.gen(function*() {
-      const pending: Pending = []
+      const pending: Pending = { records: [], writer: undefined }
+      const wake = state.wake
+      let known = false
+      let last = ""
+      /** False when the lane must read the view again. */
+      const run = (rows: ReadonlyArray<DeliveryRow>, handed: boolean) =>
+        Effect.gen(function*() {
+          for (const row of rows) {
+            if (handed && row.sourcePosition <= last) continue
+            const outcome = yield* drive(endpointId, state.changed, row, pending)
+            if (outcome !== "next") return false
+            if (row.sourcePosition > last) last = row.sourcePosition
+            if (pending.records.length >= MAX_BEHIND) yield* settle(pending)
+          }
+          return true
+        })
       while (true) {
-        yield* settle(pending)
         const since = wake.generation()
-        const batch = yield* openDeliveries(endpointId, BATCH)
-        if (batch.length === 0) {
+        if (state.stale) {
+          state.stale = false
+          known = false
+        }
+        if (known) {
+          const rows = state.handed
+          state.handed = []
+          if (rows.length > 0) {
+            known = yield* run(rows, true)
+            continue
+          }
+          // Idle: records settle before the lease could pass to a peer.
+          yield* settle(pending)
           const woken = yield* wake.wait(since).pipe(Effect.timeoutOption(IDLE_MS))
           if (Option.isNone(woken)) return since
           continue
         }
-        for (const row of batch) {
-          const outcome = yield* drive(endpointId, wake, row, pending)
-          if (outcome !== "next") break
-        }
+        yield* settle(pending)
+        const batch = yield* openDeliveries(endpointId, BATCH)
+        known = (yield* run(batch, false)) && batch.length < BATCH
       }
     })
 
-  const lane = (endpointId: string, wake: Wakeup): Effect.Effect<void> =>
+  const lane = (endpointId: string, state: LaneState): Effect.Effect<void> =>
     Effect.gen(function*() {
       while (true) {
         if (!(yield* leases.tryAcquire(endpointId))) {
@@ -220,33 +293,45 @@ export const make = Effect.gen(function*() {
           lanes.delete(endpointId)
           return
         }
-        const lastSeen = yield* work(endpointId, wake).pipe(
+        const lastSeen = yield* work(endpointId, state).pipe(
           Effect.catchCause((cause) =>
             Effect.logWarning("webhook lane failed; retrying", cause).pipe(Effect.andThen(Effect.sleep(1000)), Effect.as(-1))),
           Effect.ensuring(leases.release(endpointId))
         )
         // Checked and removed in one synchronous step, so no notify falls in between.
-        if (wake.generation() === lastSeen) {
+        if (state.wake.generation() === lastSeen) {
           lanes.delete(endpointId)
           return
         }
       }
     })
 
+  const start = (endpointId: string, handed: Array<DeliveryRow>) => {
+    const state: LaneState = { wake: new Wakeup("1 hour"), changed: new Wakeup("1 hour"), handed, stale: true }
+    lanes.set(endpointId, state)
+    return Effect.asVoid(FiberSet.run(fibers, lane(endpointId, state)))
+  }
+
   const notify = (endpointId: string) =>
     Effect.suspend(() => {
       const existing = lanes.get(endpointId)
-      if (existing !== undefined) {
-        existing.notify()
-        return Effect.void
-      }
-      const wake = new Wakeup("1 hour")
-      lanes.set(endpointId, wake)
-      return Effect.asVoid(FiberSet.run(fibers, lane(endpointId, wake)))
+      if (existing === undefined) return start(endpointId, [])
+      existing.stale = true
+      existing.changed.notify()
+      existing.wake.notify()
+      return Effect.void
     })
 
   return WebhookLanes.of({
     notify,
+    enqueue: (endpointId, rows) =>
+      Effect.suspend(() => {
+        const existing = lanes.get(endpointId)
+        if (existing === undefined) return start(endpointId, [...rows])
+        existing.handed.push(...rows)
+        existing.wake.notify()
+        return Effect.void
+      }),
     remember: (deliveryId, event) => {
       // Only a shortcut: a lane rebuilds any forgotten event from the log, so the cache is
       // bounded (deliveries run by a peer process are never taken out of it here).

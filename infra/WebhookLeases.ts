@@ -3,14 +3,15 @@
  * holding an endpoint's lease runs its lane, so deliveries stay one at a time and in order.
  *
  * Postgres: session advisory locks (`pg_try_advisory_lock`) on one reserved connection per
- * process. A crashed process's connection closes and its locks vanish at once, so a restart or
- * a peer takes over without waiting for an expiry. If that connection breaks, every lock it
+ * process; the keys asked for while a statement runs share the next one. A crashed process's
+ * connection closes and its locks vanish at once, so a restart or a peer takes over without
+ * waiting for an expiry. If that connection breaks, every lock it
  * held is gone while this process's lanes run on until their next lease round: a peer may then
  * run the same lane for a moment (a possible duplicate, allowed by at-least-once delivery). The
  * next lease statement reserves a new connection.
  * Memory: one process, every lease granted.
  */
-import { Context, Effect, Exit, Layer, Scope, Semaphore } from "effect"
+import { Context, Deferred, Effect, Exit, Layer, Queue, Scope } from "effect"
 import { SqlClient } from "effect/sql"
 import type { Connection } from "effect/sql/SqlConnection"
 
@@ -28,13 +29,20 @@ export const layerMemory: Layer.Layer<WebhookLeases> = Layer.succeed(WebhookLeas
 
 const LOCK_NAMESPACE = "service/webhook-lane/"
 
+/** Keys per statement at most. */
+const MAX_BATCH = 500
+
+interface Waiting {
+  readonly op: "acquire" | "release"
+  readonly key: string
+  readonly done: Deferred.Deferred<boolean>
+}
+
 export const layerPg: Layer.Layer<WebhookLeases, never, SqlClient.SqlClient> = Layer.effect(
   WebhookLeases,
   Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
     const layerScope = yield* Effect.scope
-    // One statement at a time on the reserved connection.
-    const lock = yield* Semaphore.make(1)
     let current: { readonly connection: Connection; readonly scope: Scope.Closeable } | undefined
     const connect = Effect.gen(function*() {
       const scope = yield* Scope.fork(layerScope)
@@ -48,26 +56,51 @@ export const layerPg: Layer.Layer<WebhookLeases, never, SqlClient.SqlClient> = L
       current = undefined
       return old === undefined ? Effect.void : Scope.close(old.scope, Exit.void)
     })
-    const run = (statement: string, key: string) =>
-      lock.withPermits(1)(
-        Effect.gen(function*() {
-          const connection = current?.connection ?? (yield* connect)
-          return yield* connection.execute(statement, [`${LOCK_NAMESPACE}${key}`], undefined).pipe(
-            Effect.tapError(() => drop)
-          )
-        })
-      )
-    return WebhookLeases.of({
-      tryAcquire: (key) =>
-        run("SELECT pg_try_advisory_lock(hashtextextended($1, 0)) AS ok", key).pipe(
-          Effect.map((rows) => (rows[0] as { ok?: boolean } | undefined)?.ok === true),
-          Effect.catch((error) => Effect.logWarning("webhook lease unavailable", error).pipe(Effect.as(false)))
-        ),
-      release: (key) =>
-        run("SELECT pg_advisory_unlock(hashtextextended($1, 0))", key).pipe(
-          Effect.asVoid,
-          Effect.catch((error) => Effect.logWarning("webhook lease release failed", error))
+    /** One statement for many keys, answers in key order. */
+    const run = (statement: string, keys: ReadonlyArray<string>) =>
+      Effect.gen(function*() {
+        const connection = current?.connection ?? (yield* connect)
+        return yield* connection.execute(statement, [keys.map((key) => `${LOCK_NAMESPACE}${key}`)], undefined).pipe(
+          Effect.tapError(() => drop)
         )
+      })
+    const ACQUIRE = `SELECT pg_try_advisory_lock(hashtextextended(k, 0)) AS ok
+      FROM unnest($1::text[]) WITH ORDINALITY AS u(k, i) ORDER BY i`
+    const RELEASE = `SELECT pg_advisory_unlock(hashtextextended(k, 0))
+      FROM unnest($1::text[]) WITH ORDINALITY AS u(k, i) ORDER BY i`
+
+    // Everything goes through one reserved connection, one statement at a time; keys asked for
+    // while a statement runs share the next one (many lanes start or stop together).
+    const queue = yield* Queue.unbounded<Waiting>()
+    const serve = (batch: ReadonlyArray<Waiting>) =>
+      Effect.gen(function*() {
+        const releases = batch.filter((w) => w.op === "release")
+        const acquires = batch.filter((w) => w.op === "acquire")
+        if (releases.length > 0) {
+          yield* run(RELEASE, releases.map((w) => w.key)).pipe(
+            Effect.catch((error) => Effect.logWarning("webhook lease release failed", error))
+          )
+          for (const waiting of releases) Deferred.doneUnsafe(waiting.done, Exit.succeed(true))
+        }
+        if (acquires.length > 0) {
+          const granted = yield* run(ACQUIRE, acquires.map((w) => w.key)).pipe(
+            Effect.map((rows) => rows.map((row) => (row as { ok?: boolean }).ok === true)),
+            Effect.catch((error) => Effect.logWarning("webhook lease unavailable", error).pipe(Effect.as([] as ReadonlyArray<boolean>)))
+          )
+          acquires.forEach((waiting, i) => Deferred.doneUnsafe(waiting.done, Exit.succeed(granted[i] === true)))
+        }
+      })
+    yield* Effect.forkScoped(Queue.takeBetween(queue, 1, MAX_BATCH).pipe(Effect.flatMap(serve), Effect.forever))
+
+    const ask = (op: Waiting["op"], key: string) =>
+      Effect.suspend(() => {
+        const done = Deferred.makeUnsafe<boolean>()
+        Queue.offerUnsafe(queue, { op, key, done })
+        return Deferred.await(done)
+      })
+    return WebhookLeases.of({
+      tryAcquire: (key) => ask("acquire", key),
+      release: (key) => Effect.asVoid(ask("release", key))
     })
   })
 )

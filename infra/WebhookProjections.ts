@@ -3,7 +3,7 @@
  * and by the delivery lanes before every attempt. The endpoint row keeps the secret sealed; the
  * delivery row keeps metadata only.
  */
-import type { DeliveryEvent, DeliveryRecord } from "../domain/WebhookDelivery.ts"
+import type { DeliveryEvent, DeliveryQueued, DeliveryRecord } from "../domain/WebhookDelivery.ts"
 import { DELIVERY_STREAM_TYPE } from "../domain/WebhookDelivery.ts"
 import type { Endpoint, EndpointEvent } from "../domain/WebhookEndpoint.ts"
 import { ENDPOINT_STREAM_TYPE } from "../domain/WebhookEndpoint.ts"
@@ -204,6 +204,21 @@ export const deliveryFromRow = (row: Row): DeliveryRow => {
     queuedAt: text(row, "queued_at")
   }
 }
+
+/** A just-queued delivery as its view row reads back (what the dispatcher hands to a lane). */
+export const deliveryRowOf = (queued: DeliveryQueued): DeliveryRow => ({
+  deliveryId: queued.deliveryId,
+  eventId: queued.eventId,
+  eventType: queued.eventType,
+  endpointId: queued.endpointId,
+  status: "pending",
+  attempts: [],
+  projectId: queued.projectId,
+  sourceStreamId: queued.source.streamId,
+  sourceVersion: queued.source.version,
+  sourcePosition: queued.source.position,
+  queuedAt: queued.queuedAt
+})
 
 /** The public record: exactly the spec's fields. */
 export const publicDelivery = (row: DeliveryRow): DeliveryRecord => ({

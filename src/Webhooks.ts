@@ -6,6 +6,7 @@
 import { Effect, Layer } from "effect"
 import { OutboundHttp } from "../infra/OutboundHttp.ts"
 import * as WebhookDispatcher from "../infra/WebhookDispatcher.ts"
+import * as WebhookEndpointReads from "../infra/WebhookEndpointReads.ts"
 import * as WebhookEndpoints from "../infra/WebhookEndpoints.ts"
 import * as WebhookLane from "../infra/WebhookLane.ts"
 import * as WebhookLeases from "../infra/WebhookLeases.ts"
@@ -37,8 +38,17 @@ const EndpointWakes = Layer.effectDiscard(
   })
 )
 
+/** Lanes read endpoints before every attempt: coalesced statements with a database, map lookups without. */
+const EndpointReadsLive = Layer.unwrap(
+  Effect.map(AppConfig, (config): Layer.Layer<WebhookEndpointReads.WebhookEndpointReads, never, WebhookEndpoints.WebhookEndpoints> =>
+    config.databaseUrl === undefined
+      ? WebhookEndpointReads.layerMemory
+      : (WebhookEndpointReads.layerPg as unknown as Layer.Layer<WebhookEndpointReads.WebhookEndpointReads>))
+)
+
 export const WebhooksLive = Layer.mergeAll(WebhookDispatcher.layer, EndpointWakes).pipe(
   Layer.provideMerge(WebhookLane.layer),
+  Layer.provide(EndpointReadsLive),
   Layer.provideMerge(WebhookEndpoints.layer),
   Layer.provide([SourcesLive, StorageLive, OutboundHttp.layer])
 )

@@ -1,19 +1,24 @@
 /**
  * Webhook delivery benchmark: deliveries per second to a local HTTPS receiver across 1, 10 and
- * 100 endpoints, and the latency from the terminal execution event's append to the receiver
- * (p50, p99), in memory and on Postgres.
+ * 100 endpoints, the latency from the terminal execution event's append to the receiver
+ * (p50, p99), and the service's CPU per delivery, in memory and on Postgres. A first row per
+ * target appends terminal executions of a project without endpoints: what following the log
+ * costs the service per execution.
  *
  * Self-contained: it starts its own services, because it appends synthetic terminal execution
  * events straight to the log (the executions feature's contract): memory mode runs the service
  * in this process (the receiver's certificate joins this process's trust store), Postgres mode
  * runs it as a child process with NODE_EXTRA_CA_CERTS and appends through its own event store
- * on the same database. Two runs per endpoint count: a burst (saturation: deliveries/s) and a
- * paced run below saturation (latency).
+ * on the same database. The receiver runs in a worker thread. Service CPU is this thread's CPU
+ * time in memory mode (it includes the appends and the kernel's loopback work of the writes) and
+ * the child's utime + stime on Postgres. Two runs per endpoint count: a burst (saturation:
+ * deliveries/s) and a paced run below saturation (latency).
  *
  * Standalone: `node bench/scenarios/webhooks.ts` prints the rows.
  */
 import { Effect, Layer, ManagedRuntime } from "effect"
 import { HttpServer } from "effect/http"
+import { readdirSync, readFileSync } from "node:fs"
 import { getCACertificates, setDefaultCACertificates } from "node:tls"
 import { fileURLToPath } from "node:url"
 import { EventStore } from "../../infra/EventStore.ts"
@@ -23,7 +28,8 @@ import { AppConfig } from "../../src/Config.ts"
 import { createTestDatabase, dropTestDatabase, postgresAvailable } from "../../test/support/Database.ts"
 import { appendTerminal, pgLog } from "../../test/support/Executions.ts"
 import { type Client, makeClient, startProcess } from "../../test/support/Service.ts"
-import { makeCertificate, startReceiver } from "../../test/support/WebhookReceiver.ts"
+import { makeCertificate } from "../../test/support/WebhookReceiver.ts"
+import { startReceiverThread } from "../WebhookReceiverThread.ts"
 import { createEndpoint, freePort, KEYS } from "../../test/support/Webhooks.ts"
 
 
@@ -35,6 +41,8 @@ const DELIVERIES = Number(process.env.BENCH_WEBHOOK_DELIVERIES ?? 4000)
 const PACED_RATE = Number(process.env.BENCH_WEBHOOK_PACED_RATE ?? 200)
 const PACED_SECONDS = Number(process.env.BENCH_WEBHOOK_PACED_SECONDS ?? 4)
 
+const pgNote = (us: number | undefined) => (us === undefined ? "" : ` (Postgres server ${Math.round(us)})`)
+
 const percentile = (sorted: ReadonlyArray<number>, p: number) =>
   sorted.length === 0 ? 0 : sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!
 
@@ -44,6 +52,8 @@ interface Target {
   readonly name: string
   readonly client: Client
   readonly append: Append
+  /** CPU seconds used by the service so far. */
+  readonly cpu: () => number
   readonly close: () => Promise<void>
 }
 
@@ -67,6 +77,7 @@ const memoryTarget = async (cert: string, certPath: string): Promise<Target> => 
     name: "memory",
     client: makeClient(`http://127.0.0.1:${address.port}`),
     append: (project) => store.runPromise(appendTerminal(`proj_${project}`, "succeeded")),
+    cpu: threadCpu,
     close: async () => {
       await runtime.dispose()
       setDefaultCACertificates(original)
@@ -88,6 +99,7 @@ const postgresTarget = async (certPath: string): Promise<Target | undefined> => 
     name: "postgres",
     client: service,
     append: (project) => log.runPromise(appendTerminal(`proj_${project}`, "succeeded")),
+    cpu: childCpu(service.process.pid!),
     close: async () => {
       if (process.env.BENCH_WEBHOOK_DEBUG) process.stderr.write(service.output().split("\n").filter((l) => l.includes("WARN")).slice(0, 60).join("\n"))
       await service.stop()
@@ -97,18 +109,39 @@ const postgresTarget = async (certPath: string): Promise<Target | undefined> => 
   }
 }
 
+/** CPU seconds the service has used so far: this thread in memory mode, the child's /proc entry on Postgres. */
+const threadCpu = (): number => {
+  const usage = process.threadCpuUsage()
+  return (usage.user + usage.system) / 1e6
+}
+const childCpu = (pid: number) => (): number => {
+  const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]!.split(" ")
+  // utime and stime are fields 14 and 15 of the whole line, in clock ticks (100 per second).
+  return (Number(fields[11]) + Number(fields[12])) / 100
+}
+
+/** CPU seconds of every `postgres` process on this machine (the server of all databases, other users' too). */
+const postgresCpu = (): number => {
+  let total = 0
+  for (const entry of readdirSync("/proc")) {
+    if (!/^\d+$/.test(entry)) continue
+    try {
+      const stat = readFileSync(`/proc/${entry}/stat`, "utf8")
+      if (!stat.includes("(postgres)")) continue
+      const fields = stat.split(") ")[1]!.split(" ")
+      total += (Number(fields[11]) + Number(fields[12])) / 100
+    } catch {
+      // The process ended meanwhile.
+    }
+  }
+  return total
+}
+
 export const run = async (): Promise<ReadonlyArray<Measurement>> => {
   const certificate = makeCertificate()
-  const receiver = await startReceiver(certificate)
+  const receiver = await startReceiverThread(certificate)
   const rows: Array<Measurement> = []
   const appendedAt = new Map<string, number>()
-  const arrivals: Array<{ readonly eventId: string; readonly at: number }> = []
-  let received = 0
-  receiver.respond = (request) => {
-    received++
-    arrivals.push({ eventId: request.headers["service-webhook-id"] ?? "", at: Date.now() })
-    return { status: 200 }
-  }
   const makers = [
     ...(TARGETS.includes("memory") ? [() => memoryTarget(certificate.cert, certificate.certPath)] : []),
     ...(TARGETS.includes("postgres") ? [() => postgresTarget(certificate.certPath)] : [])
@@ -118,6 +151,33 @@ export const run = async (): Promise<ReadonlyArray<Measurement>> => {
     const target = await make()
     if (target === undefined) continue
     try {
+      const appendAll = async (project: string, events: number, gapMs: number) => {
+        const appends: Array<Promise<unknown>> = []
+        for (let i = 0; i < events; i++) {
+          const at = Date.now()
+          appends.push(target.append(project).then((event) => appendedAt.set(event.eventId, at)))
+          if (gapMs > 0) await new Promise((resolve) => setTimeout(resolve, gapMs))
+          else if (appends.length % 64 === 0) await Promise.all(appends.slice(-64))
+        }
+        await Promise.all(appends)
+      }
+      // Zero endpoints: what following the log costs the service per terminal execution.
+      {
+        const project = `p${++projectIndex}`
+        await appendAll(project, 200, 0)
+        await new Promise((resolve) => setTimeout(resolve, 1000))
+        const events = DELIVERIES
+        const cpu0 = target.cpu()
+        const started = Date.now()
+        await appendAll(project, events, 0)
+        await new Promise((resolve) => setTimeout(resolve, 1000))
+        const cpuUs = ((target.cpu() - cpu0) * 1e6) / events
+        rows.push({
+          scenario: "webhooks none", target: target.name, throughput: Math.round(events / ((Date.now() - started - 1000) / 1000)), unit: "req/s",
+          p50Ms: 0, p99Ms: 0, requests: events, failures: 0,
+          note: `0 endpoints; service CPU ${Math.round(cpuUs)} us per terminal event${target.name === "memory" ? " (includes the append itself)" : " (appends come from the bench)"}`
+        })
+      }
       for (const count of ENDPOINT_COUNTS) {
         // A fresh project per run, so earlier endpoints do not receive this run's events.
         const burstProject = `p${++projectIndex}`
@@ -126,34 +186,30 @@ export const run = async (): Promise<ReadonlyArray<Measurement>> => {
           for (let i = 0; i < count; i++) await createEndpoint(target.client, project, receiver.url(`/${project}/${i}`))
         }
         const measure = async (project: string, events: number, gapMs: number) => {
-          receiver.received.length = 0
-          arrivals.length = 0
-          received = 0
+          await receiver.reset()
           const expected = events * count
+          const cpu0 = target.cpu()
+          const pg0 = target.name === "postgres" ? postgresCpu() : 0
           const started = Date.now()
-          const appends: Array<Promise<unknown>> = []
-          for (let i = 0; i < events; i++) {
-            const at = Date.now()
-            appends.push(target.append(project).then((event) => appendedAt.set(event.eventId, at)))
-            if (gapMs > 0) await new Promise((resolve) => setTimeout(resolve, gapMs))
-            else if (appends.length % 64 === 0) await Promise.all(appends.slice(-64))
-          }
-          await Promise.all(appends)
+          await appendAll(project, events, gapMs)
           const deadline = Date.now() + 120_000
-          const done = () => received >= expected || Date.now() >= deadline
+          const done = () => receiver.received() >= expected || Date.now() >= deadline
           while (!done()) await new Promise((resolve) => setTimeout(resolve, 5))
           const seconds = (Date.now() - started) / 1000
+          const cpuUs = ((target.cpu() - cpu0) * 1e6) / Math.max(1, receiver.received())
+          const pgUs = target.name === "postgres" ? ((postgresCpu() - pg0) * 1e6) / Math.max(1, receiver.received()) : undefined
+          const arrivals = await receiver.arrivals()
           const sorted = arrivals.flatMap((a) => {
             const sent = appendedAt.get(a.eventId)
             return sent === undefined ? [] : [a.at - sent]
           }).toSorted((a, b) => a - b)
-          return { rate: received / seconds, p50: percentile(sorted, 50), p99: percentile(sorted, 99), received, expected }
+          return { rate: arrivals.length / seconds, p50: percentile(sorted, 50), p99: percentile(sorted, 99), received: arrivals.length, expected, cpuUs, pgUs }
         }
         const burst = await measure(burstProject, Math.max(1, Math.round(DELIVERIES / count)), 0)
         rows.push({
           scenario: "webhooks burst", target: target.name, throughput: Math.round(burst.rate), unit: "req/s",
           p50Ms: burst.p50, p99Ms: burst.p99, requests: burst.received, failures: burst.expected - burst.received,
-          note: `${count} endpoint(s), deliveries/s at saturation; latency includes queueing`
+          note: `${count} endpoint(s), deliveries/s at saturation; service CPU ${Math.round(burst.cpuUs)} us/delivery${pgNote(burst.pgUs)}; latency includes queueing`
         })
         const pacedEvents = Math.max(1, Math.round((PACED_RATE * PACED_SECONDS) / count))
         const gap = (PACED_SECONDS * 1000) / pacedEvents
@@ -161,7 +217,7 @@ export const run = async (): Promise<ReadonlyArray<Measurement>> => {
         rows.push({
           scenario: "webhooks paced", target: target.name, throughput: Math.round(paced.rate), unit: "req/s",
           p50Ms: paced.p50, p99Ms: paced.p99, requests: paced.received, failures: paced.expected - paced.received,
-          note: `${count} endpoint(s), ~${PACED_RATE} deliveries/s offered; append → receiver latency`
+          note: `${count} endpoint(s), ~${PACED_RATE} deliveries/s offered; service CPU ${Math.round(paced.cpuUs)} us/delivery${pgNote(paced.pgUs)}; append → receiver latency`
         })
       }
     } finally {

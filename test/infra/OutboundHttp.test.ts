@@ -119,6 +119,50 @@ describe("OutboundHttp", () => {
       assert.isTrue(response.bodyTruncated)
     }))
 
+  it.live("drains a small unread body behind the caller, so the connection is reused", () =>
+    Effect.gen(function*() {
+      // The body follows the headers a moment later: the caller has its answer before it arrives.
+      const server = yield* startServer((_req, res) => {
+        res.writeHead(200, { "content-length": "2" })
+        res.flushHeaders()
+        setTimeout(() => res.end("ok"), 20)
+      })
+      const http = yield* client({ allowPrivateNetworks: true })
+      for (let i = 0; i < 5; i++) {
+        const response = yield* http.request(get(server.url, { method: "POST", body: "{}", maxBodyBytes: 0 }))
+        assert.strictEqual(response.status, 200)
+        assert.strictEqual(response.body.byteLength, 0)
+        yield* Effect.sleep(100)
+      }
+      assert.strictEqual(server.connections(), 1)
+    }))
+
+  it.live("cuts off an unread body too large to drain, without waiting for it", () =>
+    Effect.gen(function*() {
+      const total = 50 * 1024 * 1024
+      let written = 0
+      const finished = latch<boolean>()
+      const server = yield* startServer((_req, res) => {
+        res.writeHead(200, { "content-length": String(total) })
+        const chunk = Buffer.alloc(64 * 1024, 120)
+        const pump = () => {
+          while (written < total) {
+            written += chunk.length
+            if (!res.write(chunk)) return void res.once("drain", pump)
+          }
+          res.end()
+        }
+        res.on("close", () => finished.resolve(written < total))
+        pump()
+      })
+      const http = yield* client({ allowPrivateNetworks: true })
+      const response = yield* http.request(get(server.url, { maxBodyBytes: 0 }))
+      assert.strictEqual(response.status, 200)
+      assert.isTrue(response.bodyTruncated)
+      const closedEarly = yield* Effect.promise(() => finished.promise).pipe(Effect.timeout(5_000))
+      assert.isTrue(closedEarly, "the server should see the connection closed before it wrote everything")
+    }))
+
   it.live("reports a refused connection", () =>
     Effect.gen(function*() {
       const port = yield* closedPort()
