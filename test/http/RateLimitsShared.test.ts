@@ -1,7 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { createTestDatabase, dropTestDatabase, postgresAvailable } from "../support/Database.ts"
-import { freePort } from "../support/Ports.ts"
-import { type ChildService, KEY, PINNED_KEY, peerEnv, startProcess } from "../support/Service.ts"
+import { type ChildService, KEY, PINNED_KEY, startPeers } from "../support/Service.ts"
 
 describe.skipIf(!postgresAvailable)("rate limits on Postgres, two processes", () => {
   let url: string
@@ -16,8 +15,7 @@ describe.skipIf(!postgresAvailable)("rate limits on Postgres, two processes", ()
       SERVICE_RATE_LIMIT_REQUESTS_PER_MINUTE: "1"
     }
     // One after the other, so the second start finds the schema in place.
-    services.push(await startProcess(await peerEnv(env), await freePort()))
-    services.push(await startProcess(await peerEnv(env), await freePort()))
+    services.push(...await startPeers(env))
   })
 
   afterAll(async () => {

@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { verifyWebhook } from "../../client/Webhooks.ts"
 import { createTestDatabase, dropTestDatabase, postgresAvailable } from "../support/Database.ts"
 import { appendTerminal, pgLog } from "../support/Executions.ts"
-import { type ChildService, peerEnv, startProcess } from "../support/Service.ts"
+import { type ChildService, startPeers, startProcess } from "../support/Service.ts"
 import { type Certificate, eventually, makeCertificate, type Receiver, startReceiver } from "../support/WebhookReceiver.ts"
 import { createEndpoint, deliveriesOf, freePort, serviceEnv } from "../support/Webhooks.ts"
 
@@ -88,8 +88,7 @@ describe.skipIf(!postgresAvailable)("webhook durability", () => {
     const databaseUrl = await createTestDatabase("wh2")
     databases.push(databaseUrl)
     const env = serviceEnv(databaseUrl, certificate)
-    const a = await startProcess(await peerEnv(env), await freePort())
-    const b = await startProcess(await peerEnv(env), await freePort())
+    const [a, b] = await startPeers(env)
     services.push(a, b)
     const log = pgLog(databaseUrl)
     try {

@@ -12,9 +12,9 @@ import { ENDPOINTS_TABLE, webhookEndpointsProjection } from "../../infra/Webhook
 import { makeSubscriptionIndex } from "../../infra/WebhookSubscriptions.ts"
 import { createTestDatabase, dropTestDatabase, postgresAvailable } from "../support/Database.ts"
 import { appendTerminal, pgLog } from "../support/Executions.ts"
-import { type ChildService, peerEnv, startProcess } from "../support/Service.ts"
+import { type ChildService, startPeers } from "../support/Service.ts"
 import { type Certificate, eventually, makeCertificate, type Receiver, startReceiver } from "../support/WebhookReceiver.ts"
-import { createEndpoint, deliveriesOf, freePort, keyOf, serviceEnv } from "../support/Webhooks.ts"
+import { createEndpoint, deliveriesOf, keyOf, serviceEnv } from "../support/Webhooks.ts"
 
 describe("subscription index", () => {
   const tables = new MemoryTables(new Map([[ENDPOINTS_TABLE, ["endpoint_id"]]]))
@@ -117,8 +117,7 @@ describe.skipIf(!postgresAvailable)("subscription index across processes", () =>
 
   it("sees endpoints created, patched, deactivated and deleted through either process", async () => {
     const env = serviceEnv(databaseUrl, certificate)
-    const a = await startProcess(await peerEnv(env), await freePort())
-    const b = await startProcess(await peerEnv(env), await freePort())
+    const [a, b] = await startPeers(env)
     services.push(a, b)
     const log = pgLog(databaseUrl)
     try {

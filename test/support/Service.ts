@@ -98,3 +98,9 @@ export const startProcess = (env: Env, port: number): Promise<ChildService> =>
  * address of its own (SERVICE_RUNNER_ADDRESS); without one, a second process waits for the first.
  */
 export const peerEnv = async (env: Env): Promise<Env> => ({ ...env, SERVICE_RUNNER_ADDRESS: `127.0.0.1:${await freePort()}` })
+
+/** Two peer processes on one database, started one after the other (the second finds the schema). */
+export const startPeers = async (env: Env): Promise<readonly [ChildService, ChildService]> => {
+  const first = await startProcess(await peerEnv(env), await freePort())
+  return [first, await startProcess(await peerEnv(env), await freePort())]
+}
