@@ -4,20 +4,11 @@
  * `execution_interrupted`; idempotency keys survive.
  */
 import { afterAll, describe, expect, it } from "vitest"
-import { createServer } from "node:net"
+import { freePort } from "../support/Ports.ts"
 import { createTestDatabase, dropTestDatabase, postgresAvailable } from "../support/Database.ts"
 import { type ChildService, peerEnv, PINNED_KEY, startProcess, startService } from "../support/Service.ts"
 import { execute, type Json, post, ROOMY, SECRET_KEY, terminal, waitFor } from "./support/Executions.ts"
 
-const freePort = () =>
-  new Promise<number>((resolve, reject) => {
-    const server = createServer()
-    server.once("error", reject)
-    server.listen(0, "127.0.0.1", () => {
-      const address = server.address()
-      server.close(() => (typeof address === "object" && address !== null ? resolve(address.port) : reject(new Error("no port"))))
-    })
-  })
 
 describe.skipIf(!postgresAvailable)("execution recovery after kill -9", () => {
   const cleanup: Array<() => Promise<void>> = []

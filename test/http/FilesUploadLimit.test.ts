@@ -6,7 +6,7 @@
  */
 import { request } from "node:http"
 import { readFileSync } from "node:fs"
-import { createServer } from "node:net"
+import { freePort } from "../support/Ports.ts"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { type ChildService, KEY, startProcess } from "../support/Service.ts"
 
@@ -17,15 +17,6 @@ const CEILING = 4 * Math.ceil(CAP / 3) + 16 * 1024
 // What may sit in socket buffers between the client's writes and the server's reads on loopback.
 const SOCKET_SLACK = 32 * MIB
 
-const freePort = () =>
-  new Promise<number>((resolve, reject) => {
-    const server = createServer()
-    server.once("error", reject)
-    server.listen(0, "127.0.0.1", () => {
-      const address = server.address()
-      server.close(() => (typeof address === "object" && address !== null ? resolve(address.port) : reject(new Error("no port"))))
-    })
-  })
 
 const mib = (n: number) => `${(n / MIB).toFixed(1)} MiB`
 
