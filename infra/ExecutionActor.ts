@@ -9,7 +9,7 @@
  * `cancel`, `markReplayed`, `get`, `awaitTerminal`, `recover`) is what a cluster Entity would
  * host later without changing callers.
  */
-import { Clock, Context, Effect, Fiber, Layer, type Redacted, Semaphore } from "effect"
+import { Clock, Context, Effect, Fiber, Layer, type Redacted, Schedule, Semaphore } from "effect"
 import type { ToolDefinition } from "../domain/Catalog.ts"
 import { findToolkit } from "../domain/catalog/index.ts"
 import {
@@ -210,14 +210,18 @@ export const make = Effect.gen(function*() {
         credentials: plan.credentials,
         files: files.forExecution({ projectId: request.projectId, executionId, attachments: request.attachments ?? [] })
       })
-      // Freed before the outcome is recorded, so a caller answered with it can dispatch again.
-      yield* entry.releasePermit
       yield* mutate(executionId, (now): ExecutionCommand =>
         outcome._tag === "Success"
           ? { _tag: "CompleteExecution", now, output: outcome.output }
           : { _tag: "FailExecution", now, error: outcome.error }).pipe(
-          Effect.catchTag("StateConflict", () => Effect.void)
+          Effect.catchTag("StateConflict", () => Effect.void),
+          // The outcome is known: a store outage delays its record, it does not lose it.
+          Effect.retry({ schedule: Schedule.spaced("1 second"), while: (e) => e._tag === "StoreUnavailable" })
         )
+      // Freed in this turn, before a caller answered with the outcome can send another request.
+      // On Postgres the outcome's commit has already freed it (PgExecutionPermits.ts); this wakes
+      // the waiters of this process.
+      yield* entry.releasePermit
     })
     return run.pipe(
       Effect.ensuring(releaseNow),

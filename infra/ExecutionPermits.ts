@@ -21,6 +21,10 @@ export interface PermitKey {
 export interface PermitStore {
   /** Takes a permit unless `cap` are held by others; true when held (also when already held). */
   readonly tryInsert: (key: PermitKey, cap: number) => Effect.Effect<boolean, StoreUnavailable>
+  /**
+   * Frees a permit. On Postgres a permit already counts as free once its execution is terminal,
+   * so the row's deletion is not waited for.
+   */
   readonly remove: (key: PermitKey) => Effect.Effect<void, StoreUnavailable>
   readonly reclaimStale: Effect.Effect<void, StoreUnavailable>
 }

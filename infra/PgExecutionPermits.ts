@@ -1,9 +1,14 @@
 /**
- * Execution permits on Postgres: one row per held permit, so caps hold across processes. Every
+ * Execution permits on Postgres: one row per granted permit, so caps hold across processes. Every
  * grant takes an advisory transaction lock per (project, toolkit) and counts before inserting.
- * Grants and releases are batched like event appends (group commit): concurrent requests of
- * this process share one call of `grant_execution_permits`, which locks their lanes in a fixed
- * order and grants in arrival order up to each lane's cap, in one round trip.
+ * Grants are batched like event appends (group commit): concurrent requests of this process
+ * share one call of `grant_execution_permits`, which locks their lanes in a fixed order and
+ * grants in arrival order up to each lane's cap, in one round trip.
+ *
+ * A permit counts as held while its execution is not terminal in the `executions` view (or has no
+ * row there yet: granted, request not yet committed). The terminal event's commit therefore frees
+ * the permit in the same transaction that records the outcome, and deleting the row afterwards is
+ * housekeeping that nobody waits for.
  */
 import { Deferred, Effect, Layer, Queue } from "effect"
 import { SqlClient } from "effect/sql"
@@ -57,6 +62,38 @@ export const permitMigrations = [{
        RETURNING e.execution_id;
      END $$`
   ]
+}, {
+  id: 202,
+  name: "permits_end_with_their_execution",
+  statements: [
+    // As 201, but a permit whose execution is terminal in the view is no longer counted: the
+    // outcome's commit is the release.
+    `CREATE OR REPLACE FUNCTION grant_execution_permits(ids text[], projects text[], toolkits text[], caps int4[])
+     RETURNS SETOF text LANGUAGE plpgsql VOLATILE AS $$
+     #variable_conflict use_column
+     BEGIN
+       PERFORM pg_advisory_xact_lock(${LOCK_CLASS}, hashtext(l.lane))
+       FROM (SELECT DISTINCT u.p || '/' || u.t AS lane FROM unnest(projects, toolkits) AS u(p, t) ORDER BY 1) l;
+       RETURN QUERY
+       WITH req AS (
+         SELECT * FROM unnest(ids, projects, toolkits, caps) WITH ORDINALITY AS r(execution_id, project_id, toolkit, cap, ord)
+       ), held AS (
+         SELECT p.project_id, p.toolkit, count(*) AS n FROM execution_permits p
+         LEFT JOIN v_executions v ON v.project_id = p.project_id AND v.execution_id = p.execution_id
+         WHERE (p.project_id, p.toolkit) IN (SELECT project_id, toolkit FROM req)
+           AND p.execution_id <> ALL (ids)
+           AND (v.status IS NULL OR v.status IN ('pending', 'running'))
+         GROUP BY 1, 2
+       ), ranked AS (
+         SELECT r.*, row_number() OVER (PARTITION BY r.project_id, r.toolkit ORDER BY r.ord) AS rn, coalesce(h.n, 0) AS n
+         FROM req r LEFT JOIN held h USING (project_id, toolkit)
+       )
+       INSERT INTO execution_permits AS e (execution_id, project_id, toolkit)
+       SELECT r.execution_id, r.project_id, r.toolkit FROM ranked r WHERE r.n + r.rn <= r.cap
+       ON CONFLICT (execution_id) DO UPDATE SET acquired_at = excluded.acquired_at
+       RETURNING e.execution_id;
+     END $$`
+  ]
 }] as const
 
 const MAX_BATCH = 256
@@ -69,15 +106,11 @@ interface Grant {
   readonly done: Deferred.Deferred<boolean, StoreUnavailable>
 }
 
-interface Release {
-  readonly key: PermitKey
-  readonly done: Deferred.Deferred<void, StoreUnavailable>
-}
 
 export const makePgPermitStore = Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
   const grants = yield* Queue.unbounded<Grant>()
-  const releases = yield* Queue.unbounded<Release>()
+  const releases = yield* Queue.unbounded<PermitKey>()
 
   const grantBatch = (batch: ReadonlyArray<Grant>) =>
     sql<{ id: string }>`
@@ -92,12 +125,11 @@ export const makePgPermitStore = Effect.gen(function*() {
       })
     )
 
-  const releaseBatch = (batch: ReadonlyArray<Release>) =>
-    sql`DELETE FROM execution_permits WHERE execution_id = ANY(${batch.map((r) => r.key.executionId)}::text[])`.pipe(
-      Effect.matchEffect({
-        onFailure: (error) => Effect.forEach(batch, (r) => Deferred.fail(r.done, unavailable(error)), { discard: true }),
-        onSuccess: () => Effect.forEach(batch, (r) => Deferred.succeed(r.done, undefined), { discard: true })
-      })
+  // Housekeeping: a row left behind by a failed delete no longer counts once its execution is
+  // terminal, and the next start-up reclaims it.
+  const releaseBatch = (batch: ReadonlyArray<PermitKey>) =>
+    sql`DELETE FROM execution_permits WHERE execution_id = ANY(${batch.map((key) => key.executionId)}::text[])`.pipe(
+      Effect.catch((error) => Effect.logWarning("permit rows not deleted; reclaimed at start-up", error))
     )
 
   yield* Effect.forkScoped(Queue.takeBetween(grants, 1, MAX_BATCH).pipe(Effect.flatMap(grantBatch), Effect.forever))
@@ -107,9 +139,8 @@ export const makePgPermitStore = Effect.gen(function*() {
     tryInsert: (key, cap) =>
       Effect.flatMap(Deferred.make<boolean, StoreUnavailable>(), (done) =>
         Effect.andThen(Queue.offer(grants, { key, cap, done }), Deferred.await(done))),
-    remove: (key) =>
-      Effect.flatMap(Deferred.make<void, StoreUnavailable>(), (done) =>
-        Effect.andThen(Queue.offer(releases, { key, done }), Deferred.await(done))),
+    // Nobody waits: after the outcome's commit the permit is already free (see above).
+    remove: (key) => Queue.offer(releases, key).pipe(Effect.asVoid),
     // One process per database: at start-up no permit of a live execution is really held.
     reclaimStale: sql`DELETE FROM execution_permits p WHERE NOT EXISTS (
         SELECT 1 FROM v_executions v

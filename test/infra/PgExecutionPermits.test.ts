@@ -1,0 +1,72 @@
+import { assert, describe, layer } from "@effect/vitest"
+import { Effect, Layer } from "effect"
+import { SqlClient } from "effect/sql"
+import { executionsTable } from "../../infra/ExecutionsProjection.ts"
+import { makePgPermitStore } from "../../infra/PgExecutionPermits.ts"
+import { runMigrations } from "../../infra/PgMigrations.ts"
+import { createTableStatements } from "../../infra/PgViewStore.ts"
+import { allMigrations } from "../../src/Infra.ts"
+import { freshDatabaseLayer, postgresAvailable } from "../support/Database.ts"
+
+const Migrated = Layer.effectDiscard(Effect.gen(function*() {
+  yield* runMigrations(allMigrations)
+  const sql = yield* SqlClient.SqlClient
+  for (const statement of createTableStatements(executionsTable)) yield* sql.unsafe(statement)
+})).pipe(Layer.provideMerge(freshDatabaseLayer()))
+
+const setStatus = (executionId: string, status: string) =>
+  Effect.flatMap(SqlClient.SqlClient, (sql) => sql`
+    INSERT INTO v_executions (project_id, execution_id, user_id, tool, status, created_ms, record)
+    VALUES ('proj_p', ${executionId}, 'u', 'demo.echo', ${status}, 0, '{}'::jsonb)
+    ON CONFLICT (project_id, execution_id) DO UPDATE SET status = excluded.status`)
+
+const key = (executionId: string) => ({ projectId: "proj_p", toolkit: "demo", executionId })
+
+describe.skipIf(!postgresAvailable)("execution permits on Postgres", () => {
+  layer(Migrated, { timeout: 60_000, excludeTestServices: true })("grants", (it) => {
+    it.effect("a permit counts until its execution is terminal in the view, whether or not its row is deleted", () =>
+      Effect.scoped(Effect.gen(function*() {
+        const store = yield* makePgPermitStore
+        const sql = yield* SqlClient.SqlClient
+        // Granted with no view row yet (request not committed), then pending, then running.
+        assert.isTrue(yield* store.tryInsert(key("exe_a"), 2))
+        assert.isTrue(yield* store.tryInsert(key("exe_b"), 2))
+        assert.isFalse(yield* store.tryInsert(key("exe_c"), 2))
+        yield* setStatus("exe_a", "pending")
+        yield* setStatus("exe_b", "running")
+        assert.isFalse(yield* store.tryInsert(key("exe_c"), 2))
+        // The outcome's commit frees it: the row is still there, the permit is not held.
+        yield* setStatus("exe_a", "succeeded")
+        const rows = yield* sql<{ n: number }>`SELECT count(*)::int AS n FROM execution_permits WHERE execution_id = 'exe_a'`
+        assert.strictEqual(rows[0]?.n, 1)
+        assert.isTrue(yield* store.tryInsert(key("exe_c"), 2))
+        assert.isFalse(yield* store.tryInsert(key("exe_d"), 2))
+        for (const status of ["failed", "cancelled"]) {
+          yield* setStatus("exe_b", status)
+          assert.isTrue(yield* store.tryInsert(key("exe_d"), 2))
+          yield* setStatus("exe_b", "running")
+          yield* sql`DELETE FROM execution_permits WHERE execution_id = 'exe_d'`
+        }
+        // Another lane (toolkit) has its own count.
+        assert.isTrue(yield* store.tryInsert({ ...key("exe_e"), toolkit: "http" }, 1))
+      })))
+
+    it.effect("removal is housekeeping: it returns at once and the row goes in the background", () =>
+      Effect.scoped(Effect.gen(function*() {
+        const store = yield* makePgPermitStore
+        const sql = yield* SqlClient.SqlClient
+        assert.isTrue(yield* store.tryInsert({ ...key("exe_r"), toolkit: "slack" }, 1))
+        assert.isFalse(yield* store.tryInsert({ ...key("exe_s"), toolkit: "slack" }, 1))
+        // Nothing was recorded for exe_r (no view row): only the delete frees it.
+        yield* store.remove({ ...key("exe_r"), toolkit: "slack" })
+        let left = 1
+        for (let i = 0; i < 100 && left > 0; i++) {
+          yield* Effect.sleep("20 millis")
+          const rows = yield* sql<{ n: number }>`SELECT count(*)::int AS n FROM execution_permits WHERE execution_id = 'exe_r'`
+          left = rows[0]?.n ?? 0
+        }
+        assert.strictEqual(left, 0)
+        assert.isTrue(yield* store.tryInsert({ ...key("exe_s"), toolkit: "slack" }, 1))
+      })))
+  })
+})
