@@ -1,9 +1,10 @@
 /**
  * The event log on Postgres (architecture.md, "Event log"). Appends from many actors share one
- * transaction (group commit): a writer fiber takes every pending append, makes the conditional
- * stream-version writes the transaction's first statement, inserts the events with the
- * transaction's xid8, applies inline projections and notifies followers, all in one commit.
- * A lost race fails only the appends whose streams moved; the rest are retried at once.
+ * commit (group commit): a writer fiber takes every pending append and commits it with one
+ * statement whose CTEs make the conditional stream-version writes, insert the events with the
+ * transaction's xid8, apply the inline projections' changes and notify followers; when a view
+ * table would take two kinds of change at once, the same steps run as a transaction of several
+ * statements. A lost race fails only the appends whose streams moved; the rest are retried at once.
  */
 import { Data, Deferred, Effect, Layer, Queue, Schedule } from "effect"
 import { SqlClient } from "effect/sql"
@@ -16,13 +17,14 @@ import {
   type EventStoreShape,
   followByPolling,
   type Json,
+  type NewEvent,
   type Position,
   type RecordedEvent,
   StoreUnavailable
 } from "./EventStore.ts"
 import { Wakeup } from "./MemoryEventStore.ts"
-import { projectAll, type Projection, Projections } from "./Projection.ts"
-import { applyChanges, specMap } from "./PgViewStore.ts"
+import { projectAll, type Projection, Projections, type RowChange } from "./Projection.ts"
+import { applyChanges, changeCtes, specMap } from "./PgViewStore.ts"
 
 export const NOTIFY_CHANNEL = "app_events"
 const MAX_BATCH = 256
@@ -75,6 +77,80 @@ export const readFeed = (sql: SqlClient.SqlClient, after: Position, limit: numbe
     ORDER BY e.tx_id, e.global_position
     LIMIT ${limit}`.pipe(Effect.map((rows) => rows.map(toRecorded)))
 
+interface Flat {
+  readonly r: AppendRequest
+  readonly e: NewEvent
+  readonly version: number
+}
+
+interface PlacedRow {
+  readonly stream_id: string
+  readonly stream_version: number
+  readonly global_position: bigint
+  readonly tx: string
+  readonly created_at: Date
+}
+
+const eventParams = (flat: ReadonlyArray<Flat>): Array<unknown> => [
+  flat.map((f) => f.r.streamId),
+  flat.map((f) => f.version),
+  flat.map((f) => f.e.eventId),
+  flat.map((f) => f.e.type),
+  flat.map((f) => f.e.schemaVersion),
+  flat.map((f) => JSON.stringify(f.e.data)),
+  flat.map((f) => JSON.stringify(f.e.metadata ?? {}))
+]
+
+const notYetPlaced = () => {
+  throw new Error("an inline projection read an event's position or createdAt, which the commit assigns")
+}
+
+/** An event as inline projections see it before its commit: no position, no commit time. */
+const unplaced = ({ r, e, version }: Flat): RecordedEvent =>
+  Object.defineProperties({
+    streamId: r.streamId,
+    streamType: r.streamType,
+    version,
+    eventId: e.eventId,
+    type: e.type,
+    schemaVersion: e.schemaVersion,
+    data: e.data,
+    metadata: e.metadata ?? {}
+  }, { position: { get: notYetPlaced }, createdAt: { get: notYetPlaced } }) as RecordedEvent
+
+/** The recorded events, in append order, from the rows the insert returned. */
+const placed = (flat: ReadonlyArray<Flat>, rows: ReadonlyArray<PlacedRow>): ReadonlyArray<RecordedEvent> => {
+  const byKey = new Map(rows.map((row) => [`${row.stream_id}\u0000${row.stream_version}`, row]))
+  return flat.map(({ r, e, version }) => {
+    const row = byKey.get(`${r.streamId}\u0000${version}`)!
+    return {
+      streamId: r.streamId,
+      streamType: r.streamType,
+      version,
+      position: { tx: BigInt(row.tx), seq: BigInt(row.global_position) },
+      eventId: e.eventId,
+      type: e.type,
+      schemaVersion: e.schemaVersion,
+      data: e.data,
+      metadata: e.metadata ?? {},
+      createdAt: row.created_at.getTime()
+    }
+  })
+}
+
+/** The streams named by `append_guard` when it aborted a commit. */
+const movedStreams = (error: unknown): ReadonlySet<string> | undefined => {
+  let cause = error
+  for (let depth = 0; depth < 5 && typeof cause === "object" && cause !== null; depth++) {
+    const node = cause as { readonly message?: unknown; readonly detail?: unknown; readonly reason?: unknown; readonly cause?: unknown }
+    if (node.message === "append_conflict" && typeof node.detail === "string") {
+      return new Set(JSON.parse(node.detail) as Array<string>)
+    }
+    cause = node.reason ?? node.cause
+  }
+  return undefined
+}
+
 export const makePgEventStore = Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
   const pg = yield* PgClient.PgClient
@@ -84,10 +160,54 @@ export const makePgEventStore = Effect.gen(function*() {
   const queue = yield* Queue.unbounded<Pending>()
   const wakeup = new Wakeup("1 second")
 
-  const commitBatch = (batch: ReadonlyArray<Pending>) =>
+  /**
+   * The usual commit: one statement, so one round trip and no BEGIN/COMMIT. Its CTEs move the
+   * stream versions, insert the events and apply the inline projections' changes (computed
+   * beforehand from the events, which is why inline projections never read a position); a moved
+   * stream makes `append_guard` abort the whole statement, and the error names the streams.
+   */
+  const commitAtOnce = (flat: ReadonlyArray<Flat>, ctes: ReadonlyArray<string>, params: ReadonlyArray<unknown>) =>
+    sql.unsafe<PlacedRow>(
+      `WITH input AS (
+        SELECT * FROM unnest($1::text[], $2::text[], $3::int4[], $4::int4[]) AS i(stream_id, stream_type, expected, next)
+      ), updated AS (
+        UPDATE streams s SET version = i.next FROM input i
+        WHERE s.stream_id = i.stream_id AND i.expected > 0 AND s.version = i.expected
+        RETURNING s.stream_id
+      ), inserted AS (
+        INSERT INTO streams (stream_id, stream_type, version)
+        SELECT stream_id, stream_type, next FROM input WHERE expected = 0
+        ON CONFLICT DO NOTHING RETURNING stream_id
+      ), guard AS (
+        SELECT append_guard(ARRAY(
+          SELECT stream_id FROM input EXCEPT SELECT stream_id FROM updated EXCEPT SELECT stream_id FROM inserted)) AS ok
+      ), appended AS (
+        INSERT INTO events (stream_id, stream_version, event_id, event_type, schema_version, data, metadata)
+        SELECT u.stream_id, u.stream_version, u.event_id, u.event_type, u.schema_version, u.data::jsonb, u.metadata::jsonb
+        FROM guard, unnest($5::text[], $6::int4[], $7::text[], $8::text[], $9::int4[], $10::text[], $11::text[])
+          AS u(stream_id, stream_version, event_id, event_type, schema_version, data, metadata)
+        WHERE guard.ok
+        RETURNING stream_id, stream_version, global_position, tx_id::text AS tx, created_at
+      )${ctes.map((cte, i) => `, view_${i} AS (${cte})`).join("")}
+      SELECT a.stream_id, a.stream_version, a.global_position, a.tx, a.created_at,
+             (SELECT pg_notify('${NOTIFY_CHANNEL}', '')::text) AS notified
+      FROM guard g LEFT JOIN appended a ON g.ok`,
+      params as Array<unknown>
+    ).pipe(
+      Effect.map((rows) => placed(flat, rows.filter((row) => row.stream_id !== null))),
+      Effect.catch((error: SqlError): Effect.Effect<never, BatchConflict | SqlError> => {
+        const streams = movedStreams(error)
+        return streams === undefined ? Effect.fail(error) : Effect.fail(new BatchConflict({ streams }))
+      })
+    )
+
+  /**
+   * When one table would take two kinds of change in a commit (a row may not change twice in one
+   * statement), the commit is a transaction of several statements instead.
+   */
+  const commitInSteps = (requests: ReadonlyArray<AppendRequest>, flat: ReadonlyArray<Flat>, changes: ReadonlyArray<RowChange>) =>
     sql.withTransaction(
       Effect.gen(function*() {
-        const requests = batch.flatMap((p) => p.requests)
         const moved = yield* sql<{ stream_id: string }>`
           WITH input AS (
             SELECT * FROM unnest(${requests.map((r) => r.streamId)}::text[], ${requests.map((r) => r.streamType)}::text[],
@@ -106,38 +226,36 @@ export const makePgEventStore = Effect.gen(function*() {
         const ok = new Set(moved.map((row) => row.stream_id))
         const conflicts = new Set(requests.filter((r) => !ok.has(r.streamId)).map((r) => r.streamId))
         if (conflicts.size > 0) return yield* new BatchConflict({ streams: conflicts })
-
-        const flat = requests.flatMap((r) => r.events.map((e, i) => ({ r, e, version: r.expectedVersion + i + 1 })))
-        const rows = yield* sql<{ stream_id: string; stream_version: number; global_position: bigint; tx: string; created_at: Date }>`
-          INSERT INTO events (stream_id, stream_version, event_id, event_type, schema_version, data, metadata)
+        const rows = yield* sql.unsafe<PlacedRow>(
+          `INSERT INTO events (stream_id, stream_version, event_id, event_type, schema_version, data, metadata)
           SELECT stream_id, stream_version, event_id, event_type, schema_version, data::jsonb, metadata::jsonb
-          FROM unnest(${flat.map((f) => f.r.streamId)}::text[], ${flat.map((f) => f.version)}::int4[],
-                      ${flat.map((f) => f.e.eventId)}::text[], ${flat.map((f) => f.e.type)}::text[],
-                      ${flat.map((f) => f.e.schemaVersion)}::int4[], ${flat.map((f) => JSON.stringify(f.e.data))}::text[],
-                      ${flat.map((f) => JSON.stringify(f.e.metadata ?? {}))}::text[])
+          FROM unnest($1::text[], $2::int4[], $3::text[], $4::text[], $5::int4[], $6::text[], $7::text[])
             AS u(stream_id, stream_version, event_id, event_type, schema_version, data, metadata)
-          RETURNING stream_id, stream_version, global_position, tx_id::text AS tx, created_at`
-        const placed = new Map(rows.map((row) => [`${row.stream_id}\u0000${row.stream_version}`, row]))
-        const recorded: Array<RecordedEvent> = flat.map(({ r, e, version }) => {
-          const row = placed.get(`${r.streamId}\u0000${version}`)!
-          return {
-            streamId: r.streamId,
-            streamType: r.streamType,
-            version,
-            position: { tx: BigInt(row.tx), seq: BigInt(row.global_position) },
-            eventId: e.eventId,
-            type: e.type,
-            schemaVersion: e.schemaVersion,
-            data: e.data,
-            metadata: e.metadata ?? {},
-            createdAt: row.created_at.getTime()
-          }
-        })
-        for (const projection of inline) yield* applyChanges(sql, specs, projectAll(projection, recorded))
+          RETURNING stream_id, stream_version, global_position, tx_id::text AS tx, created_at`,
+          eventParams(flat)
+        )
+        yield* applyChanges(sql, specs, changes)
         yield* sql`SELECT pg_notify(${NOTIFY_CHANNEL}, '')`
-        return recorded
+        return placed(flat, rows)
       })
     )
+
+  const commitBatch = (batch: ReadonlyArray<Pending>) =>
+    Effect.suspend(() => {
+      const requests = batch.flatMap((p) => p.requests)
+      const flat: ReadonlyArray<Flat> = requests.flatMap((r) => r.events.map((e, i) => ({ r, e, version: r.expectedVersion + i + 1 })))
+      const events = flat.map(unplaced)
+      const changes = inline.flatMap((projection) => projectAll(projection, events))
+      const params: Array<unknown> = [
+        requests.map((r) => r.streamId),
+        requests.map((r) => r.streamType),
+        requests.map((r) => r.expectedVersion),
+        requests.map((r) => r.expectedVersion + r.events.length),
+        ...eventParams(flat)
+      ]
+      const ctes = changeCtes(specs, changes, params)
+      return ctes === undefined ? commitInSteps(requests, flat, changes) : commitAtOnce(flat, ctes, params)
+    })
 
   /** Splits a commit's events back to the appends that made them. */
   const settle = (batch: ReadonlyArray<Pending>, recorded: ReadonlyArray<RecordedEvent>) =>
@@ -181,6 +299,8 @@ export const makePgEventStore = Effect.gen(function*() {
         Effect.catch((error: SqlError) =>
           Effect.forEach(now, (p) => Deferred.fail(p.done, unavailable(error)), { discard: true })
         ),
+        // A bug (a projection that throws) fails these appends and leaves the writer running.
+        Effect.catchDefect((defect) => Effect.forEach(now, (p) => Deferred.die(p.done, defect), { discard: true })),
         Effect.andThen(runBatch(later))
       )
     })

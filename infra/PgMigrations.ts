@@ -83,6 +83,21 @@ export const eventLogMigrations: ReadonlyArray<Migration> = [
         PRIMARY KEY (bucket, day)
       )`
     ]
+  },
+  {
+    id: 4,
+    name: "append_guard",
+    statements: [
+      // A commit of the event log is one statement (PgEventStore.ts): this aborts it, with the
+      // streams that moved in its detail, when some expected version no longer holds.
+      `CREATE FUNCTION append_guard(moved text[]) RETURNS boolean LANGUAGE plpgsql AS $$
+        BEGIN
+          IF cardinality(moved) > 0 THEN
+            RAISE EXCEPTION 'append_conflict' USING DETAIL = array_to_json(moved)::text;
+          END IF;
+          RETURN true;
+        END $$`
+    ]
   }
 ]
 

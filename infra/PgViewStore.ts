@@ -128,8 +128,8 @@ const unnestSource = (spec: TableSpec, columns: ReadonlyArray<string>, rows: Rea
   return `(SELECT ${select.join(", ")} FROM unnest(${parts.join(", ")}) AS u(${columns.map(ident).join(", ")}))`
 }
 
-const groupStatement = (spec: TableSpec, table: string, group: Group): { text: string; params: Array<unknown> } => {
-  const params: Array<unknown> = []
+/** One statement per group; `params` may already hold the parameters of an enclosing statement. */
+const groupStatement = (spec: TableSpec, table: string, group: Group, params: Array<unknown> = []): { text: string; params: Array<unknown> } => {
   const t = ident(table)
   const pkMatch = spec.primaryKey.map((c) => `t.${ident(c)} = s.${ident(c)}`).join(" AND ")
   switch (group.op) {
@@ -192,6 +192,21 @@ export const applyChanges = (
     })
     return Effect.forEach(statements, (s) => sql.unsafe(s.text, s.params), { discard: true })
   })
+
+/**
+ * The changes as data-modifying CTE bodies of one enclosing statement, numbering their
+ * parameters after those already in `params`; undefined when a table would be changed by two
+ * of them (one statement may not change a row twice).
+ */
+export const changeCtes = (
+  specs: ReadonlyMap<string, TableSpec>,
+  changes: ReadonlyArray<RowChange>,
+  params: Array<unknown>
+): ReadonlyArray<string> | undefined => {
+  const groups = groupChanges(specs, changes)
+  if (new Set(groups.map((group) => group.table)).size !== groups.length) return undefined
+  return groups.map((group) => groupStatement(specs.get(group.table)!, physicalName(group.table), group, params).text)
+}
 
 export const specMap = (projections: Projections["Service"]): ReadonlyMap<string, TableSpec> => {
   const map = new Map<string, TableSpec>()

@@ -38,6 +38,10 @@ export interface Projection {
   readonly tables: ReadonlyArray<TableSpec>
   /** Stream types whose events the projection reads; others are skipped without a call. */
   readonly streamTypes: ReadonlyArray<string>
+  /**
+   * An inline projection reads the event's stream, version, type and data, never its `position`
+   * or `createdAt`: on Postgres the changes are computed before the commit that assigns them.
+   */
   readonly project: (event: RecordedEvent) => ReadonlyArray<RowChange>
 }
 

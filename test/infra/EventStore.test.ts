@@ -5,7 +5,8 @@ import { type AppendRequest, EventStore, type RecordedEvent } from "../../infra/
 import { layerMemory } from "../../infra/MemoryEventStore.ts"
 import { layerPgEventStore } from "../../infra/PgEventStore.ts"
 import { eventLogMigrations, runMigrations } from "../../infra/PgMigrations.ts"
-import { Projections } from "../../infra/Projection.ts"
+import { type Projection, Projections, type TableSpec } from "../../infra/Projection.ts"
+import { createTableStatements } from "../../infra/PgViewStore.ts"
 import { freshDatabaseLayer, postgresAvailable } from "../support/Database.ts"
 
 let counter = 0
@@ -170,6 +171,94 @@ describe.skipIf(!postgresAvailable)("EventStore (Postgres)", () => {
         yield* Fiber.join(slow)
         const all = yield* Fiber.join(reader)
         assert.deepStrictEqual(all.map((e) => e.streamId), ["s-late-slow", ...[0, 1, 2, 3, 4].map((i) => `s-late-fast-${i}`)])
+      }))
+  })
+})
+
+// Inline projections on Postgres: a commit is one statement when every view table takes one kind
+// of change, a transaction of several otherwise; both must be atomic with the events.
+const thingsTable: TableSpec = { name: "things", columns: { id: "text", n: "bigint" }, primaryKey: ["id"] }
+const thingsProjection = (readPosition: boolean): Projection => ({
+  name: "things",
+  mode: "inline",
+  tables: [thingsTable],
+  streamTypes: ["test"],
+  project: (event) => {
+    if (readPosition && event.type === "Peek") return [{ op: "upsert", table: "things", row: { id: "peek", n: Number(event.position.seq) } }]
+    const data = event.data as { readonly id: string; readonly n?: number }
+    return event.type === "Drop"
+      ? [{ op: "delete", table: "things", key: { id: data.id } }]
+      : [{ op: "upsert", table: "things", row: { id: data.id, n: data.n ?? 0 } }]
+  }
+})
+
+const PgStoreWith = (projection: Projection) =>
+  Layer.effect(
+    EventStore,
+    Effect.gen(function*() {
+      yield* runMigrations(eventLogMigrations)
+      const sql = yield* SqlClient.SqlClient
+      for (const statement of createTableStatements(thingsTable)) yield* sql.unsafe(statement)
+      return yield* EventStore
+    })
+  ).pipe(
+    Layer.provide(layerPgEventStore),
+    Layer.provide(Layer.succeed(Projections, [projection])),
+    Layer.provideMerge(freshDatabaseLayer())
+  )
+
+const things = Effect.flatMap(SqlClient.SqlClient, (sql) =>
+  Effect.map(sql<{ id: string; n: string }>`SELECT id, n::text FROM v_things ORDER BY id`, (rows) =>
+    rows.map((row) => `${row.id}=${row.n}`)))
+
+const put = (streamId: string, expectedVersion: number, id: string, n: number, type = "Put"): AppendRequest => ({
+  streamId,
+  streamType: "test",
+  expectedVersion,
+  events: [event(type, { id, n })]
+})
+
+describe.skipIf(!postgresAvailable)("EventStore (Postgres) with inline projections", () => {
+  layer(PgStoreWith(thingsProjection(false)), { timeout: 60_000, excludeTestServices: true })("commits", (it) => {
+    it.effect("events and view rows commit together, in one statement or in several", () =>
+      Effect.gen(function*() {
+        const store = yield* EventStore
+        // One kind of change per table: the one-statement commit.
+        yield* store.append([put("p-a", 0, "a", 1), put("p-b", 0, "b", 2)])
+        assert.deepStrictEqual(yield* things, ["a=1", "b=2"])
+        // An upsert and a delete of the same table in one commit: the commit in steps.
+        yield* store.append([put("p-a", 1, "a", 5), put("p-b", 1, "b", 0, "Drop")])
+        assert.deepStrictEqual(yield* things, ["a=5"])
+        assert.deepStrictEqual((yield* store.readStream("p-b")).map((e) => e.type), ["Put", "Drop"])
+      }))
+
+    it.effect("a stale expected version rolls back the whole commit, view rows included, on both paths", () =>
+      Effect.gen(function*() {
+        const store = yield* EventStore
+        yield* store.append([put("r-a", 0, "ra", 1)])
+        const once = yield* Effect.flip(store.append([put("r-new", 0, "rn", 1), put("r-a", 0, "ra", 9)]))
+        assert.strictEqual(once._tag, "ConcurrencyConflict")
+        const steps = yield* Effect.flip(store.append([put("r-new", 0, "rn", 1, "Drop"), put("r-c", 0, "rc", 3), put("r-a", 0, "ra", 9)]))
+        assert.strictEqual(steps._tag, "ConcurrencyConflict")
+        assert.deepStrictEqual((yield* things).filter((t) => t.startsWith("r")), ["ra=1"])
+        assert.strictEqual((yield* store.readStream("r-new")).length, 0)
+        assert.strictEqual((yield* store.readStream("r-c")).length, 0)
+        // The streams that did not move commit on their own afterwards.
+        yield* store.append([put("r-new", 0, "rn", 4)])
+        assert.deepStrictEqual((yield* things).filter((t) => t.startsWith("r")), ["ra=1", "rn=4"])
+      }))
+  })
+
+  layer(PgStoreWith(thingsProjection(true)), { timeout: 60_000, excludeTestServices: true })("contract", (it) => {
+    it.effect("an inline projection that reads an event's position fails the append instead of guessing", () =>
+      Effect.gen(function*() {
+        const store = yield* EventStore
+        const failed = yield* Effect.flip(Effect.catchDefect(store.append([put("c-a", 0, "x", 1, "Peek")]), (defect) => Effect.fail(defect)))
+        assert.match(String(failed), /position or createdAt/)
+        assert.strictEqual((yield* store.readStream("c-a")).length, 0)
+        // The writer survives the bug: later appends commit.
+        yield* store.append([put("c-b", 0, "y", 2)])
+        assert.deepStrictEqual(yield* things, ["y=2"])
       }))
   })
 })
