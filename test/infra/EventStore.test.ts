@@ -183,10 +183,10 @@ const thingsProjection = (readPosition: boolean): Projection => ({
   mode: "inline",
   tables: [thingsTable],
   streamTypes: ["test"],
-  project: (event) => {
-    if (readPosition && event.type === "Peek") return [{ op: "upsert", table: "things", row: { id: "peek", n: Number(event.position.seq) } }]
-    const data = event.data as { readonly id: string; readonly n?: number }
-    return event.type === "Drop"
+  project: (recorded) => {
+    if (readPosition && recorded.type === "Peek") return [{ op: "upsert", table: "things", row: { id: "peek", n: Number(recorded.position.seq) } }]
+    const data = recorded.data as { readonly id: string; readonly n?: number }
+    return recorded.type === "Drop"
       ? [{ op: "delete", table: "things", key: { id: data.id } }]
       : [{ op: "upsert", table: "things", row: { id: data.id, n: data.n ?? 0 } }]
   }
