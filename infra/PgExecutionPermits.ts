@@ -97,6 +97,8 @@ export const permitMigrations = [{
 }] as const
 
 const MAX_BATCH = 256
+/** Deleting rows is housekeeping; a permit whose execution never recorded anything waits this long at most. */
+const RELEASE_INTERVAL = "200 millis"
 
 const unavailable = (cause: unknown) => new StoreUnavailable({ cause })
 
@@ -133,7 +135,14 @@ export const makePgPermitStore = Effect.gen(function*() {
     )
 
   yield* Effect.forkScoped(Queue.takeBetween(grants, 1, MAX_BATCH).pipe(Effect.flatMap(grantBatch), Effect.forever))
-  yield* Effect.forkScoped(Queue.takeBetween(releases, 1, MAX_BATCH).pipe(Effect.flatMap(releaseBatch), Effect.forever))
+  // Deletions gather for a moment: one statement per interval rather than one per commit.
+  yield* Effect.forkScoped(
+    Queue.takeBetween(releases, 1, 4 * MAX_BATCH).pipe(
+      Effect.flatMap(releaseBatch),
+      Effect.andThen(Effect.sleep(RELEASE_INTERVAL)),
+      Effect.forever
+    )
+  )
 
   const store: PermitStore = {
     tryInsert: (key, cap) =>
