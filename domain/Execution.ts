@@ -7,8 +7,9 @@
  * rebuild terminal envelopes from the terminal event alone. A request that may wait (async, or
  * sync behind a full concurrency cap) carries its input sealed (never plain) so that start-up
  * recovery can dispatch it; a request recorded together with its start never waits and keeps no
- * input. Neither the sealed input nor the idempotency hash (older events carry one) ever reaches
- * the record.
+ * input. Neither the sealed input, the idempotency hash (older events carry one) nor the owner
+ * (the process that dispatches it, so that peers can take over from a dead one) ever reaches the
+ * record.
  */
 import { Schema } from "effect"
 import { type NormalizedError, normalized, StateConflict } from "./Errors.ts"
@@ -30,6 +31,8 @@ export const ExecutionRequested = Schema.Struct({
   attachments: Schema.optionalKey(Schema.Array(Schema.String)),
   sealedInput: Schema.optionalKey(Schema.String),
   inputHash: Schema.optionalKey(Schema.String),
+  /** The process that dispatches it (ExecutionOwners); older events have none. */
+  owner: Schema.optionalKey(Schema.String),
   requestedAt: Schema.String
 })
 export type ExecutionRequested = typeof ExecutionRequested.Type
@@ -37,6 +40,8 @@ export type ExecutionRequested = typeof ExecutionRequested.Type
 export const ExecutionStarted = Schema.Struct({
   type: Schema.Literal("ExecutionStarted"),
   startedAt: Schema.String,
+  /** The process whose dispatch began (a peer may have adopted a pending execution). */
+  owner: Schema.optionalKey(Schema.String),
   record: ExecutionRecord
 })
 export const ExecutionSucceeded = Schema.Struct({ type: Schema.Literal("ExecutionSucceeded"), record: ExecutionRecord })
@@ -62,12 +67,16 @@ export const ExecutionEvent = Schema.Union([
 ])
 export type ExecutionEvent = typeof ExecutionEvent.Type
 
-/** Undefined before the request; otherwise the request and the public record it has become. */
+/**
+ * Undefined before the request; otherwise the request, the public record it has become, and the
+ * process that owns its dispatch (never part of the record).
+ */
 export type ExecutionState =
   | undefined
   | {
     readonly request: ExecutionRequested
     readonly record: ExecutionRecord
+    readonly owner: string | undefined
   }
 
 const iso = (ms: number): string => new Date(ms).toISOString()
@@ -92,13 +101,14 @@ export const pendingRecord = (request: ExecutionRequested): ExecutionRecord => (
 export const evolve = (state: ExecutionState, event: ExecutionEvent): ExecutionState => {
   switch (event.type) {
     case "ExecutionRequested":
-      return { request: event, record: pendingRecord(event) }
+      return { request: event, record: pendingRecord(event), owner: event.owner }
     case "ExecutionStarted":
+      return state === undefined ? state : { request: state.request, record: event.record, owner: event.owner ?? state.owner }
     case "ExecutionSucceeded":
     case "ExecutionFailed":
     case "ExecutionCancelled":
     case "ExecutionReplayed":
-      return state === undefined ? state : { request: state.request, record: event.record }
+      return state === undefined ? state : { ...state, record: event.record }
   }
 }
 
@@ -114,7 +124,7 @@ export const isTerminalState = (state: ExecutionState): boolean =>
 // Commands: imperative, each with the time it happens at.
 export type ExecutionCommand =
   | { readonly _tag: "RequestExecution"; readonly request: Omit<ExecutionRequested, "type"> }
-  | { readonly _tag: "StartDispatch"; readonly now: number }
+  | { readonly _tag: "StartDispatch"; readonly now: number; readonly owner?: string | undefined }
   | { readonly _tag: "CompleteExecution"; readonly now: number; readonly output: Schema.Json }
   | { readonly _tag: "FailExecution"; readonly now: number; readonly error: NormalizedError }
   | { readonly _tag: "CancelExecution"; readonly now: number }
@@ -170,7 +180,12 @@ export const decide = (command: ExecutionCommand, state: ExecutionState): Decisi
     case "StartDispatch": {
       if (record.status !== "pending") return conflict(record, "started")
       const startedAt = iso(command.now)
-      return [{ type: "ExecutionStarted", startedAt, record: { ...baseOf(record), startedAt, status: "running" } }]
+      return [{
+        type: "ExecutionStarted",
+        startedAt,
+        ...(command.owner !== undefined ? { owner: command.owner } : {}),
+        record: { ...baseOf(record), startedAt, status: "running" }
+      }]
     }
     case "CompleteExecution": {
       if (terminal) return conflict(record, "completed")

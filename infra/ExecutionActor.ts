@@ -27,6 +27,7 @@ import {
 import type { ExecutionRecord } from "../domain/ExecutionRecord.ts"
 import { normalized, NotFound, StateConflict } from "../domain/Errors.ts"
 import { type AppendRequest, type ConcurrencyConflict, EventStore, type Json, type NewEvent, type StoreUnavailable } from "./EventStore.ts"
+import { ExecutionOwners } from "./ExecutionOwners.ts"
 import { ExecutionPermits, type PermitKey } from "./ExecutionPermits.ts"
 import { newId } from "./Ids.ts"
 import { runAdapter } from "./ExecutionDispatch.ts"
@@ -63,15 +64,17 @@ export interface ExecutionActorShape {
   /** The terminal record, or the current one when `timeoutMs` passes first. */
   readonly awaitTerminal: (executionId: string, timeoutMs: number) => Effect.Effect<ExecutionRecord | undefined, StoreUnavailable>
   /**
-   * Start-up (one process per database): running executions fail with `execution_interrupted`,
-   * then `beforeResume` runs (stale permits), then pending ones are dispatched oldest first.
+   * Recovery of executions whose owner is gone (`abandoned`; never this process): running ones
+   * fail with `execution_interrupted`, then `beforeResume` runs (stale permits), then pending
+   * ones are dispatched here, oldest first. Answers how many of each it took over.
    */
   readonly recover: (options: {
     readonly running: ReadonlyArray<string>
     readonly pending: ReadonlyArray<string>
+    readonly abandoned: (owner: string | undefined) => boolean
     readonly beforeResume: Effect.Effect<void, StoreUnavailable>
     readonly resumePlan: (request: ExecutionRequested) => Effect.Effect<DispatchPlan, string>
-  }) => Effect.Effect<void, StoreUnavailable>
+  }) => Effect.Effect<{ readonly interrupted: number; readonly resumed: number }, StoreUnavailable>
 }
 
 export class ExecutionActor extends Context.Service<ExecutionActor, ExecutionActorShape>()("app/infra/ExecutionActor") {}
@@ -108,6 +111,7 @@ const newEntry = (state: ExecutionState, version: number): Entry => ({
 
 export const make = Effect.gen(function*() {
   const store = yield* EventStore
+  const owners = yield* ExecutionOwners
   const permits = yield* ExecutionPermits
   const adapters = yield* Adapters
   const files = yield* AttachmentFiles
@@ -196,7 +200,7 @@ export const make = Effect.gen(function*() {
         permit = "held"
       }
       if (entry.state?.record.status === "pending") {
-        const started = yield* mutate(executionId, (now) => ({ _tag: "StartDispatch", now })).pipe(
+        const started = yield* mutate(executionId, (now) => ({ _tag: "StartDispatch", now, owner: owners.self })).pipe(
           Effect.map(() => true),
           Effect.catchTag("StateConflict", () => Effect.succeed(false))
         )
@@ -243,12 +247,12 @@ export const make = Effect.gen(function*() {
     execute: ({ request, plan, alongside }) =>
       Effect.gen(function*() {
         const now = yield* Clock.currentTimeMillis
-        const requested = decide({ _tag: "RequestExecution", request }, undefined)
+        const requested = decide({ _tag: "RequestExecution", request: { ...request, owner: owners.self } }, undefined)
         if (requested instanceof StateConflict) return yield* Effect.die(requested)
         let state = requested.reduce(evolve, undefined as ExecutionState)
         let events = requested
         if (plan.permitHeld) {
-          const started = decide({ _tag: "StartDispatch", now }, state)
+          const started = decide({ _tag: "StartDispatch", now, owner: owners.self }, state)
           if (started instanceof StateConflict) return yield* Effect.die(started)
           state = started.reduce(evolve, state)
           events = [...events, ...started]
@@ -310,17 +314,30 @@ export const make = Effect.gen(function*() {
         })
       }),
 
-    recover: ({ running, pending, beforeResume, resumePlan }) =>
+    recover: ({ running, pending, abandoned, beforeResume, resumePlan }) =>
       Effect.gen(function*() {
+        // Read afresh (a cached entry of another owner's execution may be stale); one this
+        // process is dispatching is never taken over.
+        const orphaned = (executionId: string) =>
+          entries.get(executionId)?.fiber !== undefined
+            ? Effect.succeed(false)
+            : Effect.map(store.readStream(streamId(executionId)), (events) => {
+              const state = fold(events.map((e) => e.data as unknown as ExecutionEvent))
+              return state !== undefined && !isTerminalState(state) && state.owner !== owners.self && abandoned(state.owner)
+            })
+        const lost = yield* Effect.filter(running, orphaned, { concurrency: 16 })
         // Concurrently, so the appends share group commits and start-up stays short.
-        yield* Effect.forEach(running, (executionId) =>
+        yield* Effect.forEach(lost, (executionId) =>
           mutate(executionId, (now) => ({ _tag: "InterruptExecution", now })).pipe(
             Effect.catchTags({ StateConflict: () => Effect.void, NotFound: () => Effect.void })
           ), { concurrency: 64, discard: true })
         yield* beforeResume
+        let resumed = 0
         for (const executionId of pending) {
+          if (!(yield* orphaned(executionId))) continue
           const entry = yield* entryFor(executionId)
-          if (entry.state?.record.status !== "pending") continue
+          if (entry.state?.record.status !== "pending" || entry.fiber !== undefined) continue
+          resumed++
           const plan = yield* Effect.result(resumePlan(entry.state.request))
           if (plan._tag === "Success") {
             yield* fork(executionId, entry, plan.success)
@@ -331,6 +348,7 @@ export const make = Effect.gen(function*() {
             Effect.catchTags({ StateConflict: () => Effect.void, NotFound: () => Effect.void })
           )
         }
+        return { interrupted: lost.length, resumed }
       })
   }
   return actor

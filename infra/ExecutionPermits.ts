@@ -36,7 +36,7 @@ export interface ExecutionPermitsShape {
   readonly acquire: (key: PermitKey, cap: number) => Effect.Effect<void, StoreUnavailable>
   /** Never fails: a permit that cannot be deleted now is reclaimed at the next start-up. */
   readonly release: (key: PermitKey) => Effect.Effect<void>
-  /** Start-up: frees permits of executions that are no longer pending or running. */
+  /** Recovery: deletes rows of permits that no execution holds any more (ended, or never recorded). */
   readonly reclaimStale: Effect.Effect<void, StoreUnavailable>
 }
 

@@ -1,17 +1,21 @@
 /**
- * Start-up recovery of executions (decisions.md section 3, durable mode): an execution whose
- * dispatch may have begun (`running`) becomes failed `execution_interrupted`; stale permits are
- * freed; then every `pending` one is dispatched again, oldest first.
+ * Recovery of executions whose owning process is gone (decisions.md section 3, durable mode): an
+ * execution whose dispatch may have begun (`running`) becomes failed `execution_interrupted`;
+ * stale permits are freed; then every `pending` one is dispatched here, oldest first.
  *
- * This assumes one process per database: a second process starting while another runs would
- * interrupt that one's running executions. Several processes need the cluster runtime (shards
- * own executions) before this runs per shard.
+ * It runs while the service starts (the previous process on this database may have been killed)
+ * and, with a database, every few seconds after that, so the executions of a peer killed with -9
+ * are taken over by the processes still running. An owner is gone when its advisory lock is
+ * (ExecutionOwners.ts); executions of live owners are never touched, and two processes taking
+ * over the same execution are kept apart by the expected version of its stream.
  */
-import { Effect, Layer } from "effect"
+import { Effect, Layer, Schedule } from "effect"
 import { decodeToolInput, findTool } from "../domain/catalog/index.ts"
 import type { ExecutionRequested } from "../domain/Execution.ts"
 import type { Json } from "./EventStore.ts"
+import { AppConfig } from "../src/Config.ts"
 import { ExecutionActor } from "./ExecutionActor.ts"
+import { ExecutionOwners } from "./ExecutionOwners.ts"
 import { ExecutionPermits } from "./ExecutionPermits.ts"
 import { ConnectionResolver } from "./ExecutionPorts.ts"
 import { TABLE } from "./ExecutionsProjection.ts"
@@ -44,10 +48,11 @@ export const recoverExecutions = Effect.gen(function*() {
   const permits = yield* ExecutionPermits
   const secrets = yield* Secrets
   const connections = yield* ConnectionResolver
+  const owners = yield* ExecutionOwners
   const running = yield* idsWithStatus(views, "running")
   const pending = yield* idsWithStatus(views, "pending")
   if (running.length + pending.length === 0) return
-  yield* Effect.logInfo(`recovering executions: ${running.length} interrupted, ${pending.length} resumed`)
+  const alive = yield* owners.alive
   const resumePlan = (request: ExecutionRequested) =>
     Effect.gen(function*() {
       const tool = findTool(request.tool)
@@ -65,8 +70,21 @@ export const recoverExecutions = Effect.gen(function*() {
       }).pipe(Effect.mapError(() => "the connection is no longer available"))
       return { tool, input, credentials: connection.credentials, permitHeld: false }
     })
-  yield* actor.recover({ running, pending, beforeResume: permits.reclaimStale, resumePlan })
+  const taken = yield* actor.recover({
+    running,
+    pending,
+    // Events written before owners existed name none: whoever recovers first takes them.
+    abandoned: (owner) => owner === undefined || !alive.has(owner),
+    beforeResume: permits.reclaimStale,
+    resumePlan
+  })
+  if (taken.interrupted + taken.resumed > 0) {
+    yield* Effect.logInfo(`recovered executions of a stopped process: ${taken.interrupted} interrupted, ${taken.resumed} resumed`)
+  }
 })
+
+/** How often a process with a database looks for executions of peers that stopped. */
+const SCAN_INTERVAL = "5 seconds"
 
 /**
  * Runs recovery while the service starts, before it serves: an execution created by a new
@@ -74,5 +92,11 @@ export const recoverExecutions = Effect.gen(function*() {
  * executions are dispatched in the background.
  */
 export const layer = Layer.effectDiscard(
-  recoverExecutions.pipe(Effect.catchCause((cause) => Effect.logError("execution recovery failed", cause)))
+  Effect.gen(function*() {
+    const recover = recoverExecutions.pipe(Effect.catchCause((cause) => Effect.logError("execution recovery failed", cause)))
+    yield* recover
+    // Without a database there are no peers: everything was this process's own.
+    if ((yield* AppConfig).databaseUrl === undefined) return
+    yield* Effect.forkScoped(Effect.repeat(Effect.delay(recover, SCAN_INTERVAL), Schedule.forever))
+  })
 )

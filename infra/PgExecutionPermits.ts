@@ -150,10 +150,13 @@ export const makePgPermitStore = Effect.gen(function*() {
         Effect.andThen(Queue.offer(grants, { key, cap, done }), Deferred.await(done))),
     // Nobody waits: after the outcome's commit the permit is already free (see above).
     remove: (key) => Queue.offer(releases, key).pipe(Effect.asVoid),
-    // One process per database: at start-up no permit of a live execution is really held.
-    reclaimStale: sql`DELETE FROM execution_permits p WHERE NOT EXISTS (
-        SELECT 1 FROM v_executions v
-        WHERE v.execution_id = p.execution_id AND v.status IN ('pending', 'running'))`.pipe(
+    // Rows of executions that ended, and rows granted a minute ago to requests never recorded
+    // (a process died between grant and commit); a fresher row may be a peer's request in flight.
+    reclaimStale: sql`DELETE FROM execution_permits p
+        WHERE p.acquired_at < now() - interval '1 minute'
+          AND NOT EXISTS (
+            SELECT 1 FROM v_executions v
+            WHERE v.execution_id = p.execution_id AND v.status IN ('pending', 'running'))`.pipe(
       Effect.asVoid,
       Effect.mapError(unavailable)
     )

@@ -7,6 +7,7 @@ import { PgClient } from "@effect/sql-pg"
 import { Effect, Layer, Redacted } from "effect"
 import * as Actors from "../infra/Actors.ts"
 import * as ApiKeys from "../infra/ApiKeys.ts"
+import * as ExecutionOwners from "../infra/ExecutionOwners.ts"
 import * as ExecutionPermits from "../infra/ExecutionPermits.ts"
 import * as PgExecutionPermits from "../infra/PgExecutionPermits.ts"
 import { EventStore } from "../infra/EventStore.ts"
@@ -45,6 +46,7 @@ export type InfraServices =
   | StagedFiles
   | Actors.ActorServices
   | ExecutionPermits.ExecutionPermits
+  | ExecutionOwners.ExecutionOwners
 
 export const ProjectionsLive = Layer.succeed(Projections, allProjections)
 
@@ -71,7 +73,8 @@ export const MemoryInfra = Layer.mergeAll(
   Secrets.layer,
   withSweeper(memoryStagedFiles),
   Actors.layerMemory,
-  ExecutionPermits.layerMemory
+  ExecutionPermits.layerMemory,
+  ExecutionOwners.layerMemory
 ).pipe(Layer.provideMerge(ProjectionsLive))
 
 /** The actor runtime is a single runner, or one of several when SERVICE_RUNNER_ADDRESS is set. */
@@ -84,7 +87,8 @@ export const PgInfra = (url: Redacted.Redacted<string>, runnerAddress?: AppConfi
     Secrets.layer,
     withSweeper(pgStagedFiles),
     runnerAddress === undefined ? Actors.layerSingle : Actors.layerRunner(runnerAddress),
-    PgExecutionPermits.layerPg
+    PgExecutionPermits.layerPg,
+    ExecutionOwners.layerPg
   ).pipe(Layer.provideMerge(ProjectionsLive), Layer.provideMerge(DatabaseLive(url)))
 
 export const InfraLive = Layer.unwrap(

@@ -152,7 +152,7 @@ const effectBaseline = async (): Promise<Result> => {
 }
 
 /** Fibers driving the engine without HTTP; projects keep each under demo's cap of 4. */
-const ENGINE_CONCURRENCY = Number(process.env.BENCH_ENGINE_CONCURRENCY ?? 64)
+const ENGINE_CONCURRENCY = Number(process.env.BENCH_ENGINE_CONCURRENCY ?? 128)
 
 const engineRow = async (name: string, env: Record<string, string>): Promise<Result> => {
   const result = await runEngine(env, {

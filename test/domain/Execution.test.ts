@@ -184,3 +184,18 @@ describe("idempotency keys", () => {
     expect(Idempotency.decide(claim, "other", T0 + Idempotency.WINDOW_MS)).toEqual({ _tag: "Claim" })
   })
 })
+
+describe("ownership", () => {
+  it("the requesting process owns the execution until a process starts it; the record never names an owner", () => {
+    const owned = { ...requested, owner: "proc_a" }
+    expect(fold([owned])?.owner).toBe("proc_a")
+    const adopted = events([owned], { _tag: "StartDispatch", now: T0 + 10, owner: "proc_b" })
+    expect(fold(adopted)?.owner).toBe("proc_b")
+    const done = events(adopted, { _tag: "CompleteExecution", now: T0 + 20, output: { ok: true } })
+    expect(fold(done)?.owner).toBe("proc_b")
+    for (const state of [fold([owned]), fold(adopted), fold(done)]) expect(JSON.stringify(state?.record)).not.toMatch(/owner|proc_/)
+    // Events from before owners existed name none; a start without an owner keeps the request's.
+    expect(fold([requested])?.owner).toBeUndefined()
+    expect(fold(events([owned], { _tag: "StartDispatch", now: T0 + 10 }))?.owner).toBe("proc_a")
+  })
+})
