@@ -129,8 +129,11 @@ export type ExecutionCommand =
   | { readonly _tag: "FailExecution"; readonly now: number; readonly error: NormalizedError }
   | { readonly _tag: "CancelExecution"; readonly now: number }
   | { readonly _tag: "MarkReplayed"; readonly now: number }
-  /** Restart recovery: dispatch may have begun in a process that died. */
-  | { readonly _tag: "InterruptExecution"; readonly now: number }
+  /**
+   * Recovery: dispatch may have begun in `owner`, a process that died. Refused when another
+   * process has started it since (the owner changed).
+   */
+  | { readonly _tag: "InterruptExecution"; readonly now: number; readonly owner: string | undefined }
 
 type Base = Omit<ExecutionRecord, "status" | "output" | "error" | "latencyMs" | "cancellation">
 
@@ -198,7 +201,7 @@ export const decide = (command: ExecutionCommand, state: ExecutionState): Decisi
       return [{ type: "ExecutionFailed", record: { ...completed, status: "failed", error: command.error } }]
     }
     case "InterruptExecution": {
-      if (record.status !== "running") return conflict(record, "interrupted")
+      if (record.status !== "running" || state.owner !== command.owner) return conflict(record, "interrupted")
       const error = normalized("execution_interrupted", "The service restarted after dispatch to the provider may have begun.")
       const completed = { ...baseOf(record), completedAt: iso(command.now), latencyMs: latency(record, command.now) }
       return [{ type: "ExecutionFailed", record: { ...completed, status: "failed", error } }]

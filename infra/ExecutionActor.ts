@@ -71,7 +71,8 @@ export interface ExecutionActorShape {
   readonly recover: (options: {
     readonly running: ReadonlyArray<string>
     readonly pending: ReadonlyArray<string>
-    readonly abandoned: (owner: string | undefined) => boolean
+    /** The owners alive now; asked after the executions' owners were read. */
+    readonly alive: Effect.Effect<ReadonlySet<string>, StoreUnavailable>
     readonly beforeResume: Effect.Effect<void, StoreUnavailable>
     readonly resumePlan: (request: ExecutionRequested) => Effect.Effect<DispatchPlan, string>
   }) => Effect.Effect<{ readonly interrupted: number; readonly resumed: number }, StoreUnavailable>
@@ -314,27 +315,35 @@ export const make = Effect.gen(function*() {
         })
       }),
 
-    recover: ({ running, pending, abandoned, beforeResume, resumePlan }) =>
+    recover: ({ running, pending, alive, beforeResume, resumePlan }) =>
       Effect.gen(function*() {
-        // Read afresh (a cached entry of another owner's execution may be stale); one this
-        // process is dispatching is never taken over.
-        const orphaned = (executionId: string) =>
+        // Owners are read afresh (a cached entry of another process's execution may be stale),
+        // then liveness: an owner read and then found without its lock is gone for good (a
+        // process that starts again takes a new id). One this process dispatches is never taken.
+        const ownerOf = (executionId: string) =>
           entries.get(executionId)?.fiber !== undefined
-            ? Effect.succeed(false)
+            ? Effect.succeed(undefined)
             : Effect.map(store.readStream(streamId(executionId)), (events) => {
               const state = fold(events.map((e) => e.data as unknown as ExecutionEvent))
-              return state !== undefined && !isTerminalState(state) && state.owner !== owners.self && abandoned(state.owner)
+              return state === undefined || isTerminalState(state) || state.owner === owners.self
+                ? undefined
+                : { executionId, owner: state.owner }
             })
-        const lost = yield* Effect.filter(running, orphaned, { concurrency: 16 })
+        const owned = (ids: ReadonlyArray<string>) =>
+          Effect.map(Effect.forEach(ids, ownerOf, { concurrency: 16 }), (found) => found.filter((f) => f !== undefined))
+        const candidates = { running: yield* owned(running), pending: yield* owned(pending) }
+        const living = yield* alive
+        // Events from before owners existed name none: whoever recovers first takes them.
+        const gone = (found: { readonly owner: string | undefined }) => found.owner === undefined || !living.has(found.owner)
+        const lost = candidates.running.filter(gone)
         // Concurrently, so the appends share group commits and start-up stays short.
-        yield* Effect.forEach(lost, (executionId) =>
-          mutate(executionId, (now) => ({ _tag: "InterruptExecution", now })).pipe(
+        yield* Effect.forEach(lost, ({ executionId, owner }) =>
+          mutate(executionId, (now) => ({ _tag: "InterruptExecution", now, owner })).pipe(
             Effect.catchTags({ StateConflict: () => Effect.void, NotFound: () => Effect.void })
           ), { concurrency: 64, discard: true })
         yield* beforeResume
         let resumed = 0
-        for (const executionId of pending) {
-          if (!(yield* orphaned(executionId))) continue
+        for (const { executionId } of candidates.pending.filter(gone)) {
           const entry = yield* entryFor(executionId)
           if (entry.state?.record.status !== "pending" || entry.fiber !== undefined) continue
           resumed++

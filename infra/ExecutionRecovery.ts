@@ -52,7 +52,6 @@ export const recoverExecutions = Effect.gen(function*() {
   const running = yield* idsWithStatus(views, "running")
   const pending = yield* idsWithStatus(views, "pending")
   if (running.length + pending.length === 0) return
-  const alive = yield* owners.alive
   const resumePlan = (request: ExecutionRequested) =>
     Effect.gen(function*() {
       const tool = findTool(request.tool)
@@ -73,8 +72,7 @@ export const recoverExecutions = Effect.gen(function*() {
   const taken = yield* actor.recover({
     running,
     pending,
-    // Events written before owners existed name none: whoever recovers first takes them.
-    abandoned: (owner) => owner === undefined || !alive.has(owner),
+    alive: owners.alive,
     beforeResume: permits.reclaimStale,
     resumePlan
   })

@@ -77,6 +77,38 @@ export const readFeed = (sql: SqlClient.SqlClient, after: Position, limit: numbe
     ORDER BY e.tx_id, e.global_position
     LIMIT ${limit}`.pipe(Effect.map((rows) => rows.map(toRecorded)))
 
+/** The conditional stream-version writes, parameters $1-$4 (`streamParams`). */
+const STREAM_WRITES = `input AS (
+    SELECT * FROM unnest($1::text[], $2::text[], $3::int4[], $4::int4[]) AS i(stream_id, stream_type, expected, next)
+  ), updated AS (
+    UPDATE streams s SET version = i.next FROM input i
+    WHERE s.stream_id = i.stream_id AND i.expected > 0 AND s.version = i.expected
+    RETURNING s.stream_id
+  ), inserted AS (
+    INSERT INTO streams (stream_id, stream_type, version)
+    SELECT stream_id, stream_type, next FROM input WHERE expected = 0
+    ON CONFLICT DO NOTHING RETURNING stream_id
+  )`
+
+/** The events insert, its seven parameters from `$first` on (`eventParams`), optionally behind a guard. */
+const insertEvents = (first: number, guard?: string) => {
+  const p = (i: number) => `$${first + i}`
+  return `INSERT INTO events (stream_id, stream_version, event_id, event_type, schema_version, data, metadata)
+    SELECT u.stream_id, u.stream_version, u.event_id, u.event_type, u.schema_version, u.data::jsonb, u.metadata::jsonb
+    FROM ${guard === undefined ? "" : `${guard}, `}unnest(${p(0)}::text[], ${p(1)}::int4[], ${p(2)}::text[], ${p(3)}::text[],
+                ${p(4)}::int4[], ${p(5)}::text[], ${p(6)}::text[])
+      AS u(stream_id, stream_version, event_id, event_type, schema_version, data, metadata)
+    ${guard === undefined ? "" : `WHERE ${guard}.ok`}
+    RETURNING stream_id, stream_version, global_position, tx_id::text AS tx, created_at`
+}
+
+const streamParams = (requests: ReadonlyArray<AppendRequest>): Array<unknown> => [
+  requests.map((r) => r.streamId),
+  requests.map((r) => r.streamType),
+  requests.map((r) => r.expectedVersion),
+  requests.map((r) => r.expectedVersion + r.events.length)
+]
+
 interface Flat {
   readonly r: AppendRequest
   readonly e: NewEvent
@@ -168,27 +200,10 @@ export const makePgEventStore = Effect.gen(function*() {
    */
   const commitAtOnce = (flat: ReadonlyArray<Flat>, ctes: ReadonlyArray<string>, params: ReadonlyArray<unknown>) =>
     sql.unsafe<PlacedRow>(
-      `WITH input AS (
-        SELECT * FROM unnest($1::text[], $2::text[], $3::int4[], $4::int4[]) AS i(stream_id, stream_type, expected, next)
-      ), updated AS (
-        UPDATE streams s SET version = i.next FROM input i
-        WHERE s.stream_id = i.stream_id AND i.expected > 0 AND s.version = i.expected
-        RETURNING s.stream_id
-      ), inserted AS (
-        INSERT INTO streams (stream_id, stream_type, version)
-        SELECT stream_id, stream_type, next FROM input WHERE expected = 0
-        ON CONFLICT DO NOTHING RETURNING stream_id
-      ), guard AS (
+      `WITH ${STREAM_WRITES}, guard AS (
         SELECT append_guard(ARRAY(
           SELECT stream_id FROM input EXCEPT SELECT stream_id FROM updated EXCEPT SELECT stream_id FROM inserted)) AS ok
-      ), appended AS (
-        INSERT INTO events (stream_id, stream_version, event_id, event_type, schema_version, data, metadata)
-        SELECT u.stream_id, u.stream_version, u.event_id, u.event_type, u.schema_version, u.data::jsonb, u.metadata::jsonb
-        FROM guard, unnest($5::text[], $6::int4[], $7::text[], $8::text[], $9::int4[], $10::text[], $11::text[])
-          AS u(stream_id, stream_version, event_id, event_type, schema_version, data, metadata)
-        WHERE guard.ok
-        RETURNING stream_id, stream_version, global_position, tx_id::text AS tx, created_at
-      )${ctes.map((cte, i) => `, view_${i} AS (${cte})`).join("")}
+      ), appended AS (${insertEvents(5, "guard")})${ctes.map((cte, i) => `, view_${i} AS (${cte})`).join("")}
       SELECT a.stream_id, a.stream_version, a.global_position, a.tx, a.created_at,
              (SELECT pg_notify('${NOTIFY_CHANNEL}', '')::text) AS notified
       FROM guard g LEFT JOIN appended a ON g.ok`,
@@ -208,32 +223,14 @@ export const makePgEventStore = Effect.gen(function*() {
   const commitInSteps = (requests: ReadonlyArray<AppendRequest>, flat: ReadonlyArray<Flat>, changes: ReadonlyArray<RowChange>) =>
     sql.withTransaction(
       Effect.gen(function*() {
-        const moved = yield* sql<{ stream_id: string }>`
-          WITH input AS (
-            SELECT * FROM unnest(${requests.map((r) => r.streamId)}::text[], ${requests.map((r) => r.streamType)}::text[],
-                                 ${requests.map((r) => r.expectedVersion)}::int4[], ${requests.map((r) => r.expectedVersion + r.events.length)}::int4[])
-              AS i(stream_id, stream_type, expected, next)
-          ), updated AS (
-            UPDATE streams s SET version = i.next FROM input i
-            WHERE s.stream_id = i.stream_id AND i.expected > 0 AND s.version = i.expected
-            RETURNING s.stream_id
-          ), inserted AS (
-            INSERT INTO streams (stream_id, stream_type, version)
-            SELECT stream_id, stream_type, next FROM input WHERE expected = 0
-            ON CONFLICT DO NOTHING RETURNING stream_id
-          )
-          SELECT stream_id FROM updated UNION ALL SELECT stream_id FROM inserted`
+        const moved = yield* sql.unsafe<{ stream_id: string }>(
+          `WITH ${STREAM_WRITES} SELECT stream_id FROM updated UNION ALL SELECT stream_id FROM inserted`,
+          streamParams(requests)
+        )
         const ok = new Set(moved.map((row) => row.stream_id))
         const conflicts = new Set(requests.filter((r) => !ok.has(r.streamId)).map((r) => r.streamId))
         if (conflicts.size > 0) return yield* new BatchConflict({ streams: conflicts })
-        const rows = yield* sql.unsafe<PlacedRow>(
-          `INSERT INTO events (stream_id, stream_version, event_id, event_type, schema_version, data, metadata)
-          SELECT stream_id, stream_version, event_id, event_type, schema_version, data::jsonb, metadata::jsonb
-          FROM unnest($1::text[], $2::int4[], $3::text[], $4::text[], $5::int4[], $6::text[], $7::text[])
-            AS u(stream_id, stream_version, event_id, event_type, schema_version, data, metadata)
-          RETURNING stream_id, stream_version, global_position, tx_id::text AS tx, created_at`,
-          eventParams(flat)
-        )
+        const rows = yield* sql.unsafe<PlacedRow>(insertEvents(1), eventParams(flat))
         yield* applyChanges(sql, specs, changes)
         yield* sql`SELECT pg_notify(${NOTIFY_CHANNEL}, '')`
         return placed(flat, rows)
@@ -246,13 +243,7 @@ export const makePgEventStore = Effect.gen(function*() {
       const flat: ReadonlyArray<Flat> = requests.flatMap((r) => r.events.map((e, i) => ({ r, e, version: r.expectedVersion + i + 1 })))
       const events = flat.map(unplaced)
       const changes = inline.flatMap((projection) => projectAll(projection, events))
-      const params: Array<unknown> = [
-        requests.map((r) => r.streamId),
-        requests.map((r) => r.streamType),
-        requests.map((r) => r.expectedVersion),
-        requests.map((r) => r.expectedVersion + r.events.length),
-        ...eventParams(flat)
-      ]
+      const params: Array<unknown> = [...streamParams(requests), ...eventParams(flat)]
       const ctes = changeCtes(specs, changes, params)
       return ctes === undefined ? commitInSteps(requests, flat, changes) : commitAtOnce(flat, ctes, params)
     })

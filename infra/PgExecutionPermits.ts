@@ -18,6 +18,39 @@ import { ExecutionPermits, makePermits, type PermitKey, type PermitStore } from 
 /** Advisory lock class of permit lanes (the second key is the lane's hash). */
 const LOCK_CLASS = 7_200
 
+/**
+ * One call, one round trip: locks the lanes (sorted, so concurrent callers cannot deadlock), then
+ * grants in request order up to each lane's cap. Statements of a volatile function take fresh
+ * snapshots, so the count sees every permit committed before the lock. `endsWithExecution`
+ * (migration 202): a permit whose execution is terminal in the view no longer counts.
+ */
+const grantFunction = (replace: "" | "OR REPLACE", endsWithExecution: boolean) =>
+  `CREATE ${replace} FUNCTION grant_execution_permits(ids text[], projects text[], toolkits text[], caps int4[])
+   RETURNS SETOF text LANGUAGE plpgsql VOLATILE AS $$
+   #variable_conflict use_column
+   BEGIN
+     PERFORM pg_advisory_xact_lock(${LOCK_CLASS}, hashtext(l.lane))
+     FROM (SELECT DISTINCT u.p || '/' || u.t AS lane FROM unnest(projects, toolkits) AS u(p, t) ORDER BY 1) l;
+     RETURN QUERY
+     WITH req AS (
+       SELECT * FROM unnest(ids, projects, toolkits, caps) WITH ORDINALITY AS r(execution_id, project_id, toolkit, cap, ord)
+     ), held AS (
+       SELECT p.project_id, p.toolkit, count(*) AS n FROM execution_permits p
+       ${endsWithExecution ? "LEFT JOIN v_executions v ON v.project_id = p.project_id AND v.execution_id = p.execution_id" : ""}
+       WHERE (p.project_id, p.toolkit) IN (SELECT project_id, toolkit FROM req)
+         AND p.execution_id <> ALL (ids)
+         ${endsWithExecution ? "AND (v.status IS NULL OR v.status IN ('pending', 'running'))" : ""}
+       GROUP BY 1, 2
+     ), ranked AS (
+       SELECT r.*, row_number() OVER (PARTITION BY r.project_id, r.toolkit ORDER BY r.ord) AS rn, coalesce(h.n, 0) AS n
+       FROM req r LEFT JOIN held h USING (project_id, toolkit)
+     )
+     INSERT INTO execution_permits AS e (execution_id, project_id, toolkit)
+     SELECT r.execution_id, r.project_id, r.toolkit FROM ranked r WHERE r.n + r.rn <= r.cap
+     ON CONFLICT (execution_id) DO UPDATE SET acquired_at = excluded.acquired_at
+     RETURNING e.execution_id;
+   END $$`
+
 /** Permits table (migrations 200-299). */
 export const permitMigrations = [{
   id: 200,
@@ -35,32 +68,7 @@ export const permitMigrations = [{
   id: 201,
   name: "grant_execution_permits",
   statements: [
-    // One call, one round trip: locks the lanes (sorted, so concurrent callers cannot
-    // deadlock), then grants in request order up to each lane's cap. Statements of a volatile
-    // function take fresh snapshots, so the count sees every permit committed before the lock.
-    `CREATE FUNCTION grant_execution_permits(ids text[], projects text[], toolkits text[], caps int4[])
-     RETURNS SETOF text LANGUAGE plpgsql VOLATILE AS $$
-     #variable_conflict use_column
-     BEGIN
-       PERFORM pg_advisory_xact_lock(${LOCK_CLASS}, hashtext(l.lane))
-       FROM (SELECT DISTINCT u.p || '/' || u.t AS lane FROM unnest(projects, toolkits) AS u(p, t) ORDER BY 1) l;
-       RETURN QUERY
-       WITH req AS (
-         SELECT * FROM unnest(ids, projects, toolkits, caps) WITH ORDINALITY AS r(execution_id, project_id, toolkit, cap, ord)
-       ), held AS (
-         SELECT p.project_id, p.toolkit, count(*) AS n FROM execution_permits p
-         WHERE (p.project_id, p.toolkit) IN (SELECT project_id, toolkit FROM req)
-           AND p.execution_id <> ALL (ids)
-         GROUP BY 1, 2
-       ), ranked AS (
-         SELECT r.*, row_number() OVER (PARTITION BY r.project_id, r.toolkit ORDER BY r.ord) AS rn, coalesce(h.n, 0) AS n
-         FROM req r LEFT JOIN held h USING (project_id, toolkit)
-       )
-       INSERT INTO execution_permits AS e (execution_id, project_id, toolkit)
-       SELECT r.execution_id, r.project_id, r.toolkit FROM ranked r WHERE r.n + r.rn <= r.cap
-       ON CONFLICT (execution_id) DO UPDATE SET acquired_at = excluded.acquired_at
-       RETURNING e.execution_id;
-     END $$`
+    grantFunction("", false)
   ]
 }, {
   id: 202,
@@ -68,31 +76,7 @@ export const permitMigrations = [{
   statements: [
     // As 201, but a permit whose execution is terminal in the view is no longer counted: the
     // outcome's commit is the release.
-    `CREATE OR REPLACE FUNCTION grant_execution_permits(ids text[], projects text[], toolkits text[], caps int4[])
-     RETURNS SETOF text LANGUAGE plpgsql VOLATILE AS $$
-     #variable_conflict use_column
-     BEGIN
-       PERFORM pg_advisory_xact_lock(${LOCK_CLASS}, hashtext(l.lane))
-       FROM (SELECT DISTINCT u.p || '/' || u.t AS lane FROM unnest(projects, toolkits) AS u(p, t) ORDER BY 1) l;
-       RETURN QUERY
-       WITH req AS (
-         SELECT * FROM unnest(ids, projects, toolkits, caps) WITH ORDINALITY AS r(execution_id, project_id, toolkit, cap, ord)
-       ), held AS (
-         SELECT p.project_id, p.toolkit, count(*) AS n FROM execution_permits p
-         LEFT JOIN v_executions v ON v.project_id = p.project_id AND v.execution_id = p.execution_id
-         WHERE (p.project_id, p.toolkit) IN (SELECT project_id, toolkit FROM req)
-           AND p.execution_id <> ALL (ids)
-           AND (v.status IS NULL OR v.status IN ('pending', 'running'))
-         GROUP BY 1, 2
-       ), ranked AS (
-         SELECT r.*, row_number() OVER (PARTITION BY r.project_id, r.toolkit ORDER BY r.ord) AS rn, coalesce(h.n, 0) AS n
-         FROM req r LEFT JOIN held h USING (project_id, toolkit)
-       )
-       INSERT INTO execution_permits AS e (execution_id, project_id, toolkit)
-       SELECT r.execution_id, r.project_id, r.toolkit FROM ranked r WHERE r.n + r.rn <= r.cap
-       ON CONFLICT (execution_id) DO UPDATE SET acquired_at = excluded.acquired_at
-       RETURNING e.execution_id;
-     END $$`
+    grantFunction("OR REPLACE", true)
   ]
 }] as const
 

@@ -90,7 +90,7 @@ describe("pending", () => {
   })
 
   it("interrupting a pending execution is refused (it is resumed instead)", () => {
-    expect(decide({ _tag: "InterruptExecution", now: T0 }, fold([requested]))).toBeInstanceOf(StateConflict)
+    expect(decide({ _tag: "InterruptExecution", now: T0, owner: undefined }, fold([requested]))).toBeInstanceOf(StateConflict)
   })
 })
 
@@ -116,7 +116,7 @@ describe("running", () => {
   })
 
   it("restart interruption fails it with execution_interrupted (retryable)", () => {
-    const { after } = run(started(), { _tag: "InterruptExecution", now: T0 + 50 })
+    const { after } = run(started(), { _tag: "InterruptExecution", now: T0 + 50, owner: undefined })
     expect(toRecord(after)).toMatchObject({ status: "failed", error: { code: "execution_interrupted", retryable: true } })
   })
 
@@ -197,5 +197,12 @@ describe("ownership", () => {
     // Events from before owners existed name none; a start without an owner keeps the request's.
     expect(fold([requested])?.owner).toBeUndefined()
     expect(fold(events([owned], { _tag: "StartDispatch", now: T0 + 10 }))?.owner).toBe("proc_a")
+  })
+
+  it("recovery interrupts only on behalf of the owner it found dead", () => {
+    const adopted = events([{ ...requested, owner: "proc_a" }], { _tag: "StartDispatch", now: T0 + 10, owner: "proc_b" })
+    expect(decide({ _tag: "InterruptExecution", now: T0 + 20, owner: "proc_a" }, fold(adopted))).toBeInstanceOf(StateConflict)
+    const interrupted = decide({ _tag: "InterruptExecution", now: T0 + 20, owner: "proc_b" }, fold(adopted))
+    expect(interrupted).toMatchObject([{ type: "ExecutionFailed", record: { error: { code: "execution_interrupted" } } }])
   })
 })

@@ -3,19 +3,16 @@
  * starts (or scans) never touches a live peer's executions; when a peer is killed with -9, the
  * survivors fail its running executions as interrupted and run its pending ones.
  */
-import { afterAll, describe, expect, it } from "vitest"
+import { describe, expect, it } from "vitest"
 import { createTestDatabase, dropTestDatabase, postgresAvailable } from "../support/Database.ts"
 import { freePort } from "../support/Ports.ts"
-import { peerEnv, startPeers, startProcess } from "../support/Service.ts"
+import { cleanupAfterAll, peerEnv, startPeers, startProcess } from "../support/Service.ts"
 import { execute, type Json, ROOMY, SECRET_KEY, terminal, waitFor } from "./support/Executions.ts"
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
 
 describe.skipIf(!postgresAvailable)("execution ownership across processes", () => {
-  const cleanup: Array<() => Promise<void>> = []
-  afterAll(async () => {
-    for (const step of cleanup.toReversed()) await step().catch(() => undefined)
-  })
+  const cleanup = cleanupAfterAll()
 
   it("a restarting peer leaves live executions alone; a killed owner's executions are taken over", async () => {
     const url = await createTestDatabase("own")

@@ -3,18 +3,15 @@
  * had not begun run after the restart; those whose dispatch may have begun fail with
  * `execution_interrupted`; idempotency keys survive.
  */
-import { afterAll, describe, expect, it } from "vitest"
+import { describe, expect, it } from "vitest"
 import { freePort } from "../support/Ports.ts"
 import { createTestDatabase, dropTestDatabase, postgresAvailable } from "../support/Database.ts"
-import { type ChildService, peerEnv, PINNED_KEY, startProcess, startService } from "../support/Service.ts"
+import { type ChildService, cleanupAfterAll, peerEnv, PINNED_KEY, startProcess, startService } from "../support/Service.ts"
 import { execute, type Json, post, ROOMY, SECRET_KEY, terminal, waitFor } from "./support/Executions.ts"
 
 
 describe.skipIf(!postgresAvailable)("execution recovery after kill -9", () => {
-  const cleanup: Array<() => Promise<void>> = []
-  afterAll(async () => {
-    for (const step of cleanup.toReversed()) await step().catch(() => undefined)
-  })
+  const cleanup = cleanupAfterAll()
 
   it("runs never-dispatched executions and fails possibly-dispatched ones as interrupted", async () => {
     const url = await createTestDatabase("rst")

@@ -6,6 +6,7 @@ import { Effect, Layer, ManagedRuntime } from "effect"
 import { HttpServer } from "effect/http"
 import { spawn, type ChildProcess } from "node:child_process"
 import { fileURLToPath } from "node:url"
+import { afterAll } from "vitest"
 import { AppLive } from "../../src/App.ts"
 import { AppConfig, type Env } from "../../src/Config.ts"
 import { freePort } from "./Ports.ts"
@@ -103,4 +104,13 @@ export const peerEnv = async (env: Env): Promise<Env> => ({ ...env, SERVICE_RUNN
 export const startPeers = async (env: Env): Promise<readonly [ChildService, ChildService]> => {
   const first = await startProcess(await peerEnv(env), await freePort())
   return [first, await startProcess(await peerEnv(env), await freePort())]
+}
+
+/** Steps to run after the suite, last registered first (processes before their database). */
+export const cleanupAfterAll = (): Array<() => Promise<void>> => {
+  const steps: Array<() => Promise<void>> = []
+  afterAll(async () => {
+    for (const step of steps.toReversed()) await step().catch(() => undefined)
+  })
+  return steps
 }
