@@ -244,6 +244,24 @@ export const make = Effect.gen(function*() {
       entry.fiber = fiber
     })
 
+  /**
+   * The live executions among `ids` that another process owns, read afresh (a cached entry of
+   * another process's execution may be stale); one this process dispatches is never among them.
+   */
+  const ownedElsewhere = (ids: ReadonlyArray<string>) =>
+    Effect.map(
+      Effect.forEach(ids, (executionId) =>
+        entries.get(executionId)?.fiber !== undefined
+          ? Effect.succeed(undefined)
+          : Effect.map(store.readStream(streamId(executionId)), (events) => {
+            const state = fold(events.map((e) => e.data as unknown as ExecutionEvent))
+            return state === undefined || isTerminalState(state) || state.owner === owners.self
+              ? undefined
+              : { executionId, owner: state.owner }
+          }), { concurrency: 16 }),
+      (found) => found.filter((f) => f !== undefined)
+    )
+
   const actor: ExecutionActorShape = {
     execute: ({ request, plan, alongside }) =>
       Effect.gen(function*() {
@@ -317,21 +335,9 @@ export const make = Effect.gen(function*() {
 
     recover: ({ running, pending, alive, beforeResume, resumePlan }) =>
       Effect.gen(function*() {
-        // Owners are read afresh (a cached entry of another process's execution may be stale),
-        // then liveness: an owner read and then found without its lock is gone for good (a
-        // process that starts again takes a new id). One this process dispatches is never taken.
-        const ownerOf = (executionId: string) =>
-          entries.get(executionId)?.fiber !== undefined
-            ? Effect.succeed(undefined)
-            : Effect.map(store.readStream(streamId(executionId)), (events) => {
-              const state = fold(events.map((e) => e.data as unknown as ExecutionEvent))
-              return state === undefined || isTerminalState(state) || state.owner === owners.self
-                ? undefined
-                : { executionId, owner: state.owner }
-            })
-        const owned = (ids: ReadonlyArray<string>) =>
-          Effect.map(Effect.forEach(ids, ownerOf, { concurrency: 16 }), (found) => found.filter((f) => f !== undefined))
-        const candidates = { running: yield* owned(running), pending: yield* owned(pending) }
+        // Owners are read first, then liveness: an owner read and then found without its lock is
+        // gone for good (a process that starts again takes a new id).
+        const candidates = { running: yield* ownedElsewhere(running), pending: yield* ownedElsewhere(pending) }
         const living = yield* alive
         // Events from before owners existed name none: whoever recovers first takes them.
         const gone = (found: { readonly owner: string | undefined }) => found.owner === undefined || !living.has(found.owner)
