@@ -64,9 +64,10 @@ export interface ExecutionActorShape {
   /** The terminal record, or the current one when `timeoutMs` passes first. */
   readonly awaitTerminal: (executionId: string, timeoutMs: number) => Effect.Effect<ExecutionRecord | undefined, StoreUnavailable>
   /**
-   * Recovery of executions whose owner is gone (`abandoned`; never this process): running ones
-   * fail with `execution_interrupted`, then `beforeResume` runs (stale permits), then pending
-   * ones are dispatched here, oldest first. Answers how many of each it took over.
+   * Recovery of the executions among `running` and `pending` whose owner is not `alive` (never
+   * this process's): running ones fail with `execution_interrupted`, then `beforeResume` runs
+   * (stale permits), then pending ones are dispatched here, oldest first. Answers how many of
+   * each it took over.
    */
   readonly recover: (options: {
     readonly running: ReadonlyArray<string>
