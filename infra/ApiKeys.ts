@@ -64,9 +64,9 @@ const bootstrapPrincipals = (config: AppConfig["Service"]) => {
   return byHash
 }
 
-const verifyBootstrap = (byHash: ReturnType<typeof bootstrapPrincipals>, presented: string): Principal | undefined => {
-  const hash = hashKey(presented)
-  const found = byHash.get(hash.toString("hex"))
+/** The bootstrap key with this hash (`hex` is the same hash as text, the map's key). */
+const verifyBootstrap = (byHash: ReturnType<typeof bootstrapPrincipals>, hash: Buffer, hex: string): Principal | undefined => {
+  const found = byHash.get(hex)
   return found !== undefined && sameHash(found.hash, hash) ? found.principal : undefined
 }
 
@@ -94,10 +94,11 @@ export const layerMemory: Layer.Layer<ApiKeys, never, AppConfig> = Layer.effect(
     return ApiKeys.of({
       verify: (presented) =>
         Effect.sync(() => {
-          const bootstrap = verifyBootstrap(byHash, presented)
-          if (bootstrap !== undefined) return bootstrap
           const hash = hashKey(presented)
-          const found = created.get(hash.toString("hex"))
+          const hex = hash.toString("hex")
+          const bootstrap = verifyBootstrap(byHash, hash, hex)
+          if (bootstrap !== undefined) return bootstrap
+          const found = created.get(hex)
           return found !== undefined && found.record.revokedAt === undefined && sameHash(found.hash, hash)
             ? found.record
             : undefined
@@ -162,10 +163,10 @@ export const layerPg: Layer.Layer<ApiKeys, never, AppConfig | SqlClient.SqlClien
     return ApiKeys.of({
       verify: (presented) =>
         Effect.suspend(() => {
-          const bootstrap = verifyBootstrap(byHash, presented)
-          if (bootstrap !== undefined) return Effect.succeed(bootstrap)
           const hash = hashKey(presented)
           const cacheKey = hash.toString("hex")
+          const bootstrap = verifyBootstrap(byHash, hash, cacheKey)
+          if (bootstrap !== undefined) return Effect.succeed(bootstrap)
           const now = Date.now()
           const cached = cache.get(cacheKey)
           if (cached !== undefined && cached.expires > now) return Effect.succeed(cached.principal)
