@@ -34,7 +34,7 @@ export interface ExecutionPermitsShape {
   readonly tryAcquire: (key: PermitKey, cap: number) => Effect.Effect<boolean, StoreUnavailable>
   /** Async dispatch: waits its turn (FIFO in this process); interruption leaves the queue. */
   readonly acquire: (key: PermitKey, cap: number) => Effect.Effect<void, StoreUnavailable>
-  /** Never fails: a permit that cannot be deleted now is reclaimed at the next start-up. */
+  /** Never fails: a permit that cannot be deleted now is reclaimed by recovery (`reclaimStale`). */
   readonly release: (key: PermitKey) => Effect.Effect<void>
   /** Recovery: deletes rows of permits that no execution holds any more (ended, or never recorded). */
   readonly reclaimStale: Effect.Effect<void, StoreUnavailable>
@@ -104,7 +104,7 @@ export const makePermits = (store: PermitStore, options: { readonly poll: boolea
     acquire,
     release: (key) =>
       store.remove(key).pipe(
-        Effect.catch((error) => Effect.logWarning("permit release failed; reclaimed at start-up", error)),
+        Effect.catch((error) => Effect.logWarning("permit release failed; recovery reclaims it", error)),
         Effect.andThen(Effect.sync(() => wakeHead(laneOf(key))))
       ),
     reclaimStale: store.reclaimStale

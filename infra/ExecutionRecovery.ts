@@ -5,7 +5,7 @@
  *
  * It runs while the service starts (the previous process on this database may have been killed)
  * and, with a database, every few seconds after that, so the executions of a peer killed with -9
- * are taken over by the processes still running. An owner is gone when its advisory lock is
+ * are taken over by the processes still running. An owner is gone when its advisory lock is gone
  * (ExecutionOwners.ts); executions of live owners are never touched, and two processes taking
  * over the same execution are kept apart by the expected version of its stream.
  */
@@ -85,9 +85,8 @@ export const recoverExecutions = Effect.gen(function*() {
 const SCAN_INTERVAL = "5 seconds"
 
 /**
- * Runs recovery while the service starts, before it serves: an execution created by a new
- * request must never be mistaken for one that a previous process left running. Resumed
- * executions are dispatched in the background.
+ * Runs recovery while the service starts, before it serves (resumed executions are dispatched in
+ * the background), then, with a database, every SCAN_INTERVAL for peers that stopped.
  */
 export const layer = Layer.effectDiscard(
   Effect.gen(function*() {

@@ -92,7 +92,6 @@ interface Grant {
   readonly done: Deferred.Deferred<boolean, StoreUnavailable>
 }
 
-
 export const makePgPermitStore = Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
   const grants = yield* Queue.unbounded<Grant>()
@@ -112,10 +111,10 @@ export const makePgPermitStore = Effect.gen(function*() {
     )
 
   // Housekeeping: a row left behind by a failed delete no longer counts once its execution is
-  // terminal, and the next start-up reclaims it.
+  // terminal, and a later recovery scan (ExecutionRecovery.ts) deletes it.
   const releaseBatch = (batch: ReadonlyArray<PermitKey>) =>
     sql`DELETE FROM execution_permits WHERE execution_id = ANY(${batch.map((key) => key.executionId)}::text[])`.pipe(
-      Effect.catch((error) => Effect.logWarning("permit rows not deleted; reclaimed at start-up", error))
+      Effect.catch((error) => Effect.logWarning("permit rows not deleted; a recovery scan reclaims them", error))
     )
 
   yield* Effect.forkScoped(Queue.takeBetween(grants, 1, MAX_BATCH).pipe(Effect.flatMap(grantBatch), Effect.forever))
