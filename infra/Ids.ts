@@ -22,7 +22,7 @@ const random = (n: number): Uint8Array => {
 
 /** A new `<prefix>_<body>` id, time-ordered and unguessable. */
 export const newId = <P extends IdPrefix>(prefix: P): `${P}_${string}` =>
-  `${prefix}_${encodeIdBody(Date.now(), random(ID_RANDOM_BYTES))}`
+  encodeIdBody(Date.now(), random(ID_RANDOM_BYTES), prefix) as `${P}_${string}`
 
 /** A request id for the `Request-Id` header and error envelopes. */
 export const newRequestId = (): string => newId("req")

@@ -77,7 +77,7 @@ export const checkpointsPg: Layer.Layer<WebhookCheckpoints, never, SqlClient.Sql
 /** Deterministic: the same event and endpoint always name the same delivery stream. */
 export const deliveryIdFor = (eventId: string, endpointId: string, createdAtMs: number): string => {
   const digest = createHash("sha256").update(eventId).update("\u0000").update(endpointId).digest()
-  return `whd_${encodeIdBody(createdAtMs, digest.subarray(0, ID_RANDOM_BYTES))}`
+  return encodeIdBody(createdAtMs, digest.subarray(0, ID_RANDOM_BYTES), "whd")
 }
 
 const SWEEP_MS = 5_000
