@@ -1,14 +1,20 @@
 /**
- * Execution permits on Postgres: one row per granted permit, so caps hold across processes. Every
- * grant takes an advisory transaction lock per (project, toolkit) and counts before inserting.
- * Grants are batched like event appends (group commit): concurrent requests of this process
- * share one call of `grant_execution_permits`, which locks their lanes in a fixed order and
- * grants in arrival order up to each lane's cap, in one round trip.
+ * Execution permits on Postgres, shared by every process so caps hold across them. A lane
+ * (project, toolkit) has one row per permit of its cap, a slot naming its holder. Every grant
+ * takes an advisory transaction lock per lane and fills free slots. Grants are batched like event
+ * appends (group commit): concurrent requests of this process share one call of
+ * `grant_execution_permits`, which locks their lanes in a fixed order and grants in arrival order,
+ * in one round trip.
  *
- * A permit counts as held while its execution is not terminal in the `executions` view (or has no
- * row there yet: granted, request not yet committed). The terminal event's commit therefore frees
- * the permit in the same transaction that records the outcome, and deleting the row afterwards is
+ * A slot is free when it has no holder, when its holder is terminal in the `executions` view, or
+ * when its holder has had no view row for a minute (granted to a request that was never recorded:
+ * its process died between grant and commit). The terminal event's commit therefore frees the
+ * permit in the same transaction that records the outcome; clearing the holder afterwards is
  * housekeeping that nobody waits for.
+ *
+ * Slots are updated in place (migration 203): the rows of a busy lane neither grow nor leave dead
+ * index entries behind, so a grant reads `cap` rows per lane whatever the traffic. Until then a
+ * permit was a row inserted and deleted per execution, and a grant scanned the dead ones too.
  */
 import { Deferred, Effect, Layer, Queue } from "effect"
 import { SqlClient } from "effect/sql"
@@ -51,6 +57,48 @@ const grantFunction = (replace: "" | "OR REPLACE", endsWithExecution: boolean) =
      RETURNING e.execution_id;
    END $$`
 
+/** One call, one round trip, as above: lanes locked in order, then free slots filled in request order. */
+const slotGrantFunction = `CREATE OR REPLACE FUNCTION grant_execution_permits(ids text[], projects text[], toolkits text[], caps int4[])
+   RETURNS SETOF text LANGUAGE plpgsql VOLATILE AS $$
+   #variable_conflict use_column
+   BEGIN
+     PERFORM pg_advisory_xact_lock(${LOCK_CLASS}, hashtext(l.lane))
+     FROM (SELECT DISTINCT u.p || '/' || u.t AS lane FROM unnest(projects, toolkits) AS u(p, t) ORDER BY 1) l;
+     -- A lane's slots are made on its first grant (and when its cap grows).
+     INSERT INTO execution_permit_slots (project_id, toolkit, slot)
+     SELECT DISTINCT u.p, u.t, n FROM unnest(projects, toolkits, caps) AS u(p, t, c), generate_series(0, u.c - 1) AS n
+     ON CONFLICT DO NOTHING;
+     RETURN QUERY
+     WITH req AS (
+       SELECT * FROM unnest(ids, projects, toolkits, caps) WITH ORDINALITY AS r(execution_id, project_id, toolkit, cap, ord)
+     ), lanes AS (
+       SELECT DISTINCT project_id, toolkit, cap FROM req
+     ), slots AS (
+       SELECT s.project_id, s.toolkit, s.slot, s.execution_id AS holder,
+         s.execution_id IS NULL
+           OR coalesce(v.status IN ('succeeded', 'failed', 'cancelled'), false)
+           OR (v.execution_id IS NULL AND s.acquired_at < now() - interval '1 minute') AS free
+       FROM execution_permit_slots s
+       JOIN lanes l ON l.project_id = s.project_id AND l.toolkit = s.toolkit AND s.slot < l.cap
+       LEFT JOIN v_executions v ON v.project_id = s.project_id AND v.execution_id = s.execution_id
+     ), already AS (
+       SELECT r.execution_id FROM req r
+       JOIN slots s ON s.project_id = r.project_id AND s.toolkit = r.toolkit AND s.holder = r.execution_id AND NOT s.free
+     ), wanted AS (
+       SELECT r.*, row_number() OVER (PARTITION BY r.project_id, r.toolkit ORDER BY r.ord) AS rn
+       FROM req r WHERE r.execution_id NOT IN (SELECT execution_id FROM already)
+     ), open AS (
+       SELECT s.*, row_number() OVER (PARTITION BY s.project_id, s.toolkit ORDER BY s.slot) AS rn
+       FROM slots s WHERE s.free
+     ), granted AS (
+       UPDATE execution_permit_slots e SET execution_id = w.execution_id, acquired_at = now()
+       FROM wanted w JOIN open o ON o.project_id = w.project_id AND o.toolkit = w.toolkit AND o.rn = w.rn
+       WHERE e.project_id = o.project_id AND e.toolkit = o.toolkit AND e.slot = o.slot
+       RETURNING e.execution_id
+     )
+     SELECT execution_id FROM granted UNION ALL SELECT execution_id FROM already;
+   END $$`
+
 /** Permits table (migrations 200-299). */
 export const permitMigrations = [{
   id: 200,
@@ -78,10 +126,29 @@ export const permitMigrations = [{
     // outcome's commit is the release.
     grantFunction("OR REPLACE", true)
   ]
+}, {
+  id: 203,
+  name: "permit_slots",
+  statements: [
+    // The holder is not indexed, so taking and clearing a slot are HOT updates (fillfactor
+    // leaves them room on the page).
+    `CREATE TABLE execution_permit_slots (
+      project_id text NOT NULL,
+      toolkit text NOT NULL,
+      slot int4 NOT NULL,
+      execution_id text,
+      acquired_at timestamptz NOT NULL DEFAULT now(),
+      PRIMARY KEY (project_id, toolkit, slot)
+    ) WITH (fillfactor = 50)`,
+    // Not carried over: migrations run before the service serves, and the executions of a stopped
+    // process take their permits again when recovery resumes them.
+    `DROP TABLE execution_permits`,
+    slotGrantFunction
+  ]
 }] as const
 
 const MAX_BATCH = 256
-/** Deleting rows is housekeeping; a permit whose execution never recorded anything waits this long at most. */
+/** Clearing holders is housekeeping; a permit whose execution never recorded anything waits this long at most. */
 const RELEASE_INTERVAL = "200 millis"
 
 const unavailable = (cause: unknown) => new StoreUnavailable({ cause })
@@ -110,15 +177,18 @@ export const makePgPermitStore = Effect.gen(function*() {
       })
     )
 
-  // Housekeeping: a row left behind by a failed delete no longer counts once its execution is
-  // terminal, and a later recovery scan (ExecutionRecovery.ts) deletes it.
+  // Housekeeping: a holder left behind by a failed release no longer counts once its execution is
+  // terminal, and a later recovery scan (ExecutionRecovery.ts) clears it.
   const releaseBatch = (batch: ReadonlyArray<PermitKey>) =>
-    sql`DELETE FROM execution_permits WHERE execution_id = ANY(${batch.map((key) => key.executionId)}::text[])`.pipe(
-      Effect.catch((error) => Effect.logWarning("permit rows not deleted; a recovery scan reclaims them", error))
+    sql`UPDATE execution_permit_slots s SET execution_id = NULL
+        FROM unnest(${batch.map((key) => key.projectId)}::text[], ${batch.map((key) => key.toolkit)}::text[],
+          ${batch.map((key) => key.executionId)}::text[]) AS r(project_id, toolkit, execution_id)
+        WHERE s.project_id = r.project_id AND s.toolkit = r.toolkit AND s.execution_id = r.execution_id`.pipe(
+      Effect.catch((error) => Effect.logWarning("permit holders not cleared; a recovery scan reclaims them", error))
     )
 
   yield* Effect.forkScoped(Queue.takeBetween(grants, 1, MAX_BATCH).pipe(Effect.flatMap(grantBatch), Effect.forever))
-  // Deletions gather for a moment: one statement per interval rather than one per commit.
+  // Releases gather for a moment: one statement per interval rather than one per commit.
   yield* Effect.forkScoped(
     Queue.takeBetween(releases, 1, 4 * MAX_BATCH).pipe(
       Effect.flatMap(releaseBatch),
@@ -133,13 +203,13 @@ export const makePgPermitStore = Effect.gen(function*() {
         Effect.andThen(Queue.offer(grants, { key, cap, done }), Deferred.await(done))),
     // Nobody waits: after the outcome's commit the permit is already free (see above).
     remove: (key) => Queue.offer(releases, key).pipe(Effect.asVoid),
-    // Rows of executions that ended, and rows granted a minute ago to requests never recorded
-    // (a process died between grant and commit); a fresher row may be a peer's request in flight.
-    reclaimStale: sql`DELETE FROM execution_permits p
-        WHERE p.acquired_at < now() - interval '1 minute'
+    // Holders that ended, and holders granted a minute ago to requests never recorded (a process
+    // died between grant and commit); a fresher one may be a peer's request in flight.
+    reclaimStale: sql`UPDATE execution_permit_slots s SET execution_id = NULL
+        WHERE s.execution_id IS NOT NULL AND s.acquired_at < now() - interval '1 minute'
           AND NOT EXISTS (
             SELECT 1 FROM v_executions v
-            WHERE v.execution_id = p.execution_id AND v.status IN ('pending', 'running'))`.pipe(
+            WHERE v.project_id = s.project_id AND v.execution_id = s.execution_id AND v.status IN ('pending', 'running'))`.pipe(
       Effect.asVoid,
       Effect.mapError(unavailable)
     )

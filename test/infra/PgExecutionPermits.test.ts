@@ -24,7 +24,7 @@ const key = (executionId: string) => ({ projectId: "proj_p", toolkit: "demo", ex
 
 describe.skipIf(!postgresAvailable)("execution permits on Postgres", () => {
   layer(Migrated, { timeout: 60_000, excludeTestServices: true })("grants", (it) => {
-    it.effect("a permit counts until its execution is terminal in the view, whether or not its row is deleted", () =>
+    it.effect("a permit counts until its execution is terminal in the view, whether or not it is released", () =>
       Effect.scoped(Effect.gen(function*() {
         const store = yield* makePgPermitStore
         const sql = yield* SqlClient.SqlClient
@@ -35,9 +35,9 @@ describe.skipIf(!postgresAvailable)("execution permits on Postgres", () => {
         yield* setStatus("exe_a", "pending")
         yield* setStatus("exe_b", "running")
         assert.isFalse(yield* store.tryInsert(key("exe_c"), 2))
-        // The outcome's commit frees it: the row is still there, the permit is not held.
+        // The outcome's commit frees it: the slot still names it, the permit is not held.
         yield* setStatus("exe_a", "succeeded")
-        const rows = yield* sql<{ n: number }>`SELECT count(*)::int AS n FROM execution_permits WHERE execution_id = 'exe_a'`
+        const rows = yield* sql<{ n: number }>`SELECT count(*)::int AS n FROM execution_permit_slots WHERE execution_id = 'exe_a'`
         assert.strictEqual(rows[0]?.n, 1)
         assert.isTrue(yield* store.tryInsert(key("exe_c"), 2))
         assert.isFalse(yield* store.tryInsert(key("exe_d"), 2))
@@ -45,28 +45,53 @@ describe.skipIf(!postgresAvailable)("execution permits on Postgres", () => {
           yield* setStatus("exe_b", status)
           assert.isTrue(yield* store.tryInsert(key("exe_d"), 2))
           yield* setStatus("exe_b", "running")
-          yield* sql`DELETE FROM execution_permits WHERE execution_id = 'exe_d'`
+          yield* sql`UPDATE execution_permit_slots SET execution_id = NULL WHERE execution_id = 'exe_d'`
         }
         // Another lane (toolkit) has its own count.
         assert.isTrue(yield* store.tryInsert({ ...key("exe_e"), toolkit: "http" }, 1))
       })))
 
-    it.effect("removal is housekeeping: it returns at once and the row goes in the background", () =>
+    it.effect("removal is housekeeping: it returns at once and the slot is cleared in the background", () =>
       Effect.scoped(Effect.gen(function*() {
         const store = yield* makePgPermitStore
         const sql = yield* SqlClient.SqlClient
         assert.isTrue(yield* store.tryInsert({ ...key("exe_r"), toolkit: "slack" }, 1))
         assert.isFalse(yield* store.tryInsert({ ...key("exe_s"), toolkit: "slack" }, 1))
-        // Nothing was recorded for exe_r (no view row): only the delete frees it.
+        // Nothing was recorded for exe_r (no view row): only the release frees it.
         yield* store.remove({ ...key("exe_r"), toolkit: "slack" })
         let left = 1
         for (let i = 0; i < 100 && left > 0; i++) {
           yield* Effect.sleep("20 millis")
-          const rows = yield* sql<{ n: number }>`SELECT count(*)::int AS n FROM execution_permits WHERE execution_id = 'exe_r'`
+          const rows = yield* sql<{ n: number }>`SELECT count(*)::int AS n FROM execution_permit_slots WHERE execution_id = 'exe_r'`
           left = rows[0]?.n ?? 0
         }
         assert.strictEqual(left, 0)
         assert.isTrue(yield* store.tryInsert({ ...key("exe_s"), toolkit: "slack" }, 1))
+      })))
+
+    it.effect("a holder asking again keeps its permit; a grant never recorded frees its slot after a minute", () =>
+      Effect.scoped(Effect.gen(function*() {
+        const store = yield* makePgPermitStore
+        const sql = yield* SqlClient.SqlClient
+        const github = (executionId: string) => ({ ...key(executionId), toolkit: "github" })
+        assert.isTrue(yield* store.tryInsert(github("exe_g1"), 2))
+        assert.isTrue(yield* store.tryInsert(github("exe_g2"), 2))
+        assert.isTrue(yield* store.tryInsert(github("exe_g1"), 2))
+        assert.isFalse(yield* store.tryInsert(github("exe_g3"), 2))
+        const slots = yield* sql<{ n: number }>`SELECT count(*)::int AS n FROM execution_permit_slots WHERE toolkit = 'github'`
+        assert.strictEqual(slots[0]?.n, 2)
+        // exe_g1's process died before its request was recorded: after a minute its slot is free,
+        // while exe_g2 (same age, recorded as running) still holds its own.
+        yield* setStatus("exe_g2", "running")
+        yield* sql`UPDATE execution_permit_slots SET acquired_at = now() - interval '61 seconds' WHERE toolkit = 'github'`
+        assert.isTrue(yield* store.tryInsert(github("exe_g3"), 2))
+        assert.isFalse(yield* store.tryInsert(github("exe_g4"), 2))
+        // One batch: arrival order decides who gets the last free slot of a lane.
+        yield* setStatus("exe_g2", "succeeded")
+        const [first, second] = yield* Effect.all([store.tryInsert(github("exe_g5"), 2), store.tryInsert(github("exe_g6"), 2)], {
+          concurrency: "unbounded"
+        })
+        assert.deepStrictEqual([first, second], [true, false])
       })))
   })
 })
