@@ -45,7 +45,7 @@ const UNDERSCORE = 95
  */
 export const encodeIdBody = (timeMs: number, random: Uint8Array, prefix = ""): string => {
   const head = prefix.length === 0 ? 0 : prefix.length + 1
-  const codes = new Array<number>(head + ID_BODY_LENGTH)
+  const codes = Array.from({ length: head + ID_BODY_LENGTH }, () => 0)
   for (let i = 0; i < prefix.length; i++) codes[i] = prefix.charCodeAt(i)
   if (head > 0) codes[head - 1] = UNDERSCORE
   let time = Math.max(0, Math.floor(timeMs))

@@ -8,7 +8,7 @@ describe("ids", () => {
     expect(encodeIdBody(1, new Uint8Array(ID_RANDOM_BYTES).fill(0xff))).toBe(`0000000001${"z".repeat(22)}`)
     expect(encodeIdBody(32 * 32 + 2, new Uint8Array(ID_RANDOM_BYTES))).toBe(`0000000102${"0".repeat(22)}`)
     // 0x84 0x21 is 10000 10000 10000 1...: three "g" (16).
-    expect(encodeIdBody(0, Uint8Array.of(0x84, 0x21, ...new Array(ID_RANDOM_BYTES - 2).fill(0))).slice(10, 13)).toBe("ggg")
+    expect(encodeIdBody(0, Uint8Array.of(0x84, 0x21, ...Array.from({ length: ID_RANDOM_BYTES - 2 }, () => 0))).slice(10, 13)).toBe("ggg")
   })
 
   it("put the prefix and an underscore in front when given one", () => {
