@@ -62,6 +62,9 @@ const slotGrantFunction = `CREATE OR REPLACE FUNCTION grant_execution_permits(id
    RETURNS SETOF text LANGUAGE plpgsql VOLATILE AS $$
    #variable_conflict use_column
    BEGIN
+     -- No flush of its own: the request's commit, which every use of the permit follows, flushes
+     -- the log up to and including this grant; a grant lost to a crash was never used.
+     PERFORM set_config('synchronous_commit', 'off', true);
      PERFORM pg_advisory_xact_lock(${LOCK_CLASS}, hashtext(l.lane))
      FROM (SELECT DISTINCT u.p || '/' || u.t AS lane FROM unnest(projects, toolkits) AS u(p, t) ORDER BY 1) l;
      -- A lane's slots are made on its first grant (and when its cap grows).

@@ -127,4 +127,74 @@ describe.skipIf(!postgresAvailable)("RateLimiter (Postgres)", () => {
     suite(it, pg, (projectId) =>
       Effect.flatMap(SqlClient.SqlClient, (sql) => sql`UPDATE rate_quotas SET day = day - 1 WHERE bucket = ${projectId}`))
   })
+
+  layer(MigratedDatabase, { timeout: 60_000, excludeTestServices: true })("token leases", (it) => {
+    // 1,000 tokens refilled at one a minute: the refill during a test is far below one token.
+    const roomy = { SERVICE_RATE_LIMIT_REQUEST_BURST: "1000", SERVICE_RATE_LIMIT_REQUESTS_PER_MINUTE: "1" }
+    const tokensInRow = (projectId: string) =>
+      Effect.flatMap(SqlClient.SqlClient, (sql) =>
+        Effect.map(sql<{ tokens: number }>`SELECT tokens FROM rate_buckets WHERE bucket = ${`standard:${projectId}`}`, (rows) =>
+          Number(rows[0]?.tokens)))
+    const setTokens = (projectId: string, tokens: number) =>
+      Effect.flatMap(SqlClient.SqlClient, (sql) =>
+        sql`UPDATE rate_buckets SET tokens = ${tokens}, updated_ms = (extract(epoch FROM clock_timestamp()) * 1000)::bigint
+            WHERE bucket = ${`standard:${projectId}`}`)
+
+    it.effect("a roomy bucket lends 1% of its burst: those takes cost no statement and count down alike", () =>
+      withLimiter(pg, roomy, (limiter) =>
+        Effect.gen(function*() {
+          const id = freshProject()
+          assert.strictEqual((yield* limiter.take(id, "standard")).remaining, 999)
+          // One taken, ten lent to this process.
+          assert.closeTo(yield* tokensInRow(id), 989, 0.5)
+          for (let i = 0; i < 10; i++) {
+            const decision = yield* limiter.take(id, "standard")
+            assert.isTrue(decision.allowed)
+            assert.strictEqual(decision.remaining, 998 - i)
+          }
+          assert.closeTo(yield* tokensInRow(id), 989, 0.5)
+          // The lease is spent: the next take is a statement again (and borrows again).
+          assert.strictEqual((yield* limiter.take(id, "standard")).remaining, 988)
+          assert.closeTo(yield* tokensInRow(id), 978, 0.5)
+        })))
+
+    it.effect("nothing is lent below a burst of 100 or beyond half the bucket, and leftovers go back", () =>
+      Effect.gen(function*() {
+        const small = freshProject()
+        yield* withLimiter(pg, { SERVICE_RATE_LIMIT_REQUEST_BURST: "99", SERVICE_RATE_LIMIT_REQUESTS_PER_MINUTE: "1" }, (limiter) =>
+          limiter.take(small, "standard"))
+        assert.closeTo(yield* tokensInRow(small), 98, 0.5)
+
+        const id = freshProject()
+        yield* withLimiter(pg, roomy, (limiter) =>
+          Effect.gen(function*() {
+            yield* limiter.take(id, "standard")
+            yield* setTokens(id, 505)
+            // The local lease is spent first, then a statement: one taken, four lent (down to 500).
+            for (let i = 0; i < 11; i++) yield* limiter.take(id, "standard")
+            assert.closeTo(yield* tokensInRow(id), 500, 0.5)
+            for (let i = 0; i < 4; i++) yield* limiter.take(id, "standard")
+            // At half the bucket a statement lends nothing.
+            assert.strictEqual((yield* limiter.take(id, "standard")).remaining, 499)
+            assert.closeTo(yield* tokensInRow(id), 499, 0.5)
+            yield* limiter.take(id, "standard")
+            assert.closeTo(yield* tokensInRow(id), 498, 0.5)
+          }))
+        // A limiter that stops gives back what it still holds.
+        const returned = freshProject()
+        yield* withLimiter(pg, roomy, (limiter) => limiter.take(returned, "standard"))
+        assert.closeTo(yield* tokensInRow(returned), 999, 0.5)
+      }))
+
+    it.effect("two processes leasing from one bucket grant exactly its burst between them", () =>
+      withLimiter(pg, roomy, (a) =>
+        withLimiter(pg, roomy, (b) =>
+          Effect.gen(function*() {
+            const id = freshProject()
+            const decisions = yield* Effect.forEach(Array.from({ length: 1500 }, (_, i) => i), (i) => (i % 2 === 0 ? a : b).take(id, "standard"), {
+              concurrency: 64
+            })
+            assert.strictEqual(decisions.filter((d) => d.allowed).length, 1000)
+          }))))
+  })
 })
