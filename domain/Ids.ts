@@ -37,6 +37,8 @@ export type IdPrefix = "file" | "exe" | "whe" | "whd" | "conn" | "trgsub" | "trg
 
 const ALPHABET_CODES = Array.from(ALPHABET, (c) => c.charCodeAt(0))
 const UNDERSCORE = 95
+/** Characters are gathered here (synchronously, so one buffer serves every call). */
+const scratch = new Uint16Array(64)
 
 /**
  * Pure: the id body for a creation time and `ID_RANDOM_BYTES` random bytes, after `prefix` and
@@ -45,7 +47,8 @@ const UNDERSCORE = 95
  */
 export const encodeIdBody = (timeMs: number, random: Uint8Array, prefix = ""): string => {
   const head = prefix.length === 0 ? 0 : prefix.length + 1
-  const codes = Array.from({ length: head + ID_BODY_LENGTH }, () => 0)
+  const length = head + ID_BODY_LENGTH
+  const codes = scratch
   for (let i = 0; i < prefix.length; i++) codes[i] = prefix.charCodeAt(i)
   if (head > 0) codes[head - 1] = UNDERSCORE
   let time = Math.max(0, Math.floor(timeMs))
@@ -57,16 +60,16 @@ export const encodeIdBody = (timeMs: number, random: Uint8Array, prefix = ""): s
   let at = head + 10
   let acc = 0
   let bits = 0
-  for (let i = 0; i < random.length && at < codes.length; i++) {
+  for (let i = 0; i < random.length && at < length; i++) {
     acc = (acc << 8) | random[i]!
     bits += 8
-    while (bits >= 5 && at < codes.length) {
+    while (bits >= 5 && at < length) {
       bits -= 5
       codes[at++] = ALPHABET_CODES[(acc >>> bits) & 31]!
     }
     acc &= (1 << bits) - 1
   }
-  return String.fromCharCode(...codes)
+  return String.fromCharCode.apply(null, codes.subarray(0, length) as unknown as Array<number>)
 }
 
 /** The creation time encoded in an id body (its first 10 characters). */

@@ -52,6 +52,9 @@ export interface RecordedEvent {
   readonly createdAt: number
 }
 
+/** The metadata of an event appended without any: one frozen object, not one per event. */
+export const NO_METADATA: { readonly [key: string]: Json } = Object.freeze({})
+
 export interface AppendRequest {
   readonly streamId: string
   readonly streamType: string

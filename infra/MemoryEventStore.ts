@@ -11,6 +11,7 @@ import {
   type FeedSignal,
   type EventStoreShape,
   followByPolling,
+  NO_METADATA,
   type Position,
   type RecordedEvent
 } from "./EventStore.ts"
@@ -99,7 +100,7 @@ export const makeMemoryEventStore = (tables: MemoryTables, projections: Projecti
             type: event.type,
             schemaVersion: event.schemaVersion,
             data: event.data,
-            metadata: event.metadata ?? {},
+            metadata: event.metadata ?? NO_METADATA,
             createdAt: now
           }
           stream.events.push(record)

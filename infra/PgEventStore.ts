@@ -18,6 +18,7 @@ import {
   followByPolling,
   type Json,
   type NewEvent,
+  NO_METADATA,
   type Position,
   type RecordedEvent,
   StoreUnavailable
@@ -130,7 +131,7 @@ const eventParams = (flat: ReadonlyArray<Flat>): Array<unknown> => [
   flat.map((f) => f.e.type),
   flat.map((f) => f.e.schemaVersion),
   flat.map((f) => JSON.stringify(f.e.data)),
-  flat.map((f) => JSON.stringify(f.e.metadata ?? {}))
+  flat.map((f) => JSON.stringify(f.e.metadata ?? NO_METADATA))
 ]
 
 const notYetPlaced = () => {
@@ -147,7 +148,7 @@ const unplaced = ({ r, e, version }: Flat): RecordedEvent =>
     type: e.type,
     schemaVersion: e.schemaVersion,
     data: e.data,
-    metadata: e.metadata ?? {}
+    metadata: e.metadata ?? NO_METADATA
   }, { position: { get: notYetPlaced }, createdAt: { get: notYetPlaced } }) as RecordedEvent
 
 /** The recorded events, in append order, from the rows the insert returned. */
@@ -164,7 +165,7 @@ const placed = (flat: ReadonlyArray<Flat>, rows: ReadonlyArray<PlacedRow>): Read
       type: e.type,
       schemaVersion: e.schemaVersion,
       data: e.data,
-      metadata: e.metadata ?? {},
+      metadata: e.metadata ?? NO_METADATA,
       createdAt: row.created_at.getTime()
     }
   })
