@@ -23,7 +23,8 @@ export const executionsTable: TableSpec = {
     record: "jsonb"
   },
   primaryKey: ["project_id", "execution_id"],
-  indexes: [["project_id", "-execution_id"], ["project_id", "user_id", "-execution_id"], ["status", "execution_id"]]
+  // Newest first within a project is the primary key read backwards: no index of its own.
+  indexes: [["project_id", "user_id", "-execution_id"], ["status", "execution_id"]]
 }
 
 export const rowOf = (record: ExecutionRecord) => ({
