@@ -57,6 +57,52 @@ const grantFunction = (replace: "" | "OR REPLACE", endsWithExecution: boolean) =
      RETURNING e.execution_id;
    END $$`
 
+/**
+ * Every writer of slots (grant, release, reclaim) first takes the advisory locks of the lanes it
+ * touches, in the order of the lock keys, so two writers never wait on each other's rows in
+ * opposite orders (a release updating rows while a grant held others deadlocked in a benchmark).
+ */
+const lockLanesFunction = `CREATE FUNCTION lock_permit_lanes(projects text[], toolkits text[]) RETURNS void
+   LANGUAGE plpgsql VOLATILE AS $$
+   BEGIN
+     PERFORM pg_advisory_xact_lock(${LOCK_CLASS}, k.key) FROM (
+       SELECT DISTINCT hashtext(u.p || '/' || u.t) AS key FROM unnest(projects, toolkits) AS u(p, t) ORDER BY 1
+     ) k;
+   END $$`
+
+/** Clears the slots some executions hold (housekeeping, see `remove`). */
+const releaseFunction = `CREATE FUNCTION release_execution_permits(ids text[], projects text[], toolkits text[]) RETURNS void
+   LANGUAGE plpgsql VOLATILE AS $$
+   BEGIN
+     PERFORM set_config('synchronous_commit', 'off', true);
+     PERFORM lock_permit_lanes(projects, toolkits);
+     UPDATE execution_permit_slots s SET execution_id = NULL
+     FROM unnest(ids, projects, toolkits) AS r(execution_id, project_id, toolkit)
+     WHERE s.project_id = r.project_id AND s.toolkit = r.toolkit AND s.execution_id = r.execution_id;
+   END $$`
+
+/**
+ * Clears holders that ended, and holders granted a minute ago to requests never recorded (a
+ * process died between grant and commit); a fresher one may be a peer's request in flight.
+ */
+const reclaimFunction = `CREATE FUNCTION reclaim_execution_permits() RETURNS void LANGUAGE plpgsql VOLATILE AS $$
+   DECLARE
+     projects text[];
+     toolkits text[];
+   BEGIN
+     SELECT coalesce(array_agg(project_id), '{}'), coalesce(array_agg(toolkit), '{}') INTO projects, toolkits
+     FROM (SELECT DISTINCT project_id, toolkit FROM execution_permit_slots
+           WHERE execution_id IS NOT NULL AND acquired_at < now() - interval '1 minute') l;
+     PERFORM lock_permit_lanes(projects, toolkits);
+     UPDATE execution_permit_slots s SET execution_id = NULL
+     FROM unnest(projects, toolkits) AS l(project_id, toolkit)
+     WHERE s.project_id = l.project_id AND s.toolkit = l.toolkit
+       AND s.execution_id IS NOT NULL AND s.acquired_at < now() - interval '1 minute'
+       AND NOT EXISTS (
+         SELECT 1 FROM v_executions v
+         WHERE v.project_id = s.project_id AND v.execution_id = s.execution_id AND v.status IN ('pending', 'running'));
+   END $$`
+
 /** One call, one round trip, as above: lanes locked in order, then free slots filled in request order. */
 const slotGrantFunction = `CREATE OR REPLACE FUNCTION grant_execution_permits(ids text[], projects text[], toolkits text[], caps int4[])
    RETURNS SETOF text LANGUAGE plpgsql VOLATILE AS $$
@@ -65,8 +111,7 @@ const slotGrantFunction = `CREATE OR REPLACE FUNCTION grant_execution_permits(id
      -- No flush of its own: the request's commit, which every use of the permit follows, flushes
      -- the log up to and including this grant; a grant lost to a crash was never used.
      PERFORM set_config('synchronous_commit', 'off', true);
-     PERFORM pg_advisory_xact_lock(${LOCK_CLASS}, hashtext(l.lane))
-     FROM (SELECT DISTINCT u.p || '/' || u.t AS lane FROM unnest(projects, toolkits) AS u(p, t) ORDER BY 1) l;
+     PERFORM lock_permit_lanes(projects, toolkits);
      -- A lane's slots are made on its first grant (and when its cap grows).
      INSERT INTO execution_permit_slots (project_id, toolkit, slot)
      SELECT DISTINCT u.p, u.t, n FROM unnest(projects, toolkits, caps) AS u(p, t, c), generate_series(0, u.c - 1) AS n
@@ -146,7 +191,10 @@ export const permitMigrations = [{
     // Not carried over: migrations run before the service serves, and the executions of a stopped
     // process take their permits again when recovery resumes them.
     `DROP TABLE execution_permits`,
-    slotGrantFunction
+    lockLanesFunction,
+    slotGrantFunction,
+    releaseFunction,
+    reclaimFunction
   ]
 }] as const
 
@@ -183,10 +231,8 @@ export const makePgPermitStore = Effect.gen(function*() {
   // Housekeeping: a holder left behind by a failed release no longer counts once its execution is
   // terminal, and a later recovery scan (ExecutionRecovery.ts) clears it.
   const releaseBatch = (batch: ReadonlyArray<PermitKey>) =>
-    sql`UPDATE execution_permit_slots s SET execution_id = NULL
-        FROM unnest(${batch.map((key) => key.projectId)}::text[], ${batch.map((key) => key.toolkit)}::text[],
-          ${batch.map((key) => key.executionId)}::text[]) AS r(project_id, toolkit, execution_id)
-        WHERE s.project_id = r.project_id AND s.toolkit = r.toolkit AND s.execution_id = r.execution_id`.pipe(
+    sql`SELECT release_execution_permits(${batch.map((key) => key.executionId)}::text[],
+          ${batch.map((key) => key.projectId)}::text[], ${batch.map((key) => key.toolkit)}::text[])`.pipe(
       Effect.catch((error) => Effect.logWarning("permit holders not cleared; a recovery scan reclaims them", error))
     )
 
@@ -206,13 +252,7 @@ export const makePgPermitStore = Effect.gen(function*() {
         Effect.andThen(Queue.offer(grants, { key, cap, done }), Deferred.await(done))),
     // Nobody waits: after the outcome's commit the permit is already free (see above).
     remove: (key) => Queue.offer(releases, key).pipe(Effect.asVoid),
-    // Holders that ended, and holders granted a minute ago to requests never recorded (a process
-    // died between grant and commit); a fresher one may be a peer's request in flight.
-    reclaimStale: sql`UPDATE execution_permit_slots s SET execution_id = NULL
-        WHERE s.execution_id IS NOT NULL AND s.acquired_at < now() - interval '1 minute'
-          AND NOT EXISTS (
-            SELECT 1 FROM v_executions v
-            WHERE v.project_id = s.project_id AND v.execution_id = s.execution_id AND v.status IN ('pending', 'running'))`.pipe(
+    reclaimStale: sql`SELECT reclaim_execution_permits()`.pipe(
       Effect.asVoid,
       Effect.mapError(unavailable)
     )

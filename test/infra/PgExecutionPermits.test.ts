@@ -93,5 +93,41 @@ describe.skipIf(!postgresAvailable)("execution permits on Postgres", () => {
         })
         assert.deepStrictEqual([first, second], [true, false])
       })))
+
+    it.effect("a release waits for the lanes a grant holds instead of deadlocking with it", () =>
+      Effect.scoped(Effect.gen(function*() {
+        const store = yield* makePgPermitStore
+        const sql = yield* SqlClient.SqlClient
+        const lane = (toolkit: string, executionId: string) => ({ projectId: "proj_dl", toolkit, executionId })
+        assert.isTrue(yield* store.tryInsert(lane("lane_a", "exe_dl_a"), 1))
+        assert.isTrue(yield* store.tryInsert(lane("lane_b", "exe_dl_b"), 1))
+        const deadlocks = Effect.gen(function*() {
+          // A backend reports its statistics within a second.
+          yield* Effect.sleep("1500 millis")
+          yield* sql`SELECT pg_stat_clear_snapshot()`
+          const rows = yield* sql<{ n: number }>`SELECT deadlocks::int AS n FROM pg_stat_database WHERE datname = current_database()`
+          return rows[0]?.n ?? 0
+        })
+        const before = yield* deadlocks
+        // A writer in the middle of a grant: both lanes locked, lane b's slot written, lane a's
+        // next. A release of both slots arrives meanwhile; had it locked lane a's row first, the
+        // two would wait on each other.
+        yield* sql.withTransaction(Effect.gen(function*() {
+          yield* sql`SELECT lock_permit_lanes(ARRAY['proj_dl', 'proj_dl'], ARRAY['lane_a', 'lane_b'])`
+          yield* sql`UPDATE execution_permit_slots SET acquired_at = acquired_at WHERE execution_id = 'exe_dl_b'`
+          yield* store.remove(lane("lane_a", "exe_dl_a"))
+          yield* store.remove(lane("lane_b", "exe_dl_b"))
+          yield* Effect.sleep("300 millis")
+          yield* sql`UPDATE execution_permit_slots SET acquired_at = acquired_at WHERE execution_id = 'exe_dl_a'`
+        }))
+        let left = 2
+        for (let i = 0; i < 100 && left > 0; i++) {
+          yield* Effect.sleep("20 millis")
+          const rows = yield* sql<{ n: number }>`SELECT count(*)::int AS n FROM execution_permit_slots WHERE execution_id IN ('exe_dl_a', 'exe_dl_b')`
+          left = rows[0]?.n ?? 0
+        }
+        assert.strictEqual(left, 0)
+        assert.strictEqual((yield* deadlocks) - before, 0)
+      })))
   })
 })
