@@ -85,15 +85,16 @@ export const recoverExecutions = Effect.gen(function*() {
 const SCAN_INTERVAL = "5 seconds"
 
 /**
- * Runs recovery while the service starts, before it serves (resumed executions are dispatched in
- * the background), then, with a database, every SCAN_INTERVAL for peers that stopped.
+ * With a database: runs recovery while the service starts, before it serves (resumed executions
+ * are dispatched in the background), then every SCAN_INTERVAL for peers that stopped.
  */
 export const layer = Layer.effectDiscard(
   Effect.gen(function*() {
+    // Without a database the log starts empty and there are no peers: nothing to recover, ever.
+    // (Listing by status would also give the memory table a status index kept up for nothing.)
+    if ((yield* AppConfig).databaseUrl === undefined) return
     const recover = recoverExecutions.pipe(Effect.catchCause((cause) => Effect.logError("execution recovery failed", cause)))
     yield* recover
-    // Without a database there are no peers: everything was this process's own.
-    if ((yield* AppConfig).databaseUrl === undefined) return
     yield* Effect.forkScoped(Effect.repeat(Effect.delay(recover, SCAN_INTERVAL), Schedule.forever))
   })
 )
