@@ -11,6 +11,8 @@ import {
   type FeedSignal,
   type EventStoreShape,
   followByPolling,
+  type Json,
+  type NewEvent,
   NO_METADATA,
   type Position,
   type RecordedEvent
@@ -67,9 +69,45 @@ export class Wakeup implements FeedSignal {
     })
 }
 
+/**
+ * A recorded event as the memory log keeps it: its position is made when read, from its place in
+ * the log, instead of two objects kept per event (the log holds every event for its lifetime).
+ */
+class MemoryEvent implements RecordedEvent {
+  readonly streamId: string
+  readonly streamType: string
+  readonly version: number
+  readonly eventId: string
+  readonly type: string
+  readonly schemaVersion: number
+  readonly data: Json
+  readonly metadata: { readonly [key: string]: Json }
+  readonly createdAt: number
+  readonly #seq: number
+
+  constructor(stream: { readonly id: string; readonly type: string }, version: number, seq: number, event: NewEvent, createdAt: number) {
+    this.streamId = stream.id
+    this.streamType = stream.type
+    this.version = version
+    this.eventId = event.eventId
+    this.type = event.type
+    this.schemaVersion = event.schemaVersion
+    this.data = event.data
+    this.metadata = event.metadata ?? NO_METADATA
+    this.createdAt = createdAt
+    this.#seq = seq
+  }
+
+  get position(): Position {
+    const seq = BigInt(this.#seq)
+    return { tx: seq, seq }
+  }
+}
+
 export const makeMemoryEventStore = (tables: MemoryTables, projections: Projections["Service"]) => {
   const log: Array<RecordedEvent> = []
-  const streams = new Map<string, { type: string; events: Array<RecordedEvent> }>()
+  // The stream's id is kept once and shared by its events.
+  const streams = new Map<string, { id: string; type: string; events: Array<RecordedEvent> }>()
   const wakeup = new Wakeup("1 second")
   const inline = projections.filter((p) => p.mode === "inline")
 
@@ -86,23 +124,11 @@ export const makeMemoryEventStore = (tables: MemoryTables, projections: Projecti
       for (const request of requests) {
         let stream = streams.get(request.streamId)
         if (stream === undefined) {
-          stream = { type: request.streamType, events: [] }
+          stream = { id: request.streamId, type: request.streamType, events: [] }
           streams.set(request.streamId, stream)
         }
         for (const event of request.events) {
-          const seq = BigInt(log.length + 1)
-          const record: RecordedEvent = {
-            streamId: request.streamId,
-            streamType: stream.type,
-            version: stream.events.length + 1,
-            position: { tx: seq, seq },
-            eventId: event.eventId,
-            type: event.type,
-            schemaVersion: event.schemaVersion,
-            data: event.data,
-            metadata: event.metadata ?? NO_METADATA,
-            createdAt: now
-          }
+          const record = new MemoryEvent(stream, stream.events.length + 1, log.length + 1, event, now)
           stream.events.push(record)
           log.push(record)
           recorded.push(record)
