@@ -51,6 +51,9 @@ describe.skipIf(!postgresAvailable)("webhook durability", () => {
       const at = (path: string) => receiver.received.filter((r) => r.path === path)
       // The head of /held is in flight, its followers queued; the head of /flaky waits for a retry.
       await eventually(() => (at("/k/held").length === 1 && at("/k/flaky").length === 1 && at("/k/flaky")[0]!.answeredAt ? true : undefined))
+      // Killed only once the failed attempt is recorded (a retry time is set): before that, the
+      // attempt is still in flight for the service, and a restart rightly sends it again at once.
+      await eventually(async () => ((await deliveriesOf(first, "p1", flaky.endpointId)).some((r) => r.nextRetryAt !== undefined) ? true : undefined))
       const failedAt = at("/k/flaky")[0]!.answeredAt!
       await first.kill9()
       // Appended while no service runs: the dispatcher picks it up from its checkpoint.
