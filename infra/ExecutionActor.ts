@@ -206,7 +206,14 @@ export const make = Effect.gen(function*() {
           Effect.map(() => true),
           Effect.catchTag("StateConflict", () => Effect.succeed(false))
         )
-        if (!started) return
+        if (!started) {
+          // Started elsewhere first (two processes resumed it at once): the permit is the
+          // execution's, and its dispatch there holds it until the outcome. Releasing it here
+          // would free a permit still in use.
+          const current = yield* Effect.orElseSucceed(entryFor(executionId), () => undefined)
+          if (current?.state?.record.status === "running" && current.state.owner !== owners.self) permit = "released"
+          return
+        }
       } else if (entry.state?.record.status !== "running") return
       const adapter = adapters.get(plan.tool.name)
       const outcome = yield* runAdapter(adapter, plan, {
