@@ -36,8 +36,6 @@ interface Taken {
   /** Left in the bucket, counting tokens lent to this process. */
   readonly tokens: number
   readonly nowMs: number
-  /** Lent to this process beyond the grant (Postgres). */
-  readonly leased?: number
 }
 
 /** Groups concurrent takes per key: while one statement runs, new arrivals wait for the next. */
@@ -150,7 +148,8 @@ export const rateLimitMigrations = [{
          RETURNING x.b, x.g::float8 AS g, x.ls::float8 AS ls, (x.t - x.g - x.ls)::float8 AS tk
        )
        SELECT upd.b, upd.g, upd.ls, upd.tk, at_ms FROM upd;
-     END $$`
+     END $$`,
+    `DROP FUNCTION take_rate_tokens(text[], float8[], float8[], int4[])`
   ]
 }] as const
 
@@ -328,7 +327,7 @@ export const layerPg: Layer.Layer<RateLimiter, never, AppConfig | SqlClient.SqlC
             const stock = leased + (leases.get(row.bucket_id)?.stock ?? 0)
             leases.set(row.bucket_id, { stock, left, nowMs, until: Date.now() + LEASE_MS, policy: bucketPolicy })
           }
-          return [row.bucket_id, { granted: Number(row.granted), tokens: left + leased, nowMs, leased }]
+          return [row.bucket_id, { granted: Number(row.granted), tokens: left + leased, nowMs }]
         }))
       })
     )
