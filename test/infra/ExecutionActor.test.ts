@@ -90,7 +90,7 @@ describe.skipIf(!postgresAvailable)("execution actor with a peer on Postgres", (
       yield* executions.cancel(PROJECT, undefined, running[0]!)
       const holders = sql<{ n: number }>`SELECT count(*)::int AS n FROM execution_permit_slots WHERE execution_id = ${waiting}`
       let held = 0
-      for (let i = 0; i < 40 && held === 0; i++) {
+      for (let i = 0; i < 160 && held === 0; i++) {
         yield* Effect.sleep("25 millis")
         held = (yield* holders)[0]?.n ?? 0
       }
