@@ -67,10 +67,6 @@ export class Wakeup implements FeedSignal {
     })
 }
 
-/**
- * A recorded event as the memory log keeps it: its position is made when read, from its place in
- * the log, instead of two objects kept per event (the log holds every event for its lifetime).
- */
 const SEQ = Symbol("app/infra/MemoryEventStore/seq")
 
 const memoryEventPrototype = {
@@ -80,6 +76,10 @@ const memoryEventPrototype = {
   }
 }
 
+/**
+ * A recorded event as the memory log keeps it: its position is made when read, from its place in
+ * the log, instead of two objects kept per event (the log holds every event for its lifetime).
+ */
 const memoryEvent = (fields: Omit<RecordedEvent, "position">, seq: number): RecordedEvent =>
   Object.assign(Object.create(memoryEventPrototype) as typeof memoryEventPrototype, fields, { [SEQ]: seq })
 
