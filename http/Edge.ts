@@ -128,9 +128,12 @@ interface Buffered {
   readonly [BODY]: { readonly bytes: Uint8Array; text: string | undefined }
 }
 
+/** One decoder for every request: `decode` without `stream` keeps no state between calls. */
+const utf8 = new TextDecoder()
+
 const textOf = (self: Buffered) => {
   const body = self[BODY]
-  return (body.text ??= new TextDecoder().decode(body.bytes))
+  return (body.text ??= utf8.decode(body.bytes))
 }
 
 /**

@@ -4,6 +4,7 @@
 import { Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema } from "effect/http-api"
 import { ExecutionMode, ExecutionPage, ExecutionRecord, ExecutionStatus } from "../domain/ExecutionRecord.ts"
+import { JsonObject } from "../domain/JsonObject.ts"
 import { UsesExecuteBucket } from "./Middleware.ts"
 import { pageQuery } from "./Query.ts"
 
@@ -11,7 +12,7 @@ const Identifier = Schema.String.check(Schema.isPattern(/^[A-Za-z0-9_.-]{1,64}$/
 
 export const ExecuteRequest = Schema.Struct({
   tool: Schema.String.check(Schema.isMaxLength(200)),
-  input: Schema.optionalKey(Schema.Record(Schema.String, Schema.Json)),
+  input: Schema.optionalKey(JsonObject),
   userId: Schema.optionalKey(Identifier),
   connectionId: Schema.optionalKey(Schema.String.check(Schema.isMaxLength(100))),
   mode: Schema.optionalKey(ExecutionMode),

@@ -1,8 +1,8 @@
 /**
  * Project API keys: bootstrap keys from SERVICE_API_KEYS and, with a database, keys created by
- * the command line. Only SHA-256 hashes are kept; a presented key is hashed, looked up by hash,
- * and the stored hash compared in constant time. Database answers are cached for a few seconds,
- * so a revocation takes effect within `CACHE_MS` in every process.
+ * the command line. Only SHA-256 hashes are kept; a presented key is hashed and looked up by its
+ * hash (a database row's hash is also compared in constant time). Database answers are cached
+ * for a few seconds, so a revocation takes effect within `CACHE_MS` in every process.
  */
 import { Context, Effect, Layer, Redacted } from "effect"
 import { SqlClient } from "effect/sql"
@@ -39,8 +39,15 @@ export class ApiKeys extends Context.Service<ApiKeys, ApiKeysShape>()("app/infra
 const CACHE_MS = 5_000
 const KEY_ALPHABET = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
 
-// One-shot hashing: several times cheaper than a Hash object for a short input (once per request).
+// One-shot hashing: several times cheaper than a Hash object for a short input.
 export const hashKey = (key: string): Buffer => digest("sha256", key, "buffer")
+
+/**
+ * The hash as hex, the form the maps are keyed by (once per request): straight to a string is
+ * cheaper than a Buffer and its hex copy. A lookup by the full SHA-256 leaks nothing through its
+ * timing that would help to find a key.
+ */
+const hashHex = (key: string): string => digest("sha256", key, "hex")
 
 /** A new key: `sk_` and 40 base62 characters (about 238 bits). */
 export const generateKey = (): string => {
@@ -52,22 +59,17 @@ export const generateKey = (): string => {
 
 const sameHash = (a: Uint8Array, b: Uint8Array) => a.length === b.length && timingSafeEqual(a, b)
 
+/** The bootstrap keys' principals by hex hash. */
 const bootstrapPrincipals = (config: AppConfig["Service"]) => {
-  const byHash = new Map<string, { hash: Buffer; principal: Principal }>()
+  const byHash = new Map<string, Principal>()
   for (const [i, entry] of config.apiKeys.entries()) {
-    const hash = hashKey(Redacted.value(entry.key))
-    byHash.set(hash.toString("hex"), {
-      hash,
-      principal: { keyId: `key_bootstrap_${i + 1}`, projectId: entry.projectId, userId: entry.userId }
+    byHash.set(hashHex(Redacted.value(entry.key)), {
+      keyId: `key_bootstrap_${i + 1}`,
+      projectId: entry.projectId,
+      userId: entry.userId
     })
   }
   return byHash
-}
-
-/** The bootstrap key with this hash (`hex` is the same hash as text, the map's key). */
-const verifyBootstrap = (byHash: ReturnType<typeof bootstrapPrincipals>, hash: Buffer, hex: string): Principal | undefined => {
-  const found = byHash.get(hex)
-  return found !== undefined && sameHash(found.hash, hash) ? found.principal : undefined
 }
 
 /** Memory mode: bootstrap keys, plus a printed dev key for `proj_dev` when none is configured. */
@@ -76,7 +78,7 @@ export const layerMemory: Layer.Layer<ApiKeys, never, AppConfig> = Layer.effect(
   Effect.gen(function*() {
     const config = yield* AppConfig
     const byHash = bootstrapPrincipals(config)
-    const created = new Map<string, { hash: Buffer; record: KeyRecord }>()
+    const created = new Map<string, { record: KeyRecord }>()
     const create: ApiKeysShape["create"] = (owner) =>
       Effect.sync(() => {
         const key = generateKey()
@@ -88,20 +90,17 @@ export const layerMemory: Layer.Layer<ApiKeys, never, AppConfig> = Layer.effect(
           createdAt: new Date().toISOString(),
           revokedAt: undefined
         }
-        created.set(hashKey(key).toString("hex"), { hash: hashKey(key), record })
+        created.set(hashHex(key), { record })
         return { key: Redacted.make(key), record }
       })
     return ApiKeys.of({
       verify: (presented) =>
         Effect.sync(() => {
-          const hash = hashKey(presented)
-          const hex = hash.toString("hex")
-          const bootstrap = verifyBootstrap(byHash, hash, hex)
+          const hex = hashHex(presented)
+          const bootstrap = byHash.get(hex)
           if (bootstrap !== undefined) return bootstrap
           const found = created.get(hex)
-          return found !== undefined && found.record.revokedAt === undefined && sameHash(found.hash, hash)
-            ? found.record
-            : undefined
+          return found !== undefined && found.record.revokedAt === undefined ? found.record : undefined
         }),
       create,
       list: (projectId) =>
@@ -163,14 +162,13 @@ export const layerPg: Layer.Layer<ApiKeys, never, AppConfig | SqlClient.SqlClien
     return ApiKeys.of({
       verify: (presented) =>
         Effect.suspend(() => {
-          const hash = hashKey(presented)
-          const cacheKey = hash.toString("hex")
-          const bootstrap = verifyBootstrap(byHash, hash, cacheKey)
+          const cacheKey = hashHex(presented)
+          const bootstrap = byHash.get(cacheKey)
           if (bootstrap !== undefined) return Effect.succeed(bootstrap)
           const now = Date.now()
           const cached = cache.get(cacheKey)
           if (cached !== undefined && cached.expires > now) return Effect.succeed(cached.principal)
-          return Effect.tap(lookup(hash), (principal) =>
+          return Effect.tap(lookup(Buffer.from(cacheKey, "hex")), (principal) =>
             Effect.sync(() => {
               if (cache.size > 10_000) cache.clear()
               cache.set(cacheKey, { principal, expires: now + CACHE_MS })

@@ -5,13 +5,14 @@
  */
 import { Schema } from "effect"
 import type { ToolDefinition, ToolkitManifest, TriggerDefinition } from "../Catalog.ts"
+import { JsonObject } from "../JsonObject.ts"
 
 export const MAX_SLEEP_MS = 600_000
 
 /** `file_<id>` as minted by domain/Ids.ts (Crockford base32 body of 32 characters). */
 const FILE_ID_PATTERN = "^file_[0-9a-hjkmnp-tv-z]{32}$"
 
-export const EchoInput = Schema.Record(Schema.String, Schema.Json)
+export const EchoInput = JsonObject
 
 export const SleepInput = Schema.Struct({
   ms: Schema.Int.check(Schema.isBetween({ minimum: 0, maximum: MAX_SLEEP_MS }))
