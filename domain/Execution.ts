@@ -14,6 +14,7 @@
 import { Schema } from "effect"
 import { type NormalizedError, normalized, StateConflict } from "./Errors.ts"
 import { ExecutionMode, ExecutionRecord } from "./ExecutionRecord.ts"
+import { isoTime, parseTime } from "./Time.ts"
 
 export const STREAM_TYPE = "execution"
 export const streamId = (executionId: string): string => `execution-${executionId}`
@@ -78,8 +79,6 @@ export type ExecutionState =
     readonly record: ExecutionRecord
     readonly owner: string | undefined
   }
-
-const iso = (ms: number): string => new Date(ms).toISOString()
 
 /** The pending record of a request: the base fields, nothing else. */
 export const pendingRecord = (request: ExecutionRequested): ExecutionRecord => ({
@@ -159,7 +158,7 @@ const baseOf = (record: ExecutionRecord): Base => {
 
 /** Latency counts from dispatch when it began, else from the request (a cancel while pending). */
 const latency = (record: ExecutionRecord, now: number): number =>
-  Math.max(0, now - Date.parse(record.startedAt ?? record.createdAt))
+  Math.max(0, now - parseTime(record.startedAt ?? record.createdAt))
 
 const conflict = (record: ExecutionRecord, what: string) =>
   new StateConflict({ message: `Execution ${record.executionId} is ${record.status}; it cannot be ${what}.` })
@@ -182,7 +181,7 @@ export const decide = (command: ExecutionCommand, state: ExecutionState): Decisi
   switch (command._tag) {
     case "StartDispatch": {
       if (record.status !== "pending") return conflict(record, "started")
-      const startedAt = iso(command.now)
+      const startedAt = isoTime(command.now)
       return [{
         type: "ExecutionStarted",
         startedAt,
@@ -192,18 +191,18 @@ export const decide = (command: ExecutionCommand, state: ExecutionState): Decisi
     }
     case "CompleteExecution": {
       if (terminal) return conflict(record, "completed")
-      const completed = { ...baseOf(record), completedAt: iso(command.now), latencyMs: latency(record, command.now) }
+      const completed = { ...baseOf(record), completedAt: isoTime(command.now), latencyMs: latency(record, command.now) }
       return [{ type: "ExecutionSucceeded", record: { ...completed, status: "succeeded", output: command.output } }]
     }
     case "FailExecution": {
       if (terminal) return conflict(record, "failed")
-      const completed = { ...baseOf(record), completedAt: iso(command.now), latencyMs: latency(record, command.now) }
+      const completed = { ...baseOf(record), completedAt: isoTime(command.now), latencyMs: latency(record, command.now) }
       return [{ type: "ExecutionFailed", record: { ...completed, status: "failed", error: command.error } }]
     }
     case "InterruptExecution": {
       if (record.status !== "running" || state.owner !== command.owner) return conflict(record, "interrupted")
       const error = normalized("execution_interrupted", "The service restarted after dispatch to the provider may have begun.")
-      const completed = { ...baseOf(record), completedAt: iso(command.now), latencyMs: latency(record, command.now) }
+      const completed = { ...baseOf(record), completedAt: isoTime(command.now), latencyMs: latency(record, command.now) }
       return [{ type: "ExecutionFailed", record: { ...completed, status: "failed", error } }]
     }
     case "CancelExecution": {
@@ -216,7 +215,7 @@ export const decide = (command: ExecutionCommand, state: ExecutionState): Decisi
         dispatchMayHaveBegun,
         record: {
           ...baseOf(record),
-          completedAt: iso(command.now),
+          completedAt: isoTime(command.now),
           latencyMs: latency(record, command.now),
           status: "cancelled",
           error,
@@ -226,7 +225,7 @@ export const decide = (command: ExecutionCommand, state: ExecutionState): Decisi
     }
     case "MarkReplayed": {
       if (record.replayed === true) return []
-      return [{ type: "ExecutionReplayed", at: iso(command.now), record: { ...record, replayed: true } }]
+      return [{ type: "ExecutionReplayed", at: isoTime(command.now), record: { ...record, replayed: true } }]
     }
   }
 }

@@ -99,6 +99,9 @@ const toNew = (event: ExecutionEvent): NewEvent => ({
 
 const MAX_CONFLICT_RETRIES = 8
 
+/** How often a known outcome is offered to the store again while the store is out. */
+const OUTCOME_RETRY = Schedule.spaced("1 second")
+
 /** The toolkit's concurrency cap per project, when its manifest declares one. */
 export const capOf = (tool: ToolDefinition): number | undefined =>
   findToolkit(tool.toolkit)?.limits.maxConcurrentExecutionsPerProject
@@ -229,7 +232,7 @@ export const make = Effect.gen(function*() {
           : { _tag: "FailExecution", now, error: outcome.error }).pipe(
           Effect.catchTag("StateConflict", () => Effect.void),
           // The outcome is known: a store outage delays its record, it does not lose it.
-          Effect.retry({ schedule: Schedule.spaced("1 second"), while: (e) => e._tag === "StoreUnavailable" })
+          Effect.retry({ schedule: OUTCOME_RETRY, while: (e) => e._tag === "StoreUnavailable" })
         )
       // Freed in this turn, before a caller answered with the outcome can send another request.
       // On Postgres the outcome's commit has already freed it (PgExecutionPermits.ts); this wakes

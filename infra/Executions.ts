@@ -9,6 +9,7 @@ import type { ToolDefinition } from "../domain/Catalog.ts"
 import { catalogVersion, decodeClosed, findTool, toCanonicalName } from "../domain/catalog/index.ts"
 import * as Idempotency from "../domain/Idempotency.ts"
 import type { ExecutionMode, ExecutionRecord, ExecutionStatus } from "../domain/ExecutionRecord.ts"
+import { isoTime } from "../domain/Time.ts"
 import { InvalidInput, NotFound, RateLimited, type StateConflict } from "../domain/Errors.ts"
 import { AppConfig } from "../src/Config.ts"
 import { EventStore, type AppendRequest, type Json, StoreUnavailable } from "./EventStore.ts"
@@ -281,7 +282,7 @@ const requestOf = (
   ...(connectionId !== undefined ? { connectionId } : {}),
   ...(attachments !== undefined ? { attachments } : {}),
   ...(sealedInput !== undefined ? { sealedInput } : {}),
-  requestedAt: new Date(now).toISOString()
+  requestedAt: isoTime(now)
 })
 
 export const layer = Layer.effect(Executions, make)

@@ -6,6 +6,7 @@
  */
 import { type ExecutionEvent, pendingRecord, STREAM_TYPE } from "../domain/Execution.ts"
 import type { ExecutionRecord } from "../domain/ExecutionRecord.ts"
+import { parseTime } from "../domain/Time.ts"
 import type { Json, RecordedEvent } from "./EventStore.ts"
 import type { Projection, RowChange, TableSpec } from "./Projection.ts"
 
@@ -33,7 +34,7 @@ export const rowOf = (record: ExecutionRecord) => ({
   user_id: record.userId,
   tool: record.tool,
   status: record.status,
-  created_ms: Date.parse(record.createdAt),
+  created_ms: parseTime(record.createdAt),
   record: record as unknown as Json
 })
 
