@@ -41,11 +41,12 @@ const UNDERSCORE = 95
 const scratch = new Uint16Array(64)
 
 /**
- * Pure: the id body for a creation time and `ID_RANDOM_BYTES` random bytes, after `prefix` and
- * `_` when a prefix is given. The characters are gathered first and made into one flat string:
- * built by `+=`, an id was a chain of 30 or so rope nodes that every stored id kept alive.
+ * Pure: the id body for a creation time and the `ID_RANDOM_BYTES` random bytes at `randomOffset`
+ * of `random`, after `prefix` and `_` when a prefix is given. The characters are gathered first
+ * and made into one flat string: built by `+=`, an id was a chain of 30 or so rope nodes that
+ * every stored id kept alive.
  */
-export const encodeIdBody = (timeMs: number, random: Uint8Array, prefix = ""): string => {
+export const encodeIdBody = (timeMs: number, random: Uint8Array, prefix = "", randomOffset = 0): string => {
   const head = prefix.length === 0 ? 0 : prefix.length + 1
   const length = head + ID_BODY_LENGTH
   const codes = scratch
@@ -60,7 +61,7 @@ export const encodeIdBody = (timeMs: number, random: Uint8Array, prefix = ""): s
   let at = head + 10
   let acc = 0
   let bits = 0
-  for (let i = 0; i < random.length && at < length; i++) {
+  for (let i = randomOffset; i < random.length && at < length; i++) {
     acc = (acc << 8) | random[i]!
     bits += 8
     while (bits >= 5 && at < length) {

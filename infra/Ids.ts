@@ -10,19 +10,22 @@ const POOL_BYTES = 4096
 let pool = randomBytes(POOL_BYTES)
 let offset = 0
 
-const random = (n: number): Uint8Array => {
+/** Where the next `n` random bytes start in the pool (read in place: no view per id). */
+const take = (n: number): number => {
   if (offset + n > pool.length) {
     pool = randomBytes(POOL_BYTES)
     offset = 0
   }
-  const out = pool.subarray(offset, offset + n)
+  const at = offset
   offset += n
-  return out
+  return at
 }
 
 /** A new `<prefix>_<body>` id, time-ordered and unguessable. */
-export const newId = <P extends IdPrefix>(prefix: P): `${P}_${string}` =>
-  encodeIdBody(Date.now(), random(ID_RANDOM_BYTES), prefix) as `${P}_${string}`
+export const newId = <P extends IdPrefix>(prefix: P): `${P}_${string}` => {
+  const at = take(ID_RANDOM_BYTES)
+  return encodeIdBody(Date.now(), pool, prefix, at) as `${P}_${string}`
+}
 
 /** A request id for the `Request-Id` header and error envelopes. */
 export const newRequestId = (): string => newId("req")

@@ -61,6 +61,16 @@ const matches = (row: Row, filter: Filter): boolean => {
   }
 }
 
+/**
+ * One column of a primary key as text. Each part says how long it is, so the parts of a key never
+ * run together; a string (the usual key) is taken as it is, anything else as its JSON.
+ */
+const keyPart = (value: Json | undefined): string => {
+  if (typeof value === "string") return `${value.length}:${value}`
+  const json = JSON.stringify(value ?? null)
+  return `${json.length}j${json}`
+}
+
 /** Equal under `compareJson` exactly when equal here (for non-null values). */
 const bucketOf = (value: Json): string => (typeof value === "string" ? value : JSON.stringify(value))
 
@@ -91,7 +101,9 @@ export class MemoryTables {
   private keyOf(table: string, row: Row): string {
     const columns = this.keys.get(table)
     if (columns === undefined) throw new Error(`unknown view table ${table}`)
-    return JSON.stringify(columns.map((column) => row[column] ?? null))
+    let key = ""
+    for (const column of columns) key += keyPart(row[column])
+    return key
   }
 
   private static place(index: Map<string, Set<string>>, value: Json | undefined, key: string): void {

@@ -11,6 +11,13 @@ describe("ids", () => {
     expect(encodeIdBody(0, Uint8Array.of(0x84, 0x21, ...Array.from({ length: ID_RANDOM_BYTES - 2 }, () => 0))).slice(10, 13)).toBe("ggg")
   })
 
+  it("read the random bytes from the given offset", () => {
+    const pool = Uint8Array.from({ length: 3 * ID_RANDOM_BYTES }, (_, i) => (i * 37) & 0xff)
+    const second = pool.slice(ID_RANDOM_BYTES, 2 * ID_RANDOM_BYTES)
+    expect(encodeIdBody(5, pool, "evt", ID_RANDOM_BYTES)).toBe(encodeIdBody(5, second, "evt"))
+    expect(encodeIdBody(5, pool, "evt", ID_RANDOM_BYTES)).not.toBe(encodeIdBody(5, pool, "evt"))
+  })
+
   it("put the prefix and an underscore in front when given one", () => {
     const random = Uint8Array.from({ length: ID_RANDOM_BYTES }, (_, i) => i * 17)
     const body = encodeIdBody(1_700_000_000_000, random)
