@@ -8,6 +8,7 @@
  * `failed`. A delivery stopped by deactivation or deletion of its endpoint is `failed` with
  * `completedAt` (DeliveryAbandoned).
  */
+import { isoTime } from "./Time.ts"
 
 export const DELIVERY_STREAM_TYPE = "webhook-delivery"
 export const deliveryStreamId = (deliveryId: string): string => `${DELIVERY_STREAM_TYPE}-${deliveryId}`
@@ -135,13 +136,11 @@ export type DeliveryCommand =
   }
   | { readonly type: "Abandon"; readonly at: number; readonly reason: DeliveryAbandoned["reason"] }
 
-const iso = (ms: number) => new Date(ms).toISOString()
-
 /** Events for a command; none when the delivery is absent or already finished. */
 export const decide = (command: DeliveryCommand, state: Progress | undefined): ReadonlyArray<Exclude<DeliveryEvent, DeliveryQueued>> => {
   if (state === undefined || isFinished(state.status)) return []
-  if (command.type === "Abandon") return [{ type: "DeliveryAbandoned", at: iso(command.at), reason: command.reason }]
-  const attemptedAt = iso(command.startedAt)
+  if (command.type === "Abandon") return [{ type: "DeliveryAbandoned", at: isoTime(command.at), reason: command.reason }]
+  const attemptedAt = isoTime(command.startedAt)
   const { outcome } = command
   const attempts = [...state.attempts, { attemptedAt, ...outcomeOf(outcome) }]
   if (isSuccess(outcome) && "statusCode" in outcome) {
@@ -149,9 +148,9 @@ export const decide = (command: DeliveryCommand, state: Progress | undefined): R
   }
   const delay = nextAttemptDelay(command.delays, state.attempts.length + 1)
   if (delay === undefined) {
-    return [{ type: "DeliveryAttemptFailed", attemptedAt, ...outcome, attempts }, { type: "DeliveryGivenUp", at: iso(command.endedAt) }]
+    return [{ type: "DeliveryAttemptFailed", attemptedAt, ...outcome, attempts }, { type: "DeliveryGivenUp", at: isoTime(command.endedAt) }]
   }
-  return [{ type: "DeliveryAttemptFailed", attemptedAt, ...outcome, nextRetryAt: iso(command.endedAt + delay), attempts }]
+  return [{ type: "DeliveryAttemptFailed", attemptedAt, ...outcome, nextRetryAt: isoTime(command.endedAt + delay), attempts }]
 }
 
 /** The public delivery record (spec, "Webhook delivery record"). */
