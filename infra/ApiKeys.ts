@@ -78,7 +78,7 @@ export const layerMemory: Layer.Layer<ApiKeys, never, AppConfig> = Layer.effect(
   Effect.gen(function*() {
     const config = yield* AppConfig
     const byHash = bootstrapPrincipals(config)
-    const created = new Map<string, { record: KeyRecord }>()
+    const created = new Map<string, KeyRecord>()
     const create: ApiKeysShape["create"] = (owner) =>
       Effect.sync(() => {
         const key = generateKey()
@@ -90,7 +90,7 @@ export const layerMemory: Layer.Layer<ApiKeys, never, AppConfig> = Layer.effect(
           createdAt: new Date().toISOString(),
           revokedAt: undefined
         }
-        created.set(hashHex(key), { record })
+        created.set(hashHex(key), record)
         return { key: Redacted.make(key), record }
       })
     return ApiKeys.of({
@@ -100,18 +100,18 @@ export const layerMemory: Layer.Layer<ApiKeys, never, AppConfig> = Layer.effect(
           const bootstrap = byHash.get(hex)
           if (bootstrap !== undefined) return bootstrap
           const found = created.get(hex)
-          return found !== undefined && found.record.revokedAt === undefined ? found.record : undefined
+          return found?.revokedAt === undefined ? found : undefined
         }),
       create,
       list: (projectId) =>
         Effect.sync(() =>
-          [...created.values()].map((c) => c.record).filter((r) => projectId === undefined || r.projectId === projectId)
+          [...created.values()].filter((r) => projectId === undefined || r.projectId === projectId)
         ),
       revoke: (keyId) =>
         Effect.sync(() => {
-          for (const entry of created.values()) {
-            if (entry.record.keyId === keyId && entry.record.revokedAt === undefined) {
-              entry.record = { ...entry.record, revokedAt: new Date().toISOString() }
+          for (const [hex, record] of created) {
+            if (record.keyId === keyId && record.revokedAt === undefined) {
+              created.set(hex, { ...record, revokedAt: new Date().toISOString() })
               return true
             }
           }
