@@ -17,6 +17,8 @@ export interface EngineResult {
   readonly perSecond: number
   /** CPU (user + system) of this process per execution, microseconds. */
   readonly cpuUs: number
+  /** CPU of `externalCpu` (seconds, e.g. the local Postgres) per execution, microseconds. */
+  readonly externalCpuUs: number | undefined
   readonly p50: number
   readonly p99: number
   readonly failures: number
@@ -27,7 +29,14 @@ const percentile = (sorted: ReadonlyArray<number>, p: number) =>
 
 export const runEngine = async (
   env: Env,
-  options: { readonly seconds: number; readonly warmupSeconds: number; readonly concurrency: number; readonly projects: number }
+  options: {
+    readonly seconds: number
+    readonly warmupSeconds: number
+    readonly concurrency: number
+    readonly projects: number
+    /** CPU seconds used so far by something else the engine drives (the database). */
+    readonly externalCpu?: (() => number) | undefined
+  }
 ): Promise<EngineResult> => {
   const layer = ExecutionsLive.pipe(
     Layer.provideMerge(Connections.layer),
@@ -68,15 +77,18 @@ export const runEngine = async (
       }))
     await all(Date.now() + options.warmupSeconds * 1000, false)
     const cpu = process.cpuUsage()
+    const external = options.externalCpu?.()
     const start = performance.now()
     await all(Date.now() + options.seconds * 1000, true)
     const elapsed = (performance.now() - start) / 1000
     const used = process.cpuUsage(cpu)
+    const externalUsed = external === undefined ? undefined : options.externalCpu!() - external
     latencies.sort((a, b) => a - b)
     return {
       executions: latencies.length,
       perSecond: latencies.length / elapsed,
       cpuUs: (used.user + used.system) / Math.max(1, latencies.length),
+      externalCpuUs: externalUsed === undefined ? undefined : (1e6 * externalUsed) / Math.max(1, latencies.length),
       p50: percentile(latencies, 0.5),
       p99: percentile(latencies, 0.99),
       failures

@@ -13,13 +13,14 @@
 import { PgClient } from "@effect/sql-pg"
 import { Effect, Redacted } from "effect"
 import { spawn } from "node:child_process"
-import { readFileSync } from "node:fs"
 import { Agent, request } from "node:http"
+import { availableParallelism } from "node:os"
 import { createServer as createNetServer } from "node:net"
 import { fileURLToPath, pathToFileURL } from "node:url"
 import { createTestDatabase, dropTestDatabase, postgresAvailable, TEST_DATABASE_URL } from "../../test/support/Database.ts"
 import { startProcess } from "../../test/support/Service.ts"
 import { runEngine } from "../engine.ts"
+import { postgresCpu, processCpu } from "../ProcessCpu.ts"
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 5)
 /** Unmeasured load first, so every server is measured with its hot paths compiled (the service
@@ -38,6 +39,8 @@ interface Result {
   readonly errors: number
   /** Server CPU (user + system) per operation, microseconds; undefined when not measured. */
   readonly cpuUs?: number | undefined
+  /** CPU of the local Postgres processes per operation, microseconds; undefined when not measured. */
+  readonly dbCpuUs?: number | undefined
 }
 
 const percentile = (sorted: ReadonlyArray<number>, p: number) =>
@@ -49,7 +52,8 @@ const load = async (
   clients: number,
   seconds: number,
   op: (client: number) => Promise<boolean>,
-  pid?: number
+  pid?: number,
+  database = false
 ): Promise<Result> => {
   const warmUntil = Date.now() + WARMUP_SECONDS * 1000
   await Promise.all(Array.from({ length: clients }, async (_, c) => {
@@ -57,7 +61,8 @@ const load = async (
   }))
   const latencies: Array<number> = []
   let errors = 0
-  const cpuStart = pid === undefined ? 0 : cpuMs(pid)
+  const cpuStart = pid === undefined ? 0 : processCpu(pid)
+  const dbStart = database ? postgresCpu() : 0
   const start = performance.now()
   const until = start + seconds * 1000
   await Promise.all(Array.from({ length: clients }, async (_, c) => {
@@ -69,7 +74,9 @@ const load = async (
     }
   }))
   const elapsed = (performance.now() - start) / 1000
-  const cpuUs = pid === undefined ? undefined : (1000 * (cpuMs(pid) - cpuStart)) / Math.max(1, latencies.length)
+  const perOp = (cpuSeconds: number) => (1e6 * cpuSeconds) / Math.max(1, latencies.length)
+  const cpuUs = pid === undefined ? undefined : perOp(processCpu(pid) - cpuStart)
+  const dbCpuUs = database ? databaseCpuUs(perOp(postgresCpu() - dbStart)) : undefined
   latencies.sort((a, b) => a - b)
   return {
     name,
@@ -78,15 +85,13 @@ const load = async (
     p50: percentile(latencies, 0.5),
     p99: percentile(latencies, 0.99),
     errors,
-    cpuUs
+    cpuUs,
+    dbCpuUs
   }
 }
 
-/** CPU milliseconds (user + system) a process has used, from /proc (Linux). */
-const cpuMs = (pid: number): number => {
-  const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]?.split(" ") ?? []
-  return (Number(fields[11]) + Number(fields[12])) * 10
-}
+/** Postgres CPU per op, when the server runs on this machine (otherwise nothing moved). */
+const databaseCpuUs = (us: number): number | undefined => (us > 0 ? us : undefined)
 
 const freePort = () =>
   new Promise<number>((resolve, reject) => {
@@ -159,9 +164,19 @@ const engineRow = async (name: string, env: Record<string, string>): Promise<Res
     seconds: SECONDS,
     warmupSeconds: WARMUP_SECONDS,
     concurrency: ENGINE_CONCURRENCY,
-    projects: Math.ceil(ENGINE_CONCURRENCY / 2)
+    projects: Math.ceil(ENGINE_CONCURRENCY / 2),
+    externalCpu: env.SERVICE_DATABASE_URL === undefined ? undefined : postgresCpu
   })
-  return { name, ops: result.executions, perSecond: result.perSecond, p50: result.p50, p99: result.p99, errors: result.failures, cpuUs: result.cpuUs }
+  return {
+    name,
+    ops: result.executions,
+    perSecond: result.perSecond,
+    p50: result.p50,
+    p99: result.p99,
+    errors: result.failures,
+    cpuUs: result.cpuUs,
+    dbCpuUs: result.externalCpuUs === undefined ? undefined : databaseCpuUs(result.externalCpuUs)
+  }
 }
 
 const keys = Array.from({ length: PROJECTS }, (_, i) => `bench_key_project_${String(i).padStart(4, "0")}`)
@@ -178,7 +193,8 @@ const serviceRun = async (name: string, env: Record<string, string>): Promise<Re
   const port = Number(new URL(service.baseUrl).port)
   try {
     return await load(name, CLIENTS, SECONDS, (c) =>
-      postJson(port, "/v1/execute", BODY, { authorization: `Bearer ${keys[c % PROJECTS]}` }, 200), service.process.pid)
+      postJson(port, "/v1/execute", BODY, { authorization: `Bearer ${keys[c % PROJECTS]}` }, 200), service.process.pid,
+      env.SERVICE_DATABASE_URL !== undefined)
   } finally {
     await service.stop()
   }
@@ -192,7 +208,7 @@ const rawPostgresBaseline = async (url: string): Promise<Result> =>
     const payload = JSON.stringify({ message: "hello", n: 1 })
     return yield* Effect.promise(() =>
       load("raw Postgres single-row INSERT commit", CLIENTS, SECONDS, () =>
-        Effect.runPromise(sql`INSERT INTO bench_rows (body) VALUES (${payload}::jsonb)`.pipe(Effect.as(true), Effect.orElseSucceed(() => false)))))
+        Effect.runPromise(sql`INSERT INTO bench_rows (body) VALUES (${payload}::jsonb)`.pipe(Effect.as(true), Effect.orElseSucceed(() => false))), undefined, true))
   }).pipe(Effect.provide(PgClient.layer({ url: Redacted.make(url), maxConnections: CLIENTS })))))
 
 const format = (results: ReadonlyArray<Result>) => {
@@ -202,9 +218,10 @@ const format = (results: ReadonlyArray<Result>) => {
     r.p50.toFixed(2),
     r.p99.toFixed(2),
     String(r.errors),
-    r.cpuUs === undefined ? "-" : r.cpuUs.toFixed(0)
+    r.cpuUs === undefined ? "-" : r.cpuUs.toFixed(0),
+    r.dbCpuUs === undefined ? "-" : r.dbCpuUs.toFixed(0)
   ])
-  const header = ["scenario", "ops/s", "p50 ms", "p99 ms", "errors", "server CPU us/op"]
+  const header = ["scenario", "ops/s", "p50 ms", "p99 ms", "errors", "server CPU us/op", "Postgres CPU us/op"]
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((row) => row[i]?.length ?? 0)))
   const line = (cells: ReadonlyArray<string>) => cells.map((cell, i) => (i === 0 ? cell.padEnd(widths[i] ?? 0) : cell.padStart(widths[i] ?? 0))).join("  ")
   return [line(header), widths.map((w) => "-".repeat(w)).join("  "), ...rows.map(line)].join("\n")
@@ -241,6 +258,15 @@ export const run = async (): Promise<void> => {
       })
       results.push(pgEngine)
       notes.push(`Postgres executions/s: ${pg.perSecond.toFixed(0)} through HTTP, ${pgEngine.perSecond.toFixed(0)} in the engine (target >= 3000)`)
+      if (pg.cpuUs !== undefined && pg.dbCpuUs !== undefined) {
+        // Service and database share this machine's cores with the load generator.
+        const perExecution = pg.cpuUs + pg.dbCpuUs
+        notes.push(
+          `Postgres CPU budget through HTTP: ${perExecution.toFixed(0)} us per execution (service ${pg.cpuUs.toFixed(0)}, ` +
+            `Postgres ${pg.dbCpuUs.toFixed(0)}), so ${availableParallelism()} cores cap it near ` +
+            `${((availableParallelism() * 1e6) / perExecution).toFixed(0)}/s before the load generator takes its share`
+        )
+      }
     } finally {
       await dropTestDatabase(url)
     }

@@ -18,10 +18,10 @@
  */
 import { Effect, Layer, ManagedRuntime } from "effect"
 import { HttpServer } from "effect/http"
-import { readdirSync, readFileSync } from "node:fs"
 import { getCACertificates, setDefaultCACertificates } from "node:tls"
 import { fileURLToPath } from "node:url"
 import { EventStore } from "../../infra/EventStore.ts"
+import { postgresCpu, processCpu } from "../ProcessCpu.ts"
 import type { Measurement } from "../Scenario.ts"
 import { AppLive } from "../../src/App.ts"
 import { AppConfig } from "../../src/Config.ts"
@@ -114,28 +114,7 @@ const threadCpu = (): number => {
   const usage = process.threadCpuUsage()
   return (usage.user + usage.system) / 1e6
 }
-const childCpu = (pid: number) => (): number => {
-  const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]!.split(" ")
-  // utime and stime are fields 14 and 15 of the whole line, in clock ticks (100 per second).
-  return (Number(fields[11]) + Number(fields[12])) / 100
-}
-
-/** CPU seconds of every `postgres` process on this machine (the server of all databases, other users' too). */
-const postgresCpu = (): number => {
-  let total = 0
-  for (const entry of readdirSync("/proc")) {
-    if (!/^\d+$/.test(entry)) continue
-    try {
-      const stat = readFileSync(`/proc/${entry}/stat`, "utf8")
-      if (!stat.includes("(postgres)")) continue
-      const fields = stat.split(") ")[1]!.split(" ")
-      total += (Number(fields[11]) + Number(fields[12])) / 100
-    } catch {
-      // The process ended meanwhile.
-    }
-  }
-  return total
-}
+const childCpu = (pid: number) => (): number => processCpu(pid)
 
 export const run = async (): Promise<ReadonlyArray<Measurement>> => {
   const certificate = makeCertificate()
