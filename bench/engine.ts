@@ -77,12 +77,13 @@ export const runEngine = async (
       }))
     await all(Date.now() + options.warmupSeconds * 1000, false)
     const cpu = process.cpuUsage()
-    const external = options.externalCpu?.()
+    const sampleExternal = options.externalCpu
+    const external = sampleExternal?.()
     const start = performance.now()
     await all(Date.now() + options.seconds * 1000, true)
     const elapsed = (performance.now() - start) / 1000
     const used = process.cpuUsage(cpu)
-    const externalUsed = external === undefined ? undefined : options.externalCpu!() - external
+    const externalUsed = sampleExternal === undefined || external === undefined ? undefined : sampleExternal() - external
     latencies.sort((a, b) => a - b)
     return {
       executions: latencies.length,

@@ -5,7 +5,8 @@
  *
  * Servers run as child processes (the raw baseline too), so the load generator does not share
  * their event loop; the machine's two cores are still shared by everything, so besides ops/s the
- * table shows each server's CPU time per operation (from /proc), which contention distorts less.
+ * table shows each server's CPU time per operation (from /proc), which contention distorts less,
+ * and on Postgres the local database server's CPU time per operation too.
  *
  * Standalone: `node bench/scenarios/executions.ts` (BENCH_SECONDS, BENCH_WARMUP_SECONDS,
  * BENCH_CLIENTS tune it).
@@ -91,7 +92,7 @@ const load = async (
 }
 
 /** Postgres CPU per op, when the server runs on this machine (otherwise nothing moved). */
-const databaseCpuUs = (us: number): number | undefined => (us > 0 ? us : undefined)
+const databaseCpuUs = (us: number | undefined): number | undefined => (us !== undefined && us > 0 ? us : undefined)
 
 const freePort = () =>
   new Promise<number>((resolve, reject) => {
@@ -175,7 +176,7 @@ const engineRow = async (name: string, env: Record<string, string>): Promise<Res
     p99: result.p99,
     errors: result.failures,
     cpuUs: result.cpuUs,
-    dbCpuUs: result.externalCpuUs === undefined ? undefined : databaseCpuUs(result.externalCpuUs)
+    dbCpuUs: databaseCpuUs(result.externalCpuUs)
   }
 }
 

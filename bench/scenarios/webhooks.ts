@@ -99,7 +99,7 @@ const postgresTarget = async (certPath: string): Promise<Target | undefined> => 
     name: "postgres",
     client: service,
     append: (project) => log.runPromise(appendTerminal(`proj_${project}`, "succeeded")),
-    cpu: childCpu(service.process.pid!),
+    cpu: () => processCpu(service.process.pid!),
     close: async () => {
       if (process.env.BENCH_WEBHOOK_DEBUG) process.stderr.write(service.output().split("\n").filter((l) => l.includes("WARN")).slice(0, 60).join("\n"))
       await service.stop()
@@ -109,12 +109,11 @@ const postgresTarget = async (certPath: string): Promise<Target | undefined> => 
   }
 }
 
-/** CPU seconds the service has used so far: this thread in memory mode, the child's /proc entry on Postgres. */
+/** CPU seconds the service has used so far in memory mode (on Postgres: the child's /proc entry). */
 const threadCpu = (): number => {
   const usage = process.threadCpuUsage()
   return (usage.user + usage.system) / 1e6
 }
-const childCpu = (pid: number) => (): number => processCpu(pid)
 
 export const run = async (): Promise<ReadonlyArray<Measurement>> => {
   const certificate = makeCertificate()
