@@ -94,6 +94,27 @@ describe.skipIf(!postgresAvailable)("execution permits on Postgres", () => {
         assert.deepStrictEqual([first, second], [true, false])
       })))
 
+    it.effect("a lane gets its slots on its first grant and more when its cap grows; a smaller cap uses the first ones", () =>
+      Effect.scoped(Effect.gen(function*() {
+        const store = yield* makePgPermitStore
+        const sql = yield* SqlClient.SqlClient
+        const lane = (executionId: string) => ({ projectId: "proj_cap", toolkit: "slack", executionId })
+        const slots = Effect.map(
+          sql<{ n: number }>`SELECT count(*)::int AS n FROM execution_permit_slots WHERE project_id = 'proj_cap'`,
+          (rows) => rows[0]?.n
+        )
+        assert.isTrue(yield* store.tryInsert(lane("exe_c1"), 1))
+        assert.strictEqual(yield* slots, 1)
+        assert.isFalse(yield* store.tryInsert(lane("exe_c2"), 1))
+        assert.isTrue(yield* store.tryInsert(lane("exe_c2"), 3))
+        assert.isTrue(yield* store.tryInsert(lane("exe_c3"), 3))
+        assert.strictEqual(yield* slots, 3)
+        assert.isFalse(yield* store.tryInsert(lane("exe_c4"), 3))
+        // Back to a cap of 2: only the first two slots count (both held), none is made or dropped.
+        assert.isFalse(yield* store.tryInsert(lane("exe_c5"), 2))
+        assert.strictEqual(yield* slots, 3)
+      })))
+
     it.effect("a release waits for the lanes a grant holds instead of deadlocking with it", () =>
       Effect.scoped(Effect.gen(function*() {
         const store = yield* makePgPermitStore
