@@ -1,4 +1,4 @@
-import { Effect } from "effect"
+import { Effect, Fiber } from "effect"
 import { describe, expect, it } from "vitest"
 import { echo } from "../../domain/catalog/Demo.ts"
 import { ProviderError, RateLimited } from "../../domain/Errors.ts"
@@ -37,6 +37,24 @@ describe("dispatch normalization", () => {
     const slow = adapter(() => Effect.never.pipe(Effect.onInterrupt(() => Effect.sync(() => void (interrupted = true)))))
     const outcome = await dispatch(slow, 20)
     expect(outcome).toMatchObject({ _tag: "Failure", error: { code: "timeout", retryable: true } })
+    expect(interrupted).toBe(true)
+  })
+
+  it("an adapter that waits keeps its outcome when it finishes within the timeout", async () => {
+    const later = adapter(() => Effect.sleep(5).pipe(Effect.as({ late: true })))
+    expect(await dispatch(later, 1000)).toEqual({ _tag: "Success", output: { late: true } })
+    const refused = adapter(() => Effect.sleep(5).pipe(Effect.andThen(Effect.fail(new ProviderError({ message: "later no" })))))
+    expect(await dispatch(refused, 1000)).toMatchObject({ _tag: "Failure", error: { code: "provider_error", message: "later no" } })
+  })
+
+  it("interrupting the dispatch (a cancel) interrupts a waiting adapter", async () => {
+    let interrupted = false
+    const slow = adapter(() => Effect.never.pipe(Effect.onInterrupt(() => Effect.sync(() => void (interrupted = true)))))
+    await Effect.runPromise(Effect.gen(function*() {
+      const fiber = yield* Effect.forkChild(runAdapter(slow, plan(60_000), context))
+      yield* Effect.sleep(5)
+      yield* Fiber.interrupt(fiber)
+    }))
     expect(interrupted).toBe(true)
   })
 
