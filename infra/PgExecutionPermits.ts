@@ -106,8 +106,9 @@ const reclaimFunction = `CREATE FUNCTION reclaim_execution_permits() RETURNS voi
 /**
  * One call, one round trip, as above: lanes locked in order, then free slots filled in request
  * order. `ensureOnlyMissing` (migration 204): the slots are inserted only for a lane that lacks its
- * last slot (a new lane, or a cap that grew), one index probe per request instead of an insert
- * attempt per slot on every grant (about a quarter of a grant's cost at small batches).
+ * last slot (a new lane, or a cap that grew): slots are made as a whole range from 0 and never
+ * dropped, so the last one stands for all. One index probe per request replaces an insert attempt
+ * per slot on every grant, which was about a quarter of a grant's cost at small batches.
  */
 const slotGrantFunction = (ensureOnlyMissing: boolean) => `CREATE OR REPLACE FUNCTION grant_execution_permits(ids text[], projects text[], toolkits text[], caps int4[])
    RETURNS SETOF text LANGUAGE plpgsql VOLATILE AS $$
