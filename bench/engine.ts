@@ -78,12 +78,12 @@ export const runEngine = async (
     await all(Date.now() + options.warmupSeconds * 1000, false)
     const cpu = process.cpuUsage()
     const sampleExternal = options.externalCpu
-    const external = sampleExternal?.()
+    const externalStart = sampleExternal?.() ?? 0
     const start = performance.now()
     await all(Date.now() + options.seconds * 1000, true)
     const elapsed = (performance.now() - start) / 1000
     const used = process.cpuUsage(cpu)
-    const externalUsed = sampleExternal === undefined || external === undefined ? undefined : sampleExternal() - external
+    const externalUsed = sampleExternal === undefined ? undefined : sampleExternal() - externalStart
     latencies.sort((a, b) => a - b)
     return {
       executions: latencies.length,
