@@ -134,22 +134,42 @@ const eventParams = (flat: ReadonlyArray<Flat>): Array<unknown> => [
   flat.map((f) => JSON.stringify(f.e.metadata ?? NO_METADATA))
 ]
 
-const notYetPlaced = () => {
+const notYetPlaced = (): never => {
   throw new Error("an inline projection read an event's position or createdAt, which the commit assigns")
 }
 
-/** An event as inline projections see it before its commit: no position, no commit time. */
-const unplaced = ({ r, e, version }: Flat): RecordedEvent =>
-  Object.defineProperties({
-    streamId: r.streamId,
-    streamType: r.streamType,
-    version,
-    eventId: e.eventId,
-    type: e.type,
-    schemaVersion: e.schemaVersion,
-    data: e.data,
-    metadata: e.metadata ?? NO_METADATA
-  }, { position: { get: notYetPlaced }, createdAt: { get: notYetPlaced } }) as RecordedEvent
+/**
+ * An event as inline projections see it before its commit: no position, no commit time. The
+ * refusing getters live on the prototype, so an event costs one object, not also two descriptors.
+ */
+class Unplaced implements RecordedEvent {
+  readonly streamId: string
+  readonly streamType: string
+  readonly version: number
+  readonly eventId: string
+  readonly type: string
+  readonly schemaVersion: number
+  readonly data: Json
+  readonly metadata: { readonly [key: string]: Json }
+  constructor({ r, e, version }: Flat) {
+    this.streamId = r.streamId
+    this.streamType = r.streamType
+    this.version = version
+    this.eventId = e.eventId
+    this.type = e.type
+    this.schemaVersion = e.schemaVersion
+    this.data = e.data
+    this.metadata = e.metadata ?? NO_METADATA
+  }
+  get position(): Position {
+    return notYetPlaced()
+  }
+  get createdAt(): number {
+    return notYetPlaced()
+  }
+}
+
+const unplaced = (flat: Flat): RecordedEvent => new Unplaced(flat)
 
 /** The recorded events, in append order, from the rows the insert returned. */
 const placed = (flat: ReadonlyArray<Flat>, rows: ReadonlyArray<PlacedRow>): ReadonlyArray<RecordedEvent> => {
