@@ -77,6 +77,27 @@ const changeColumns = (change: RowChange): ReadonlyArray<string> => {
   }
 }
 
+/** Whether `row`'s own keys are exactly `columns` (distinct): no sorted copy, no joined string. */
+const hasExactly = (row: Row, columns: ReadonlyArray<string>): boolean => {
+  let count = 0
+  for (const key in row) if (Object.hasOwn(row, key)) count++
+  if (count !== columns.length) return false
+  for (const column of columns) if (!Object.hasOwn(row, column)) return false
+  return true
+}
+
+const sameColumns = (a: ReadonlyArray<string>, b: ReadonlyArray<string>): boolean =>
+  a.length === b.length && a.every((column, i) => column === b[i])
+
+/** Whether `change` may join `group`'s statement: same kind of change to the same columns. */
+const fits = (group: Group, change: RowChange): boolean => {
+  if (group.op !== change.op || group.table !== change.table) return false
+  // The usual change, an upsert, is checked without allocating.
+  if (change.op === "upsert") return hasExactly(change.row, group.columns)
+  return sameColumns(changeColumns(change), group.columns) &&
+    (change.op !== "append" || (group.changes[0] as { column: string }).column === change.column)
+}
+
 const changeKey = (spec: TableSpec, change: RowChange): string => {
   const source = change.op === "upsert" ? change.row : change.key
   return JSON.stringify(spec.primaryKey.map((c) => source[c] ?? null))
@@ -94,18 +115,15 @@ export const groupChanges = (specs: ReadonlyMap<string, TableSpec>, changes: Rea
   for (const change of changes) {
     const spec = specs.get(change.table)
     if (spec === undefined) throw new Error(`unknown view table ${change.table}`)
-    const columns = changeColumns(change)
     const key = changeKey(spec, change)
-    const sameShape = current !== undefined && current.op === change.op && current.table === change.table &&
-      current.columns.join(",") === columns.join(",") &&
-      (change.op !== "append" || (current.changes[0] as { column: string }).column === change.column)
+    const sameShape = current !== undefined && fits(current, change)
     const earlier = sameShape ? current?.keys.get(key) : undefined
     if (current !== undefined && earlier !== undefined && change.op !== "append") {
       current.changes[earlier] = change
       continue
     }
     if (current === undefined || !sameShape || earlier !== undefined) {
-      current = { op: change.op, table: change.table, columns, changes: [], keys: new Map() }
+      current = { op: change.op, table: change.table, columns: changeColumns(change), changes: [], keys: new Map() }
       groups.push(current)
     }
     current.keys.set(key, current.changes.length)

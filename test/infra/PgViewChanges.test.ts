@@ -47,6 +47,18 @@ describe("grouping row changes", () => {
     const append = (id: string): RowChange => ({ op: "append", table: THINGS.name, key: { id }, column: "tags", value: "x" })
     assert.strictEqual(groupChanges(specs, [append("a"), append("a")]).length, 2)
   })
+
+  plainIt("an upsert joins a statement only with exactly its columns, in any key order", () => {
+    const upsert = (row: Row): RowChange => ({ op: "upsert", table: THINGS.name, row })
+    const count = (...changes: ReadonlyArray<RowChange>) => groupChanges(specs, changes).length
+    assert.strictEqual(count(upsert({ id: "a", status: "x" }), upsert({ id: "b", score: 1 })), 2)
+    assert.strictEqual(count(upsert({ id: "a", status: "x" }), upsert({ id: "b" })), 2)
+    assert.strictEqual(count(upsert({ id: "a" }), upsert({ id: "b", status: "x" })), 2)
+    assert.strictEqual(count(upsert({ status: "x", id: "a" }), upsert({ id: "b", status: "y" })), 1)
+    const update: RowChange = { op: "update", table: THINGS.name, key: { id: "c" }, set: { status: "x" } }
+    assert.strictEqual(count(upsert({ id: "a", status: "x" }), update), 2)
+    assert.deepStrictEqual(groupChanges(specs, [upsert({ status: "x", id: "a" })])[0]!.columns, ["id", "status"])
+  })
 })
 
 describe.skipIf(!postgresAvailable)("row changes on Postgres", () => {
