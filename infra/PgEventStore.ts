@@ -169,7 +169,6 @@ class Unplaced implements RecordedEvent {
   }
 }
 
-const unplaced = (flat: Flat): RecordedEvent => new Unplaced(flat)
 
 /** The recorded events, in append order, from the rows the insert returned. */
 const placed = (flat: ReadonlyArray<Flat>, rows: ReadonlyArray<PlacedRow>): ReadonlyArray<RecordedEvent> => {
@@ -262,7 +261,7 @@ export const makePgEventStore = Effect.gen(function*() {
     Effect.suspend(() => {
       const requests = batch.flatMap((p) => p.requests)
       const flat: ReadonlyArray<Flat> = requests.flatMap((r) => r.events.map((e, i) => ({ r, e, version: r.expectedVersion + i + 1 })))
-      const events = flat.map(unplaced)
+      const events: ReadonlyArray<RecordedEvent> = flat.map((f) => new Unplaced(f))
       const changes = inline.flatMap((projection) => projectAll(projection, events))
       const params: Array<unknown> = [...streamParams(requests), ...eventParams(flat)]
       const ctes = changeCtes(specs, changes, params)
