@@ -9,6 +9,7 @@ import { randomBytes } from "node:crypto"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { SWEEP_LOCK } from "../../infra/PgStagedFiles.ts"
 import { createTestDatabase, dropTestDatabase, postgresAvailable } from "../support/Database.ts"
+import { freePort } from "../support/Ports.ts"
 import { type InProcessService, startProcess, startService } from "../support/Service.ts"
 import { FAST, SECRET_KEY, sleep, upload, withFiles } from "./support/Files.ts"
 
@@ -67,9 +68,10 @@ describe.skipIf(!postgresAvailable)("staged files on Postgres", () => {
   })
 
   it("an acknowledged upload survives a kill -9 of the process", async () => {
-    const port = 20_000 + Math.floor(Math.random() * 20_000)
     const env = { ...FAST, SERVICE_DATABASE_URL: url, SERVICE_SECRET_KEY: SECRET_KEY }
-    const first = await startProcess(env, port)
+    // Ports the OS hands out, one per process: a port picked at random may be taken, and a dead
+    // process's port may be taken by a client socket before the restart binds it.
+    const first = await startProcess(env, await freePort())
     let staged: { fileId: string }
     try {
       const response = await first.fetch("/v1/files", { method: "POST", json: { name: "crash.bin", content: "AAECAw==" } })
@@ -78,7 +80,7 @@ describe.skipIf(!postgresAvailable)("staged files on Postgres", () => {
     } finally {
       await first.kill9()
     }
-    const second = await startProcess(env, port)
+    const second = await startProcess(env, await freePort())
     try {
       const response = await second.fetch(`/v1/files/${staged.fileId}`)
       expect(response.status).toBe(200)
