@@ -17,8 +17,7 @@ describe.skipIf(!postgresAvailable)("execution recovery after kill -9", () => {
     const url = await createTestDatabase("rst")
     cleanup.push(() => dropTestDatabase(url))
     const env = { ...ROOMY, SERVICE_DATABASE_URL: url, SERVICE_SECRET_KEY: SECRET_KEY }
-    const port = await freePort()
-    const first: ChildService = await startProcess(env, port)
+    const first: ChildService = await startProcess(env, await freePort())
     cleanup.push(() => first.stop())
 
     const running: Array<string> = []
@@ -36,7 +35,7 @@ describe.skipIf(!postgresAvailable)("execution recovery after kill -9", () => {
     for (const id of pending) expect((await waitFor(first, id, () => false, 100)).status).toBe("pending")
 
     await first.kill9()
-    const second = await startProcess(env, port)
+    const second = await startProcess(env, await freePort())
     cleanup.push(() => second.stop())
 
     for (const id of running) {

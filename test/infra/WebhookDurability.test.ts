@@ -33,8 +33,7 @@ describe.skipIf(!postgresAvailable)("webhook durability", () => {
     const databaseUrl = await createTestDatabase("whk")
     databases.push(databaseUrl)
     const env = serviceEnv(databaseUrl, certificate, { SERVICE_WEBHOOK_RETRY_DELAYS_MS: "0,1500,1500,1500,1500", SERVICE_WEBHOOK_TIMEOUT_MS: "5000" })
-    const port = await freePort()
-    const first = await startProcess(env, port)
+    const first = await startProcess(env, await freePort())
     services.push(first)
     const log = pgLog(databaseUrl)
     try {
@@ -60,7 +59,7 @@ describe.skipIf(!postgresAvailable)("webhook durability", () => {
       events.push(await log.runPromise(appendTerminal("proj_p1", "failed")))
       receiver.respond = () => ({ status: 200 })
 
-      const second = await startProcess(env, port)
+      const second = await startProcess(env, await freePort())
       services.push(second)
       for (const endpoint of [held, flaky]) {
         await eventually(async () => {
