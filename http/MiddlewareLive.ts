@@ -26,23 +26,23 @@ export const AuthenticationLive = Layer.effect(
   Effect.gen(function*() {
     const keys = yield* ApiKeys
     return Authentication.of({
-      bearer: (httpEffect, { credential }) =>
-        Effect.gen(function*() {
-          const presented = Redacted.value(credential)
-          if (presented === "") {
-            return yield* new AuthMissing({ message: "Send the project API key as Authorization: Bearer <key>." })
-          }
-          const principal = yield* Effect.orDie(keys.verify(presented))
-          if (principal === undefined) return yield* new AuthExpired({ message: "The API key is invalid or revoked." })
-          const caller = { keyId: principal.keyId, projectId: principal.projectId, pinnedUserId: principal.userId }
-          const request = yield* HttpServerRequest.HttpServerRequest
-          const named = request.headers[USER_HEADER]
-          if (named !== undefined) {
-            yield* checkUserId(named, "X-Service-User-Id")
-            yield* checkPinned(caller, named)
-          }
-          return yield* Effect.provideService(httpEffect, Caller, caller)
-        })
+      // Made once, not a generator closure per request (see ExecutionsHttp.ts).
+      bearer: Effect.fnUntraced(function*(httpEffect, { credential }) {
+        const presented = Redacted.value(credential)
+        if (presented === "") {
+          return yield* new AuthMissing({ message: "Send the project API key as Authorization: Bearer <key>." })
+        }
+        const principal = yield* Effect.orDie(keys.verify(presented))
+        if (principal === undefined) return yield* new AuthExpired({ message: "The API key is invalid or revoked." })
+        const caller = { keyId: principal.keyId, projectId: principal.projectId, pinnedUserId: principal.userId }
+        const request = yield* HttpServerRequest.HttpServerRequest
+        const named = request.headers[USER_HEADER]
+        if (named !== undefined) {
+          yield* checkUserId(named, "X-Service-User-Id")
+          yield* checkPinned(caller, named)
+        }
+        return yield* Effect.provideService(httpEffect, Caller, caller)
+      })
     })
   })
 )

@@ -90,6 +90,18 @@ interface Entry {
   releasePermit: Effect.Effect<void>
 }
 
+/** One dispatch of an execution and where its toolkit permit stands. */
+interface Dispatching {
+  readonly executionId: string
+  readonly entry: Entry
+  readonly plan: DispatchPlan
+  readonly request: ExecutionRequested
+  readonly cap: number | undefined
+  readonly key: PermitKey
+  /** "acquiring" covers a grant that races an interruption: the final release frees it. */
+  permit: "none" | "acquiring" | "held" | "released"
+}
+
 const toNew = (event: ExecutionEvent): NewEvent => ({
   eventId: newId("evt"),
   type: event.type,
@@ -152,6 +164,33 @@ export const make = Effect.gen(function*() {
     }
   }
 
+  /**
+   * One decision and its append, under the entry's lock. Made once (`fnUntraced`): V8 gives a
+   * generator function made per call a new prototype and map on its first call.
+   */
+  const decideAndAppend = Effect.fnUntraced(function*(
+    executionId: string,
+    entry: Entry,
+    command: (now: number) => ExecutionCommand,
+    after: (entry: Entry, events: ReadonlyArray<ExecutionEvent>) => Effect.Effect<void>
+  ): Effect.fn.Return<ExecutionRecord, NotFound | StateConflict | ConcurrencyConflict | StoreUnavailable> {
+    if (entry.state === undefined) return yield* new NotFound({ message: `Execution ${executionId} was not found.` })
+    const now = yield* Clock.currentTimeMillis
+    const decision = decide(command(now), entry.state)
+    if (decision instanceof StateConflict) return yield* decision
+    if (decision.length > 0) {
+      yield* store.append([{
+        streamId: streamId(executionId),
+        streamType: STREAM_TYPE,
+        expectedVersion: entry.version,
+        events: decision.map(toNew)
+      }])
+      settle(executionId, entry, decision)
+    }
+    yield* after(entry, decision)
+    return entry.state.record
+  })
+
   /** Decide and append under the id's lock; a lost version race refolds and tries again. */
   const mutate = (
     executionId: string,
@@ -160,23 +199,7 @@ export const make = Effect.gen(function*() {
   ): Effect.Effect<ExecutionRecord, NotFound | StateConflict | StoreUnavailable> => {
     const attempt = (left: number): Effect.Effect<ExecutionRecord, NotFound | StateConflict | StoreUnavailable> =>
       Effect.flatMap(entryFor(executionId), (entry) =>
-        entry.lock.withPermits(1)(Effect.uninterruptible(Effect.gen(function*() {
-          if (entry.state === undefined) return yield* new NotFound({ message: `Execution ${executionId} was not found.` })
-          const now = yield* Clock.currentTimeMillis
-          const decision = decide(command(now), entry.state)
-          if (decision instanceof StateConflict) return yield* decision
-          if (decision.length > 0) {
-            yield* store.append([{
-              streamId: streamId(executionId),
-              streamType: STREAM_TYPE,
-              expectedVersion: entry.version,
-              events: decision.map(toNew)
-            }])
-            settle(executionId, entry, decision)
-          }
-          yield* after(entry, decision)
-          return entry.state.record
-        }))).pipe(
+        entry.lock.withPermits(1)(Effect.uninterruptible(decideAndAppend(executionId, entry, command, after))).pipe(
           Effect.catchTag("ConcurrencyConflict", (conflict) => {
             if (entries.get(executionId) === entry) entries.delete(executionId)
             return left > 0 ? attempt(left - 1) : Effect.die(conflict)
@@ -185,61 +208,70 @@ export const make = Effect.gen(function*() {
     return attempt(MAX_CONFLICT_RETRIES)
   }
 
+  /** The permit, then the start (unless already running), the adapter, and the outcome. */
+  const runDispatch = Effect.fnUntraced(function*(run: Dispatching) {
+    const { executionId, entry, plan, request, key } = run
+    if (run.cap !== undefined && run.permit === "none") {
+      run.permit = "acquiring"
+      yield* permits.acquire(key, run.cap)
+      run.permit = "held"
+    }
+    if (entry.state?.record.status === "pending") {
+      const started = yield* mutate(executionId, (now) => ({ _tag: "StartDispatch", now, owner: owners.self })).pipe(
+        Effect.map(() => true),
+        Effect.catchTag("StateConflict", () => Effect.succeed(false))
+      )
+      if (!started) {
+        // Started elsewhere first (two processes resumed it at once): the permit is the
+        // execution's, and its dispatch there holds it until the outcome. Releasing it here
+        // would free a permit still in use.
+        const current = yield* Effect.orElseSucceed(entryFor(executionId), () => undefined)
+        if (current?.state?.record.status === "running" && current.state.owner !== owners.self) run.permit = "released"
+        return
+      }
+    } else if (entry.state?.record.status !== "running") return
+    const adapter = adapters.get(plan.tool.name)
+    const outcome = yield* runAdapter(adapter, plan, {
+      executionId,
+      projectId: request.projectId,
+      userId: request.userId,
+      credentials: plan.credentials,
+      files: files.forExecution({ projectId: request.projectId, executionId, attachments: request.attachments ?? [] })
+    })
+    yield* mutate(executionId, (now): ExecutionCommand =>
+      outcome._tag === "Success"
+        ? { _tag: "CompleteExecution", now, output: outcome.output }
+        : { _tag: "FailExecution", now, error: outcome.error }).pipe(
+        Effect.catchTag("StateConflict", () => Effect.void),
+        // The outcome is known: a store outage delays its record, it does not lose it.
+        Effect.retry({ schedule: OUTCOME_RETRY, while: (e) => e._tag === "StoreUnavailable" })
+      )
+    // Freed in this turn, before a caller answered with the outcome can send another request.
+    // On Postgres the outcome's commit has already freed it (PgExecutionPermits.ts); this wakes
+    // the waiters of this process.
+    yield* entry.releasePermit
+  })
+
   const dispatch = (executionId: string, entry: Entry, plan: DispatchPlan): Effect.Effect<void> => {
     const request = entry.state?.request
     if (request === undefined) return Effect.void
     const cap = capOf(plan.tool)
-    const key: PermitKey = { projectId: request.projectId, toolkit: plan.tool.toolkit, executionId }
-    // "acquiring" covers a grant that races an interruption: the final release frees it.
-    let permit: "none" | "acquiring" | "held" | "released" = cap === undefined ? "released" : plan.permitHeld ? "held" : "none"
+    const run: Dispatching = {
+      executionId,
+      entry,
+      plan,
+      request,
+      cap,
+      key: { projectId: request.projectId, toolkit: plan.tool.toolkit, executionId },
+      permit: cap === undefined ? "released" : plan.permitHeld ? "held" : "none"
+    }
     const releaseNow = Effect.suspend(() => {
-      if (permit === "released") return Effect.void
-      permit = "released"
-      return permits.release(key)
+      if (run.permit === "released") return Effect.void
+      run.permit = "released"
+      return permits.release(run.key)
     })
-    entry.releasePermit = Effect.suspend(() => (permit === "held" ? releaseNow : Effect.void))
-    const run = Effect.gen(function*() {
-      if (cap !== undefined && permit === "none") {
-        permit = "acquiring"
-        yield* permits.acquire(key, cap)
-        permit = "held"
-      }
-      if (entry.state?.record.status === "pending") {
-        const started = yield* mutate(executionId, (now) => ({ _tag: "StartDispatch", now, owner: owners.self })).pipe(
-          Effect.map(() => true),
-          Effect.catchTag("StateConflict", () => Effect.succeed(false))
-        )
-        if (!started) {
-          // Started elsewhere first (two processes resumed it at once): the permit is the
-          // execution's, and its dispatch there holds it until the outcome. Releasing it here
-          // would free a permit still in use.
-          const current = yield* Effect.orElseSucceed(entryFor(executionId), () => undefined)
-          if (current?.state?.record.status === "running" && current.state.owner !== owners.self) permit = "released"
-          return
-        }
-      } else if (entry.state?.record.status !== "running") return
-      const adapter = adapters.get(plan.tool.name)
-      const outcome = yield* runAdapter(adapter, plan, {
-        executionId,
-        projectId: request.projectId,
-        userId: request.userId,
-        credentials: plan.credentials,
-        files: files.forExecution({ projectId: request.projectId, executionId, attachments: request.attachments ?? [] })
-      })
-      yield* mutate(executionId, (now): ExecutionCommand =>
-        outcome._tag === "Success"
-          ? { _tag: "CompleteExecution", now, output: outcome.output }
-          : { _tag: "FailExecution", now, error: outcome.error }).pipe(
-          Effect.catchTag("StateConflict", () => Effect.void),
-          // The outcome is known: a store outage delays its record, it does not lose it.
-          Effect.retry({ schedule: OUTCOME_RETRY, while: (e) => e._tag === "StoreUnavailable" })
-        )
-      // Freed in this turn, before a caller answered with the outcome can send another request.
-      // On Postgres the outcome's commit has already freed it (PgExecutionPermits.ts); this wakes
-      // the waiters of this process.
-      yield* entry.releasePermit
-    })
-    return run.pipe(
+    entry.releasePermit = Effect.suspend(() => (run.permit === "held" ? releaseNow : Effect.void))
+    return runDispatch(run).pipe(
       Effect.ensuring(releaseNow),
       Effect.catchCause((cause) => Effect.logError(`execution ${executionId}: dispatch stopped`, cause))
     )
@@ -274,31 +306,30 @@ export const make = Effect.gen(function*() {
     )
 
   const actor: ExecutionActorShape = {
-    execute: ({ request, plan, alongside }) =>
-      Effect.gen(function*() {
-        const now = yield* Clock.currentTimeMillis
-        const requested = decide({ _tag: "RequestExecution", request: { ...request, owner: owners.self } }, undefined)
-        if (requested instanceof StateConflict) return yield* Effect.die(requested)
-        let state = requested.reduce(evolve, undefined as ExecutionState)
-        let events = requested
-        if (plan.permitHeld) {
-          const started = decide({ _tag: "StartDispatch", now, owner: owners.self }, state)
-          if (started instanceof StateConflict) return yield* Effect.die(started)
-          state = started.reduce(evolve, state)
-          events = [...events, ...started]
-        }
-        yield* store.append([
-          ...alongside,
-          { streamId: streamId(request.executionId), streamType: STREAM_TYPE, expectedVersion: 0, events: events.map(toNew) }
-        ])
-        const entry = newEntry(state, events.length)
-        entries.set(request.executionId, entry)
-        // Sync with its permit: dispatched at once, so the record may already be terminal. Async
-        // answers the record as requested (pending) and dispatches on the scheduler's next turn.
-        yield* fork(request.executionId, entry, plan, plan.permitHeld)
-        const record = plan.permitHeld ? entry.state?.record : state?.record
-        return record ?? (yield* Effect.die(new Error("a request always makes a record")))
-      }),
+    execute: Effect.fnUntraced(function*({ request, plan, alongside }) {
+      const now = yield* Clock.currentTimeMillis
+      const requested = decide({ _tag: "RequestExecution", request: { ...request, owner: owners.self } }, undefined)
+      if (requested instanceof StateConflict) return yield* Effect.die(requested)
+      let state = requested.reduce(evolve, undefined as ExecutionState)
+      let events = requested
+      if (plan.permitHeld) {
+        const started = decide({ _tag: "StartDispatch", now, owner: owners.self }, state)
+        if (started instanceof StateConflict) return yield* Effect.die(started)
+        state = started.reduce(evolve, state)
+        events = [...events, ...started]
+      }
+      yield* store.append([
+        ...alongside,
+        { streamId: streamId(request.executionId), streamType: STREAM_TYPE, expectedVersion: 0, events: events.map(toNew) }
+      ])
+      const entry = newEntry(state, events.length)
+      entries.set(request.executionId, entry)
+      // Sync with its permit: dispatched at once, so the record may already be terminal. Async
+      // answers the record as requested (pending) and dispatches on the scheduler's next turn.
+      yield* fork(request.executionId, entry, plan, plan.permitHeld)
+      const record = plan.permitHeld ? entry.state?.record : state?.record
+      return record ?? (yield* Effect.die(new Error("a request always makes a record")))
+    }),
 
     cancel: (executionId) =>
       mutate(executionId, (now) => ({ _tag: "CancelExecution", now }), (entry, events) =>

@@ -117,106 +117,105 @@ export const make = Effect.gen(function*() {
   const files = yield* AttachmentFiles
   const secrets = yield* Secrets
 
-  const answer = (record: ExecutionRecord, waitMs: number | undefined) =>
-    Effect.gen(function*() {
-      if (waitMs === undefined || isTerminal(record)) return { record, terminal: isTerminal(record) }
-      const latest = (yield* orDie(actor.awaitTerminal(record.executionId, waitMs))) ?? record
-      return { record: latest, terminal: isTerminal(latest) }
-    })
+  // The functions of a request are made once (`fnUntraced`), not a generator closure per call:
+  // V8 gives every new generator function a prototype and a map on its first call.
+  const answer = Effect.fnUntraced(function*(record: ExecutionRecord, waitMs: number | undefined) {
+    if (waitMs === undefined || isTerminal(record)) return { record, terminal: isTerminal(record) }
+    const latest = (yield* orDie(actor.awaitTerminal(record.executionId, waitMs))) ?? record
+    return { record: latest, terminal: isTerminal(latest) }
+  })
 
-  const validate = (command: ExecuteCommand) =>
-    Effect.gen(function*() {
-      const tool = findTool(command.tool)
-      if (tool === undefined) return yield* new InvalidInput({ message: `Unknown tool ${command.tool}.` })
-      const input = command.input ?? {}
-      const decoded = yield* decodeInput(tool, input)
-      const attachments = command.attachments === undefined ? undefined : [...new Set(command.attachments)]
-      if (attachments !== undefined && attachments.length > 0) {
-        const missing = yield* files.missing(command.projectId, attachments)
-        if (missing.length > 0) {
-          return yield* new InvalidInput({ message: `Attachments not found: ${missing.join(", ")}.` })
-        }
+  const validate = Effect.fnUntraced(function*(command: ExecuteCommand) {
+    const tool = findTool(command.tool)
+    if (tool === undefined) return yield* new InvalidInput({ message: `Unknown tool ${command.tool}.` })
+    const input = command.input ?? {}
+    const decoded = yield* decodeInput(tool, input)
+    const attachments = command.attachments === undefined ? undefined : [...new Set(command.attachments)]
+    if (attachments !== undefined && attachments.length > 0) {
+      const missing = yield* files.missing(command.projectId, attachments)
+      if (missing.length > 0) {
+        return yield* new InvalidInput({ message: `Attachments not found: ${missing.join(", ")}.` })
       }
-      const connection = yield* connections.resolve({
-        projectId: command.projectId,
-        userId: command.userId,
-        toolkit: tool.toolkit,
-        connectionId: command.connectionId,
-        scopes: tool.scopes
-      })
-      return { tool, input, decoded, attachments, connection }
+    }
+    const connection = yield* connections.resolve({
+      projectId: command.projectId,
+      userId: command.userId,
+      toolkit: tool.toolkit,
+      connectionId: command.connectionId,
+      scopes: tool.scopes
     })
+    return { tool, input, decoded, attachments, connection }
+  })
 
-  const execute = (command: ExecuteCommand): Effect.Effect<ExecuteResult, ExecuteFailure> =>
-    Effect.gen(function*() {
-      const { tool, input, decoded, attachments, connection } = yield* validate(command)
-      const requestedSync = (command.mode ?? "sync") === "sync"
-      const mode: ExecutionMode = tool.asyncByNature ? "async" : (command.mode ?? "sync")
-      const waitMs = requestedSync ? config.executeSyncWaitMs : undefined
-      const claimStream = command.idempotencyKey === undefined
-        ? undefined
-        : keyStream(command.projectId, command.userId, command.idempotencyKey)
+  const execute = Effect.fnUntraced(function*(command: ExecuteCommand): Effect.fn.Return<ExecuteResult, ExecuteFailure> {
+    const { tool, input, decoded, attachments, connection } = yield* validate(command)
+    const requestedSync = (command.mode ?? "sync") === "sync"
+    const mode: ExecutionMode = tool.asyncByNature ? "async" : (command.mode ?? "sync")
+    const waitMs = requestedSync ? config.executeSyncWaitMs : undefined
+    const claimStream = command.idempotencyKey === undefined
+      ? undefined
+      : keyStream(command.projectId, command.userId, command.idempotencyKey)
 
-      for (let attempt = 0; attempt < MAX_CLAIM_ATTEMPTS; attempt++) {
-        const now = yield* Clock.currentTimeMillis
-        const alongside: Array<AppendRequest> = []
-        const executionId = newId("exe")
-        if (claimStream !== undefined) {
-          const hash = inputHash(tool.name, input)
-          const claims = yield* orDie(store.readStream(claimStream))
-          const state = claims.reduce<Idempotency.IdempotencyState>(
-            (s, e) => Idempotency.evolve(s, e.data as unknown as Idempotency.IdempotencyKeyClaimed),
-            undefined
-          )
-          const decision = Idempotency.decide(state, hash, now)
-          if (decision._tag === "Mismatch") {
-            return yield* new InvalidInput({ message: "This idempotency key was used with another tool or input." })
-          }
-          if (decision._tag === "Replay") {
-            const record = yield* actor.markReplayed(decision.executionId).pipe(
-              Effect.catchTag("NotFound", (e) => Effect.die(e)),
-              orDie
-            )
-            return yield* answer(record, waitMs)
-          }
-          const claim: Idempotency.IdempotencyKeyClaimed = { type: "IdempotencyKeyClaimed", executionId, inputHash: hash, claimedAtMs: now }
-          alongside.push({
-            streamId: claimStream,
-            streamType: Idempotency.STREAM_TYPE,
-            expectedVersion: claims.length,
-            events: [{ eventId: newId("evt"), type: claim.type, schemaVersion: 1, data: claim as unknown as Json }]
-          })
-        }
-        const cap = capOf(tool)
-        const permitKey = { projectId: command.projectId, toolkit: tool.toolkit, executionId }
-        const capped = mode === "sync" && cap !== undefined
-        const permitHeld = mode === "sync" && (cap === undefined || (yield* orDie(permits.tryAcquire(permitKey, cap))))
-        if (capped && !permitHeld) {
-          return yield* new RateLimited({ message: `The ${tool.toolkit} concurrency limit of this project is full.`, retryAfter: 1 })
-        }
-        // Uninterruptible: a client hanging up must not leave a recorded execution undispatched.
-        const created = yield* Effect.uninterruptible(actor.execute({
-          request: requestOf(command, tool, mode, executionId, now, attachments, connection.connectionId,
-            // Kept only when the execution may wait for a permit (recovery dispatches it then).
-            permitHeld ? undefined : secrets.seal(canonicalJson(input))),
-          plan: { tool, input: decoded, credentials: connection.credentials, permitHeld },
-          alongside
-        })).pipe(
-          Effect.map((record) => ({ record })),
-          Effect.catchTag("ConcurrencyConflict", () => Effect.succeed(undefined)),
-          // Nothing was recorded: the permit taken for it goes back at once.
-          Effect.onError(() => (capped && permitHeld ? permits.release(permitKey) : Effect.void)),
-          orDie
+    for (let attempt = 0; attempt < MAX_CLAIM_ATTEMPTS; attempt++) {
+      const now = yield* Clock.currentTimeMillis
+      const alongside: Array<AppendRequest> = []
+      const executionId = newId("exe")
+      if (claimStream !== undefined) {
+        const hash = inputHash(tool.name, input)
+        const claims = yield* orDie(store.readStream(claimStream))
+        const state = claims.reduce<Idempotency.IdempotencyState>(
+          (s, e) => Idempotency.evolve(s, e.data as unknown as Idempotency.IdempotencyKeyClaimed),
+          undefined
         )
-        if (created === undefined) {
-          // Another request claimed the key first: release and read the claim again.
-          if (capped && permitHeld) yield* permits.release(permitKey)
-          continue
+        const decision = Idempotency.decide(state, hash, now)
+        if (decision._tag === "Mismatch") {
+          return yield* new InvalidInput({ message: "This idempotency key was used with another tool or input." })
         }
-        return yield* answer(created.record, waitMs)
+        if (decision._tag === "Replay") {
+          const record = yield* actor.markReplayed(decision.executionId).pipe(
+            Effect.catchTag("NotFound", (e) => Effect.die(e)),
+            orDie
+          )
+          return yield* answer(record, waitMs)
+        }
+        const claim: Idempotency.IdempotencyKeyClaimed = { type: "IdempotencyKeyClaimed", executionId, inputHash: hash, claimedAtMs: now }
+        alongside.push({
+          streamId: claimStream,
+          streamType: Idempotency.STREAM_TYPE,
+          expectedVersion: claims.length,
+          events: [{ eventId: newId("evt"), type: claim.type, schemaVersion: 1, data: claim as unknown as Json }]
+        })
       }
-      return yield* Effect.die(new Error("idempotency claim kept conflicting"))
-    })
+      const cap = capOf(tool)
+      const permitKey = { projectId: command.projectId, toolkit: tool.toolkit, executionId }
+      const capped = mode === "sync" && cap !== undefined
+      const permitHeld = mode === "sync" && (cap === undefined || (yield* orDie(permits.tryAcquire(permitKey, cap))))
+      if (capped && !permitHeld) {
+        return yield* new RateLimited({ message: `The ${tool.toolkit} concurrency limit of this project is full.`, retryAfter: 1 })
+      }
+      // Uninterruptible: a client hanging up must not leave a recorded execution undispatched.
+      const created = yield* Effect.uninterruptible(actor.execute({
+        request: requestOf(command, tool, mode, executionId, now, attachments, connection.connectionId,
+          // Kept only when the execution may wait for a permit (recovery dispatches it then).
+          permitHeld ? undefined : secrets.seal(canonicalJson(input))),
+        plan: { tool, input: decoded, credentials: connection.credentials, permitHeld },
+        alongside
+      })).pipe(
+        Effect.map((record) => ({ record })),
+        Effect.catchTag("ConcurrencyConflict", () => Effect.succeed(undefined)),
+        // Nothing was recorded: the permit taken for it goes back at once.
+        Effect.onError(() => (capped && permitHeld ? permits.release(permitKey) : Effect.void)),
+        orDie
+      )
+      if (created === undefined) {
+        // Another request claimed the key first: release and read the claim again.
+        if (capped && permitHeld) yield* permits.release(permitKey)
+        continue
+      }
+      return yield* answer(created.record, waitMs)
+    }
+    return yield* Effect.die(new Error("idempotency claim kept conflicting"))
+  })
 
   const readRow = (projectId: string, executionId: string) =>
     Effect.map(orDie(views.get(TABLE, { project_id: projectId, execution_id: executionId })), (row) =>

@@ -123,57 +123,56 @@ export const make = Effect.gen(function*() {
 
   const dispatchWith = (index: SubscriptionIndex) => {
     let lastSave = Date.now()
-    return (events: ReadonlyArray<RecordedEvent>) =>
-      Effect.gen(function*() {
-        const requests: Array<AppendRequest> = []
-        const handed = new Map<string, Array<DeliveryRow>>()
-        const queuedAt = new Date().toISOString()
-        for (const recorded of events) {
-          index.observe(recorded)
-          const event = sourceFor(sources, recorded)?.fromEvent(recorded)
-          if (event === undefined) continue
-          const endpoints = yield* index.subscribers(event.projectId, event.type)
-          for (const endpoint of endpoints) {
-            const deliveryId = deliveryIdFor(event.eventId, endpoint.endpointId, recorded.createdAt)
-            const queued: Delivery.DeliveryQueued = {
-              type: "DeliveryQueued",
-              deliveryId,
-              endpointId: endpoint.endpointId,
-              projectId: event.projectId,
-              eventId: event.eventId,
-              eventType: event.type,
-              source: {
-                streamId: recorded.streamId,
-                version: recorded.version,
-                position: Delivery.positionKey(recorded.position.tx, recorded.position.seq)
-              },
-              queuedAt
-            }
-            requests.push({
-              streamId: Delivery.deliveryStreamId(deliveryId),
-              streamType: Delivery.DELIVERY_STREAM_TYPE,
-              expectedVersion: 0,
-              events: [{ eventId: `evt_q_${deliveryId.slice(4)}`, type: queued.type, schemaVersion: 1, data: queued as unknown as Json }]
-            })
-            lanes.remember(deliveryId, event)
-            const rows = handed.get(endpoint.endpointId)
-            if (rows === undefined) handed.set(endpoint.endpointId, [deliveryRowOf(queued)])
-            else rows.push(deliveryRowOf(queued))
+    return Effect.fnUntraced(function*(events: ReadonlyArray<RecordedEvent>) {
+      const requests: Array<AppendRequest> = []
+      const handed = new Map<string, Array<DeliveryRow>>()
+      const queuedAt = new Date().toISOString()
+      for (const recorded of events) {
+        index.observe(recorded)
+        const event = sourceFor(sources, recorded)?.fromEvent(recorded)
+        if (event === undefined) continue
+        const endpoints = yield* index.subscribers(event.projectId, event.type)
+        for (const endpoint of endpoints) {
+          const deliveryId = deliveryIdFor(event.eventId, endpoint.endpointId, recorded.createdAt)
+          const queued: Delivery.DeliveryQueued = {
+            type: "DeliveryQueued",
+            deliveryId,
+            endpointId: endpoint.endpointId,
+            projectId: event.projectId,
+            eventId: event.eventId,
+            eventType: event.type,
+            source: {
+              streamId: recorded.streamId,
+              version: recorded.version,
+              position: Delivery.positionKey(recorded.position.tx, recorded.position.seq)
+            },
+            queuedAt
           }
+          requests.push({
+            streamId: Delivery.deliveryStreamId(deliveryId),
+            streamType: Delivery.DELIVERY_STREAM_TYPE,
+            expectedVersion: 0,
+            events: [{ eventId: `evt_q_${deliveryId.slice(4)}`, type: queued.type, schemaVersion: 1, data: queued as unknown as Json }]
+          })
+          lanes.remember(deliveryId, event)
+          const rows = handed.get(endpoint.endpointId)
+          if (rows === undefined) handed.set(endpoint.endpointId, [deliveryRowOf(queued)])
+          else rows.push(deliveryRowOf(queued))
         }
-        let fresh = true
-        for (let i = 0; i < requests.length; i += 200) fresh = (yield* queue(requests.slice(i, i + 200))) && fresh
-        // The checkpoint may lag: a re-read queues nothing twice.
-        const last = events[events.length - 1]
-        if (last !== undefined && Date.now() - lastSave >= CHECKPOINT_MS) {
-          lastSave = Date.now()
-          yield* checkpoints.save(last.position)
-        }
-        for (const [endpointId, rows] of handed) {
-          yield* (fresh ? lanes.enqueue(endpointId, rows) : lanes.notify(endpointId))
-        }
-        if (events.length < BATCH_SIZE) yield* Effect.sleep(COALESCE_MS)
-      })
+      }
+      let fresh = true
+      for (let i = 0; i < requests.length; i += 200) fresh = (yield* queue(requests.slice(i, i + 200))) && fresh
+      // The checkpoint may lag: a re-read queues nothing twice.
+      const last = events[events.length - 1]
+      if (last !== undefined && Date.now() - lastSave >= CHECKPOINT_MS) {
+        lastSave = Date.now()
+        yield* checkpoints.save(last.position)
+      }
+      for (const [endpointId, rows] of handed) {
+        yield* (fresh ? lanes.enqueue(endpointId, rows) : lanes.notify(endpointId))
+      }
+      if (events.length < BATCH_SIZE) yield* Effect.sleep(COALESCE_MS)
+    })
   }
 
   /** Endpoints with open deliveries, one query per endpoint (a skip scan over the view's index). */
