@@ -19,29 +19,27 @@ export const FilesHttp = HttpApiBuilder.group(Api, "files", (handlers) =>
     const files = yield* StagedFiles
     const cursors = yield* makeCursors
     return handlers
-      .handle("stage", ({ payload }) =>
-        Effect.gen(function*() {
-          const caller = yield* Caller
-          return toMetadata(yield* files.stage({ projectId: caller.projectId, ...payload }))
-        }).pipe(Effect.catchTag("StoreUnavailable", Effect.die)))
-      .handle("list", ({ query }) =>
-        Effect.gen(function*() {
-          const caller = yield* Caller
-          yield* requireUnpinned(caller)
-          const scope = `files:${caller.projectId}`
-          const position = query.cursor === undefined ? undefined : yield* cursors.decode(scope, query.cursor)
-          const anchor = position?.[0]
-          if (position !== undefined && (position.length !== 1 || typeof anchor !== "string")) {
-            return yield* new InvalidInput({ message: "The cursor is malformed or does not belong to this list." })
-          }
-          const after = typeof anchor === "string" ? anchor : undefined
-          const page = yield* files.list(caller.projectId, { limit: query.limit ?? DEFAULT_LIMIT, after })
-          const last = page.files[page.files.length - 1]
-          return {
-            files: page.files.map(toMetadata),
-            ...(page.more && last !== undefined ? { nextCursor: cursors.encode(scope, [last.fileId]) } : {})
-          }
-        }).pipe(Effect.catchTag("StoreUnavailable", Effect.die)))
+      .handle("stage", Effect.fnUntraced(function*({ payload }) {
+        const caller = yield* Caller
+        return toMetadata(yield* files.stage({ projectId: caller.projectId, ...payload }))
+      }, Effect.catchTag("StoreUnavailable", Effect.die)))
+      .handle("list", Effect.fnUntraced(function*({ query }) {
+        const caller = yield* Caller
+        yield* requireUnpinned(caller)
+        const scope = `files:${caller.projectId}`
+        const position = query.cursor === undefined ? undefined : yield* cursors.decode(scope, query.cursor)
+        const anchor = position?.[0]
+        if (position !== undefined && (position.length !== 1 || typeof anchor !== "string")) {
+          return yield* new InvalidInput({ message: "The cursor is malformed or does not belong to this list." })
+        }
+        const after = typeof anchor === "string" ? anchor : undefined
+        const page = yield* files.list(caller.projectId, { limit: query.limit ?? DEFAULT_LIMIT, after })
+        const last = page.files[page.files.length - 1]
+        return {
+          files: page.files.map(toMetadata),
+          ...(page.more && last !== undefined ? { nextCursor: cursors.encode(scope, [last.fileId]) } : {})
+        }
+      }, Effect.catchTag("StoreUnavailable", Effect.die)))
       .handle("get", ({ params }) =>
         Effect.flatMap(Caller, (caller) => Effect.map(files.get(caller.projectId, params.fileId), toMetadata)).pipe(Effect.catchTag("StoreUnavailable", Effect.die)))
   }))

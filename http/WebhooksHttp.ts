@@ -42,78 +42,71 @@ export const WebhooksHttp = HttpApiBuilder.group(Api, "webhooks", (handlers) =>
     const views = yield* ViewStore
     const cursors = yield* makeCursors
     return handlers
-      .handle("create", ({ payload }) =>
-        Effect.gen(function*() {
-          const projectId = yield* projectCaller
-          const { endpoint, secret } = yield* endpoints.create(projectId, {
-            url: payload.url,
-            events: payload.events,
-            active: payload.active ?? true
-          })
-          return { ...publicEndpoint(endpoint), secret }
-        }).pipe(orDie))
-      .handle("list", ({ query }) =>
-        Effect.gen(function*() {
-          const projectId = yield* projectCaller
-          const scope = `webhooks:${projectId}`
-          const after = query.cursor === undefined ? undefined : yield* cursors.decode(scope, query.cursor)
-          const afterId = after === undefined ? undefined : after[0]
-          if (afterId !== undefined && typeof afterId !== "string") {
-            return yield* new InvalidInput({ message: "The cursor is malformed or does not belong to this list." })
-          }
-          const limit = query.limit ?? DEFAULT_LIMIT
-          const rows = yield* endpoints.list(projectId, limit + 1, afterId)
-          const page = rows.slice(0, limit)
-          const last = page[page.length - 1]
-          return {
-            webhooks: page.map(publicEndpoint),
-            ...(rows.length > limit && last !== undefined ? { nextCursor: cursors.encode(scope, [last.endpointId]) } : {})
-          }
-        }).pipe(orDie))
-      .handle("get", ({ params }) =>
-        Effect.gen(function*() {
-          const projectId = yield* projectCaller
-          return publicEndpoint(yield* endpoints.get(projectId, params.endpointId))
-        }).pipe(orDie))
-      .handle("update", ({ params, payload }) =>
-        Effect.gen(function*() {
-          const projectId = yield* projectCaller
-          if (payload.url === undefined && payload.events === undefined && payload.active === undefined) {
-            return yield* new InvalidInput({ message: "Give at least one of url, events, active." })
-          }
-          return publicEndpoint(yield* endpoints.update(projectId, params.endpointId, payload))
-        }).pipe(orDie))
-      .handle("rotateSecret", ({ params }) =>
-        Effect.gen(function*() {
-          const projectId = yield* projectCaller
-          const { endpoint, secret } = yield* endpoints.rotateSecret(projectId, params.endpointId)
-          return { endpointId: endpoint.endpointId, secret, secretPrefix: endpoint.secretPrefix }
-        }).pipe(orDie))
-      .handle("remove", ({ params }) =>
-        Effect.gen(function*() {
-          const projectId = yield* projectCaller
-          yield* endpoints.remove(projectId, params.endpointId)
-        }).pipe(orDie))
-      .handle("deliveries", ({ params, query }) =>
-        Effect.gen(function*() {
-          const projectId = yield* projectCaller
-          yield* endpoints.get(projectId, params.endpointId)
-          const scope = `deliveries:${projectId}:${params.endpointId}`
-          const after = query.cursor === undefined ? undefined : yield* cursors.decode(scope, query.cursor)
-          const limit = query.limit ?? DEFAULT_LIMIT
-          const rows = yield* views.list(DELIVERIES_TABLE, {
-            where: [{ column: "endpoint_id", op: "=", value: params.endpointId }],
-            orderBy: [{ column: "source_position", direction: "desc" }, { column: "delivery_id", direction: "desc" }],
-            after,
-            limit: limit + 1
-          })
-          const page = rows.slice(0, limit).map(deliveryFromRow)
-          const last = page[page.length - 1]
-          return {
-            deliveries: page.map(publicDelivery),
-            ...(rows.length > limit && last !== undefined
-              ? { nextCursor: cursors.encode(scope, [last.sourcePosition, last.deliveryId]) }
-              : {})
-          }
-        }).pipe(orDie))
+      .handle("create", Effect.fnUntraced(function*({ payload }) {
+        const projectId = yield* projectCaller
+        const { endpoint, secret } = yield* endpoints.create(projectId, {
+          url: payload.url,
+          events: payload.events,
+          active: payload.active ?? true
+        })
+        return { ...publicEndpoint(endpoint), secret }
+      }, orDie))
+      .handle("list", Effect.fnUntraced(function*({ query }) {
+        const projectId = yield* projectCaller
+        const scope = `webhooks:${projectId}`
+        const after = query.cursor === undefined ? undefined : yield* cursors.decode(scope, query.cursor)
+        const afterId = after === undefined ? undefined : after[0]
+        if (afterId !== undefined && typeof afterId !== "string") {
+          return yield* new InvalidInput({ message: "The cursor is malformed or does not belong to this list." })
+        }
+        const limit = query.limit ?? DEFAULT_LIMIT
+        const rows = yield* endpoints.list(projectId, limit + 1, afterId)
+        const page = rows.slice(0, limit)
+        const last = page[page.length - 1]
+        return {
+          webhooks: page.map(publicEndpoint),
+          ...(rows.length > limit && last !== undefined ? { nextCursor: cursors.encode(scope, [last.endpointId]) } : {})
+        }
+      }, orDie))
+      .handle("get", Effect.fnUntraced(function*({ params }) {
+        const projectId = yield* projectCaller
+        return publicEndpoint(yield* endpoints.get(projectId, params.endpointId))
+      }, orDie))
+      .handle("update", Effect.fnUntraced(function*({ params, payload }) {
+        const projectId = yield* projectCaller
+        if (payload.url === undefined && payload.events === undefined && payload.active === undefined) {
+          return yield* new InvalidInput({ message: "Give at least one of url, events, active." })
+        }
+        return publicEndpoint(yield* endpoints.update(projectId, params.endpointId, payload))
+      }, orDie))
+      .handle("rotateSecret", Effect.fnUntraced(function*({ params }) {
+        const projectId = yield* projectCaller
+        const { endpoint, secret } = yield* endpoints.rotateSecret(projectId, params.endpointId)
+        return { endpointId: endpoint.endpointId, secret, secretPrefix: endpoint.secretPrefix }
+      }, orDie))
+      .handle("remove", Effect.fnUntraced(function*({ params }) {
+        const projectId = yield* projectCaller
+        yield* endpoints.remove(projectId, params.endpointId)
+      }, orDie))
+      .handle("deliveries", Effect.fnUntraced(function*({ params, query }) {
+        const projectId = yield* projectCaller
+        yield* endpoints.get(projectId, params.endpointId)
+        const scope = `deliveries:${projectId}:${params.endpointId}`
+        const after = query.cursor === undefined ? undefined : yield* cursors.decode(scope, query.cursor)
+        const limit = query.limit ?? DEFAULT_LIMIT
+        const rows = yield* views.list(DELIVERIES_TABLE, {
+          where: [{ column: "endpoint_id", op: "=", value: params.endpointId }],
+          orderBy: [{ column: "source_position", direction: "desc" }, { column: "delivery_id", direction: "desc" }],
+          after,
+          limit: limit + 1
+        })
+        const page = rows.slice(0, limit).map(deliveryFromRow)
+        const last = page[page.length - 1]
+        return {
+          deliveries: page.map(publicDelivery),
+          ...(rows.length > limit && last !== undefined
+            ? { nextCursor: cursors.encode(scope, [last.sourcePosition, last.deliveryId]) }
+            : {})
+        }
+      }, orDie))
   }))

@@ -61,21 +61,20 @@ const coalesced = <E>(run: (key: string, n: number) => Effect.Effect<Taken, E>) 
         Effect.andThen(drain(key))
       )
     })
-  return (key: string) =>
-    Effect.gen(function*() {
-      const done = yield* Deferred.make<{ readonly index: number; readonly taken: Taken }, E>()
-      let entry = queues.get(key)
-      if (entry === undefined) {
-        entry = { waiting: [], running: false }
-        queues.set(key, entry)
-      }
-      entry.waiting.push({ done })
-      if (!entry.running) {
-        entry.running = true
-        yield* Effect.forkDetach(drain(key))
-      }
-      return yield* Deferred.await(done)
-    })
+  return Effect.fnUntraced(function*(key: string) {
+    const done = yield* Deferred.make<{ readonly index: number; readonly taken: Taken }, E>()
+    let entry = queues.get(key)
+    if (entry === undefined) {
+      entry = { waiting: [], running: false }
+      queues.set(key, entry)
+    }
+    entry.waiting.push({ done })
+    if (!entry.running) {
+      entry.running = true
+      yield* Effect.forkDetach(drain(key))
+    }
+    return yield* Deferred.await(done)
+  })
 }
 
 /** The token take as one round trip for many buckets (migrations 3-9 belong to rate limits). */
@@ -194,21 +193,20 @@ const batchedAcrossBuckets = <E>(run: (takes: ReadonlyArray<BucketTake & { reado
       Effect.andThen(drain)
     )
   })
-  return (request: BucketTake) =>
-    Effect.gen(function*() {
-      const done = yield* Deferred.make<{ readonly index: number; readonly taken: Taken }, E>()
-      const entry = pending.get(request.bucket)
-      if (entry === undefined) pending.set(request.bucket, { request, waiters: [{ done }] })
-      else {
-        entry.waiters.push({ done })
-        entry.request = { ...entry.request, returned: entry.request.returned + request.returned }
-      }
-      if (!running) {
-        running = true
-        yield* Effect.forkDetach(drain)
-      }
-      return yield* Deferred.await(done)
-    })
+  return Effect.fnUntraced(function*(request: BucketTake) {
+    const done = yield* Deferred.make<{ readonly index: number; readonly taken: Taken }, E>()
+    const entry = pending.get(request.bucket)
+    if (entry === undefined) pending.set(request.bucket, { request, waiters: [{ done }] })
+    else {
+      entry.waiters.push({ done })
+      entry.request = { ...entry.request, returned: entry.request.returned + request.returned }
+    }
+    if (!running) {
+      running = true
+      yield* Effect.forkDetach(drain)
+    }
+    return yield* Deferred.await(done)
+  })
 }
 
 const policies = (config: AppConfig["Service"]): Record<BucketKind, BucketPolicy> => ({

@@ -40,22 +40,21 @@ export const layerPg: Layer.Layer<WebhookEndpointReads, never, SqlClient.SqlClie
     const statement = `SELECT * FROM "${physicalName(ENDPOINTS_TABLE)}" WHERE endpoint_id = ANY($1::text[])`
     const queue = yield* Queue.unbounded<Waiting>()
 
-    const readMany = (batch: ReadonlyArray<Waiting>) =>
-      Effect.gen(function*() {
-        const ids = [...new Set(batch.map((w) => w.endpointId))]
-        const exit = yield* Effect.exit(sql.unsafe<Record<string, unknown>>(statement, [ids]))
-        if (Exit.isFailure(exit)) {
-          const error = new StoreUnavailable({ cause: exit.cause })
-          for (const waiting of batch) Deferred.doneUnsafe(waiting.done, Exit.fail(error))
-          return
-        }
-        const found = new Map<string, EndpointRow>()
-        for (const raw of exit.value) {
-          const endpoint = endpointFromRow(decodeRow(spec, raw))
-          found.set(endpoint.endpointId, endpoint)
-        }
-        for (const waiting of batch) Deferred.doneUnsafe(waiting.done, Exit.succeed(found.get(waiting.endpointId)))
-      })
+    const readMany = Effect.fnUntraced(function*(batch: ReadonlyArray<Waiting>) {
+      const ids = [...new Set(batch.map((w) => w.endpointId))]
+      const exit = yield* Effect.exit(sql.unsafe<Record<string, unknown>>(statement, [ids]))
+      if (Exit.isFailure(exit)) {
+        const error = new StoreUnavailable({ cause: exit.cause })
+        for (const waiting of batch) Deferred.doneUnsafe(waiting.done, Exit.fail(error))
+        return
+      }
+      const found = new Map<string, EndpointRow>()
+      for (const raw of exit.value) {
+        const endpoint = endpointFromRow(decodeRow(spec, raw))
+        found.set(endpoint.endpointId, endpoint)
+      }
+      for (const waiting of batch) Deferred.doneUnsafe(waiting.done, Exit.succeed(found.get(waiting.endpointId)))
+    })
 
     yield* Effect.forkScoped(Queue.takeBetween(queue, 1, MAX_BATCH).pipe(Effect.flatMap(readMany), Effect.forever))
 

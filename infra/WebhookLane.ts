@@ -97,28 +97,26 @@ export const make = Effect.gen(function*() {
 
   const append = (row: DeliveryRow, events: ReadonlyArray<Delivery.DeliveryEvent>) => store.append([requestOf(row, events)])
 
-  const abandonAll = (endpointId: string, reason: Delivery.DeliveryAbandoned["reason"]) =>
-    Effect.gen(function*() {
-      while (true) {
-        const open = yield* openDeliveries(endpointId, 100)
-        if (open.length === 0) return
-        yield* Effect.forEach(open, (row) => {
-          payloads.delete(row.deliveryId)
-          return append(row, Delivery.decide({ type: "Abandon", at: Date.now(), reason }, row))
-        }, { concurrency: 8, discard: true })
-      }
-    })
+  const abandonAll = Effect.fnUntraced(function*(endpointId: string, reason: Delivery.DeliveryAbandoned["reason"]) {
+    while (true) {
+      const open = yield* openDeliveries(endpointId, 100)
+      if (open.length === 0) return
+      yield* Effect.forEach(open, (row) => {
+        payloads.delete(row.deliveryId)
+        return append(row, Delivery.decide({ type: "Abandon", at: Date.now(), reason }, row))
+      }, { concurrency: 8, discard: true })
+    }
+  })
 
   /** The event a delivery carries: remembered at enqueue, else rebuilt from its source event. */
-  const eventOf = (row: DeliveryRow) =>
-    Effect.gen(function*() {
-      const remembered = payloads.get(row.deliveryId)
-      if (remembered !== undefined) return remembered
-      const recorded = yield* store.readStream(row.sourceStreamId, row.sourceVersion)
-      const source = recorded.find((event) => event.version === row.sourceVersion)
-      if (source === undefined) return undefined
-      return sourceFor(sources, source)?.fromEvent(source)
-    })
+  const eventOf = Effect.fnUntraced(function*(row: DeliveryRow) {
+    const remembered = payloads.get(row.deliveryId)
+    if (remembered !== undefined) return remembered
+    const recorded = yield* store.readStream(row.sourceStreamId, row.sourceVersion)
+    const source = recorded.find((event) => event.version === row.sourceVersion)
+    if (source === undefined) return undefined
+    return sourceFor(sources, source)?.fromEvent(source)
+  })
 
   // Opening a sealed secret and preparing an HMAC key cost more than the signature itself; a
   // rotation seals a new value, so caching by sealed text never serves an old secret.
@@ -132,25 +130,24 @@ export const make = Effect.gen(function*() {
     return keys.get(sealed)
   }
 
-  const attempt = (endpoint: EndpointRow, event: WebhookEvent) =>
-    Effect.gen(function*() {
-      const startedAt = Date.now()
-      const secret = signingKey(endpoint.sealedSecret)
-      if (secret === undefined) return { startedAt, endedAt: startedAt, outcome: { error: "secret_unavailable" } as Delivery.AttemptOutcome }
-      const body = JSON.stringify(envelopeOf(event))
-      const outcome: Delivery.AttemptOutcome = yield* http.request({
-        method: "POST",
-        url: endpoint.url,
-        headers: deliveryHeaders(secret, event.eventId, Math.floor(startedAt / 1000), body),
-        body,
-        timeoutMs: config.webhookTimeoutMs,
-        maxBodyBytes: 0
-      }).pipe(
-        Effect.map((response): Delivery.AttemptOutcome => ({ statusCode: response.status })),
-        Effect.catchTag("OutboundHttpError", (error) => Effect.succeed<Delivery.AttemptOutcome>({ error: error.reason }))
-      )
-      return { startedAt, endedAt: Date.now(), outcome }
-    })
+  const attempt = Effect.fnUntraced(function*(endpoint: EndpointRow, event: WebhookEvent) {
+    const startedAt = Date.now()
+    const secret = signingKey(endpoint.sealedSecret)
+    if (secret === undefined) return { startedAt, endedAt: startedAt, outcome: { error: "secret_unavailable" } as Delivery.AttemptOutcome }
+    const body = JSON.stringify(envelopeOf(event))
+    const outcome: Delivery.AttemptOutcome = yield* http.request({
+      method: "POST",
+      url: endpoint.url,
+      headers: deliveryHeaders(secret, event.eventId, Math.floor(startedAt / 1000), body),
+      body,
+      timeoutMs: config.webhookTimeoutMs,
+      maxBodyBytes: 0
+    }).pipe(
+      Effect.map((response): Delivery.AttemptOutcome => ({ statusCode: response.status })),
+      Effect.catchTag("OutboundHttpError", (error) => Effect.succeed<Delivery.AttemptOutcome>({ error: error.reason }))
+    )
+    return { startedAt, endedAt: Date.now(), outcome }
+  })
 
   /**
    * Success records are written behind the lane: the next delivery starts while the previous
@@ -164,76 +161,73 @@ export const make = Effect.gen(function*() {
     readonly records: Array<{ readonly row: DeliveryRow; readonly events: ReadonlyArray<Delivery.DeliveryEvent> }>
     writer: Fiber.Fiber<void, StoreUnavailable> | undefined
   }
-  const writeBehind = (pending: Pending): Effect.Effect<void, StoreUnavailable> =>
-    Effect.gen(function*() {
-      while (pending.records.length > 0) {
-        const batch = pending.records.splice(0, 200)
-        const requests = batch.map(({ row, events }) => requestOf(row, events))
-        // A record some peer wrote first (a lane that ran twice for a moment) is skipped.
-        yield* store.append(requests).pipe(
-          Effect.catchTag("ConcurrencyConflict", () =>
-            Effect.forEach(requests, (request) => store.append([request]).pipe(Effect.catchTag("ConcurrencyConflict", () => Effect.void)), {
-              discard: true
-            }))
-        )
-        for (const { row } of batch) payloads.delete(row.deliveryId)
-      }
-      // No yield between the emptiness check and this line: a record pushed later starts a writer.
-      pending.writer = undefined
-    })
-  const behind = (pending: Pending, row: DeliveryRow, events: ReadonlyArray<Delivery.DeliveryEvent>) =>
-    Effect.gen(function*() {
-      pending.records.push({ row, events })
-      if (pending.writer === undefined) pending.writer = yield* Effect.forkChild(writeBehind(pending))
-    })
+  const writeBehind = Effect.fnUntraced(function*(pending: Pending): Effect.fn.Return<void, StoreUnavailable> {
+    while (pending.records.length > 0) {
+      const batch = pending.records.splice(0, 200)
+      const requests = batch.map(({ row, events }) => requestOf(row, events))
+      // A record some peer wrote first (a lane that ran twice for a moment) is skipped.
+      yield* store.append(requests).pipe(
+        Effect.catchTag("ConcurrencyConflict", () =>
+          Effect.forEach(requests, (request) => store.append([request]).pipe(Effect.catchTag("ConcurrencyConflict", () => Effect.void)), {
+            discard: true
+          }))
+      )
+      for (const { row } of batch) payloads.delete(row.deliveryId)
+    }
+    // No yield between the emptiness check and this line: a record pushed later starts a writer.
+    pending.writer = undefined
+  })
+  const behind = Effect.fnUntraced(function*(pending: Pending, row: DeliveryRow, events: ReadonlyArray<Delivery.DeliveryEvent>) {
+    pending.records.push({ row, events })
+    if (pending.writer === undefined) pending.writer = yield* Effect.forkChild(writeBehind(pending))
+  })
   const settle = (pending: Pending) =>
     Effect.suspend(() => (pending.writer === undefined ? Effect.void : Fiber.join(pending.writer)))
 
   /** Works on the head delivery until it is finished, or the endpoint stops the lane. */
-  const drive = (endpointId: string, changed: Wakeup, first: DeliveryRow, pending: Pending) =>
-    Effect.gen(function*() {
-      let row = first
-      while (true) {
-        const since = changed.generation()
-        const endpoint = yield* endpoints.current(endpointId)
-        if (endpoint === undefined || !endpoint.active) {
-          yield* settle(pending)
-          yield* abandonAll(endpointId, endpoint === undefined ? "endpoint_deleted" : "endpoint_inactive")
-          return "stop" as Outcome
-        }
-        const due = row.nextRetryAt !== undefined ? Date.parse(row.nextRetryAt) : Date.parse(row.queuedAt) + (delays[0] ?? 0)
-        const wait = due - Date.now()
-        if (wait > 0) {
-          // A change (endpoint edited, deleted) cuts the sleep short to re-read the endpoint;
-          // deliveries handed over meanwhile wait behind the head without waking it.
-          yield* changed.wait(since).pipe(Effect.timeoutOption(wait))
-          continue
-        }
-        const event = yield* eventOf(row)
-        if (event === undefined) {
-          yield* append(row, Delivery.decide({ type: "Abandon", at: Date.now(), reason: "source_unavailable" }, row))
-          return "next" as Outcome
-        }
-        const { startedAt, endedAt, outcome } = yield* attempt(endpoint, event)
-        const events = Delivery.decide({ type: "RecordAttempt", outcome, startedAt, endedAt, delays }, row)
-        if (events[0]?.type === "DeliveryAttemptSucceeded") {
-          yield* behind(pending, row, events)
-          return "next" as Outcome
-        }
-        const appended = yield* append(row, events).pipe(
-          Effect.as(true),
-          Effect.catchTag("ConcurrencyConflict", () => Effect.succeed(false))
-        )
-        if (!appended) return "reload" as Outcome
-        const next = events.reduce<Delivery.Progress>(Delivery.advance, row)
-        if (Delivery.isFinished(next.status)) {
-          payloads.delete(row.deliveryId)
-          return "next" as Outcome
-        }
-        const { nextRetryAt: _, ...rest } = row
-        row = { ...rest, status: next.status, attempts: next.attempts, ...(next.nextRetryAt !== undefined ? { nextRetryAt: next.nextRetryAt } : {}) }
+  const drive = Effect.fnUntraced(function*(endpointId: string, changed: Wakeup, first: DeliveryRow, pending: Pending) {
+    let row = first
+    while (true) {
+      const since = changed.generation()
+      const endpoint = yield* endpoints.current(endpointId)
+      if (endpoint === undefined || !endpoint.active) {
+        yield* settle(pending)
+        yield* abandonAll(endpointId, endpoint === undefined ? "endpoint_deleted" : "endpoint_inactive")
+        return "stop" as Outcome
       }
-    })
+      const due = row.nextRetryAt !== undefined ? Date.parse(row.nextRetryAt) : Date.parse(row.queuedAt) + (delays[0] ?? 0)
+      const wait = due - Date.now()
+      if (wait > 0) {
+        // A change (endpoint edited, deleted) cuts the sleep short to re-read the endpoint;
+        // deliveries handed over meanwhile wait behind the head without waking it.
+        yield* changed.wait(since).pipe(Effect.timeoutOption(wait))
+        continue
+      }
+      const event = yield* eventOf(row)
+      if (event === undefined) {
+        yield* append(row, Delivery.decide({ type: "Abandon", at: Date.now(), reason: "source_unavailable" }, row))
+        return "next" as Outcome
+      }
+      const { startedAt, endedAt, outcome } = yield* attempt(endpoint, event)
+      const events = Delivery.decide({ type: "RecordAttempt", outcome, startedAt, endedAt, delays }, row)
+      if (events[0]?.type === "DeliveryAttemptSucceeded") {
+        yield* behind(pending, row, events)
+        return "next" as Outcome
+      }
+      const appended = yield* append(row, events).pipe(
+        Effect.as(true),
+        Effect.catchTag("ConcurrencyConflict", () => Effect.succeed(false))
+      )
+      if (!appended) return "reload" as Outcome
+      const next = events.reduce<Delivery.Progress>(Delivery.advance, row)
+      if (Delivery.isFinished(next.status)) {
+        payloads.delete(row.deliveryId)
+        return "next" as Outcome
+      }
+      const { nextRetryAt: _, ...rest } = row
+      row = { ...rest, status: next.status, attempts: next.attempts, ...(next.nextRetryAt !== undefined ? { nextRetryAt: next.nextRetryAt } : {}) }
+    }
+  })
 
   /**
    * Drains the endpoint's open deliveries; returns the wake generation at which it found nothing
@@ -242,69 +236,66 @@ export const make = Effect.gen(function*() {
    * `notify` makes it read again), so it takes hand-offs without a query per delivery. Positions
    * at or before the last finished delivery are skipped: a hand-off may repeat what a read saw.
    */
-  const work = (endpointId: string, state: LaneState) =>
-    Effect.gen(function*() {
-      const pending: Pending = { records: [], writer: undefined }
-      const wake = state.wake
-      let known = false
-      let last = ""
-      /** False when the lane must read the view again. */
-      const run = (rows: ReadonlyArray<DeliveryRow>, handed: boolean) =>
-        Effect.gen(function*() {
-          for (const row of rows) {
-            if (handed && row.sourcePosition <= last) continue
-            const outcome = yield* drive(endpointId, state.changed, row, pending)
-            if (outcome !== "next") return false
-            if (row.sourcePosition > last) last = row.sourcePosition
-            if (pending.records.length >= MAX_BEHIND) yield* settle(pending)
-          }
-          return true
-        })
-      while (true) {
-        const since = wake.generation()
-        if (state.stale) {
-          state.stale = false
-          known = false
-        }
-        if (known) {
-          const rows = state.handed
-          state.handed = []
-          if (rows.length > 0) {
-            known = yield* run(rows, true)
-            continue
-          }
-          // Idle: records settle before the lease could pass to a peer.
-          yield* settle(pending)
-          const woken = yield* wake.wait(since).pipe(Effect.timeoutOption(IDLE_MS))
-          if (Option.isNone(woken)) return since
+  const work = Effect.fnUntraced(function*(endpointId: string, state: LaneState) {
+    const pending: Pending = { records: [], writer: undefined }
+    const wake = state.wake
+    let known = false
+    let last = ""
+    /** False when the lane must read the view again. */
+    const run = Effect.fnUntraced(function*(rows: ReadonlyArray<DeliveryRow>, handed: boolean) {
+      for (const row of rows) {
+        if (handed && row.sourcePosition <= last) continue
+        const outcome = yield* drive(endpointId, state.changed, row, pending)
+        if (outcome !== "next") return false
+        if (row.sourcePosition > last) last = row.sourcePosition
+        if (pending.records.length >= MAX_BEHIND) yield* settle(pending)
+      }
+      return true
+    })
+    while (true) {
+      const since = wake.generation()
+      if (state.stale) {
+        state.stale = false
+        known = false
+      }
+      if (known) {
+        const rows = state.handed
+        state.handed = []
+        if (rows.length > 0) {
+          known = yield* run(rows, true)
           continue
         }
+        // Idle: records settle before the lease could pass to a peer.
         yield* settle(pending)
-        const batch = yield* openDeliveries(endpointId, BATCH)
-        known = (yield* run(batch, false)) && batch.length < BATCH
+        const woken = yield* wake.wait(since).pipe(Effect.timeoutOption(IDLE_MS))
+        if (Option.isNone(woken)) return since
+        continue
       }
-    })
+      yield* settle(pending)
+      const batch = yield* openDeliveries(endpointId, BATCH)
+      known = (yield* run(batch, false)) && batch.length < BATCH
+    }
+  })
 
-  const lane = (endpointId: string, state: LaneState): Effect.Effect<void> =>
-    Effect.gen(function*() {
-      while (true) {
-        if (!(yield* leases.tryAcquire(endpointId))) {
-          // A peer process runs this lane; the sweep retries if it goes away.
-          lanes.delete(endpointId)
-          return
-        }
-        const lastSeen = yield* work(endpointId, state).pipe(
-          Effect.catchCause((cause) =>
-            Effect.logWarning("webhook lane failed; retrying", cause).pipe(Effect.andThen(Effect.sleep(1000)), Effect.as(-1))),
-          Effect.ensuring(leases.release(endpointId))
-        )
-        // Checked and removed in one synchronous step, so no notify falls in between.
-        if (state.wake.generation() === lastSeen) {
-          lanes.delete(endpointId)
-          return
-        }
+  const lane = Effect.fnUntraced(function*(endpointId: string, state: LaneState): Effect.fn.Return<void> {
+    while (true) {
+      if (!(yield* leases.tryAcquire(endpointId))) {
+        // A peer process runs this lane; the sweep retries if it goes away.
+        lanes.delete(endpointId)
+        return
       }
-    })
+      const lastSeen = yield* work(endpointId, state).pipe(
+        Effect.catchCause((cause) =>
+          Effect.logWarning("webhook lane failed; retrying", cause).pipe(Effect.andThen(Effect.sleep(1000)), Effect.as(-1))),
+        Effect.ensuring(leases.release(endpointId))
+      )
+      // Checked and removed in one synchronous step, so no notify falls in between.
+      if (state.wake.generation() === lastSeen) {
+        lanes.delete(endpointId)
+        return
+      }
+    }
+  })
 
   const start = (endpointId: string, handed: Array<DeliveryRow>) => {
     const state: LaneState = { wake: new Wakeup("1 hour"), changed: new Wakeup("1 hour"), handed, stale: true }

@@ -57,13 +57,12 @@ export const layerPg: Layer.Layer<WebhookLeases, never, SqlClient.SqlClient> = L
       return old === undefined ? Effect.void : Scope.close(old.scope, Exit.void)
     })
     /** One statement for many keys, answers in key order. */
-    const run = (statement: string, keys: ReadonlyArray<string>) =>
-      Effect.gen(function*() {
-        const connection = current?.connection ?? (yield* connect)
-        return yield* connection.execute(statement, [keys.map((key) => `${LOCK_NAMESPACE}${key}`)], undefined).pipe(
-          Effect.tapError(() => drop)
-        )
-      })
+    const run = Effect.fnUntraced(function*(statement: string, keys: ReadonlyArray<string>) {
+      const connection = current?.connection ?? (yield* connect)
+      return yield* connection.execute(statement, [keys.map((key) => `${LOCK_NAMESPACE}${key}`)], undefined).pipe(
+        Effect.tapError(() => drop)
+      )
+    })
     const ACQUIRE = `SELECT pg_try_advisory_lock(hashtextextended(k, 0)) AS ok
       FROM unnest($1::text[]) WITH ORDINALITY AS u(k, i) ORDER BY i`
     const RELEASE = `SELECT pg_advisory_unlock(hashtextextended(k, 0))
@@ -72,24 +71,23 @@ export const layerPg: Layer.Layer<WebhookLeases, never, SqlClient.SqlClient> = L
     // Everything goes through one reserved connection, one statement at a time; keys asked for
     // while a statement runs share the next one (many lanes start or stop together).
     const queue = yield* Queue.unbounded<Waiting>()
-    const serve = (batch: ReadonlyArray<Waiting>) =>
-      Effect.gen(function*() {
-        const releases = batch.filter((w) => w.op === "release")
-        const acquires = batch.filter((w) => w.op === "acquire")
-        if (releases.length > 0) {
-          yield* run(RELEASE, releases.map((w) => w.key)).pipe(
-            Effect.catch((error) => Effect.logWarning("webhook lease release failed", error))
-          )
-          for (const waiting of releases) Deferred.doneUnsafe(waiting.done, Exit.succeed(true))
-        }
-        if (acquires.length > 0) {
-          const granted = yield* run(ACQUIRE, acquires.map((w) => w.key)).pipe(
-            Effect.map((rows) => rows.map((row) => (row as { ok?: boolean }).ok === true)),
-            Effect.catch((error) => Effect.logWarning("webhook lease unavailable", error).pipe(Effect.as([] as ReadonlyArray<boolean>)))
-          )
-          acquires.forEach((waiting, i) => Deferred.doneUnsafe(waiting.done, Exit.succeed(granted[i] === true)))
-        }
-      })
+    const serve = Effect.fnUntraced(function*(batch: ReadonlyArray<Waiting>) {
+      const releases = batch.filter((w) => w.op === "release")
+      const acquires = batch.filter((w) => w.op === "acquire")
+      if (releases.length > 0) {
+        yield* run(RELEASE, releases.map((w) => w.key)).pipe(
+          Effect.catch((error) => Effect.logWarning("webhook lease release failed", error))
+        )
+        for (const waiting of releases) Deferred.doneUnsafe(waiting.done, Exit.succeed(true))
+      }
+      if (acquires.length > 0) {
+        const granted = yield* run(ACQUIRE, acquires.map((w) => w.key)).pipe(
+          Effect.map((rows) => rows.map((row) => (row as { ok?: boolean }).ok === true)),
+          Effect.catch((error) => Effect.logWarning("webhook lease unavailable", error).pipe(Effect.as([] as ReadonlyArray<boolean>)))
+        )
+        acquires.forEach((waiting, i) => Deferred.doneUnsafe(waiting.done, Exit.succeed(granted[i] === true)))
+      }
+    })
     yield* Effect.forkScoped(Queue.takeBetween(queue, 1, MAX_BATCH).pipe(Effect.flatMap(serve), Effect.forever))
 
     const ask = (op: Waiting["op"], key: string) =>

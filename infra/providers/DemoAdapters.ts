@@ -50,17 +50,16 @@ export const fail: ToolAdapter = {
 
 export const digest: ToolAdapter = {
   tool: "demo.digest",
-  run: (input, context) =>
-    Effect.gen(function*() {
-      const { fileId } = yield* decodeDigest(input)
-      const file = yield* context.files.read(fileId).pipe(
-        Effect.catchTag("NotFound", () =>
-          Effect.fail(new InvalidInput({ message: `File ${fileId} is not attached to this execution` }))
-        )
+  run: Effect.fnUntraced(function*(input, context) {
+    const { fileId } = yield* decodeDigest(input)
+    const file = yield* context.files.read(fileId).pipe(
+      Effect.catchTag("NotFound", () =>
+        Effect.fail(new InvalidInput({ message: `File ${fileId} is not attached to this execution` }))
       )
-      const sha256 = createHash("sha256").update(file.bytes).digest("hex")
-      return { sha256, size: file.bytes.byteLength }
-    })
+    )
+    const sha256 = createHash("sha256").update(file.bytes).digest("hex")
+    return { sha256, size: file.bytes.byteLength }
+  })
 }
 
 export const demoAdapters: ReadonlyArray<ToolAdapter> = [echo, sleep, fail, digest]

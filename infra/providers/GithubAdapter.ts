@@ -75,25 +75,24 @@ export const interpretGithubReply = (
 
 export const makeGithubAdapter = (http: OutboundHttp["Service"], apiUrl: string): ToolAdapter => ({
   tool: TOOL,
-  run: (input, context) =>
-    Effect.gen(function*() {
-      const { owner, repo, title, body } = yield* decode(input)
-      const token = yield* credential(context, TOOL, ["token", "apiKey"])
-      const response = yield* http.request({
-        method: "POST",
-        url: `${apiUrl}/repos/${encodeURIComponent(owner)}/${encodeURIComponent(repo)}/issues`,
-        headers: {
-          authorization: `Bearer ${token}`,
-          accept: "application/vnd.github+json",
-          "x-github-api-version": "2022-11-28",
-          "user-agent": USER_AGENT,
-          "content-type": "application/json; charset=utf-8"
-        },
-        body: JSON.stringify(body === undefined ? { title } : { title, body }),
-        timeoutMs: PROVIDER_REQUEST_TIMEOUT_MS,
-        maxBodyBytes: PROVIDER_MAX_BODY_BYTES,
-        allowPrivateNetworks: true
-      }).pipe(Effect.mapError(transportFailure("GitHub")))
-      return yield* interpretGithubReply(response, yield* Clock.currentTimeMillis)
-    })
+  run: Effect.fnUntraced(function*(input, context) {
+    const { owner, repo, title, body } = yield* decode(input)
+    const token = yield* credential(context, TOOL, ["token", "apiKey"])
+    const response = yield* http.request({
+      method: "POST",
+      url: `${apiUrl}/repos/${encodeURIComponent(owner)}/${encodeURIComponent(repo)}/issues`,
+      headers: {
+        authorization: `Bearer ${token}`,
+        accept: "application/vnd.github+json",
+        "x-github-api-version": "2022-11-28",
+        "user-agent": USER_AGENT,
+        "content-type": "application/json; charset=utf-8"
+      },
+      body: JSON.stringify(body === undefined ? { title } : { title, body }),
+      timeoutMs: PROVIDER_REQUEST_TIMEOUT_MS,
+      maxBodyBytes: PROVIDER_MAX_BODY_BYTES,
+      allowPrivateNetworks: true
+    }).pipe(Effect.mapError(transportFailure("GitHub")))
+    return yield* interpretGithubReply(response, yield* Clock.currentTimeMillis)
+  })
 })

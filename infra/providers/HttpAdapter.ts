@@ -37,30 +37,29 @@ const refusal = (error: OutboundHttpError): InvalidInput | ProviderError | Provi
 
 export const makeHttpAdapter = (http: OutboundHttp["Service"]): ToolAdapter => ({
   tool: "http.request",
-  run: (input) =>
-    Effect.gen(function*() {
-      const request = yield* decode(input)
-      const headers = request.headers ?? {}
-      const managed = Object.keys(headers).find(isManaged)
-      if (managed !== undefined) {
-        return yield* new InvalidInput({ message: `http.request: the header "${managed}" is set by the client and cannot be given` })
-      }
-      if (request.body !== undefined && (request.method === "GET" || request.method === "HEAD")) {
-        return yield* new InvalidInput({ message: `http.request: a ${request.method} request cannot have a body` })
-      }
-      const response = yield* http.request({
-        method: request.method,
-        url: request.url,
-        headers,
-        body: request.body,
-        timeoutMs: PROVIDER_REQUEST_TIMEOUT_MS,
-        maxBodyBytes: MAX_RESPONSE_BODY_BYTES
-      }).pipe(Effect.mapError(refusal))
-      return {
-        status: response.status,
-        headers: response.headers,
-        body: utf8(response.body),
-        bodyTruncated: response.bodyTruncated
-      }
-    })
+  run: Effect.fnUntraced(function*(input) {
+    const request = yield* decode(input)
+    const headers = request.headers ?? {}
+    const managed = Object.keys(headers).find(isManaged)
+    if (managed !== undefined) {
+      return yield* new InvalidInput({ message: `http.request: the header "${managed}" is set by the client and cannot be given` })
+    }
+    if (request.body !== undefined && (request.method === "GET" || request.method === "HEAD")) {
+      return yield* new InvalidInput({ message: `http.request: a ${request.method} request cannot have a body` })
+    }
+    const response = yield* http.request({
+      method: request.method,
+      url: request.url,
+      headers,
+      body: request.body,
+      timeoutMs: PROVIDER_REQUEST_TIMEOUT_MS,
+      maxBodyBytes: MAX_RESPONSE_BODY_BYTES
+    }).pipe(Effect.mapError(refusal))
+    return {
+      status: response.status,
+      headers: response.headers,
+      body: utf8(response.body),
+      bodyTruncated: response.bodyTruncated
+    }
+  })
 })

@@ -66,23 +66,22 @@ export const interpretSlackReply = (
 
 export const makeSlackAdapter = (http: OutboundHttp["Service"], apiUrl: string): ToolAdapter => ({
   tool: TOOL,
-  run: (input, context) =>
-    Effect.gen(function*() {
-      const { channel, text } = yield* decode(input)
-      const token = yield* credential(context, TOOL, ["token"])
-      const response = yield* http.request({
-        method: "POST",
-        url: `${apiUrl}/chat.postMessage`,
-        headers: {
-          authorization: `Bearer ${token}`,
-          "content-type": "application/json; charset=utf-8",
-          accept: "application/json"
-        },
-        body: JSON.stringify({ channel, text }),
-        timeoutMs: PROVIDER_REQUEST_TIMEOUT_MS,
-        maxBodyBytes: PROVIDER_MAX_BODY_BYTES,
-        allowPrivateNetworks: true
-      }).pipe(Effect.mapError(transportFailure("Slack")))
-      return yield* interpretSlackReply(response, yield* Clock.currentTimeMillis)
-    })
+  run: Effect.fnUntraced(function*(input, context) {
+    const { channel, text } = yield* decode(input)
+    const token = yield* credential(context, TOOL, ["token"])
+    const response = yield* http.request({
+      method: "POST",
+      url: `${apiUrl}/chat.postMessage`,
+      headers: {
+        authorization: `Bearer ${token}`,
+        "content-type": "application/json; charset=utf-8",
+        accept: "application/json"
+      },
+      body: JSON.stringify({ channel, text }),
+      timeoutMs: PROVIDER_REQUEST_TIMEOUT_MS,
+      maxBodyBytes: PROVIDER_MAX_BODY_BYTES,
+      allowPrivateNetworks: true
+    }).pipe(Effect.mapError(transportFailure("Slack")))
+    return yield* interpretSlackReply(response, yield* Clock.currentTimeMillis)
+  })
 })
