@@ -141,26 +141,25 @@ const describe: Record<BlockReason, string> = {
  * A name that does not resolve (or not within `resolveTimeoutMs`) is accepted: it reaches
  * nothing now, and the connect-time lookup re-checks whatever it resolves to later.
  */
-export const validateUrl = (raw: string, options: UrlCheckOptions): Effect.Effect<URL, InvalidInput> =>
-  Effect.gen(function*() {
-    const url = URL.canParse(raw) ? new URL(raw) : undefined
-    if (url === undefined) return yield* refuse("url must be an absolute URL")
-    if (options.requireHttps ? url.protocol !== "https:" : url.protocol !== "https:" && url.protocol !== "http:") {
-      return yield* refuse(options.requireHttps ? "url must use https" : "url must use http or https")
-    }
-    if (url.username !== "" || url.password !== "") return yield* refuse("url must not contain user info")
-    if (url.hostname === "") return yield* refuse("url must name a host")
-    url.hash = ""
-    const early = blockedHost(url.hostname, options)
-    if (early !== undefined) return yield* refuse(`url points to ${describe[early]}, which is not allowed`)
-    if (ipLiteral(url.hostname) !== undefined) return url
-    const resolve = options.resolve ?? systemResolver
-    const addresses = yield* Effect.tryPromise(() => resolve(url.hostname, 0)).pipe(
-      Effect.timeoutOption(options.resolveTimeoutMs ?? 5_000),
-      Effect.orElseSucceed(() => undefined)
-    )
-    const found = addresses === undefined ? [] : Option.getOrElse(addresses, () => [])
-    const blocked = firstBlocked(found, options)
-    if (blocked !== undefined) return yield* refuse(`url resolves to ${describe[blocked]}, which is not allowed`)
-    return url
-  })
+export const validateUrl = Effect.fnUntraced(function*(raw: string, options: UrlCheckOptions): Effect.fn.Return<URL, InvalidInput> {
+  const url = URL.canParse(raw) ? new URL(raw) : undefined
+  if (url === undefined) return yield* refuse("url must be an absolute URL")
+  if (options.requireHttps ? url.protocol !== "https:" : url.protocol !== "https:" && url.protocol !== "http:") {
+    return yield* refuse(options.requireHttps ? "url must use https" : "url must use http or https")
+  }
+  if (url.username !== "" || url.password !== "") return yield* refuse("url must not contain user info")
+  if (url.hostname === "") return yield* refuse("url must name a host")
+  url.hash = ""
+  const early = blockedHost(url.hostname, options)
+  if (early !== undefined) return yield* refuse(`url points to ${describe[early]}, which is not allowed`)
+  if (ipLiteral(url.hostname) !== undefined) return url
+  const resolve = options.resolve ?? systemResolver
+  const addresses = yield* Effect.tryPromise(() => resolve(url.hostname, 0)).pipe(
+    Effect.timeoutOption(options.resolveTimeoutMs ?? 5_000),
+    Effect.orElseSucceed(() => undefined)
+  )
+  const found = addresses === undefined ? [] : Option.getOrElse(addresses, () => [])
+  const blocked = firstBlocked(found, options)
+  if (blocked !== undefined) return yield* refuse(`url resolves to ${describe[blocked]}, which is not allowed`)
+  return url
+})

@@ -174,15 +174,14 @@ export const layerPg: Layer.Layer<ApiKeys, never, AppConfig | SqlClient.SqlClien
               cache.set(cacheKey, { principal, expires: now + CACHE_MS })
             }))
         }),
-      create: (owner) =>
-        Effect.gen(function*() {
-          const key = generateKey()
-          const rows = yield* sql<KeyRow>`
-            INSERT INTO api_keys (key_id, key_hash, key_prefix, project_id, user_id)
-            VALUES (${newId("key")}, ${hashKey(key)}, ${key.slice(0, 10)}, ${owner.projectId}, ${owner.userId ?? null})
-            RETURNING *`.pipe(Effect.mapError(unavailable))
-          return { key: Redacted.make(key), record: toRecord(rows[0]!) }
-        }),
+      create: Effect.fnUntraced(function*(owner) {
+        const key = generateKey()
+        const rows = yield* sql<KeyRow>`
+          INSERT INTO api_keys (key_id, key_hash, key_prefix, project_id, user_id)
+          VALUES (${newId("key")}, ${hashKey(key)}, ${key.slice(0, 10)}, ${owner.projectId}, ${owner.userId ?? null})
+          RETURNING *`.pipe(Effect.mapError(unavailable))
+        return { key: Redacted.make(key), record: toRecord(rows[0]!) }
+      }),
       list: (projectId) =>
         (projectId === undefined
           ? sql<KeyRow>`SELECT * FROM api_keys ORDER BY created_at`

@@ -24,23 +24,22 @@ import { ViewStore } from "./ViewStore.ts"
 
 const PAGE = 500
 
-const idsWithStatus = (views: ViewStore["Service"], status: string) =>
-  Effect.gen(function*() {
-    const ids: Array<string> = []
-    let after: ReadonlyArray<Json> | undefined
-    while (true) {
-      const rows = yield* views.list(TABLE, {
-        where: [{ column: "status", op: "=", value: status }],
-        orderBy: [{ column: "execution_id", direction: "asc" }],
-        after,
-        limit: PAGE
-      })
-      for (const row of rows) if (typeof row.execution_id === "string") ids.push(row.execution_id)
-      const last = rows[rows.length - 1]
-      if (rows.length < PAGE || last === undefined) return ids
-      after = [last.execution_id ?? null]
-    }
-  })
+const idsWithStatus = Effect.fnUntraced(function*(views: ViewStore["Service"], status: string) {
+  const ids: Array<string> = []
+  let after: ReadonlyArray<Json> | undefined
+  while (true) {
+    const rows = yield* views.list(TABLE, {
+      where: [{ column: "status", op: "=", value: status }],
+      orderBy: [{ column: "execution_id", direction: "asc" }],
+      after,
+      limit: PAGE
+    })
+    for (const row of rows) if (typeof row.execution_id === "string") ids.push(row.execution_id)
+    const last = rows[rows.length - 1]
+    if (rows.length < PAGE || last === undefined) return ids
+    after = [last.execution_id ?? null]
+  }
+})
 
 export const recoverExecutions = Effect.gen(function*() {
   const views = yield* ViewStore
@@ -52,23 +51,22 @@ export const recoverExecutions = Effect.gen(function*() {
   const running = yield* idsWithStatus(views, "running")
   const pending = yield* idsWithStatus(views, "pending")
   if (running.length + pending.length === 0) return
-  const resumePlan = (request: ExecutionRequested) =>
-    Effect.gen(function*() {
-      const tool = findTool(request.tool)
-      if (tool === undefined) return yield* Effect.fail("the tool left the catalog")
-      if (request.sealedInput === undefined) return yield* Effect.fail("the input was not kept")
-      const opened = secrets.open(request.sealedInput)
-      if (opened === undefined) return yield* Effect.fail("the input cannot be opened")
-      const input = yield* decodeToolInput(tool, JSON.parse(opened)).pipe(Effect.mapError(() => "the input no longer validates"))
-      const connection = yield* connections.resolve({
-        projectId: request.projectId,
-        userId: request.userId,
-        toolkit: tool.toolkit,
-        connectionId: request.connectionId,
-        scopes: tool.scopes
-      }).pipe(Effect.mapError(() => "the connection is no longer available"))
-      return { tool, input, credentials: connection.credentials, permitHeld: false }
-    })
+  const resumePlan = Effect.fnUntraced(function*(request: ExecutionRequested) {
+    const tool = findTool(request.tool)
+    if (tool === undefined) return yield* Effect.fail("the tool left the catalog")
+    if (request.sealedInput === undefined) return yield* Effect.fail("the input was not kept")
+    const opened = secrets.open(request.sealedInput)
+    if (opened === undefined) return yield* Effect.fail("the input cannot be opened")
+    const input = yield* decodeToolInput(tool, JSON.parse(opened)).pipe(Effect.mapError(() => "the input no longer validates"))
+    const connection = yield* connections.resolve({
+      projectId: request.projectId,
+      userId: request.userId,
+      toolkit: tool.toolkit,
+      connectionId: request.connectionId,
+      scopes: tool.scopes
+    }).pipe(Effect.mapError(() => "the connection is no longer available"))
+    return { tool, input, credentials: connection.credentials, permitHeld: false }
+  })
   const taken = yield* actor.recover({
     running,
     pending,

@@ -237,27 +237,26 @@ export const make = Effect.gen(function*() {
         isTerminal(record)
           ? Effect.succeed(record)
           : Effect.map(orDie(actor.awaitTerminal(executionId, timeoutMs)), (latest) => latest ?? record)),
-    list: (options) =>
-      Effect.gen(function*() {
-        const where: Array<Filter> = [{ column: "project_id", op: "=", value: options.projectId }]
-        if (options.userId !== undefined) where.push({ column: "user_id", op: "=", value: options.userId })
-        if (options.status !== undefined) where.push({ column: "status", op: "=", value: options.status })
-        if (options.tool !== undefined) {
-          const canonical = toCanonicalName(options.tool)
-          if (canonical === undefined) return yield* new InvalidInput({ message: "tool must be a canonical or wire tool name." })
-          where.push({ column: "tool", op: "=", value: canonical })
-        }
-        const rows = yield* orDie(views.list(TABLE, {
-          where,
-          orderBy: [{ column: "execution_id", direction: "desc" }],
-          after: options.after === undefined ? undefined : [options.after],
-          limit: options.limit + 1
-        }))
-        return {
-          executions: rows.slice(0, options.limit).map((row) => row.record as unknown as ExecutionRecord),
-          more: rows.length > options.limit
-        }
-      })
+    list: Effect.fnUntraced(function*(options) {
+      const where: Array<Filter> = [{ column: "project_id", op: "=", value: options.projectId }]
+      if (options.userId !== undefined) where.push({ column: "user_id", op: "=", value: options.userId })
+      if (options.status !== undefined) where.push({ column: "status", op: "=", value: options.status })
+      if (options.tool !== undefined) {
+        const canonical = toCanonicalName(options.tool)
+        if (canonical === undefined) return yield* new InvalidInput({ message: "tool must be a canonical or wire tool name." })
+        where.push({ column: "tool", op: "=", value: canonical })
+      }
+      const rows = yield* orDie(views.list(TABLE, {
+        where,
+        orderBy: [{ column: "execution_id", direction: "desc" }],
+        after: options.after === undefined ? undefined : [options.after],
+        limit: options.limit + 1
+      }))
+      return {
+        executions: rows.slice(0, options.limit).map((row) => row.record as unknown as ExecutionRecord),
+        more: rows.length > options.limit
+      }
+    })
   })
 })
 

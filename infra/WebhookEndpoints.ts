@@ -104,55 +104,52 @@ export const make = Effect.gen(function*() {
     )
 
   return WebhookEndpoints.of({
-    create: (projectId, input) =>
-      Effect.gen(function*() {
-        const url = yield* checkUrl(input.url)
-        const events = yield* checkEvents(input.events)
-        const secret = generateSecret()
-        const endpointId = newId("whe")
-        yield* execute(projectId, endpointId, {
-          type: "CreateEndpoint",
-          endpoint: {
-            endpointId,
-            projectId,
-            url,
-            events,
-            active: input.active,
-            sealedSecret: secrets.seal(secret),
-            secretPrefix: secretPrefixOf(secret),
-            at: now()
-          }
-        }).pipe(Effect.catchTag("NotFound", () => Effect.die(new Error("new endpoint id collided"))))
-        const endpoint = yield* get(projectId, endpointId).pipe(Effect.orDie)
-        return { endpoint, secret }
-      }),
-    update: (projectId, endpointId, changes) =>
-      Effect.gen(function*() {
-        yield* get(projectId, endpointId)
-        const url = changes.url === undefined ? undefined : yield* checkUrl(changes.url)
-        const events = changes.events === undefined ? undefined : yield* checkEvents(changes.events)
-        yield* execute(projectId, endpointId, {
-          type: "UpdateEndpoint",
-          changes: {
-            ...(url !== undefined ? { url } : {}),
-            ...(events !== undefined ? { events } : {}),
-            ...(changes.active !== undefined ? { active: changes.active } : {})
-          },
-          at: now()
-        })
-        return yield* get(projectId, endpointId)
-      }),
-    rotateSecret: (projectId, endpointId) =>
-      Effect.gen(function*() {
-        const secret = generateSecret()
-        yield* execute(projectId, endpointId, {
-          type: "RotateEndpointSecret",
+    create: Effect.fnUntraced(function*(projectId, input) {
+      const url = yield* checkUrl(input.url)
+      const events = yield* checkEvents(input.events)
+      const secret = generateSecret()
+      const endpointId = newId("whe")
+      yield* execute(projectId, endpointId, {
+        type: "CreateEndpoint",
+        endpoint: {
+          endpointId,
+          projectId,
+          url,
+          events,
+          active: input.active,
           sealedSecret: secrets.seal(secret),
           secretPrefix: secretPrefixOf(secret),
           at: now()
-        })
-        return { endpoint: yield* get(projectId, endpointId), secret }
-      }),
+        }
+      }).pipe(Effect.catchTag("NotFound", () => Effect.die(new Error("new endpoint id collided"))))
+      const endpoint = yield* get(projectId, endpointId).pipe(Effect.orDie)
+      return { endpoint, secret }
+    }),
+    update: Effect.fnUntraced(function*(projectId, endpointId, changes) {
+      yield* get(projectId, endpointId)
+      const url = changes.url === undefined ? undefined : yield* checkUrl(changes.url)
+      const events = changes.events === undefined ? undefined : yield* checkEvents(changes.events)
+      yield* execute(projectId, endpointId, {
+        type: "UpdateEndpoint",
+        changes: {
+          ...(url !== undefined ? { url } : {}),
+          ...(events !== undefined ? { events } : {}),
+          ...(changes.active !== undefined ? { active: changes.active } : {})
+        },
+        at: now()
+      })
+      return yield* get(projectId, endpointId)
+    }),
+    rotateSecret: Effect.fnUntraced(function*(projectId, endpointId) {
+      const secret = generateSecret()
+      yield* execute(projectId, endpointId, {
+        type: "RotateEndpointSecret",
+        sealedSecret: secrets.seal(secret),
+        secretPrefix: secretPrefixOf(secret),
+        at: now()
+      })
+      return { endpoint: yield* get(projectId, endpointId), secret }
+    }),
     remove: (projectId, endpointId) => execute(projectId, endpointId, { type: "DeleteEndpoint", at: now() }),
     get,
     find,
