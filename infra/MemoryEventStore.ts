@@ -11,6 +11,8 @@ import {
   type FeedSignal,
   type EventStoreShape,
   followByPolling,
+  type Json,
+  type NewEvent,
   NO_METADATA,
   type Position,
   type RecordedEvent
@@ -67,21 +69,39 @@ export class Wakeup implements FeedSignal {
     })
 }
 
-const SEQ = Symbol("app/infra/MemoryEventStore/seq")
-
-const memoryEventPrototype = {
-  get position(): Position {
-    const seq = BigInt((this as unknown as { readonly [SEQ]: number })[SEQ])
-    return { tx: seq, seq }
-  }
-}
-
 /**
  * A recorded event as the memory log keeps it: its position is made when read, from its place in
  * the log, instead of two objects kept per event (the log holds every event for its lifetime).
+ * A class, so every event has one shape from its constructor.
  */
-const memoryEvent = (fields: Omit<RecordedEvent, "position">, seq: number): RecordedEvent =>
-  Object.assign(Object.create(memoryEventPrototype) as typeof memoryEventPrototype, fields, { [SEQ]: seq })
+class MemoryEvent implements RecordedEvent {
+  readonly streamId: string
+  readonly streamType: string
+  readonly version: number
+  readonly eventId: string
+  readonly type: string
+  readonly schemaVersion: number
+  readonly data: Json
+  readonly metadata: { readonly [key: string]: Json }
+  readonly createdAt: number
+  readonly #seq: number
+  constructor(stream: { readonly id: string; readonly type: string }, version: number, event: NewEvent, createdAt: number, seq: number) {
+    this.streamId = stream.id
+    this.streamType = stream.type
+    this.version = version
+    this.eventId = event.eventId
+    this.type = event.type
+    this.schemaVersion = event.schemaVersion
+    this.data = event.data
+    this.metadata = event.metadata ?? NO_METADATA
+    this.createdAt = createdAt
+    this.#seq = seq
+  }
+  get position(): Position {
+    const seq = BigInt(this.#seq)
+    return { tx: seq, seq }
+  }
+}
 
 export const makeMemoryEventStore = (tables: MemoryTables, projections: Projections["Service"]) => {
   const log: Array<RecordedEvent> = []
@@ -107,17 +127,7 @@ export const makeMemoryEventStore = (tables: MemoryTables, projections: Projecti
           streams.set(request.streamId, stream)
         }
         for (const event of request.events) {
-          const record = memoryEvent({
-            streamId: stream.id,
-            streamType: stream.type,
-            version: stream.events.length + 1,
-            eventId: event.eventId,
-            type: event.type,
-            schemaVersion: event.schemaVersion,
-            data: event.data,
-            metadata: event.metadata ?? NO_METADATA,
-            createdAt: now
-          }, log.length + 1)
+          const record = new MemoryEvent(stream, stream.events.length + 1, event, now, log.length + 1)
           stream.events.push(record)
           log.push(record)
           recorded.push(record)
