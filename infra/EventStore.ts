@@ -55,6 +55,31 @@ export interface RecordedEvent {
 /** The metadata of an event appended without any: one frozen object, not one per event. */
 export const NO_METADATA: { readonly [key: string]: Json } = Object.freeze({})
 
+/**
+ * The fields an appended event has before and after its commit, set in one constructor, so the
+ * stores' event classes share one shape. Each store adds `position` and `createdAt` its own way.
+ */
+export abstract class EventFields {
+  readonly streamId: string
+  readonly streamType: string
+  readonly version: number
+  readonly eventId: string
+  readonly type: string
+  readonly schemaVersion: number
+  readonly data: Json
+  readonly metadata: { readonly [key: string]: Json }
+  constructor(streamId: string, streamType: string, version: number, event: NewEvent) {
+    this.streamId = streamId
+    this.streamType = streamType
+    this.version = version
+    this.eventId = event.eventId
+    this.type = event.type
+    this.schemaVersion = event.schemaVersion
+    this.data = event.data
+    this.metadata = event.metadata ?? NO_METADATA
+  }
+}
+
 export interface AppendRequest {
   readonly streamId: string
   readonly streamType: string

@@ -7,13 +7,12 @@ import { Context, Duration, Effect, Layer } from "effect"
 import {
   type AppendRequest,
   ConcurrencyConflict,
+  EventFields,
   EventStore,
   type FeedSignal,
   type EventStoreShape,
   followByPolling,
-  type Json,
   type NewEvent,
-  NO_METADATA,
   type Position,
   type RecordedEvent
 } from "./EventStore.ts"
@@ -74,26 +73,11 @@ export class Wakeup implements FeedSignal {
  * the log, instead of two objects kept per event (the log holds every event for its lifetime).
  * A class, so every event has one shape from its constructor.
  */
-class MemoryEvent implements RecordedEvent {
-  readonly streamId: string
-  readonly streamType: string
-  readonly version: number
-  readonly eventId: string
-  readonly type: string
-  readonly schemaVersion: number
-  readonly data: Json
-  readonly metadata: { readonly [key: string]: Json }
+class MemoryEvent extends EventFields implements RecordedEvent {
   readonly createdAt: number
   readonly #seq: number
   constructor(stream: { readonly id: string; readonly type: string }, version: number, event: NewEvent, createdAt: number, seq: number) {
-    this.streamId = stream.id
-    this.streamType = stream.type
-    this.version = version
-    this.eventId = event.eventId
-    this.type = event.type
-    this.schemaVersion = event.schemaVersion
-    this.data = event.data
-    this.metadata = event.metadata ?? NO_METADATA
+    super(stream.id, stream.type, version, event)
     this.createdAt = createdAt
     this.#seq = seq
   }

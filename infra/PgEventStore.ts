@@ -13,6 +13,7 @@ import { PgClient } from "@effect/sql-pg"
 import {
   type AppendRequest,
   ConcurrencyConflict,
+  EventFields,
   EventStore,
   type EventStoreShape,
   followByPolling,
@@ -142,24 +143,9 @@ const notYetPlaced = (): never => {
  * An event as inline projections see it before its commit: no position, no commit time. The
  * refusing getters live on the prototype, so an event costs one object, not also two descriptors.
  */
-class Unplaced implements RecordedEvent {
-  readonly streamId: string
-  readonly streamType: string
-  readonly version: number
-  readonly eventId: string
-  readonly type: string
-  readonly schemaVersion: number
-  readonly data: Json
-  readonly metadata: { readonly [key: string]: Json }
+class Unplaced extends EventFields implements RecordedEvent {
   constructor({ r, e, version }: Flat) {
-    this.streamId = r.streamId
-    this.streamType = r.streamType
-    this.version = version
-    this.eventId = e.eventId
-    this.type = e.type
-    this.schemaVersion = e.schemaVersion
-    this.data = e.data
-    this.metadata = e.metadata ?? NO_METADATA
+    super(r.streamId, r.streamType, version, e)
   }
   get position(): Position {
     return notYetPlaced()
