@@ -26,7 +26,6 @@ export const AuthenticationLive = Layer.effect(
   Effect.gen(function*() {
     const keys = yield* ApiKeys
     return Authentication.of({
-      // Made once, not a generator closure per request (see ExecutionsHttp.ts).
       bearer: Effect.fnUntraced(function*(httpEffect, { credential }) {
         const presented = Redacted.value(credential)
         if (presented === "") {

@@ -164,10 +164,7 @@ export const make = Effect.gen(function*() {
     }
   }
 
-  /**
-   * One decision and its append, under the entry's lock. Made once (`fnUntraced`): V8 gives a
-   * generator function made per call a new prototype and map on its first call.
-   */
+  /** One decision and its append, under the entry's lock. */
   const decideAndAppend = Effect.fnUntraced(function*(
     executionId: string,
     entry: Entry,

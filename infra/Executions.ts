@@ -117,8 +117,6 @@ export const make = Effect.gen(function*() {
   const files = yield* AttachmentFiles
   const secrets = yield* Secrets
 
-  // The functions of a request are made once (`fnUntraced`), not a generator closure per call:
-  // V8 gives every new generator function a prototype and a map on its first call.
   const answer = Effect.fnUntraced(function*(record: ExecutionRecord, waitMs: number | undefined) {
     if (waitMs === undefined || isTerminal(record)) return { record, terminal: isTerminal(record) }
     const latest = (yield* orDie(actor.awaitTerminal(record.executionId, waitMs))) ?? record

@@ -321,7 +321,6 @@ export const makePgEventStore = Effect.gen(function*() {
   const readAll = (after: Position, limit: number) => readFeed(sql, after, limit).pipe(Effect.mapError(unavailable))
 
   const store: EventStoreShape = {
-    // Made once: a generator function made per call costs V8 a new prototype and map.
     append: Effect.fnUntraced(function*(requests) {
       if (requests.length === 0) return []
       const done = yield* Deferred.make<ReadonlyArray<RecordedEvent>, ConcurrencyConflict | StoreUnavailable>()
