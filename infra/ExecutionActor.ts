@@ -274,6 +274,13 @@ export const make = Effect.gen(function*() {
     )
   }
 
+  /** After a cancel: the adapter's fiber is interrupted (best effort, not awaited), the permit freed. */
+  const stopDispatch = Effect.fnUntraced(function*(entry: Entry) {
+    const fiber = entry.fiber
+    if (fiber !== undefined) yield* Effect.forkIn(Fiber.interrupt(fiber), scope)
+    yield* entry.releasePermit
+  })
+
   /**
    * `startImmediately` runs the dispatch in the caller's turn up to its first wait: a fast
    * adapter (demo, a cached answer) has then finished before `fork` returns, and a sync request
@@ -330,12 +337,7 @@ export const make = Effect.gen(function*() {
 
     cancel: (executionId) =>
       mutate(executionId, (now) => ({ _tag: "CancelExecution", now }), (entry, events) =>
-        events.length === 0 ? Effect.void : Effect.gen(function*() {
-          // Best effort: the adapter's fiber is interrupted without waiting for it to stop.
-          const fiber = entry.fiber
-          if (fiber !== undefined) yield* Effect.forkIn(Fiber.interrupt(fiber), scope)
-          yield* entry.releasePermit
-        })),
+        events.length === 0 ? Effect.void : stopDispatch(entry)),
 
     markReplayed: (executionId) =>
       mutate(executionId, (now) => ({ _tag: "MarkReplayed", now })).pipe(

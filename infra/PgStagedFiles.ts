@@ -76,13 +76,12 @@ const unavailable = (cause: unknown) => new StoreUnavailable({ cause })
 export const makePgBackend = Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
   const backend: FileBackend = {
-    insert: (record, bytes) =>
-      sql.withTransaction(Effect.gen(function*() {
-        yield* sql`INSERT INTO staged_files (file_id, project_id, name, mime_type, size, created_ms, expires_ms)
-          VALUES (${record.fileId}, ${record.projectId}, ${record.name}, ${record.mimeType}, ${record.size},
-                  ${record.createdMs}, ${record.expiresMs})`
-        yield* sql`INSERT INTO staged_file_blobs (file_id, bytes) VALUES (${record.fileId}, ${bytes})`
-      })).pipe(Effect.mapError(unavailable)),
+    insert: Effect.fnUntraced(function*(record, bytes) {
+      yield* sql`INSERT INTO staged_files (file_id, project_id, name, mime_type, size, created_ms, expires_ms)
+        VALUES (${record.fileId}, ${record.projectId}, ${record.name}, ${record.mimeType}, ${record.size},
+                ${record.createdMs}, ${record.expiresMs})`
+      yield* sql`INSERT INTO staged_file_blobs (file_id, bytes) VALUES (${record.fileId}, ${bytes})`
+    }, (effect) => sql.withTransaction(effect), Effect.mapError(unavailable)),
     find: (fileId) =>
       sql<FileRow>`SELECT * FROM staged_files WHERE file_id = ${fileId}`.pipe(
         Effect.map((rows) => (rows[0] === undefined ? undefined : toRecord(rows[0]))),
@@ -95,22 +94,21 @@ export const makePgBackend = Effect.gen(function*() {
       ),
     // Bytes come back in parts: the driver refuses a server message over 16 MiB, and a
     // file may be 25 MiB or more. EXTERNAL storage lets substring read only the part's chunks.
-    content: (fileId) =>
-      Effect.gen(function*() {
-        const rows = yield* sql<FileRow>`SELECT * FROM staged_files WHERE file_id = ${fileId}`
-        if (rows[0] === undefined) return undefined
-        const record = toRecord(rows[0])
-        const bytes = new Uint8Array(record.size)
-        for (let offset = 0; offset === 0 || offset < record.size; offset += BLOB_PART) {
-          const parts = yield* sql<{ readonly part: Uint8Array }>`
-            SELECT substring(bytes FROM ${offset + 1} FOR ${BLOB_PART}) AS part FROM staged_file_blobs WHERE file_id = ${fileId}`
-          const part = parts[0]?.part
-          // Reclaimed while being read: as if it were already gone.
-          if (part === undefined) return undefined
-          bytes.set(part, offset)
-        }
-        return { record, bytes }
-      }).pipe(Effect.mapError(unavailable)),
+    content: Effect.fnUntraced(function*(fileId) {
+      const rows = yield* sql<FileRow>`SELECT * FROM staged_files WHERE file_id = ${fileId}`
+      if (rows[0] === undefined) return undefined
+      const record = toRecord(rows[0])
+      const bytes = new Uint8Array(record.size)
+      for (let offset = 0; offset === 0 || offset < record.size; offset += BLOB_PART) {
+        const parts = yield* sql<{ readonly part: Uint8Array }>`
+          SELECT substring(bytes FROM ${offset + 1} FOR ${BLOB_PART}) AS part FROM staged_file_blobs WHERE file_id = ${fileId}`
+        const part = parts[0]?.part
+        // Reclaimed while being read: as if it were already gone.
+        if (part === undefined) return undefined
+        bytes.set(part, offset)
+      }
+      return { record, bytes }
+    }, Effect.mapError(unavailable)),
     remove: (fileId) =>
       sql`DELETE FROM staged_files WHERE file_id = ${fileId}`.pipe(Effect.asVoid, Effect.mapError(unavailable)),
     page: (projectId, nowMs, after, limit) =>
@@ -122,16 +120,15 @@ export const makePgBackend = Effect.gen(function*() {
           Effect.map((rows) => rows.map(toRecord)),
           Effect.mapError(unavailable)
         ),
-    sweep: (nowMs, limit) =>
-      sql.withTransaction(Effect.gen(function*() {
-        const [lock] = yield* sql<{ readonly locked: boolean }>`SELECT pg_try_advisory_xact_lock(${SWEEP_LOCK}) AS locked`
-        if (lock?.locked !== true) return { ran: false, deleted: 0 }
-        const deleted = yield* sql<{ readonly file_id: string }>`
-          DELETE FROM staged_files WHERE file_id IN (
-            SELECT file_id FROM staged_files WHERE expires_ms <= ${nowMs} ORDER BY expires_ms LIMIT ${limit}
-          ) RETURNING file_id`
-        return { ran: true, deleted: deleted.length }
-      })).pipe(Effect.mapError(unavailable))
+    sweep: Effect.fnUntraced(function*(nowMs, limit) {
+      const [lock] = yield* sql<{ readonly locked: boolean }>`SELECT pg_try_advisory_xact_lock(${SWEEP_LOCK}) AS locked`
+      if (lock?.locked !== true) return { ran: false, deleted: 0 }
+      const deleted = yield* sql<{ readonly file_id: string }>`
+        DELETE FROM staged_files WHERE file_id IN (
+          SELECT file_id FROM staged_files WHERE expires_ms <= ${nowMs} ORDER BY expires_ms LIMIT ${limit}
+        ) RETURNING file_id`
+      return { ran: true, deleted: deleted.length }
+    }, (effect) => sql.withTransaction(effect), Effect.mapError(unavailable))
   }
   return backend
 })

@@ -88,17 +88,16 @@ export const makeStagedFiles = (
   limits: { readonly maxBytes: number; readonly ttlMs: number }
 ): StagedFilesShape => {
   /** The project's live record for `fileId`; an expired one is deleted on the way (spec: reading it deletes it). */
-  const live = (projectId: string, fileId: string) =>
-    Effect.gen(function*() {
-      if (!isFileId(fileId)) return undefined
-      const record = yield* backend.find(fileId)
-      if (record === undefined || record.projectId !== projectId) return undefined
-      if (isExpired(record, yield* Clock.currentTimeMillis)) {
-        yield* backend.remove(fileId)
-        return undefined
-      }
-      return record
-    })
+  const live = Effect.fnUntraced(function*(projectId: string, fileId: string) {
+    if (!isFileId(fileId)) return undefined
+    const record = yield* backend.find(fileId)
+    if (record === undefined || record.projectId !== projectId) return undefined
+    if (isExpired(record, yield* Clock.currentTimeMillis)) {
+      yield* backend.remove(fileId)
+      return undefined
+    }
+    return record
+  })
 
   const stage = Effect.fn("StagedFiles.stage")(function*(input: StageInput) {
     // The size is known from the length: refuse oversize content before decoding it.
@@ -153,22 +152,22 @@ export const makeStagedFiles = (
     return wanted.filter((id) => !alive.has(id))
   })
 
-  const read = (binding: ExecutionBinding, fileId: string): Effect.Effect<StagedFileContent, NotFound> =>
-    Effect.gen(function*() {
-      if (!binding.attachments.includes(fileId) || !isFileId(fileId)) return yield* notFound()
-      const found = yield* backend.content(fileId)
-      const now = yield* Clock.currentTimeMillis
-      if (found === undefined || found.record.projectId !== binding.projectId || isExpired(found.record, now)) {
-        return yield* notFound()
-      }
-      const { record, bytes } = found
-      return { fileId: record.fileId, name: record.name, mimeType: record.mimeType, bytes }
-    }).pipe(
+  const read = Effect.fnUntraced(function*(binding: ExecutionBinding, fileId: string): Effect.fn.Return<StagedFileContent, NotFound | StoreUnavailable> {
+    if (!binding.attachments.includes(fileId) || !isFileId(fileId)) return yield* notFound()
+    const found = yield* backend.content(fileId)
+    const now = yield* Clock.currentTimeMillis
+    if (found === undefined || found.record.projectId !== binding.projectId || isExpired(found.record, now)) {
+      return yield* notFound()
+    }
+    const { record, bytes } = found
+    return { fileId: record.fileId, name: record.name, mimeType: record.mimeType, bytes }
+  }, (effect, binding) =>
+    effect.pipe(
       // A store fault is not "this file does not exist": it ends the adapter call as a defect,
       // which the execution records as a failure instead of a misleading not_found.
       Effect.catchTag("StoreUnavailable", (error) => Effect.die(error)),
       Effect.withSpan("StagedFiles.read", { attributes: { executionId: binding.executionId } })
-    )
+    ))
 
   return {
     stage,

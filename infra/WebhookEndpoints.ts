@@ -78,30 +78,30 @@ export const make = Effect.gen(function*() {
       endpoint === undefined || endpoint.projectId !== projectId ? Effect.fail(notFound()) : Effect.succeed(endpoint))
 
   /** Folds, decides, appends; a concurrent writer makes it start over. */
-  const execute = (
+  const execute = Effect.fnUntraced(function*(
     projectId: string,
     endpointId: string,
     command: Endpoint.EndpointCommand
-  ): Effect.Effect<void, NotFound | StoreUnavailable> =>
-    Effect.gen(function*() {
-      const streamId = Endpoint.endpointStreamId(endpointId)
-      const recorded = yield* store.readStream(streamId)
-      const state = Endpoint.fold(recorded.map((event) => event.data as unknown as Endpoint.EndpointEvent))
-      if (command.type !== "CreateEndpoint" && (state === undefined || state.projectId !== projectId)) return yield* notFound()
-      const decision = Endpoint.decide(command, state)
-      if (!Array.isArray(decision)) return yield* notFound()
-      const events = decision as ReadonlyArray<Endpoint.EndpointEvent>
-      yield* store.append([{
-        streamId,
-        streamType: Endpoint.ENDPOINT_STREAM_TYPE,
-        expectedVersion: recorded.length,
-        events: events.map((event) => ({ eventId: newId("evt"), type: event.type, schemaVersion: 1, data: event as unknown as Json }))
-      }])
-    }).pipe(
+  ): Effect.fn.Return<void, NotFound | StoreUnavailable | ConcurrencyConflict> {
+    const streamId = Endpoint.endpointStreamId(endpointId)
+    const recorded = yield* store.readStream(streamId)
+    const state = Endpoint.fold(recorded.map((event) => event.data as unknown as Endpoint.EndpointEvent))
+    if (command.type !== "CreateEndpoint" && (state === undefined || state.projectId !== projectId)) return yield* notFound()
+    const decision = Endpoint.decide(command, state)
+    if (!Array.isArray(decision)) return yield* notFound()
+    const events = decision as ReadonlyArray<Endpoint.EndpointEvent>
+    yield* store.append([{
+      streamId,
+      streamType: Endpoint.ENDPOINT_STREAM_TYPE,
+      expectedVersion: recorded.length,
+      events: events.map((event) => ({ eventId: newId("evt"), type: event.type, schemaVersion: 1, data: event as unknown as Json }))
+    }])
+  }, (effect, _projectId, endpointId) =>
+    effect.pipe(
       Effect.retry({ while: (error) => error instanceof ConcurrencyConflict, times: 5 }),
       Effect.catchTag("ConcurrencyConflict", () => Effect.die(new Error("endpoint stream kept moving"))),
       Effect.andThen(changed(endpointId))
-    )
+    ))
 
   return WebhookEndpoints.of({
     create: Effect.fnUntraced(function*(projectId, input) {
