@@ -10,10 +10,10 @@
 import { PgClient } from "@effect/sql-pg"
 import { Effect, Layer, ManagedRuntime, Redacted } from "effect"
 import { type EntityId, Sharding, ShardId } from "effect/cluster"
-import { createServer } from "node:net"
 import { fileURLToPath } from "node:url"
 import { ActorRuntime, SHARDS_PER_GROUP } from "../../infra/Actors.ts"
 import { createTestDatabase, dropTestDatabase, postgresAvailable } from "../../test/support/Database.ts"
+import { freePort } from "../../test/support/Ports.ts"
 import { Counter, CounterLive } from "../../test/infra/support/CounterEntity.ts"
 
 const N = Number(process.env.ACTORS_BENCH_N ?? "5000")
@@ -160,17 +160,6 @@ const crossRunner = (url: string) =>
       }))
     )
   }).pipe(Effect.scoped)
-
-const freePort = (): Promise<number> =>
-  new Promise((resolve, reject) => {
-    const server = createServer()
-    server.once("error", reject)
-    server.listen(0, "127.0.0.1", () => {
-      const address = server.address()
-      const port = typeof address === "object" && address !== null ? address.port : 0
-      server.close(() => resolve(port))
-    })
-  })
 
 const print = (rows: ReadonlyArray<Row>) => {
   const table = rows.map((row) => ({

@@ -16,9 +16,9 @@ import { Effect, Redacted } from "effect"
 import { spawn } from "node:child_process"
 import { Agent, request } from "node:http"
 import { availableParallelism } from "node:os"
-import { createServer as createNetServer } from "node:net"
 import { fileURLToPath, pathToFileURL } from "node:url"
 import { createTestDatabase, dropTestDatabase, postgresAvailable, TEST_DATABASE_URL } from "../../test/support/Database.ts"
+import { freePort } from "../../test/support/Ports.ts"
 import { startProcess } from "../../test/support/Service.ts"
 import { runEngine } from "../engine.ts"
 import { postgresCpu, processCpu } from "../ProcessCpu.ts"
@@ -98,16 +98,6 @@ const load = async (
 
 /** Postgres CPU per op, when the server runs on this machine (otherwise nothing moved). */
 const databaseCpuUs = (us: number | undefined): number | undefined => (us !== undefined && us > 0 ? us : undefined)
-
-const freePort = () =>
-  new Promise<number>((resolve, reject) => {
-    const server = createNetServer()
-    server.once("error", reject)
-    server.listen(0, "127.0.0.1", () => {
-      const address = server.address()
-      server.close(() => (typeof address === "object" && address !== null ? resolve(address.port) : reject(new Error("no port"))))
-    })
-  })
 
 const agent = new Agent({ keepAlive: true, maxSockets: 256 })
 
