@@ -35,6 +35,12 @@ export interface ToolDefinition {
   readonly scopes: ReadonlyArray<string>
   /** Async by nature: runs async even when called sync; MCP taskSupport `required`. */
   readonly asyncByNature: boolean
+  /**
+   * Computes its output from its input alone, inside the service: no I/O, nothing outside the
+   * process changes. A sync run with its permit commits its request, start and outcome together
+   * (docs/executions.md, "Pure tools").
+   */
+  readonly pure: boolean
   /** Per-tool dispatch timeout in milliseconds; exceeding it fails with `timeout`. */
   readonly timeoutMs: number
   readonly annotations: ToolAnnotations

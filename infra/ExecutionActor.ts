@@ -30,7 +30,7 @@ import { type AppendRequest, type ConcurrencyConflict, EventStore, type Json, ty
 import { ExecutionOwners } from "./ExecutionOwners.ts"
 import { ExecutionPermits, type PermitKey } from "./ExecutionPermits.ts"
 import { newId } from "./Ids.ts"
-import { runAdapter } from "./ExecutionDispatch.ts"
+import { type DispatchOutcome, runAdapter } from "./ExecutionDispatch.ts"
 import { AttachmentFiles } from "./ExecutionPorts.ts"
 import { Adapters } from "./providers/Adapter.ts"
 
@@ -108,6 +108,11 @@ const toNew = (event: ExecutionEvent): NewEvent => ({
   schemaVersion: 1,
   data: event as unknown as Json
 })
+
+const outcomeCommand = (outcome: DispatchOutcome, now: number): ExecutionCommand =>
+  outcome._tag === "Success"
+    ? { _tag: "CompleteExecution", now, output: outcome.output }
+    : { _tag: "FailExecution", now, error: outcome.error }
 
 const MAX_CONFLICT_RETRIES = 8
 
@@ -205,6 +210,41 @@ export const make = Effect.gen(function*() {
     return attempt(MAX_CONFLICT_RETRIES)
   }
 
+  const runTool = (request: Pick<ExecutionRequested, "executionId" | "projectId" | "userId" | "attachments">, plan: DispatchPlan) =>
+    runAdapter(adapters.get(plan.tool.name), plan, {
+      executionId: request.executionId,
+      projectId: request.projectId,
+      userId: request.userId,
+      credentials: plan.credentials,
+      files: files.forExecution({ projectId: request.projectId, executionId: request.executionId, attachments: request.attachments ?? [] })
+    })
+
+  /**
+   * A pure tool run sync with its permit (like a workflow engine's local activity): the tool runs
+   * first, then its request, start and outcome commit together, one commit instead of two. A
+   * process that stops before that commit leaves nothing recorded, and nothing outside it
+   * changed; its caller had no answer and may ask again.
+   */
+  const runPure = Effect.fnUntraced(function*(
+    request: NewExecution["request"],
+    plan: DispatchPlan,
+    alongside: ReadonlyArray<AppendRequest>,
+    started: ExecutionState,
+    events: ReadonlyArray<ExecutionEvent>
+  ) {
+    const outcome = yield* runTool(request, plan)
+    const finished = decide(outcomeCommand(outcome, yield* Clock.currentTimeMillis), started)
+    if (finished instanceof StateConflict) return yield* Effect.die(finished)
+    yield* store.append([
+      ...alongside,
+      { streamId: streamId(request.executionId), streamType: STREAM_TYPE, expectedVersion: 0, events: [...events, ...finished].map(toNew) }
+    ])
+    const cap = capOf(plan.tool)
+    if (cap !== undefined) yield* permits.release({ projectId: request.projectId, toolkit: plan.tool.toolkit, executionId: request.executionId })
+    const state = finished.reduce(evolve, started)
+    return state?.record ?? (yield* Effect.die(new Error("an outcome always makes a record")))
+  })
+
   /** The permit, then the start (unless already running), the adapter, and the outcome. */
   const runDispatch = Effect.fnUntraced(function*(run: Dispatching) {
     const { executionId, entry, plan, request, key } = run
@@ -227,22 +267,12 @@ export const make = Effect.gen(function*() {
         return
       }
     } else if (entry.state?.record.status !== "running") return
-    const adapter = adapters.get(plan.tool.name)
-    const outcome = yield* runAdapter(adapter, plan, {
-      executionId,
-      projectId: request.projectId,
-      userId: request.userId,
-      credentials: plan.credentials,
-      files: files.forExecution({ projectId: request.projectId, executionId, attachments: request.attachments ?? [] })
-    })
-    yield* mutate(executionId, (now): ExecutionCommand =>
-      outcome._tag === "Success"
-        ? { _tag: "CompleteExecution", now, output: outcome.output }
-        : { _tag: "FailExecution", now, error: outcome.error }).pipe(
-        Effect.catchTag("StateConflict", () => Effect.void),
-        // The outcome is known: a store outage delays its record, it does not lose it.
-        Effect.retry({ schedule: OUTCOME_RETRY, while: (e) => e._tag === "StoreUnavailable" })
-      )
+    const outcome = yield* runTool(request, plan)
+    yield* mutate(executionId, (now) => outcomeCommand(outcome, now)).pipe(
+      Effect.catchTag("StateConflict", () => Effect.void),
+      // The outcome is known: a store outage delays its record, it does not lose it.
+      Effect.retry({ schedule: OUTCOME_RETRY, while: (e) => e._tag === "StoreUnavailable" })
+    )
     // Freed in this turn, before a caller answered with the outcome can send another request.
     // On Postgres the outcome's commit has already freed it (PgExecutionPermits.ts); this wakes
     // the waiters of this process.
@@ -321,6 +351,7 @@ export const make = Effect.gen(function*() {
         if (started instanceof StateConflict) return yield* Effect.die(started)
         state = started.reduce(evolve, state)
         events = [...events, ...started]
+        if (plan.tool.pure) return yield* runPure(request, plan, alongside, state, events)
       }
       yield* store.append([
         ...alongside,

@@ -45,6 +45,7 @@ export const echo: ToolDefinition = {
   outputSchema: { ...anyObject, description: "The input, unchanged." },
   scopes: [],
   asyncByNature: false,
+  pure: true,
   timeoutMs: 10_000,
   annotations: { title: "Echo", readOnlyHint: true, idempotentHint: true, openWorldHint: false }
 }
@@ -70,6 +71,7 @@ export const sleep: ToolDefinition = {
   },
   scopes: [],
   asyncByNature: true,
+  pure: false,
   // The longest sleep plus room for scheduling, so only a stuck dispatch hits the timeout.
   timeoutMs: MAX_SLEEP_MS + 30_000,
   annotations: { title: "Sleep", readOnlyHint: true, idempotentHint: true, openWorldHint: false }
@@ -94,6 +96,7 @@ export const fail: ToolDefinition = {
   outputSchema: { type: "object", description: "Never produced: the tool always fails.", additionalProperties: false },
   scopes: [],
   asyncByNature: false,
+  pure: true,
   timeoutMs: 10_000,
   annotations: { title: "Fail", readOnlyHint: true, idempotentHint: true, openWorldHint: false }
 }
@@ -122,6 +125,7 @@ export const digest: ToolDefinition = {
   },
   scopes: [],
   asyncByNature: false,
+  pure: false,
   timeoutMs: 30_000,
   annotations: { title: "Digest an attachment", readOnlyHint: true, idempotentHint: true, openWorldHint: false }
 }

@@ -56,6 +56,7 @@ export const createIssue: ToolDefinition = {
   },
   scopes: ["issues:write"],
   asyncByNature: false,
+  pure: false,
   timeoutMs: 30_000,
   annotations: { title: "Create a GitHub issue", readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: true }
 }

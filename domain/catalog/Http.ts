@@ -67,6 +67,7 @@ export const request: ToolDefinition = {
   },
   scopes: [],
   asyncByNature: false,
+  pure: false,
   timeoutMs: 30_000,
   annotations: { title: "HTTP request", readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: true }
 }

@@ -42,6 +42,7 @@ export const postMessage: ToolDefinition = {
   },
   scopes: ["chat:write"],
   asyncByNature: false,
+  pure: false,
   timeoutMs: 30_000,
   annotations: { title: "Post a Slack message", readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: true }
 }

@@ -260,6 +260,34 @@ for (const mode of modes) {
         // Pending first: start-up recovery may have to dispatch it, so the input is kept sealed.
         expect(String((await requestOf(String(async.body.executionId))).sealedInput)).toMatch(/^v1\./)
       })
+
+      it("a pure tool run sync commits its request, start and outcome together; others commit the start first", async () => {
+        const eventsOf = (executionId: unknown) =>
+          service.runtime.runPromise(Effect.flatMap(EventStore, (store) => store.readStream(`execution-${String(executionId)}`)))
+        const echo = await execute(service, { tool: "demo.echo", input: { n: 1 }, userId: "u_pure" })
+        const fail = await execute(service, { tool: "demo.fail", input: { code: "rate_limited", retryAfter: 3 }, userId: "u_pure" })
+        const sleep = await execute(service, { tool: "demo.sleep", input: { ms: 1 }, userId: "u_pure" })
+        expect([echo.body.status, fail.body.status, sleep.body.status]).toEqual(["succeeded", "failed", "succeeded"])
+        const types = (events: ReadonlyArray<{ readonly type: string }>) => events.map((e) => e.type)
+        const commits = (events: ReadonlyArray<{ readonly position: { readonly tx: bigint } }>) =>
+          new Set(events.map((e) => e.position.tx)).size
+        const echoEvents = await eventsOf(echo.body.executionId)
+        const failEvents = await eventsOf(fail.body.executionId)
+        const sleepEvents = await eventsOf(sleep.body.executionId)
+        expect(types(echoEvents)).toEqual(["ExecutionRequested", "ExecutionStarted", "ExecutionSucceeded"])
+        expect(types(failEvents)).toEqual(["ExecutionRequested", "ExecutionStarted", "ExecutionFailed"])
+        expect(types(sleepEvents)).toEqual(["ExecutionRequested", "ExecutionStarted", "ExecutionSucceeded"])
+        // The recorded run reads as any other: started before it completed, the record served.
+        expect(Date.parse(String(echo.body.startedAt))).toBeLessThanOrEqual(Date.parse(String(echo.body.completedAt)))
+        expect((await getJson(service, `/v1/executions/${String(echo.body.executionId)}`)).body).toEqual(echo.body)
+        expect((await getJson(service, `/v1/executions/${String(fail.body.executionId)}`)).body).toEqual(fail.body)
+        if (mode.name === "postgres") {
+          // Events of one transaction share its position's tx.
+          expect(commits(echoEvents)).toBe(1)
+          expect(commits(failEvents)).toBe(1)
+          expect(commits(sleepEvents)).toBe(3)
+        }
+      })
     })
   })
 }

@@ -123,6 +123,18 @@ describe("catalog", () => {
     assert.deepStrictEqual(findTool("slack.post_message")?.scopes, ["chat:write"])
     assert.deepStrictEqual(findTool("github.create_issue")?.scopes, ["issues:write"])
   })
+
+  it("marks pure only tools that compute in the service: no connection, no files, no outside world", () => {
+    const pure = listTools().filter((tool) => tool.pure)
+    assert.deepStrictEqual(names(pure), ["demo.echo", "demo.fail"])
+    for (const tool of pure) {
+      // A pure run is recorded only once it has finished, so it must be quick and harmless to repeat.
+      assert.isFalse(tool.asyncByNature, tool.name)
+      assert.deepStrictEqual(findToolkit(tool.toolkit)?.authClasses, ["none"], tool.name)
+      assert.strictEqual(tool.annotations.readOnlyHint, true, tool.name)
+      assert.strictEqual(tool.annotations.openWorldHint, false, tool.name)
+    }
+  })
 })
 
 describe("decodeToolInput", () => {
