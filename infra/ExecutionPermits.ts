@@ -51,7 +51,9 @@ const POLL_MS = 250
 
 interface Waiter {
   readonly executionId: string
-  readonly wake: Deferred.Deferred<void>
+  wake: Deferred.Deferred<void>
+  /** It has had to wait (behind others, or refused by a full cap); not while its first try runs. */
+  waited: boolean
 }
 
 export const makePermits = (store: PermitStore, options: { readonly poll: boolean }): ExecutionPermitsShape => {
@@ -76,20 +78,18 @@ export const makePermits = (store: PermitStore, options: { readonly poll: boolea
       const lane = laneOf(key)
       const queue = queues.get(lane) ?? []
       queues.set(lane, queue)
-      let waiter: Waiter = { executionId: key.executionId, wake: Deferred.makeUnsafe<void>() }
+      const waiter: Waiter = { executionId: key.executionId, wake: Deferred.makeUnsafe<void>(), waited: false }
       queue.push(waiter)
       const attempt: Effect.Effect<void, StoreUnavailable> = Effect.suspend(() => {
         if (queue[0] !== waiter) return Effect.andThen(waitTurn, attempt)
         return Effect.flatMap(store.tryInsert(key, cap), (held) => (held ? Effect.void : Effect.andThen(waitTurn, attempt)))
       })
       const waitTurn = Effect.suspend(() => {
+        waiter.waited = true
         const wait = Deferred.await(waiter.wake)
         return (options.poll ? Effect.timeoutOption(wait, POLL_MS) : wait).pipe(
           Effect.andThen(Effect.sync(() => {
-            const fresh: Waiter = { executionId: waiter.executionId, wake: Deferred.makeUnsafe<void>() }
-            const index = queue.indexOf(waiter)
-            if (index >= 0) queue[index] = fresh
-            waiter = fresh
+            waiter.wake = Deferred.makeUnsafe<void>()
           }))
         )
       })
@@ -99,8 +99,11 @@ export const makePermits = (store: PermitStore, options: { readonly poll: boolea
     })
 
   return {
+    // A sync request does not overtake async ones that wait; one whose first try is on its way
+    // to the store waits for nothing yet, and the store decides between the two.
     tryAcquire: (key, cap) =>
-      Effect.suspend(() => (queues.has(laneOf(key)) ? Effect.succeed(false) : store.tryInsert(key, cap))),
+      Effect.suspend(() =>
+        queues.get(laneOf(key))?.some((waiter) => waiter.waited) === true ? Effect.succeed(false) : store.tryInsert(key, cap)),
     acquire,
     release: (key) =>
       store.remove(key).pipe(

@@ -267,7 +267,7 @@ for (const mode of modes) {
         const echo = await execute(service, { tool: "demo.echo", input: { n: 1 }, userId: "u_pure" })
         const fail = await execute(service, { tool: "demo.fail", input: { code: "rate_limited", retryAfter: 3 }, userId: "u_pure" })
         const sleep = await execute(service, { tool: "demo.sleep", input: { ms: 1 }, userId: "u_pure" })
-        expect([echo.body.status, fail.body.status, sleep.body.status]).toEqual(["succeeded", "failed", "succeeded"])
+        expect([echo.body, fail.body, sleep.body]).toMatchObject([{ status: "succeeded" }, { status: "failed" }, { status: "succeeded" }])
         const types = (events: ReadonlyArray<{ readonly type: string }>) => events.map((e) => e.type)
         const commits = (events: ReadonlyArray<{ readonly position: { readonly tx: bigint } }>) =>
           new Set(events.map((e) => e.position.tx)).size
