@@ -303,7 +303,10 @@ export const makePgEventStore = Effect.gen(function*() {
     })
 
   const writer = Queue.takeBetween(queue, 1, MAX_BATCH).pipe(Effect.flatMap(runBatch), Effect.forever)
-  yield* Effect.forkScoped(writer)
+  // One writer: while its commit runs, the next appends gather into one larger commit. A second
+  // writer committing beside it split the appends into twice the commits: over HTTP with 128
+  // clients 0.12-0.13 transactions per execution against 0.09-0.11 with one, and 2,480-3,100
+  // against 3,140-3,310 executions/s (alternating runs).
   yield* Effect.forkScoped(writer)
 
   // NOTIFY is only a hint: followers poll anyway, so a lost listener costs latency, not events.
