@@ -1,7 +1,8 @@
 /**
  * The Execution actor, in process: one owner per execution id. It loads state by folding the
  * stream `execution-<id>`, decides, appends with the expected version, then acts (dispatches
- * through the tool's adapter, with the tool's timeout, holding the toolkit permit).
+ * through the tool's adapter, with the tool's timeout, holding the toolkit permit). A pure tool
+ * run sync acts first and records its whole run in one append (`runPure`).
  *
  * Ownership: commands for one id are serialized by a per-id semaphore, and every append is
  * checked against the stream version, so a stale cache or a second owner loses with a
