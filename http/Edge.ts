@@ -254,6 +254,8 @@ export const makeEdge = (options: EdgeOptions) => {
 }
 
 const decodable = (path: string): boolean => {
+  // Only an escape can fail to decode; most paths have none.
+  if (!path.includes("%")) return true
   try {
     decodeURIComponent(path)
     return true
