@@ -97,6 +97,19 @@ export class ConcurrencyConflict extends Schema.TaggedError<ConcurrencyConflict>
   }
 }
 
+/** A lane of execution permits (ExecutionPermits.ts): a project's toolkit and its cap. */
+export interface PermitLane {
+  readonly projectId: string
+  readonly toolkit: string
+  readonly cap: number
+}
+
+/** `appendWithinCap` refused: the lane held `cap` permits at the commit. Nothing was appended. */
+export class LaneFull extends Schema.TaggedError<LaneFull>()("LaneFull", {
+  projectId: Schema.String,
+  toolkit: Schema.String
+}) {}
+
 /** A storage fault (connection lost, constraint the code did not expect). */
 export class StoreUnavailable extends Schema.TaggedError<StoreUnavailable>()("StoreUnavailable", {
   cause: Schema.Defect()
@@ -107,6 +120,17 @@ export interface EventStoreShape {
   readonly append: (
     requests: ReadonlyArray<AppendRequest>
   ) => Effect.Effect<ReadonlyArray<RecordedEvent>, ConcurrencyConflict | StoreUnavailable>
+  /**
+   * As `append`, but it commits only while `lane` holds fewer than `cap` permits, checked under
+   * the lane's lock inside the commit itself. A pure tool's sync run uses it instead of a grant
+   * before and a release after: it holds its permit for no time that anyone can observe. Only a
+   * store that keeps the permits in its own database has it (Postgres); elsewhere the permit is
+   * taken beforehand as for any tool.
+   */
+  readonly appendWithinCap?: (
+    requests: ReadonlyArray<AppendRequest>,
+    lane: PermitLane
+  ) => Effect.Effect<ReadonlyArray<RecordedEvent>, ConcurrencyConflict | LaneFull | StoreUnavailable>
   readonly readStream: (
     streamId: string,
     fromVersion?: number

@@ -27,7 +27,15 @@ import {
 } from "../domain/Execution.ts"
 import type { ExecutionRecord } from "../domain/ExecutionRecord.ts"
 import { normalized, NotFound, StateConflict } from "../domain/Errors.ts"
-import { type AppendRequest, type ConcurrencyConflict, EventStore, type Json, type NewEvent, type StoreUnavailable } from "./EventStore.ts"
+import {
+  type AppendRequest,
+  type ConcurrencyConflict,
+  EventStore,
+  type Json,
+  type LaneFull,
+  type NewEvent,
+  type StoreUnavailable
+} from "./EventStore.ts"
 import { ExecutionOwners } from "./ExecutionOwners.ts"
 import { ExecutionPermits, type PermitKey } from "./ExecutionPermits.ts"
 import { newId } from "./Ids.ts"
@@ -45,6 +53,11 @@ export interface DispatchPlan {
    * cap): the request and the start commit together, halving the commits of a sync execution.
    */
   readonly permitHeld: boolean
+  /**
+   * A pure tool's sync run whose cap its own commit checks (`EventStore.appendWithinCap`): no
+   * permit is held before it, none released after, and a full lane refuses it with `LaneFull`.
+   */
+  readonly capInCommit?: boolean | undefined
 }
 
 export interface NewExecution {
@@ -56,7 +69,7 @@ export interface NewExecution {
 
 export interface ExecutionActorShape {
   /** Records the request (with `alongside`), then dispatches in the background. */
-  readonly execute: (execution: NewExecution) => Effect.Effect<ExecutionRecord, ConcurrencyConflict | StoreUnavailable>
+  readonly execute: (execution: NewExecution) => Effect.Effect<ExecutionRecord, ConcurrencyConflict | LaneFull | StoreUnavailable>
   /** Cancels; a cancelled execution is returned unchanged; succeeded or failed is a StateConflict. */
   readonly cancel: (executionId: string) => Effect.Effect<ExecutionRecord, NotFound | StateConflict | StoreUnavailable>
   /** Marks an accepted idempotent replay (once); returns the record. */
@@ -224,7 +237,8 @@ export const make = Effect.gen(function*() {
    * A pure tool run sync with its permit (like a workflow engine's local activity): the tool runs
    * first, then its request, start and outcome commit together, one commit instead of two. A
    * process that stops before that commit leaves nothing recorded, and nothing outside it
-   * changed; its caller had no answer and may ask again.
+   * changed; its caller had no answer and may ask again. With `capInCommit` the commit itself
+   * checks the cap (no permit before, none to release after) and a full lane fails with LaneFull.
    */
   const runPure = Effect.fnUntraced(function*(
     request: NewExecution["request"],
@@ -236,12 +250,17 @@ export const make = Effect.gen(function*() {
     const outcome = yield* runTool(request, plan)
     const finished = decide(outcomeCommand(outcome, yield* Clock.currentTimeMillis), started)
     if (finished instanceof StateConflict) return yield* Effect.die(finished)
-    yield* store.append([
+    const requests: ReadonlyArray<AppendRequest> = [
       ...alongside,
       { streamId: streamId(request.executionId), streamType: STREAM_TYPE, expectedVersion: 0, events: [...events, ...finished].map(toNew) }
-    ])
+    ]
     const cap = capOf(plan.tool)
-    if (cap !== undefined) yield* permits.release({ projectId: request.projectId, toolkit: plan.tool.toolkit, executionId: request.executionId })
+    if (plan.capInCommit === true && cap !== undefined && store.appendWithinCap !== undefined) {
+      yield* store.appendWithinCap(requests, { projectId: request.projectId, toolkit: plan.tool.toolkit, cap })
+    } else {
+      yield* store.append(requests)
+      if (cap !== undefined) yield* permits.release({ projectId: request.projectId, toolkit: plan.tool.toolkit, executionId: request.executionId })
+    }
     const state = finished.reduce(evolve, started)
     return state?.record ?? (yield* Effect.die(new Error("an outcome always makes a record")))
   })

@@ -30,6 +30,12 @@ export interface PermitStore {
 }
 
 export interface ExecutionPermitsShape {
+  /**
+   * Async executions of this process have had to wait for this lane: a sync request does not
+   * overtake them. One whose first try is still on its way to the store waits for nothing yet,
+   * and the store decides between the two.
+   */
+  readonly queued: (key: PermitKey) => boolean
   /** Sync dispatch: a permit now, or false when the cap is full or others queue for it. */
   readonly tryAcquire: (key: PermitKey, cap: number) => Effect.Effect<boolean, StoreUnavailable>
   /** Async dispatch: waits its turn (FIFO in this process); interruption leaves the queue. */
@@ -98,12 +104,11 @@ export const makePermits = (store: PermitStore, options: { readonly poll: boolea
       return Effect.ensuring(attempt, Effect.sync(() => leave(lane, waiter)))
     })
 
+  const queued = (key: PermitKey) => queues.get(laneOf(key))?.some((waiter) => waiter.waited) === true
+
   return {
-    // A sync request does not overtake async ones that wait; one whose first try is on its way
-    // to the store waits for nothing yet, and the store decides between the two.
-    tryAcquire: (key, cap) =>
-      Effect.suspend(() =>
-        queues.get(laneOf(key))?.some((waiter) => waiter.waited) === true ? Effect.succeed(false) : store.tryInsert(key, cap)),
+    queued,
+    tryAcquire: (key, cap) => Effect.suspend(() => (queued(key) ? Effect.succeed(false) : store.tryInsert(key, cap))),
     acquire,
     release: (key) =>
       store.remove(key).pipe(

@@ -104,6 +104,9 @@ const orDie = <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, Exclud
     R
   >
 
+const capFull = (tool: ToolDefinition) =>
+  Effect.fail(new RateLimited({ message: `The ${tool.toolkit} concurrency limit of this project is full.`, retryAfter: 1 }))
+
 const isTerminal = (record: ExecutionRecord) =>
   record.status === "succeeded" || record.status === "failed" || record.status === "cancelled"
 
@@ -186,21 +189,24 @@ export const make = Effect.gen(function*() {
       }
       const cap = capOf(tool)
       const permitKey = { projectId: command.projectId, toolkit: tool.toolkit, executionId }
-      const capped = mode === "sync" && cap !== undefined
-      const permitHeld = mode === "sync" && (cap === undefined || (yield* orDie(permits.tryAcquire(permitKey, cap))))
-      if (capped && !permitHeld) {
-        return yield* new RateLimited({ message: `The ${tool.toolkit} concurrency limit of this project is full.`, retryAfter: 1 })
-      }
+      // A pure tool's sync run on a store that checks the cap inside its commit takes no permit
+      // before and returns none after (EventStore.appendWithinCap); it still queues behind none.
+      const capInCommit = mode === "sync" && cap !== undefined && tool.pure && store.appendWithinCap !== undefined
+      const capped = mode === "sync" && cap !== undefined && !capInCommit
+      const permitHeld = mode === "sync" &&
+        (cap === undefined || (capInCommit ? !permits.queued(permitKey) : yield* orDie(permits.tryAcquire(permitKey, cap))))
+      if (mode === "sync" && cap !== undefined && !permitHeld) return yield* capFull(tool)
       // Uninterruptible: a client hanging up must not leave a recorded execution undispatched.
       const created = yield* Effect.uninterruptible(actor.execute({
         request: requestOf(command, tool, mode, executionId, now, attachments, connection.connectionId,
           // Kept only when the execution may wait for a permit (recovery dispatches it then).
           permitHeld ? undefined : secrets.seal(canonicalJson(input))),
-        plan: { tool, input: decoded, credentials: connection.credentials, permitHeld },
+        plan: { tool, input: decoded, credentials: connection.credentials, permitHeld, capInCommit },
         alongside
       })).pipe(
         Effect.map((record) => ({ record })),
         Effect.catchTag("ConcurrencyConflict", () => Effect.succeed(undefined)),
+        Effect.catchTag("LaneFull", () => capFull(tool)),
         // Nothing was recorded: the permit taken for it goes back at once.
         Effect.onError(() => (capped && permitHeld ? permits.release(permitKey) : Effect.void)),
         orDie

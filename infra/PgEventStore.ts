@@ -5,6 +5,8 @@
  * transaction's xid8, apply the inline projections' changes and notify followers; when a view
  * table would take two kinds of change at once, the same steps run as a transaction of several
  * statements. A lost race fails only the appends whose streams moved; the rest are retried at once.
+ * Appends within a cap (`appendWithinCap`) add `append_lane_guard` to the commit, and a full lane
+ * fails only the appends it names, in the same way.
  */
 import { Data, Deferred, Effect, Layer, Queue, Schedule } from "effect"
 import { SqlClient } from "effect/sql"
@@ -18,8 +20,10 @@ import {
   type EventStoreShape,
   followByPolling,
   type Json,
+  LaneFull,
   type NewEvent,
   NO_METADATA,
+  type PermitLane,
   type Position,
   type RecordedEvent,
   StoreUnavailable
@@ -33,11 +37,19 @@ const MAX_BATCH = 256
 
 interface Pending {
   readonly requests: ReadonlyArray<AppendRequest>
-  readonly done: Deferred.Deferred<ReadonlyArray<RecordedEvent>, ConcurrencyConflict | StoreUnavailable>
+  /** `appendWithinCap`: the lane that must have a free permit at the commit. */
+  readonly lane: PermitLane | undefined
+  readonly done: Deferred.Deferred<ReadonlyArray<RecordedEvent>, ConcurrencyConflict | LaneFull | StoreUnavailable>
 }
 
-/** Raised inside the batch transaction to roll it back when some streams moved. */
-class BatchConflict extends Data.TaggedError("BatchConflict")<{ readonly streams: ReadonlySet<string> }> {}
+/**
+ * Raised inside the batch transaction to roll it back: some streams moved, or some appends'
+ * permit lanes were full (named by their first stream).
+ */
+class BatchConflict extends Data.TaggedError("BatchConflict")<{
+  readonly reason: "moved" | "laneFull"
+  readonly streams: ReadonlySet<string>
+}> {}
 
 interface EventRow {
   readonly stream_id: string
@@ -176,18 +188,41 @@ const placed = (flat: ReadonlyArray<Flat>, rows: ReadonlyArray<PlacedRow>): Read
   })
 }
 
-/** The streams named by `append_guard` when it aborted a commit. */
-const movedStreams = (error: unknown): ReadonlySet<string> | undefined => {
+/**
+ * The refusal of `append_guard` (streams that moved) or `append_lane_guard` (appends whose permit
+ * lane was full, permitMigrations in PgExecutionPermits.ts) when one aborted a commit.
+ */
+const refusal = (error: unknown): BatchConflict | undefined => {
   let cause = error
   for (let depth = 0; depth < 5 && typeof cause === "object" && cause !== null; depth++) {
     const node = cause as { readonly message?: unknown; readonly detail?: unknown; readonly reason?: unknown; readonly cause?: unknown }
-    if (node.message === "append_conflict" && typeof node.detail === "string") {
-      return new Set(JSON.parse(node.detail) as Array<string>)
+    if ((node.message === "append_conflict" || node.message === "append_lane_full") && typeof node.detail === "string") {
+      const streams = new Set(JSON.parse(node.detail) as Array<string>)
+      return new BatchConflict({ reason: node.message === "append_conflict" ? "moved" : "laneFull", streams })
     }
     cause = node.reason ?? node.cause
   }
   return undefined
 }
+
+const toBatchConflict = (error: SqlError): Effect.Effect<never, BatchConflict | SqlError> => {
+  const refused = refusal(error)
+  return refused === undefined ? Effect.fail(error) : Effect.fail(refused)
+}
+
+/** The lane checks of a commit, as `append_lane_guard`'s four arrays: each append named by its first stream. */
+const laneParams = (batch: ReadonlyArray<Pending>): Array<unknown> | undefined => {
+  const checked = batch.filter((p) => p.lane !== undefined)
+  return checked.length === 0 ? undefined : [
+    checked.map((p) => p.requests[0]!.streamId),
+    checked.map((p) => p.lane!.projectId),
+    checked.map((p) => p.lane!.toolkit),
+    checked.map((p) => p.lane!.cap)
+  ]
+}
+
+const LANE_GUARD = (first: number) =>
+  `append_lane_guard($${first}::text[], $${first + 1}::text[], $${first + 2}::text[], $${first + 3}::int4[])`
 
 export const makePgEventStore = Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
@@ -204,11 +239,13 @@ export const makePgEventStore = Effect.gen(function*() {
    * beforehand from the events, which is why inline projections never read a position); a moved
    * stream makes `append_guard` abort the whole statement, and the error names the streams.
    */
-  const commitAtOnce = (flat: ReadonlyArray<Flat>, ctes: ReadonlyArray<string>, params: ReadonlyArray<unknown>) =>
-    sql.unsafe<PlacedRow>(
+  const commitAtOnce = (flat: ReadonlyArray<Flat>, ctes: ReadonlyArray<string>, params: Array<unknown>, lanes: Array<unknown> | undefined) => {
+    // The lanes are checked after the versions: they come last among the guard's arguments.
+    const laneGuard = lanes === undefined ? "" : ` AND ${LANE_GUARD(params.push(...lanes) - 3)}`
+    return sql.unsafe<PlacedRow>(
       `WITH ${STREAM_WRITES}, guard AS (
         SELECT append_guard(ARRAY(
-          SELECT stream_id FROM input EXCEPT SELECT stream_id FROM updated EXCEPT SELECT stream_id FROM inserted)) AS ok
+          SELECT stream_id FROM input EXCEPT SELECT stream_id FROM updated EXCEPT SELECT stream_id FROM inserted))${laneGuard} AS ok
       ), appended AS (${insertEvents(5, "guard")})${ctes.map((cte, i) => `, view_${i} AS (${cte})`).join("")}
       SELECT a.stream_id, a.stream_version, a.global_position, a.tx, a.created_at,
              (SELECT pg_notify('${NOTIFY_CHANNEL}', '')::text) AS notified
@@ -216,17 +253,20 @@ export const makePgEventStore = Effect.gen(function*() {
       params as Array<unknown>
     ).pipe(
       Effect.map((rows) => placed(flat, rows.filter((row) => row.stream_id !== null))),
-      Effect.catch((error: SqlError): Effect.Effect<never, BatchConflict | SqlError> => {
-        const streams = movedStreams(error)
-        return streams === undefined ? Effect.fail(error) : Effect.fail(new BatchConflict({ streams }))
-      })
+      Effect.catch(toBatchConflict)
     )
+  }
 
   /**
    * When one table would take two kinds of change in a commit (a row may not change twice in one
    * statement), the commit is a transaction of several statements instead.
    */
-  const commitInSteps = (requests: ReadonlyArray<AppendRequest>, flat: ReadonlyArray<Flat>, changes: ReadonlyArray<RowChange>) =>
+  const commitInSteps = (
+    requests: ReadonlyArray<AppendRequest>,
+    flat: ReadonlyArray<Flat>,
+    changes: ReadonlyArray<RowChange>,
+    lanes: Array<unknown> | undefined
+  ) =>
     sql.withTransaction(
       Effect.gen(function*() {
         const moved = yield* sql.unsafe<{ stream_id: string }>(
@@ -235,7 +275,8 @@ export const makePgEventStore = Effect.gen(function*() {
         )
         const ok = new Set(moved.map((row) => row.stream_id))
         const conflicts = new Set(requests.filter((r) => !ok.has(r.streamId)).map((r) => r.streamId))
-        if (conflicts.size > 0) return yield* new BatchConflict({ streams: conflicts })
+        if (conflicts.size > 0) return yield* new BatchConflict({ reason: "moved", streams: conflicts })
+        if (lanes !== undefined) yield* sql.unsafe(`SELECT ${LANE_GUARD(1)}`, lanes).pipe(Effect.catch(toBatchConflict))
         const rows = yield* sql.unsafe<PlacedRow>(insertEvents(1), eventParams(flat))
         yield* applyChanges(sql, specs, changes)
         yield* sql`SELECT pg_notify(${NOTIFY_CHANNEL}, '')`
@@ -251,7 +292,8 @@ export const makePgEventStore = Effect.gen(function*() {
       const changes = inline.flatMap((projection) => projectAll(projection, events))
       const params: Array<unknown> = [...streamParams(requests), ...eventParams(flat)]
       const ctes = changeCtes(specs, changes, params)
-      return ctes === undefined ? commitInSteps(requests, flat, changes) : commitAtOnce(flat, ctes, params)
+      const lanes = laneParams(batch)
+      return ctes === undefined ? commitInSteps(requests, flat, changes, lanes) : commitAtOnce(flat, ctes, params, lanes)
     })
 
   /** Splits a commit's events back to the appends that made them. */
@@ -289,6 +331,9 @@ export const makePgEventStore = Effect.gen(function*() {
           const failed = now.filter((p) => p.requests.some((r) => conflict.streams.has(r.streamId)))
           const retry = now.filter((p) => !failed.includes(p))
           return Effect.forEach(failed, (p) => {
+            if (conflict.reason === "laneFull" && p.lane !== undefined) {
+              return Deferred.fail(p.done, new LaneFull({ projectId: p.lane.projectId, toolkit: p.lane.toolkit }))
+            }
             const request = p.requests.find((r) => conflict.streams.has(r.streamId))!
             return Deferred.fail(p.done, new ConcurrencyConflict({ streamId: request.streamId, expectedVersion: request.expectedVersion }))
           }, { discard: true }).pipe(Effect.andThen(runBatch(retry)))
@@ -323,13 +368,17 @@ export const makePgEventStore = Effect.gen(function*() {
 
   const readAll = (after: Position, limit: number) => readFeed(sql, after, limit).pipe(Effect.mapError(unavailable))
 
+  const enqueue = Effect.fnUntraced(function*(requests: ReadonlyArray<AppendRequest>, lane: PermitLane | undefined) {
+    if (requests.length === 0) return []
+    const done = yield* Deferred.make<ReadonlyArray<RecordedEvent>, ConcurrencyConflict | LaneFull | StoreUnavailable>()
+    yield* Queue.offer(queue, { requests, lane, done })
+    return yield* Deferred.await(done)
+  })
+
   const store: EventStoreShape = {
-    append: Effect.fnUntraced(function*(requests) {
-      if (requests.length === 0) return []
-      const done = yield* Deferred.make<ReadonlyArray<RecordedEvent>, ConcurrencyConflict | StoreUnavailable>()
-      yield* Queue.offer(queue, { requests, done })
-      return yield* Deferred.await(done)
-    }),
+    // Without a lane nothing can raise LaneFull.
+    append: (requests) => enqueue(requests, undefined) as Effect.Effect<ReadonlyArray<RecordedEvent>, ConcurrencyConflict | StoreUnavailable>,
+    appendWithinCap: enqueue,
     readStream: (streamId, fromVersion = 1) =>
       sql<EventRow>`
         SELECT e.stream_id, s.stream_type, e.stream_version, e.global_position, e.tx_id::text AS tx, e.event_id,

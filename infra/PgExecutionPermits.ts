@@ -157,6 +157,32 @@ const slotGrantFunction = (ensureOnlyMissing: boolean) => `CREATE OR REPLACE FUN
      SELECT execution_id FROM granted UNION ALL SELECT execution_id FROM already;
    END $$`
 
+/**
+ * The check of `EventStore.appendWithinCap`, inside the event log's commit (PgEventStore.ts): it
+ * locks the lanes as a grant does, then counts each lane's busy slots (held, by an execution not
+ * terminal in the view, or granted under a minute ago to one not recorded yet) with a fresh
+ * snapshot, as volatile functions take. A full lane aborts the commit, naming the appends it
+ * refused by their first stream; the lock is held until the commit, so no grant races it.
+ */
+const laneGuardFunction = `CREATE FUNCTION append_lane_guard(streams text[], projects text[], toolkits text[], caps int4[])
+   RETURNS boolean LANGUAGE plpgsql VOLATILE AS $$
+   DECLARE
+     refused text[];
+   BEGIN
+     PERFORM lock_permit_lanes(projects, toolkits);
+     SELECT array_agg(r.stream_id) INTO refused
+     FROM unnest(streams, projects, toolkits, caps) AS r(stream_id, project_id, toolkit, cap)
+     WHERE (SELECT count(*) FROM execution_permit_slots s
+            LEFT JOIN v_executions v ON v.project_id = s.project_id AND v.execution_id = s.execution_id
+            WHERE s.project_id = r.project_id AND s.toolkit = r.toolkit AND s.slot < r.cap AND s.execution_id IS NOT NULL
+              AND NOT coalesce(v.status IN ('succeeded', 'failed', 'cancelled'), false)
+              AND NOT (v.execution_id IS NULL AND s.acquired_at < now() - interval '1 minute')) >= r.cap;
+     IF refused IS NOT NULL THEN
+       RAISE EXCEPTION 'append_lane_full' USING DETAIL = array_to_json(refused)::text;
+     END IF;
+     RETURN true;
+   END $$`
+
 /** Permits table (migrations 200-299). */
 export const permitMigrations = [{
   id: 200,
@@ -210,6 +236,10 @@ export const permitMigrations = [{
   id: 204,
   name: "grant_inserts_missing_slots_only",
   statements: [slotGrantFunction(true)]
+}, {
+  id: 205,
+  name: "append_lane_guard",
+  statements: [laneGuardFunction]
 }] as const
 
 const MAX_BATCH = 256

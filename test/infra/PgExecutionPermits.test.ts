@@ -1,8 +1,10 @@
 import { assert, describe, layer } from "@effect/vitest"
-import { Effect, Layer } from "effect"
+import { Deferred, Effect, Exit, Fiber, Layer } from "effect"
 import { SqlClient } from "effect/sql"
 import { executionsTable } from "../../infra/ExecutionsProjection.ts"
+import { makePgEventStore } from "../../infra/PgEventStore.ts"
 import { makePgPermitStore } from "../../infra/PgExecutionPermits.ts"
+import { Projections } from "../../infra/Projection.ts"
 import { runMigrations } from "../../infra/PgMigrations.ts"
 import { createTableStatements } from "../../infra/PgViewStore.ts"
 import { allMigrations } from "../../src/Infra.ts"
@@ -149,6 +151,62 @@ describe.skipIf(!postgresAvailable)("execution permits on Postgres", () => {
         }
         assert.strictEqual(left, 0)
         assert.strictEqual((yield* deadlocks) - before, 0)
+      })))
+
+    it.effect("an append within a cap commits while its lane has a free permit; a full lane refuses only its own append", () =>
+      Effect.scoped(Effect.gen(function*() {
+        const permits = yield* makePgPermitStore
+        const events = yield* Effect.provideService(makePgEventStore, Projections, [])
+        const appendWithinCap = events.appendWithinCap!
+        // setStatus writes the view rows of proj_p.
+        const lane = { projectId: "proj_p", toolkit: "lc_demo", cap: 2 }
+        const run = (streamId: string) => [{
+          streamId,
+          streamType: "execution",
+          expectedVersion: 0,
+          events: [{ eventId: `evt_${streamId}`, type: "ExecutionRequested", schemaVersion: 1, data: {} }]
+        }]
+        const recorded = Effect.flatMap(SqlClient.SqlClient, (sql) =>
+          Effect.map(sql<{ stream_id: string }>`SELECT stream_id FROM streams WHERE stream_id LIKE 'lc_%' ORDER BY 1`, (rows) =>
+            rows.map((row) => row.stream_id)))
+
+        // One permit held (by a running execution): one left, so the run commits and takes none.
+        assert.isTrue(yield* permits.tryInsert({ projectId: "proj_p", toolkit: "lc_demo", executionId: "exe_lc1" }, 2))
+        yield* setStatus("exe_lc1", "running")
+        yield* appendWithinCap(run("lc_a"), lane)
+        assert.isTrue(yield* permits.tryInsert({ projectId: "proj_p", toolkit: "lc_demo", executionId: "exe_lc2" }, 2))
+
+        // The lane is full now. A run in it is refused with LaneFull while a run in another lane
+        // and a plain append that share its commit go through: the writer is held on a commit
+        // whose lane another transaction has locked, so the three gather into the next one.
+        const sql = yield* SqlClient.SqlClient
+        const locked = yield* Deferred.make<void>()
+        const holder = yield* Effect.forkScoped(sql.withTransaction(Effect.gen(function*() {
+          yield* sql`SELECT lock_permit_lanes(ARRAY['proj_p'], ARRAY['lc_slack'])`
+          yield* Deferred.succeed(locked, undefined)
+          yield* Effect.sleep("300 millis")
+        })))
+        yield* Deferred.await(locked)
+        const blocked = yield* Effect.forkScoped(appendWithinCap(run("lc_x"), { ...lane, toolkit: "lc_slack" }))
+        yield* Effect.sleep("50 millis")
+        const [full, other, plain] = yield* Effect.all([
+          Effect.exit(appendWithinCap(run("lc_b"), lane)),
+          Effect.exit(appendWithinCap(run("lc_c"), { ...lane, toolkit: "lc_http" })),
+          Effect.exit(events.append(run("lc_d")))
+        ], { concurrency: "unbounded" })
+        yield* Fiber.join(holder)
+        yield* Fiber.join(blocked)
+        assert.deepStrictEqual(Exit.isFailure(full) ? full.cause.reasons.map((r) => r._tag === "Fail" && r.error._tag) : [], ["LaneFull"])
+        assert.isTrue(Exit.isSuccess(other))
+        assert.isTrue(Exit.isSuccess(plain))
+        assert.deepStrictEqual(yield* recorded, ["lc_a", "lc_c", "lc_d", "lc_x"])
+        const commits = yield* sql<{ n: number }>`SELECT count(DISTINCT tx_id)::int AS n FROM events WHERE stream_id IN ('lc_c', 'lc_d')`
+        assert.strictEqual(commits[0]?.n, 1)
+
+        // A terminal holder frees its permit for the next run at once.
+        yield* setStatus("exe_lc1", "succeeded")
+        yield* appendWithinCap(run("lc_e"), lane)
+        assert.deepStrictEqual(yield* recorded, ["lc_a", "lc_c", "lc_d", "lc_e", "lc_x"])
       })))
   })
 })
