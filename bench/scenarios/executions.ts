@@ -8,8 +8,13 @@
  * table shows each server's CPU time per operation (from /proc), which contention distorts less,
  * and on Postgres the local database server's CPU time per operation too.
  *
+ * This machine's speed drifts by tens of percent between minutes, so the HTTP rows and the raw
+ * Postgres row run BENCH_REPEATS times (3 by default), interleaved: each cell shows the run with
+ * the median rate, the range column every run's rate, and a ratio is the median of the ratios of
+ * runs made side by side.
+ *
  * Standalone: `node bench/scenarios/executions.ts` (BENCH_SECONDS, BENCH_WARMUP_SECONDS,
- * BENCH_CLIENTS, BENCH_PEAK_CLIENTS, BENCH_ENGINE_CONCURRENCY tune it).
+ * BENCH_CLIENTS, BENCH_PEAK_CLIENTS, BENCH_ENGINE_CONCURRENCY, BENCH_REPEATS tune it).
  */
 import { PgClient } from "@effect/sql-pg"
 import { Effect, Redacted } from "effect"
@@ -35,6 +40,7 @@ const CLIENTS = Number(process.env.BENCH_CLIENTS ?? 32)
 const PEAK_CLIENTS = Number(process.env.BENCH_PEAK_CLIENTS ?? 128)
 /** Projects for `clients` clients: demo allows 4 concurrent executions per project, so two each. */
 const projectsFor = (clients: number) => Math.max(1, Math.ceil(clients / 2))
+const REPEATS = Math.max(1, Number(process.env.BENCH_REPEATS ?? 3))
 
 interface Result {
   readonly name: string
@@ -47,7 +53,35 @@ interface Result {
   readonly cpuUs?: number | undefined
   /** CPU of the local Postgres processes per operation, microseconds; undefined when not measured. */
   readonly dbCpuUs?: number | undefined
+  /** The lowest and highest rate of the repeated runs this one is the median of. */
+  readonly range?: readonly [number, number] | undefined
 }
+
+const median = (values: ReadonlyArray<number>): number => {
+  const sorted = values.toSorted((a, b) => a - b)
+  const middle = Math.floor(sorted.length / 2)
+  return sorted.length % 2 === 1 ? sorted[middle]! : (sorted[middle - 1]! + sorted[middle]!) / 2
+}
+
+/** The run with the median rate (a real run, so its columns agree), with the range of all of them. */
+const medianRun = (runs: ReadonlyArray<Result>): Result => {
+  const sorted = runs.toSorted((a, b) => a.perSecond - b.perSecond)
+  const chosen = sorted[Math.floor((sorted.length - 1) / 2)]!
+  return { ...chosen, range: [sorted[0]!.perSecond, sorted[sorted.length - 1]!.perSecond] }
+}
+
+/** Runs every row `REPEATS` times, interleaved: the rows of one round share the machine's mood. */
+const rounds = async (rows: ReadonlyArray<() => Promise<Result>>): Promise<ReadonlyArray<ReadonlyArray<Result>>> => {
+  const runs: Array<Array<Result>> = rows.map(() => [])
+  for (let round = 0; round < REPEATS; round++) {
+    for (const [i, row] of rows.entries()) runs[i]!.push(await row())
+  }
+  return runs
+}
+
+/** The median, over rounds, of `a`'s rate over `b`'s in the same round. */
+const pairedRatio = (a: ReadonlyArray<Result>, b: ReadonlyArray<Result>): number =>
+  median(a.map((run, i) => run.perSecond / b[i]!.perSecond))
 
 const percentile = (sorted: ReadonlyArray<number>, p: number) =>
   sorted.length === 0 ? 0 : sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * p))] ?? 0
@@ -212,13 +246,14 @@ const format = (results: ReadonlyArray<Result>) => {
   const rows = results.map((r) => [
     r.name,
     r.perSecond.toFixed(0),
+    r.range === undefined || r.range[0] === r.range[1] ? "-" : `${r.range[0].toFixed(0)}-${r.range[1].toFixed(0)}`,
     r.p50.toFixed(2),
     r.p99.toFixed(2),
     String(r.errors),
     r.cpuUs === undefined ? "-" : r.cpuUs.toFixed(0),
     r.dbCpuUs === undefined ? "-" : r.dbCpuUs.toFixed(0)
   ])
-  const header = ["scenario", "ops/s", "p50 ms", "p99 ms", "errors", "server CPU us/op", "Postgres CPU us/op"]
+  const header = ["scenario", "ops/s", "range ops/s", "p50 ms", "p99 ms", "errors", "server CPU us/op", "Postgres CPU us/op"]
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((row) => row[i]?.length ?? 0)))
   const line = (cells: ReadonlyArray<string>) => cells.map((cell, i) => (i === 0 ? cell.padEnd(widths[i] ?? 0) : cell.padStart(widths[i] ?? 0))).join("  ")
   return [line(header), widths.map((w) => "-".repeat(w)).join("  "), ...rows.map(line)].join("\n")
@@ -226,29 +261,37 @@ const format = (results: ReadonlyArray<Result>) => {
 
 export const run = async (): Promise<void> => {
   const results: Array<Result> = []
-  const rawNode = await rawNodeBaseline()
-  results.push(rawNode)
-  const framework = await effectBaseline()
-  results.push(framework)
-  const memory = await serviceRun("sync demo.echo, memory", {})
-  results.push(memory)
+  const [rawNodeRuns, frameworkRuns, memoryRuns] = await rounds([
+    rawNodeBaseline,
+    effectBaseline,
+    () => serviceRun("sync demo.echo, memory", {})
+  ])
+  const rawNode = medianRun(rawNodeRuns!)
+  const framework = medianRun(frameworkRuns!)
+  const memory = medianRun(memoryRuns!)
+  results.push(rawNode, framework, memory)
   const memoryEngine = await engineRow(`engine without HTTP, memory (${ENGINE_CONCURRENCY} fibers)`, {})
   results.push(memoryEngine)
-  const cpuRatio = memory.cpuUs !== undefined && rawNode.cpuUs !== undefined ? (rawNode.cpuUs / memory.cpuUs).toFixed(2) : "-"
+  const cpuRatio = median(memoryRuns!.map((run, i) => (rawNodeRuns![i]!.cpuUs ?? NaN) / (run.cpuUs ?? NaN))).toFixed(2)
+  const ratios = memoryRuns!.map((run, i) => (run.perSecond / rawNodeRuns![i]!.perSecond).toFixed(2)).join(", ")
   const notes = [
-    `memory / raw node: ${(memory.perSecond / rawNode.perSecond).toFixed(2)} by throughput, ${cpuRatio} by server CPU per op (target >= 0.30)`,
-    `Effect HttpApi floor / raw node: ${(framework.perSecond / rawNode.perSecond).toFixed(2)} by throughput; the service adds ` +
+    `memory / raw node: ${pairedRatio(memoryRuns!, rawNodeRuns!).toFixed(2)} by throughput (rounds: ${ratios}), ` +
+    `${cpuRatio} by server CPU per op (target >= 0.30)`,
+    `Effect HttpApi floor / raw node: ${pairedRatio(frameworkRuns!, rawNodeRuns!).toFixed(2)} by throughput; the service adds ` +
     `${memory.cpuUs !== undefined && framework.cpuUs !== undefined ? (memory.cpuUs - framework.cpuUs).toFixed(0) : "-"} us of CPU per execution above it`
   ]
   if (postgresAvailable) {
     const url = await createTestDatabase("bench")
     try {
-      results.push(await rawPostgresBaseline(url))
       const durable = { SERVICE_DATABASE_URL: url, SERVICE_SECRET_KEY: Buffer.alloc(32, 7).toString("base64") }
-      const pg = await serviceRun("sync demo.echo, Postgres", durable)
-      results.push(pg)
-      const peak = await serviceRun(`sync demo.echo, Postgres, ${PEAK_CLIENTS} clients`, durable, PEAK_CLIENTS)
-      results.push(peak)
+      const [rawPgRuns, pgRuns, peakRuns] = await rounds([
+        () => rawPostgresBaseline(url),
+        () => serviceRun("sync demo.echo, Postgres", durable),
+        () => serviceRun(`sync demo.echo, Postgres, ${PEAK_CLIENTS} clients`, durable, PEAK_CLIENTS)
+      ])
+      const pg = medianRun(pgRuns!)
+      const peak = medianRun(peakRuns!)
+      results.push(medianRun(rawPgRuns!), pg, peak)
       const pgEngine = await engineRow(`engine without HTTP, Postgres (${ENGINE_CONCURRENCY} fibers)`, durable)
       results.push(pgEngine)
       notes.push(
@@ -270,7 +313,8 @@ export const run = async (): Promise<void> => {
   } else {
     notes.push(`Postgres at ${TEST_DATABASE_URL} is not reachable: the durable rows are skipped`)
   }
-  process.stdout.write(`\nexecutions (${CLIENTS} clients unless named, ${SECONDS} s each, two clients per project)\n${format(results)}\n${notes.join("\n")}\n`)
+  process.stdout.write(`\nexecutions (${CLIENTS} clients unless named, ${SECONDS} s each, two clients per project, ` +
+    `median of ${REPEATS} interleaved runs where a range is shown)\n${format(results)}\n${notes.join("\n")}\n`)
   agent.destroy()
 }
 
