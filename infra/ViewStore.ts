@@ -154,12 +154,21 @@ export class MemoryTables {
   }
 
   apply(changes: ReadonlyArray<RowChange>): void {
-    for (const change of changes) {
+    for (let i = 0; i < changes.length; i++) {
+      const change = changes[i]!
       const table = this.table(change.table)
       switch (change.op) {
         case "upsert": {
           const key = this.keyOf(change.table, change.row)
-          this.put(change.table, table, key, { ...table.get(key), ...change.row })
+          // Upserts of one row in a row (an execution's request, start and outcome in one
+          // commit) are written once, as applying each would leave it.
+          let row = { ...table.get(key), ...change.row }
+          for (let next = changes[i + 1]; next?.op === "upsert" && next.table === change.table; next = changes[i + 1]) {
+            if (this.keyOf(next.table, next.row) !== key) break
+            row = { ...row, ...next.row }
+            i++
+          }
+          this.put(change.table, table, key, row)
           break
         }
         case "update": {

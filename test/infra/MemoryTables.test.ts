@@ -68,6 +68,35 @@ describe("memory tables", () => {
     )
   })
 
+  it("apply a batch as they apply its changes one by one, runs of upserts of one row included", () => {
+    // Upserts of one id in a row, each with some of the columns: written once, merged in order.
+    const run = fc.tuple(
+      fc.constantFrom(...IDS),
+      fc.array(fc.record({ grp: fc.constantFrom<Json>(...GROUPS, null), flag: fc.boolean() }, { requiredKeys: [] }), { minLength: 1, maxLength: 4 })
+    ).map(([id, rows]) => rows.map((r): RowChange => ({ op: "upsert", table: TABLE, row: { id, ...r } })))
+    const batch = fc.array(fc.oneof(change.map((c) => [c]), run), { maxLength: 6 }).map((parts) => parts.flat())
+    fc.assert(
+      fc.property(fc.array(batch, { maxLength: 8 }), (batches) => {
+        const together = new MemoryTables(KEYS)
+        const oneByOne = new MemoryTables(KEYS)
+        const lists: ReadonlyArray<ListQuery> = [...GROUPS, null].map((grp) => ({
+          where: [{ column: "grp", op: "=", value: grp }],
+          orderBy: [{ column: "id", direction: "asc" }],
+          limit: 100
+        }))
+        // Listed first, so both keep their indexes through the changes.
+        for (const q of lists) assert.deepStrictEqual(together.list(TABLE, q), oneByOne.list(TABLE, q))
+        for (const changes of batches) {
+          together.apply(changes)
+          for (const c of changes) oneByOne.apply([c])
+          assert.deepStrictEqual(together.dump(TABLE), oneByOne.dump(TABLE))
+          for (const q of lists) assert.deepStrictEqual(together.list(TABLE, q), oneByOne.list(TABLE, q))
+        }
+      }),
+      { numRuns: 300, seed: 11 }
+    )
+  })
+
   it("forgets a cleared table's indexes", () => {
     const tables = new MemoryTables(KEYS)
     const q: ListQuery = { where: [{ column: "grp", op: "=", value: "g1" }], orderBy: [{ column: "id", direction: "asc" }], limit: 10 }
