@@ -81,7 +81,7 @@ const rounds = async (rows: ReadonlyArray<() => Promise<Result>>): Promise<Reado
 
 /** The median, over rounds, of `a`'s rate over `b`'s in the same round. */
 const pairedRatio = (a: ReadonlyArray<Result>, b: ReadonlyArray<Result>): number =>
-  median(a.map((run, i) => run.perSecond / b[i]!.perSecond))
+  median(a.map((x, i) => x.perSecond / b[i]!.perSecond))
 
 const percentile = (sorted: ReadonlyArray<number>, p: number) =>
   sorted.length === 0 ? 0 : sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * p))] ?? 0
@@ -272,8 +272,8 @@ export const run = async (): Promise<void> => {
   results.push(rawNode, framework, memory)
   const memoryEngine = await engineRow(`engine without HTTP, memory (${ENGINE_CONCURRENCY} fibers)`, {})
   results.push(memoryEngine)
-  const cpuRatio = median(memoryRuns!.map((run, i) => (rawNodeRuns![i]!.cpuUs ?? NaN) / (run.cpuUs ?? NaN))).toFixed(2)
-  const ratios = memoryRuns!.map((run, i) => (run.perSecond / rawNodeRuns![i]!.perSecond).toFixed(2)).join(", ")
+  const cpuRatio = median(memoryRuns!.map((m, i) => (rawNodeRuns![i]!.cpuUs ?? NaN) / (m.cpuUs ?? NaN))).toFixed(2)
+  const ratios = memoryRuns!.map((m, i) => (m.perSecond / rawNodeRuns![i]!.perSecond).toFixed(2)).join(", ")
   const notes = [
     `memory / raw node: ${pairedRatio(memoryRuns!, rawNodeRuns!).toFixed(2)} by throughput (rounds: ${ratios}), ` +
     `${cpuRatio} by server CPU per op (target >= 0.30)`,
