@@ -110,10 +110,6 @@ class FeedEvent implements RecordedEvent {
   get metadata(): { readonly [key: string]: Json } {
     return (this.#metadata ??= this.#metadataText === "{}" ? NO_METADATA : JSON.parse(this.#metadataText))
   }
-  toJSON() {
-    const { streamId, streamType, version, position, eventId, type, schemaVersion, data, metadata, createdAt } = this
-    return { streamId, streamType, version, position, eventId, type, schemaVersion, data, metadata, createdAt }
-  }
 }
 
 export const toRecorded = (row: EventRow): RecordedEvent => ({
