@@ -189,13 +189,17 @@ export const make = Effect.gen(function*() {
       }
       const cap = capOf(tool)
       const permitKey = { projectId: command.projectId, toolkit: tool.toolkit, executionId }
+      const syncCapped = mode === "sync" && cap !== undefined
       // A pure tool's sync run on a store that checks the cap inside its commit takes no permit
-      // before and returns none after (EventStore.appendWithinCap); it still queues behind none.
-      const capInCommit = mode === "sync" && cap !== undefined && tool.pure && store.appendWithinCap !== undefined
-      const capped = mode === "sync" && cap !== undefined && !capInCommit
+      // before and returns none after (EventStore.appendWithinCap); like any sync request it does
+      // not overtake async ones waiting in this process.
+      const capInCommit = syncCapped && tool.pure && store.appendWithinCap !== undefined
       const permitHeld = mode === "sync" &&
         (cap === undefined || (capInCommit ? !permits.queued(permitKey) : yield* orDie(permits.tryAcquire(permitKey, cap))))
-      if (mode === "sync" && cap !== undefined && !permitHeld) return yield* capFull(tool)
+      if (syncCapped && !permitHeld) return yield* capFull(tool)
+      // Past the refusal above, a capped sync request holds the permit it took, unless its commit
+      // checks the cap; that permit goes back here when nothing is recorded.
+      const tookPermit = syncCapped && !capInCommit
       // Uninterruptible: a client hanging up must not leave a recorded execution undispatched.
       const created = yield* Effect.uninterruptible(actor.execute({
         request: requestOf(command, tool, mode, executionId, now, attachments, connection.connectionId,
@@ -208,12 +212,12 @@ export const make = Effect.gen(function*() {
         Effect.catchTag("ConcurrencyConflict", () => Effect.succeed(undefined)),
         Effect.catchTag("LaneFull", () => capFull(tool)),
         // Nothing was recorded: the permit taken for it goes back at once.
-        Effect.onError(() => (capped && permitHeld ? permits.release(permitKey) : Effect.void)),
+        Effect.onError(() => (tookPermit ? permits.release(permitKey) : Effect.void)),
         orDie
       )
       if (created === undefined) {
         // Another request claimed the key first: release and read the claim again.
-        if (capped && permitHeld) yield* permits.release(permitKey)
+        if (tookPermit) yield* permits.release(permitKey)
         continue
       }
       return yield* answer(created.record, waitMs)
