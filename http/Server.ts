@@ -2,12 +2,20 @@
  * The HTTP application: the API's routes and docs behind the edge, as one effect that a Node
  * server (or an in-process web handler in tests) runs per request.
  */
-import { Effect, Layer } from "effect"
-import { HttpRouter, HttpServer } from "effect/http"
+import { Context, Effect, FileSystem, Layer, Path, Scheduler, Scope } from "effect"
+import { Etag, HttpPlatform, HttpRouter, HttpServer } from "effect/http"
 import { HttpApiBuilder, HttpApiScalar } from "effect/http-api"
 import { NodeHttpServer } from "@effect/platform-node"
 import { createServer } from "node:http"
 import { AppConfig } from "../src/Config.ts"
+import { ApiKeys } from "../infra/ApiKeys.ts"
+import { Connections } from "../infra/Connections.ts"
+import { Executions } from "../infra/Executions.ts"
+import { RateLimiter } from "../infra/RateLimiter.ts"
+import { Secrets } from "../infra/Secrets.ts"
+import { StagedFiles } from "../infra/StagedFiles.ts"
+import { ViewStore } from "../infra/ViewStore.ts"
+import { WebhookEndpoints } from "../infra/WebhookEndpoints.ts"
 import { Api } from "./Api.ts"
 import { ConnectionsHttp } from "./ConnectionsHttp.ts"
 import { answerClientError, makeEdge, type Route } from "./Edge.ts"
@@ -40,10 +48,29 @@ const DocsLive = HttpApiScalar.layer(Api, { path: "/docs" })
 
 export const AppRoutes = Layer.mergeAll(ApiLive, DocsLive)
 
+/**
+ * Runs `effect` in a context of `keys`' services alone; its requirements must be among them.
+ *
+ * Why: each API handler keeps the context it was built in and merges it into the request's on
+ * every request, which copies both. Built in the whole service's context (about 35 services) and
+ * serving requests in it too, that copy was the largest single cost of the API framework. The
+ * handlers take what they use when built, and a request needs only the server's own services.
+ */
+const withOnly = <const Keys extends ReadonlyArray<Context.Key<any, any>>>(...keys: Keys) =>
+<A, E, R extends Context.Service.Identifier<Keys[number]>>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
+  Effect.updateContext(effect, Context.pick(...keys)) as Effect.Effect<A, E, R>
+
+/** What the HTTP server itself reads while it serves; the scheduler is kept as the runtime set it. */
+const serverServices = [Scope.Scope, Scheduler.Scheduler, HttpPlatform.HttpPlatform, Etag.Generator, FileSystem.FileSystem, Path.Path] as const
+
+const buildRoutes = HttpRouter.toHttpEffect(AppRoutes).pipe(
+  withOnly(...serverServices, ApiKeys, Connections, Executions, RateLimiter, Secrets, StagedFiles, ViewStore, WebhookEndpoints)
+)
+
 /** The per-request effect: routes behind the edge. */
 export const makeHttpApp = Effect.gen(function*() {
   const config = yield* AppConfig
-  const app = yield* HttpRouter.toHttpEffect(AppRoutes)
+  const app = yield* buildRoutes
   const fileCeiling = 4 * Math.ceil(config.fileMaxBytes / 3) + 16 * 1024
   const edge = makeEdge({
     routes,
@@ -56,7 +83,8 @@ export const HttpServerLive = Layer.unwrap(
   Effect.gen(function*() {
     const config = yield* AppConfig
     const app = yield* makeHttpApp
-    return HttpServer.serve(app).pipe(
+    const serve = Layer.effectDiscard(HttpServer.HttpServer.use((server) => server.serve(app).pipe(withOnly(...serverServices))))
+    return serve.pipe(
       Layer.provideMerge(NodeHttpServer.layer(() => createServer().on("clientError", answerClientError), { port: config.port, host: config.host }))
     )
   })
