@@ -56,7 +56,7 @@ export const AppRoutes = Layer.mergeAll(ApiLive, DocsLive)
  * serving requests in it too, that copy was the largest single cost of the API framework. The
  * handlers take what they use when built, and a request needs only the server's own services.
  */
-const withOnly = <const Keys extends ReadonlyArray<Context.Key<any, any>>>(...keys: Keys) =>
+const withOnly = <const Keys extends ReadonlyArray<Context.Key<unknown, unknown>>>(...keys: Keys) =>
 <A, E, R extends Context.Service.Identifier<Keys[number]>>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
   Effect.updateContext(effect, Context.pick(...keys)) as Effect.Effect<A, E, R>
 
