@@ -14,8 +14,6 @@ import { makeCursors } from "./Cursor.ts"
 import { DEFAULT_LIMIT } from "./Query.ts"
 import { actingUser } from "./Users.ts"
 
-const CANNED = process.env.X_CANNED === "1"
-const CANNED_RECORD = {executionId:"exe_01KAB2C3D4E5F6G7H8J9K0M1N2",projectId:"proj_bench_1",userId:"bench_user",tool:"demo.echo",toolVersion:"1.0.0",catalogVersion:"2026-11-01",mode:"sync",status:"succeeded",createdAt:"2026-11-24T04:00:00.000Z",startedAt:"2026-11-24T04:00:00.000Z",completedAt:"2026-11-24T04:00:00.001Z",latencyMs:1,output:{message:"hello",n:1}}
 export const ExecutionsHttp = HttpApiBuilder.group(Api, "executions", (handlers) =>
   Effect.gen(function*() {
     const executions = yield* Executions
@@ -32,7 +30,6 @@ export const ExecutionsHttp = HttpApiBuilder.group(Api, "executions", (handlers)
         if (userId === undefined) {
           return yield* new InvalidInput({ message: "userId is required (body, X-Service-User-Id, or a user-pinned key)." })
         }
-        if (CANNED) return HttpServerResponse.jsonUnsafe(CANNED_RECORD, { status: 200 })
         const { record, terminal } = yield* executions.execute({
           projectId: caller.projectId,
           userId,
