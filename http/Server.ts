@@ -2,7 +2,7 @@
  * The HTTP application: the API's routes and docs behind the edge, as one effect that a Node
  * server (or an in-process web handler in tests) runs per request.
  */
-import { Context, Effect, FileSystem, Layer, Path, Scheduler, Scope } from "effect"
+import { Clock, Context, Effect, FileSystem, Layer, Path, Random, References, Scheduler, Scope, Tracer } from "effect"
 import { Etag, HttpPlatform, HttpRouter, HttpServer } from "effect/http"
 import { HttpApiBuilder, HttpApiScalar } from "effect/http-api"
 import { NodeHttpServer } from "@effect/platform-node"
@@ -60,8 +60,39 @@ const withOnly = <const Keys extends ReadonlyArray<Context.Key<unknown, unknown>
 <A, E, R extends Context.Service.Identifier<Keys[number]>>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
   Effect.updateContext(effect, Context.pick(...keys)) as Effect.Effect<A, E, R>
 
+/**
+ * How the process logs, traces, tells time and draws randomness, as the runtime or the command
+ * line (`--log-level`) set it: references have defaults, so the type check cannot ask for them,
+ * and a request served without them would, for one, log past the level and loggers the service
+ * was started with.
+ */
+const runtimeReferences = [
+  References.MinimumLogLevel,
+  References.CurrentLogLevel,
+  References.CurrentLoggers,
+  References.CurrentLogAnnotations,
+  References.CurrentLogSpans,
+  References.LogToStderr,
+  References.UnhandledLogLevel,
+  References.TracerEnabled,
+  References.TracerTimingEnabled,
+  References.TracerSpanAnnotations,
+  References.TracerSpanLinks,
+  Tracer.Tracer,
+  Clock.Clock,
+  Random.Random
+] as const
+
 /** What the HTTP server itself reads while it serves; the scheduler is kept as the runtime set it. */
-const serverServices = [Scope.Scope, Scheduler.Scheduler, HttpPlatform.HttpPlatform, Etag.Generator, FileSystem.FileSystem, Path.Path] as const
+const serverServices = [
+  ...runtimeReferences,
+  Scope.Scope,
+  Scheduler.Scheduler,
+  HttpPlatform.HttpPlatform,
+  Etag.Generator,
+  FileSystem.FileSystem,
+  Path.Path
+] as const
 
 const buildRoutes = HttpRouter.toHttpEffect(AppRoutes).pipe(
   withOnly(...serverServices, ApiKeys, Connections, Executions, RateLimiter, Secrets, StagedFiles, ViewStore, WebhookEndpoints)

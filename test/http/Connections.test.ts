@@ -1,9 +1,8 @@
-import { PgClient } from "@effect/sql-pg"
 import { Effect, Redacted } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { Connections } from "../../infra/Connections.ts"
 import { EventStore, START } from "../../infra/EventStore.ts"
-import { createTestDatabase, dropTestDatabase, postgresAvailable } from "../support/Database.ts"
+import { createTestDatabase, dropTestDatabase, postgresAvailable, runSql } from "../support/Database.ts"
 import { type InProcessService, OTHER_KEY, PINNED_KEY, startService } from "../support/Service.ts"
 
 const TOKEN = "xoxb-very-secret-token-4711"
@@ -30,12 +29,7 @@ const memory: Store = {
 const postgres = (): Store => {
   let url = ""
   const env = () => ({ ...LIMITS, SERVICE_DATABASE_URL: url, SERVICE_SECRET_KEY: Buffer.alloc(32, 7).toString("base64") })
-  const query = (text: string) =>
-    Effect.runPromise(
-      Effect.flatMap(PgClient.PgClient, (sql) => sql.unsafe<{ text: string }>(text)).pipe(
-        Effect.provide(PgClient.layer({ url: Redacted.make(url), maxConnections: 1 }))
-      )
-    )
+  const query = (text: string) => runSql<{ text: string }>(url, text)
   return {
     name: "postgres",
     start: async () => {

@@ -34,10 +34,15 @@ export const postgresAvailable: boolean = await (async () => {
 
 const adminUrl = (url: string) => url
 
-const run = <A>(effect: Effect.Effect<A, unknown, PgClient.PgClient>) =>
-  Effect.runPromise(
-    effect.pipe(Effect.provide(PgClient.layer({ url: Redacted.make(adminUrl(TEST_DATABASE_URL)), maxConnections: 1 })))
-  )
+/** Runs `effect` on the database at `url` over a connection of its own. */
+const runOn = <A>(url: string, effect: Effect.Effect<A, unknown, PgClient.PgClient>) =>
+  Effect.runPromise(effect.pipe(Effect.provide(PgClient.layer({ url: Redacted.make(url), maxConnections: 1 }))))
+
+const run = <A>(effect: Effect.Effect<A, unknown, PgClient.PgClient>) => runOn(adminUrl(TEST_DATABASE_URL), effect)
+
+/** Runs one statement on the database at `url` over a connection of its own. */
+export const runSql = <A extends object = Record<string, unknown>>(url: string, text: string): Promise<ReadonlyArray<A>> =>
+  runOn(url, Effect.flatMap(PgClient.PgClient, (sql) => sql.unsafe<A>(text)))
 
 /** Creates an empty database and returns its URL. */
 export const createTestDatabase = async (prefix = "t"): Promise<string> => {

@@ -41,10 +41,13 @@ export interface InProcessService extends Client {
   readonly close: () => Promise<void>
 }
 
-/** Starts the whole service in this process on a random port. */
-export const startService = async (env: Env = {}): Promise<InProcessService> => {
+/**
+ * Starts the whole service in this process on a random port; `around` is provided to it, as the
+ * command line provides its `--log-level` (loggers, log levels).
+ */
+export const startService = async (env: Env = {}, around: Layer.Layer<never> = Layer.empty): Promise<InProcessService> => {
   const config = AppConfig.layerFrom({ SERVICE_API_KEYS: TEST_KEYS, SERVICE_HOST: "127.0.0.1", SERVICE_PORT: "0", ...env })
-  const runtime = ManagedRuntime.make(AppLive.pipe(Layer.provideMerge(config)))
+  const runtime = ManagedRuntime.make(AppLive.pipe(Layer.provideMerge(config), Layer.provide(around)))
   const address = await runtime.runPromise(Effect.map(HttpServer.HttpServer, (server) => server.address))
   if (address._tag === "UnixPathAddress") throw new Error("expected a TCP address")
   const client = makeClient(`http://127.0.0.1:${address.port}`)
