@@ -227,12 +227,8 @@ export const makeEdge = (options: EdgeOptions) => {
         effective = request.modify({ headers: headers as typeof request.headers })
       }
 
-      // A path the router cannot decode (a stray `%`, an escape that is not UTF-8) is taken
-      // literally, so it still reaches authentication and then a plain 404 for its id.
-      if (!decodable(path)) {
-        const query = request.url.slice(path.length)
-        effective = effective.modify({ url: path.replace(/%/g, "%25") + query })
-      }
+      const routable = routerPath(path)
+      if (routable !== path) effective = effective.modify({ url: routable + request.url.slice(path.length) })
 
       return yield* app.pipe(
         Effect.provideService(HttpServerRequest.HttpServerRequest, effective),
@@ -251,6 +247,18 @@ export const makeEdge = (options: EdgeOptions) => {
         })
       )
     })
+}
+
+/**
+ * The path as the router should see it, for the segments the route table matched. A path the
+ * router cannot decode (a stray `%`, an escape that is not UTF-8) is taken literally, so it
+ * still reaches authentication and then a plain 404 for its id; `;` and `#` are escaped, since
+ * the router would cut the path there (as some servers do for `;jsessionid=`), while in a path
+ * they are part of their segment (RFC 3986 section 3.3).
+ */
+const routerPath = (path: string): string => {
+  const literal = decodable(path) ? path : path.replace(/%/g, "%25")
+  return /[;#]/.test(literal) ? literal.replace(/;/g, "%3B").replace(/#/g, "%23") : literal
 }
 
 const decodable = (path: string): boolean => {

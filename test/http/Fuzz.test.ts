@@ -178,6 +178,8 @@ describe("fuzzing the HTTP surface", () => {
       }),
       {
         numRuns: RUNS,
+        // A failure's report names its seed: FUZZ_SEED replays that run.
+        ...(process.env.FUZZ_SEED === undefined ? {} : { seed: Number(process.env.FUZZ_SEED) }),
         endOnFailure: true,
         // Counterexamples may hold megabyte bodies: report them shortened.
         reporter: (details) => {
@@ -226,6 +228,27 @@ describe("content types and paths", () => {
       expect(answer.status, path).toBe(404)
       expect(JSON.parse(answer.body)).toMatchObject({ error: { code: "not_found" }, requestId: answer.headers["request-id"] })
     }
+  })
+  it("`;` and `#` in a path are part of their segment, as the route table reads them", async () => {
+    const authorized = { authorization: `Bearer ${KEY}` }
+    for (const path of ["/v1/connections/a;b=c", "/v1/executions/a#b", "/v1/executions/exe_1;x/cancel"]) {
+      const method = path.endsWith("/cancel") ? "POST" : "GET"
+      const anonymous = await send(service.baseUrl, { method, path, headers: {}, body: undefined, chunked: false })
+      expect(anonymous.status, path).toBe(401)
+      const answer = await send(service.baseUrl, { method, path, headers: authorized, body: undefined, chunked: false })
+      expect(answer.status, path).toBe(404)
+      expect(JSON.parse(answer.body)).toMatchObject({ error: { code: "not_found" }, requestId: answer.headers["request-id"] })
+      expect(JSON.parse(answer.body).error.message, path).not.toBe("No such route.")
+    }
+    // The acting user is checked before the id, as on any other path of the route.
+    const cancel = await send(service.baseUrl, {
+      method: "POST",
+      path: "/v1/executions/a;b=c/cancel",
+      headers: { ...authorized, "x-service-user-id": " " },
+      body: undefined,
+      chunked: false
+    })
+    expect(cancel.status).toBe(422)
   })
 })
 
