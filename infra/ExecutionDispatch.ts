@@ -3,15 +3,20 @@
  * adapter failures keep their code (a provider 429 stays `rate_limited` with its retryAfter),
  * and anything unexpected (a defect, a missing adapter) becomes `provider_unavailable`.
  */
-import { Cause, Effect } from "effect"
+import { Cause, Effect, Exit } from "effect"
 import type { Schema } from "effect"
 import { type NormalizedError, normalized, toNormalized } from "../domain/Errors.ts"
 import type { DispatchPlan } from "./ExecutionActor.ts"
-import type { AdapterContext, ToolAdapter } from "./providers/Adapter.ts"
+import type { AdapterContext, AdapterFailure, ToolAdapter } from "./providers/Adapter.ts"
 
 export type DispatchOutcome =
   | { readonly _tag: "Success"; readonly output: Schema.Json }
   | { readonly _tag: "Failure"; readonly error: NormalizedError }
+
+/** The effect has already run to its end (an `Exit` is an effect that has). */
+const completed = <A, E>(effect: Effect.Effect<A, E>): effect is Exit.Exit<A, E> => Exit.isExit(effect)
+
+const succeeded = (output: unknown): DispatchOutcome => ({ _tag: "Success", output: output as Schema.Json })
 
 export const runAdapter = (
   adapter: ToolAdapter | undefined,
@@ -21,13 +26,20 @@ export const runAdapter = (
   if (adapter === undefined) {
     return Effect.succeed({ _tag: "Failure", error: normalized("provider_unavailable", `No adapter serves ${plan.tool.name}.`) })
   }
-  return adapter.run(plan.input, context).pipe(
-    Effect.timeoutOption(plan.tool.timeoutMs),
-    Effect.map((result): DispatchOutcome =>
-      result._tag === "Some"
-        ? { _tag: "Success", output: result.value as Schema.Json }
-        : { _tag: "Failure", error: normalized("timeout", `${plan.tool.name} did not finish within ${plan.tool.timeoutMs} ms.`) }
-    ),
+  const running = adapter.run(plan.input, context)
+  // An adapter that has already answered (a completed Exit, as a pure tool's synchronous run is)
+  // cannot overrun its timeout: no race of two fibers and a timer for it.
+  const outcome: Effect.Effect<DispatchOutcome, AdapterFailure> = completed(running)
+    ? Effect.mapEager(running, succeeded)
+    : running.pipe(
+      Effect.timeoutOption(plan.tool.timeoutMs),
+      Effect.map((result): DispatchOutcome =>
+        result._tag === "Some"
+          ? succeeded(result.value)
+          : { _tag: "Failure", error: normalized("timeout", `${plan.tool.name} did not finish within ${plan.tool.timeoutMs} ms.`) }
+      )
+    )
+  return outcome.pipe(
     Effect.catch((failure) => Effect.succeed<DispatchOutcome>({ _tag: "Failure", error: toNormalized(failure) })),
     Effect.catchCause((cause) =>
       Cause.hasInterruptsOnly(cause)

@@ -44,9 +44,8 @@ export const describeIssue = (issue: SchemaIssue.Issue): string => {
 export const decodeClosed = <T, E>(schema: Schema.Codec<T, E>, subject: string) => {
   const decode = Schema.decodeUnknownEffect(schema, closedParseOptions)
   return (input: unknown): Effect.Effect<T, InvalidInput> =>
-    decode(input).pipe(
-      Effect.mapError((error) => new InvalidInput({ message: `${subject}: ${describeIssue(error.issue)}` }))
-    )
+    // Eager: a synchronous decode stays a completed Exit, so callers can tell it has finished.
+    Effect.mapErrorEager(decode(input), (error) => new InvalidInput({ message: `${subject}: ${describeIssue(error.issue)}` }))
 }
 
 /** Validates a tool input against the tool's codec (unknown fields rejected). */

@@ -13,6 +13,13 @@ describe("demo.echo", () => {
       const input = { a: 1, nested: { list: [true, null, "x"] } }
       assert.deepStrictEqual(yield* echo.run(input, adapterContext()), input)
     }))
+
+  it("answers with a completed Exit, valid input or not, so dispatch needs no timeout race for it", () => {
+    const ok = echo.run({ a: 1 }, adapterContext())
+    assert.isTrue(Exit.isExit(ok) && Exit.isSuccess(ok))
+    const refused = echo.run([1], adapterContext())
+    assert.isTrue(Exit.isExit(refused) && Exit.isFailure(refused))
+  })
 })
 
 describe("demo.sleep", () => {
