@@ -1,6 +1,6 @@
 /**
- * Who is calling: provided by the authentication middleware to every handler, and the request's
- * id, provided by the edge to everything below it.
+ * Who is calling: provided by the authentication middleware to every handler, and the request
+ * itself (its id, its answer's headers), provided by the edge to everything below it.
  */
 import { Context } from "effect"
 
@@ -13,4 +13,18 @@ export interface CallerShape {
 
 export class Caller extends Context.Service<Caller, CallerShape>()("app/http/Caller") {}
 
-export class RequestId extends Context.Reference<string>("app/http/RequestId", { defaultValue: () => "req_unknown" }) {}
+/** The request being answered, as the edge opened it. */
+export interface RequestMeta {
+  readonly id: string
+  /**
+   * Headers every answer to this request carries, whatever it turns out to be (a handler's
+   * failure, a refusal): set below the edge (the rate limit's), written by the edge with
+   * `Request-Id` in one copy of the response's headers.
+   */
+  answerHeaders: Readonly<Record<string, string>> | undefined
+}
+
+/** Provided by the edge to everything below it; undefined outside a request. */
+export class CurrentRequest extends Context.Reference<RequestMeta | undefined>("app/http/CurrentRequest", {
+  defaultValue: () => undefined
+}) {}

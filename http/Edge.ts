@@ -11,7 +11,7 @@ import { normalized } from "../domain/Errors.ts"
 import { HttpServerRequest, type HttpServerResponse } from "effect/http"
 import { HttpServerResponse as Response } from "effect/http"
 import { newRequestId } from "../infra/Ids.ts"
-import { RequestId } from "./Caller.ts"
+import { CurrentRequest, type RequestMeta } from "./Caller.ts"
 import {
   bodyTooLarge,
   causeResponse,
@@ -198,7 +198,11 @@ export const makeEdge = (options: EdgeOptions) => {
       const requestId = newRequestId()
       const request = yield* HttpServerRequest.HttpServerRequest
       const path = request.url.split("?", 1)[0] ?? "/"
-      const respond = (response: HttpServerResponse.HttpServerResponse) => Response.setHeader(response, "request-id", requestId)
+      const meta: RequestMeta = { id: requestId, answerHeaders: undefined }
+      const respond = (response: HttpServerResponse.HttpServerResponse) =>
+        meta.answerHeaders === undefined
+          ? Response.setHeader(response, "request-id", requestId)
+          : Response.setHeaders(response, { ...meta.answerHeaders, "request-id": requestId })
       const refuse = (failure: EdgeFailure) => respond(envelopeResponse(requestId, failure.status, failure.error, failure.headers))
 
       const contentLength = request.headers["content-length"]
@@ -232,7 +236,7 @@ export const makeEdge = (options: EdgeOptions) => {
 
       return yield* app.pipe(
         Effect.provideService(HttpServerRequest.HttpServerRequest, effective),
-        Effect.provideService(RequestId, requestId),
+        Effect.provideService(CurrentRequest, meta),
         Effect.map(respond),
         Effect.catchCause((cause) => {
           for (const reason of cause.reasons) {

@@ -3,11 +3,11 @@
  * ApiKeys, and the per-project rate limit with its `RateLimit-*` headers.
  */
 import { Cause, Context, Effect, Layer, Redacted } from "effect"
-import { HttpEffect, HttpServerRequest, HttpServerResponse } from "effect/http"
+import { HttpServerRequest, type HttpServerResponse } from "effect/http"
 import { AuthExpired, AuthMissing, RateLimited } from "../domain/Errors.ts"
 import { ApiKeys } from "../infra/ApiKeys.ts"
 import { type Decision, RateLimiter } from "../infra/RateLimiter.ts"
-import { Caller, RequestId } from "./Caller.ts"
+import { Caller, CurrentRequest } from "./Caller.ts"
 import { causeResponse } from "./Envelope.ts"
 import { Authentication, ErrorEnvelope, RateLimit, UsesExecuteBucket } from "./Middleware.ts"
 import { checkPinned, checkUserId, USER_HEADER } from "./Users.ts"
@@ -18,7 +18,7 @@ export const ErrorEnvelopeLive = Layer.succeed(
     Effect.catchCause(httpEffect, (cause) =>
       Cause.hasInterruptsOnly(cause)
         ? Effect.failCause(cause)
-        : Effect.flatMap(RequestId, (requestId: string) => causeResponse(requestId, cause)))
+        : Effect.flatMap(CurrentRequest, (request) => causeResponse(request?.id ?? "req_unknown", cause)))
 )
 
 export const AuthenticationLive = Layer.effect(
@@ -56,28 +56,25 @@ export const RateLimitLive = Layer.effect(
   RateLimit,
   Effect.gen(function*() {
     const limiter = yield* RateLimiter
-    return RateLimit.of((httpEffect, { endpoint }) =>
-      Effect.gen(function*() {
-        const caller = yield* Caller
-        const execute = Context.get(endpoint.annotations, UsesExecuteBucket)
-        let decision = yield* Effect.orDie(limiter.take(caller.projectId, execute ? "execute" : "standard"))
-        if (decision.allowed && execute) {
-          const daily = yield* Effect.orDie(limiter.takeDaily(caller.projectId))
-          if (daily !== undefined && !daily.allowed) {
-            decision = { ...daily, retryAfter: Math.max(1, daily.resetAt - Math.floor(Date.now() / 1000)) }
-          }
-        }
-        const headers = rateHeaders(decision)
-        yield* HttpEffect.appendPreResponseHandler((_request, response) =>
-          Effect.succeed(HttpServerResponse.setHeaders(response, headers)))
-        if (!decision.allowed) {
-          return yield* new RateLimited({
-            message: execute ? "The project's execute rate limit is exhausted." : "The project's rate limit is exhausted.",
-            retryAfter: decision.retryAfter ?? 1
-          })
-        }
-        return yield* httpEffect
-      })
-    )
+    // Called once per endpoint when the routes are built; the returned effect runs per request.
+    return RateLimit.of((httpEffect, { endpoint }) => {
+      const execute = Context.get(endpoint.annotations, UsesExecuteBucket)
+      const message = execute ? "The project's execute rate limit is exhausted." : "The project's rate limit is exhausted."
+      /** Every answer carries the decision's headers (the edge writes them), a refusal and the handler's failures included. */
+      const admit = (decision: Decision) =>
+        Effect.flatMap(CurrentRequest, (request): Effect.Effect<HttpServerResponse.HttpServerResponse, RateLimited | Effect.Error<typeof httpEffect>> => {
+          if (request !== undefined) request.answerHeaders = { ...request.answerHeaders, ...rateHeaders(decision) }
+          return decision.allowed ? httpEffect : Effect.fail(new RateLimited({ message, retryAfter: decision.retryAfter ?? 1 }))
+        })
+      /** Past the bucket, an execute request also counts against the daily quota, when there is one. */
+      const withDaily = (projectId: string, decision: Decision) =>
+        Effect.flatMap(Effect.orDie(limiter.takeDaily(projectId)), (daily) =>
+          admit(daily === undefined || daily.allowed
+            ? decision
+            : { ...daily, retryAfter: Math.max(1, daily.resetAt - Math.floor(Date.now() / 1000)) }))
+      return Effect.flatMap(Caller, (caller) =>
+        Effect.flatMap(Effect.orDie(limiter.take(caller.projectId, execute ? "execute" : "standard")), (decision) =>
+          execute && decision.allowed ? withDaily(caller.projectId, decision) : admit(decision)))
+    })
   })
 )

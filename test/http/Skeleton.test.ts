@@ -213,4 +213,28 @@ describe("rate limits", () => {
       await limited.close()
     }
   })
+
+  it("the daily execution quota refuses execute past it with its own headers, and leaves other routes alone", async () => {
+    const limited = await startService({ SERVICE_RATE_LIMIT_DAILY_EXECUTIONS: "2" })
+    const execute = () => limited.fetch("/v1/execute", { method: "POST", json: { tool: "demo.echo", input: {}, userId: "u1" } })
+    try {
+      for (let i = 0; i < 2; i++) expect((await execute()).status).toBe(200)
+      const denied = await execute()
+      const body = await expectEnvelope(denied, 429, "rate_limited")
+      const midnight = new Date()
+      midnight.setUTCHours(24, 0, 0, 0)
+      expect(denied.headers.get("ratelimit-limit")).toBe("2")
+      expect(denied.headers.get("ratelimit-remaining")).toBe("0")
+      expect(Number(denied.headers.get("ratelimit-reset"))).toBe(midnight.getTime() / 1000)
+      expect(body.error.retryAfter).toBeGreaterThanOrEqual(1)
+      expect(denied.headers.get("retry-after")).toBe(String(body.error.retryAfter))
+      // Other routes take from the standard bucket, failures included.
+      const missing = await limited.fetch("/v1/executions/exe_01kab2c3d4e5f6g7h8j9k0m1n2")
+      await expectEnvelope(missing, 404, "not_found")
+      expect(missing.headers.get("ratelimit-limit")).not.toBe("2")
+      expect(Number(missing.headers.get("ratelimit-remaining"))).toBeGreaterThan(0)
+    } finally {
+      await limited.close()
+    }
+  })
 })
