@@ -2,32 +2,12 @@
  * A throwaway database for the Postgres measurements, on SERVICE_BENCH_DATABASE_URL or the local
  * server; `undefined` when neither is reachable (the Postgres rows are then skipped).
  */
-import { PgClient } from "@effect/sql-pg"
-import { Effect, Redacted } from "effect"
 import { randomBytes } from "node:crypto"
-import { Socket } from "node:net"
+import { reachable, runSql } from "../test/support/Database.ts"
 
 const ADMIN_URL = process.env.SERVICE_BENCH_DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/postgres"
 
-const reachable = (url: string): Promise<boolean> =>
-  new Promise((resolve) => {
-    const { hostname, port } = new URL(url)
-    const socket = new Socket()
-    const done = (ok: boolean) => {
-      socket.destroy()
-      resolve(ok)
-    }
-    socket.setTimeout(1000, () => done(false))
-    socket.once("error", () => done(false))
-    socket.connect(Number(port || 5432), hostname || "127.0.0.1", () => done(true))
-  })
-
-const admin = (statement: string) =>
-  Effect.runPromise(
-    Effect.flatMap(PgClient.PgClient, (sql) => sql.unsafe(statement)).pipe(
-      Effect.provide(PgClient.layer({ url: Redacted.make(ADMIN_URL), maxConnections: 1 }))
-    )
-  )
+const admin = (statement: string) => runSql(ADMIN_URL, statement)
 
 export interface BenchDatabase {
   readonly url: string

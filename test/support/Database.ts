@@ -10,7 +10,8 @@ import { Socket } from "node:net"
 
 export const TEST_DATABASE_URL = process.env.SERVICE_TEST_DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/postgres"
 
-const reachable = (url: string): Promise<boolean> =>
+/** Whether a TCP connection to the server of `url` opens within a second. */
+export const reachable = (url: string): Promise<boolean> =>
   new Promise((resolve) => {
     const { hostname, port } = new URL(url)
     const socket = new Socket()
