@@ -12,6 +12,7 @@ import { HttpServerRequest, type HttpServerResponse } from "effect/http"
 import { HttpServerResponse as Response } from "effect/http"
 import { newRequestId } from "../infra/Ids.ts"
 import { CurrentRequest, type RequestMeta } from "./Caller.ts"
+import { endOfTurn } from "./EndOfTurn.ts"
 import {
   bodyTooLarge,
   causeResponse,
@@ -250,7 +251,7 @@ export const makeEdge = (options: EdgeOptions) => {
           return Effect.map(causeResponse(requestId, cause), respond)
         })
       )
-    })
+    }).pipe(Effect.tap(endOfTurn))
 }
 
 /**
