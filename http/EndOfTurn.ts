@@ -10,16 +10,16 @@
  */
 import { Effect } from "effect"
 
-let waiting: Array<() => void> = []
+let waiting: Array<(effect: Effect.Effect<void>) => void> = []
 
 const resumeAll = (): void => {
   const resumes = waiting
   waiting = []
-  for (const resume of resumes) resume()
+  for (const resume of resumes) resume(Effect.void)
 }
 
 /** Completes in the check phase of the current turn, with every other request waiting for it. */
 export const endOfTurn: Effect.Effect<void> = Effect.callback<void>((resume) => {
   if (waiting.length === 0) setImmediate(resumeAll)
-  waiting.push(() => resume(Effect.void))
+  waiting.push(resume)
 })

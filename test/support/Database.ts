@@ -33,13 +33,11 @@ export const postgresAvailable: boolean = await (async () => {
   return ok
 })()
 
-const adminUrl = (url: string) => url
-
 /** Runs `effect` on the database at `url` over a connection of its own. */
 const runOn = <A>(url: string, effect: Effect.Effect<A, unknown, PgClient.PgClient>) =>
   Effect.runPromise(effect.pipe(Effect.provide(PgClient.layer({ url: Redacted.make(url), maxConnections: 1 }))))
 
-const run = <A>(effect: Effect.Effect<A, unknown, PgClient.PgClient>) => runOn(adminUrl(TEST_DATABASE_URL), effect)
+const run = <A>(effect: Effect.Effect<A, unknown, PgClient.PgClient>) => runOn(TEST_DATABASE_URL, effect)
 
 /** Runs one statement on the database at `url` over a connection of its own. */
 export const runSql = <A extends object = Record<string, unknown>>(url: string, text: string): Promise<ReadonlyArray<A>> =>
