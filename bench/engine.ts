@@ -5,8 +5,8 @@
  * It shows what the engine sustains on a store, apart from the HTTP server's cost per request.
  */
 import { Effect, Layer, ManagedRuntime } from "effect"
-import * as Connections from "../infra/Connections.ts"
-import { Executions } from "../infra/Executions.ts"
+import * as Connections from "../infra/connections/Connections.ts"
+import { Executions } from "../infra/executions/Executions.ts"
 import { ExecutionsLive } from "../src/App.ts"
 import { AppConfig, type Env } from "../src/Config.ts"
 import { InfraLive } from "../src/Infra.ts"

@@ -4,14 +4,14 @@
  * the interface spec until their contract lands.
  */
 import { Schema } from "effect"
-import { Connection, type CreateConnection } from "../http/ConnectionsApi.ts"
-import { Me } from "../http/SystemApi.ts"
-import type { ExecutionStatus } from "../domain/ExecutionRecord.ts"
+import { Connection, type CreateConnection } from "../http/api/ConnectionsApi.ts"
+import { Me } from "../http/api/SystemApi.ts"
+import type { ExecutionStatus } from "../domain/executions/ExecutionRecord.ts"
 
 // Both the schema and its type, straight from the contract.
-export { Connection } from "../http/ConnectionsApi.ts"
-export { ExecuteRequest } from "../http/ExecutionsApi.ts"
-export { ExecutionPage, ExecutionRecord, ExecutionStatus } from "../domain/ExecutionRecord.ts"
+export { Connection } from "../http/api/ConnectionsApi.ts"
+export { ExecuteRequest } from "../http/api/ExecutionsApi.ts"
+export { ExecutionPage, ExecutionRecord, ExecutionStatus } from "../domain/executions/ExecutionRecord.ts"
 export { Me }
 
 export type Me = typeof Me.Type
@@ -21,7 +21,7 @@ export const ConnectionPage = Schema.Struct({ connections: Schema.Array(Connecti
 export type ConnectionPage = typeof ConnectionPage.Type
 
 /** Staged file metadata and pages: the same schemas the service answers with. */
-export { FileMetadata, FilePage } from "../domain/Files.ts"
+export { FileMetadata, FilePage } from "../domain/files/Files.ts"
 
 export interface CreateFileRequest {
   readonly name: string

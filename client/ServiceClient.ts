@@ -8,7 +8,7 @@
  * with the contract's schemas, so a contract change breaks the client at compile time.
  */
 import { Clock, Context, Duration, Effect, Layer } from "effect"
-import { isTerminal } from "../domain/ExecutionRecord.ts"
+import { isTerminal } from "../domain/executions/ExecutionRecord.ts"
 import {
   type Connection,
   type ConnectionListQuery,

@@ -3,7 +3,7 @@
  * takes, what a valid expiry is, and which connection an execution uses. No clock: `now` comes
  * in as an argument.
  */
-import type { AuthClass, ToolkitManifest } from "./Catalog.ts"
+import type { AuthClass, ToolkitManifest } from "./catalog/Catalog.ts"
 
 /** The fields each auth class takes: required ones, then optional ones; nothing else. */
 const CREDENTIAL_FIELDS: Record<AuthClass, { readonly required: ReadonlyArray<string>; readonly optional: ReadonlyArray<string> }> = {

@@ -1,8 +1,8 @@
 /** Every projection the service runs; features add theirs here. */
-import { connectionsProjection } from "../infra/ConnectionsProjection.ts"
-import { executionsProjection } from "../infra/ExecutionsProjection.ts"
-import type { Projection } from "../infra/Projection.ts"
-import { webhookDeliveriesProjection, webhookEndpointsProjection } from "../infra/WebhookProjections.ts"
+import { connectionsProjection } from "../infra/connections/ConnectionsProjection.ts"
+import { executionsProjection } from "../infra/executions/ExecutionsProjection.ts"
+import type { Projection } from "../infra/eventlog/Projection.ts"
+import { webhookDeliveriesProjection, webhookEndpointsProjection } from "../infra/webhooks/WebhookProjections.ts"
 
 export const allProjections: ReadonlyArray<Projection> = [
   connectionsProjection,

@@ -4,13 +4,13 @@
  * one, both live in memory.
  */
 import { Effect, Layer } from "effect"
-import { OutboundHttp } from "../infra/OutboundHttp.ts"
-import * as WebhookDispatcher from "../infra/WebhookDispatcher.ts"
-import * as WebhookEndpointReads from "../infra/WebhookEndpointReads.ts"
-import * as WebhookEndpoints from "../infra/WebhookEndpoints.ts"
-import * as WebhookLane from "../infra/WebhookLane.ts"
-import * as WebhookLeases from "../infra/WebhookLeases.ts"
-import * as WebhookSources from "../infra/WebhookSources.ts"
+import { OutboundHttp } from "../infra/outbound/OutboundHttp.ts"
+import * as WebhookDispatcher from "../infra/webhooks/WebhookDispatcher.ts"
+import * as WebhookEndpointReads from "../infra/webhooks/WebhookEndpointReads.ts"
+import * as WebhookEndpoints from "../infra/webhooks/WebhookEndpoints.ts"
+import * as WebhookLane from "../infra/webhooks/WebhookLane.ts"
+import * as WebhookLeases from "../infra/webhooks/WebhookLeases.ts"
+import * as WebhookSources from "../infra/webhooks/WebhookSources.ts"
 import { AppConfig } from "./Config.ts"
 
 /** Sources of delivered events; later features (voice, triggers) add theirs here. */

@@ -4,7 +4,7 @@
  * failure, attachment reads) without credentials.
  */
 import { Schema } from "effect"
-import type { ToolDefinition, ToolkitManifest, TriggerDefinition } from "../Catalog.ts"
+import type { ToolDefinition, ToolkitManifest, TriggerDefinition } from "./Catalog.ts"
 import { JsonObject } from "../JsonObject.ts"
 
 export const MAX_SLEEP_MS = 600_000

@@ -4,7 +4,7 @@
  * names are constrained to GitHub's own alphabets so that they can never alter the request path.
  */
 import { Predicate, Schema } from "effect"
-import type { ToolDefinition, ToolkitManifest, TriggerDefinition } from "../Catalog.ts"
+import type { ToolDefinition, ToolkitManifest, TriggerDefinition } from "./Catalog.ts"
 
 const OWNER_PATTERN = "^[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})$"
 // `.` and `..` are valid by the alphabet but would be collapsed as path segments.

@@ -4,7 +4,7 @@
  * link-local and metadata addresses are refused unless the operator allows private networks.
  */
 import { Schema } from "effect"
-import type { ToolDefinition, ToolkitManifest } from "../Catalog.ts"
+import type { ToolDefinition, ToolkitManifest } from "./Catalog.ts"
 
 /** Response bodies are returned as text up to this many bytes; the rest is not read. */
 export const MAX_RESPONSE_BODY_BYTES = 1024 * 1024

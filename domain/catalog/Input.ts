@@ -5,7 +5,7 @@
  * whose message names the offending field.
  */
 import { Effect, Schema, SchemaIssue } from "effect"
-import type { ToolDefinition, TriggerDefinition } from "../Catalog.ts"
+import type { ToolDefinition, TriggerDefinition } from "./Catalog.ts"
 import { InvalidInput } from "../Errors.ts"
 
 /** The parse options under which catalog schemas are meant to be decoded. */

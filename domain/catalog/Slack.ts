@@ -4,7 +4,7 @@
  * ingest route and the tests share one definition of the payload.
  */
 import { Predicate, Schema } from "effect"
-import type { ToolDefinition, ToolkitManifest, TriggerDefinition } from "../Catalog.ts"
+import type { ToolDefinition, ToolkitManifest, TriggerDefinition } from "./Catalog.ts"
 
 /** Slack truncates messages beyond 40,000 characters; refusing them up front is clearer. */
 export const MAX_TEXT_CODE_POINTS = 40_000

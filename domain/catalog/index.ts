@@ -3,7 +3,7 @@
  * Pure data and lookups; the dashboard, the client library, the MCP gateway and the executor
  * all import it.
  */
-import type { DeliveryMode, ToolDefinition, ToolkitManifest, TriggerDefinition } from "../Catalog.ts"
+import type { DeliveryMode, ToolDefinition, ToolkitManifest, TriggerDefinition } from "./Catalog.ts"
 import * as Demo from "./Demo.ts"
 import * as Github from "./Github.ts"
 import * as Http from "./Http.ts"

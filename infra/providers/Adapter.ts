@@ -12,7 +12,7 @@ import type {
   RateLimited,
   Timeout
 } from "../../domain/Errors.ts"
-import type { Json } from "../EventStore.ts"
+import type { Json } from "../eventlog/EventStore.ts"
 
 export interface StagedFileContent {
   readonly fileId: string

@@ -6,7 +6,7 @@
 import { Effect } from "effect"
 import { MAX_RESPONSE_BODY_BYTES, RequestInput } from "../../domain/catalog/Http.ts"
 import { InvalidInput, ProviderError, ProviderUnavailable, Timeout } from "../../domain/Errors.ts"
-import type { OutboundHttp, OutboundHttpError } from "../OutboundHttp.ts"
+import type { OutboundHttp, OutboundHttpError } from "../outbound/OutboundHttp.ts"
 import type { ToolAdapter } from "./Adapter.ts"
 import { PROVIDER_REQUEST_TIMEOUT_MS, typedInput, utf8 } from "./Support.ts"
 

@@ -10,7 +10,7 @@
 import { Clock, Effect, Option, Schema } from "effect"
 import { PostMessageInput } from "../../domain/catalog/Slack.ts"
 import { ProviderError, ProviderUnavailable, RateLimited } from "../../domain/Errors.ts"
-import type { OutboundHttp, OutboundResponse } from "../OutboundHttp.ts"
+import type { OutboundHttp, OutboundResponse } from "../outbound/OutboundHttp.ts"
 import type { AdapterFailure, ToolAdapter } from "./Adapter.ts"
 import {
   credential,

@@ -6,7 +6,7 @@
 import { Effect, Option, Redacted, Schema } from "effect"
 import { decodeClosed } from "../../domain/catalog/index.ts"
 import { InvalidInput, ProviderError, ProviderUnavailable, Timeout } from "../../domain/Errors.ts"
-import type { OutboundHttpError } from "../OutboundHttp.ts"
+import type { OutboundHttpError } from "../outbound/OutboundHttp.ts"
 import type { AdapterContext } from "./Adapter.ts"
 
 /** Provider calls get less than the tools' 30 s so that the adapter's own reason wins. */

@@ -6,7 +6,7 @@
 import { Effect, Layer } from "effect"
 import { listTools } from "../../domain/catalog/index.ts"
 import { AppConfig } from "../../src/Config.ts"
-import { OutboundHttp } from "../OutboundHttp.ts"
+import { OutboundHttp } from "../outbound/OutboundHttp.ts"
 import { Adapters, type ToolAdapter } from "./Adapter.ts"
 import { demoAdapters } from "./DemoAdapters.ts"
 import { makeGithubAdapter } from "./GithubAdapter.ts"

@@ -4,8 +4,8 @@
  */
 import { Effect, Option, Stream } from "effect"
 import { Command, Flag } from "effect/cli"
-import { EventStore, parsePosition, START } from "../../infra/EventStore.ts"
-import { layerPgEventStore } from "../../infra/PgEventStore.ts"
+import { EventStore, parsePosition, START } from "../../infra/eventlog/EventStore.ts"
+import { layerPgEventStore } from "../../infra/eventlog/PgEventStore.ts"
 import { print, withDatabase } from "./Shared.ts"
 
 const tail = Command.make(

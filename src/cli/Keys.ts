@@ -3,7 +3,7 @@
  */
 import { Effect, Option, Redacted } from "effect"
 import { Argument, Command, Flag } from "effect/cli"
-import * as ApiKeys from "../../infra/ApiKeys.ts"
+import * as ApiKeys from "../../infra/access/ApiKeys.ts"
 import { print, withDatabase } from "./Shared.ts"
 
 const ID = /^[A-Za-z0-9_.-]{1,64}$/

@@ -4,8 +4,8 @@
  */
 import { Effect, Option } from "effect"
 import { Argument, Command } from "effect/cli"
-import { projectionStatus, replayProjection, type ReplayProgress } from "../../infra/ProjectionAdmin.ts"
-import { Projections } from "../../infra/Projection.ts"
+import { projectionStatus, replayProjection, type ReplayProgress } from "../../infra/eventlog/ProjectionAdmin.ts"
+import { Projections } from "../../infra/eventlog/Projection.ts"
 import { print, withDatabase } from "./Shared.ts"
 
 const bar = (name: string, { done, target }: ReplayProgress) =>

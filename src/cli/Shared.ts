@@ -7,7 +7,7 @@ import type { PgClient } from "@effect/sql-pg"
 import type { SqlClient } from "effect/sql"
 import { AppConfig, ConfigInvalid, parseConfig } from "../Config.ts"
 import { DatabaseLive, ProjectionsLive } from "../Infra.ts"
-import type { Projections } from "../../infra/Projection.ts"
+import type { Projections } from "../../infra/eventlog/Projection.ts"
 
 const fail = (line: string): Effect.Effect<never> =>
   Effect.sync(() => {

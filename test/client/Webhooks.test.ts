@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest"
 import { verifyWebhook } from "../../client/Webhooks.ts"
-import { deliveryHeaders, secretPrefixOf, signature } from "../../domain/WebhookSignature.ts"
+import { deliveryHeaders, secretPrefixOf, signature } from "../../domain/webhooks/WebhookSignature.ts"
 
 const secret = "whsec_0123456789abcdefghijklmnopqrstuvwxyzABCDEF"
 const body = JSON.stringify({ id: "evt_1", type: "execution.succeeded", createdAt: "t", projectId: "p", data: { é: "ü" } })

@@ -1,7 +1,7 @@
 import { Effect, Redacted } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { Connections } from "../../infra/Connections.ts"
-import { EventStore, START } from "../../infra/EventStore.ts"
+import { Connections } from "../../infra/connections/Connections.ts"
+import { EventStore, START } from "../../infra/eventlog/EventStore.ts"
 import { createTestDatabase, dropTestDatabase, postgresAvailable, runSql } from "../support/Database.ts"
 import { type InProcessService, OTHER_KEY, PINNED_KEY, startService } from "../support/Service.ts"
 

@@ -4,7 +4,7 @@
  */
 import { Effect } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { EventStore } from "../../infra/EventStore.ts"
+import { EventStore } from "../../infra/eventlog/EventStore.ts"
 import { catalogVersion } from "../../domain/catalog/index.ts"
 import { type InProcessService, OTHER_KEY, PINNED_KEY, startService } from "../support/Service.ts"
 import {

@@ -1,6 +1,6 @@
 import { Effect, type ManagedRuntime } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { EventStore } from "../../infra/EventStore.ts"
+import { EventStore } from "../../infra/eventlog/EventStore.ts"
 import { createTestDatabase, dropTestDatabase, postgresAvailable } from "../support/Database.ts"
 import { KEY, OTHER_KEY, PINNED_KEY, type InProcessService, startService } from "../support/Service.ts"
 

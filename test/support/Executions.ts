@@ -5,10 +5,10 @@
  */
 import { PgClient } from "@effect/sql-pg"
 import { Effect, Layer, ManagedRuntime, Redacted } from "effect"
-import { EventStore, type Json, type RecordedEvent } from "../../infra/EventStore.ts"
+import { EventStore, type Json, type RecordedEvent } from "../../infra/eventlog/EventStore.ts"
 import { newId } from "../../infra/Ids.ts"
-import { layerPgEventStore } from "../../infra/PgEventStore.ts"
-import { Projections } from "../../infra/Projection.ts"
+import { layerPgEventStore } from "../../infra/eventlog/PgEventStore.ts"
+import { Projections } from "../../infra/eventlog/Projection.ts"
 import { allProjections } from "../../src/Projections.ts"
 
 export type Outcome = "succeeded" | "failed" | "cancelled"

@@ -8,7 +8,7 @@ import Ajv2020 from "ajv/dist/2020.js"
 import addFormats from "ajv-formats"
 import { Effect, Exit, Schema } from "effect"
 import { closedParseOptions, findTool, findTrigger, listTools, listTriggers } from "../../../domain/catalog/index.ts"
-import type { JsonSchema } from "../../../domain/Catalog.ts"
+import type { JsonSchema } from "../../../domain/catalog/Catalog.ts"
 
 const ajv = new Ajv2020.default({ strict: true, allErrors: false, strictRequired: false })
 addFormats.default(ajv)

@@ -4,7 +4,7 @@
  * including bodies past the JSON ceiling.
  */
 import fc from "fast-check"
-import type { Route } from "../../../http/Edge.ts"
+import type { Route } from "../../../http/server/Edge.ts"
 import { KEY, OTHER_KEY, PINNED_KEY } from "../../support/Service.ts"
 
 export interface FuzzRequest {

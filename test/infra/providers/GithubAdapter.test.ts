@@ -1,7 +1,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
 import type { ServerResponse } from "node:http"
-import { OutboundHttp, type OutboundResponse } from "../../../infra/OutboundHttp.ts"
+import { OutboundHttp, type OutboundResponse } from "../../../infra/outbound/OutboundHttp.ts"
 import { githubRateLimitWait, makeGithubAdapter, USER_AGENT } from "../../../infra/providers/GithubAdapter.ts"
 import { adapterContext } from "../support/AdapterContext.ts"
 import { json, type Recorded, startServer } from "../support/LocalServer.ts"

@@ -1,7 +1,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { MAX_RESPONSE_BODY_BYTES } from "../../../domain/catalog/Http.ts"
-import { OutboundHttp } from "../../../infra/OutboundHttp.ts"
+import { OutboundHttp } from "../../../infra/outbound/OutboundHttp.ts"
 import { makeHttpAdapter } from "../../../infra/providers/HttpAdapter.ts"
 import { adapterContext } from "../support/AdapterContext.ts"
 import { closedPort, startServer } from "../support/LocalServer.ts"

@@ -1,7 +1,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
 import type { ServerResponse } from "node:http"
-import { OutboundHttp } from "../../../infra/OutboundHttp.ts"
+import { OutboundHttp } from "../../../infra/outbound/OutboundHttp.ts"
 import { makeSlackAdapter } from "../../../infra/providers/SlackAdapter.ts"
 import { adapterContext } from "../support/AdapterContext.ts"
 import { closedPort, json, type Recorded, startServer } from "../support/LocalServer.ts"

@@ -4,8 +4,8 @@
  * view stores are compared on all of them. Events carry absolute values (the balance after a
  * deposit), as a pure projection cannot read the rows it writes.
  */
-import type { AppendRequest, Json, RecordedEvent } from "../../../infra/EventStore.ts"
-import type { Projection, RowChange, TableSpec } from "../../../infra/Projection.ts"
+import type { AppendRequest, Json, RecordedEvent } from "../../../infra/eventlog/EventStore.ts"
+import type { Projection, RowChange, TableSpec } from "../../../infra/eventlog/Projection.ts"
 
 export const ACCOUNTS: TableSpec = {
   name: "test_accounts",

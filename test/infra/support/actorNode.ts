@@ -11,7 +11,7 @@ import { PgClient } from "@effect/sql-pg"
 import { Effect, Layer, ManagedRuntime } from "effect"
 import { Sharding, ShardId } from "effect/cluster"
 import { createServer } from "node:http"
-import { ActorRuntime, SHARDS_PER_GROUP } from "../../../infra/Actors.ts"
+import { ActorRuntime, SHARDS_PER_GROUP } from "../../../infra/actors/Actors.ts"
 import { AppConfig } from "../../../src/Config.ts"
 import { Counter, CounterLive } from "./CounterEntity.ts"
 

@@ -1,0 +1,146 @@
+/**
+ * The webhook endpoint actor: its events, state, `evolve` and `decide`, and the subscription
+ * rules (spec, "Events: Webhook subscriptions and delivered types"). Pure: secrets arrive
+ * already sealed, time arrives on the command.
+ */
+import { findTrigger } from "../catalog/index.ts"
+
+export const ENDPOINT_STREAM_TYPE = "webhook-endpoint"
+export const endpointStreamId = (endpointId: string): string => `${ENDPOINT_STREAM_TYPE}-${endpointId}`
+
+export const EXECUTION_SUBSCRIPTIONS = ["execution.completed", "execution.succeeded", "execution.failed", "execution.cancelled"] as const
+export const FIXED_SUBSCRIPTIONS: ReadonlySet<string> = new Set([
+  ...EXECUTION_SUBSCRIPTIONS,
+  "voice.session.event",
+  "voice.transcript.ready",
+  "voice.observer.failed",
+  "trigger.*"
+])
+
+/** Why a subscription entry is refused, or undefined when it is valid. */
+export const subscriptionProblem = (entry: string): string | undefined => {
+  if (FIXED_SUBSCRIPTIONS.has(entry)) return undefined
+  if (entry.startsWith("trigger.")) {
+    return findTrigger(entry.slice("trigger.".length)) === undefined ? `unknown trigger ${entry}` : undefined
+  }
+  return `unknown event type ${entry}`
+}
+
+/** Whether an endpoint subscribed to `events` receives a delivered `type`. */
+export const subscribes = (events: ReadonlyArray<string>, type: string): boolean => {
+  if (events.includes(type)) return true
+  if (type.startsWith("execution.")) return events.includes("execution.completed")
+  if (type.startsWith("trigger.")) return events.includes("trigger.*")
+  return false
+}
+
+export interface EndpointCreated {
+  readonly type: "EndpointCreated"
+  readonly endpointId: string
+  readonly projectId: string
+  readonly url: string
+  readonly events: ReadonlyArray<string>
+  readonly active: boolean
+  readonly sealedSecret: string
+  readonly secretPrefix: string
+  readonly at: string
+}
+export interface EndpointUpdated {
+  readonly type: "EndpointUpdated"
+  readonly url?: string
+  readonly events?: ReadonlyArray<string>
+  readonly active?: boolean
+  readonly at: string
+}
+export interface EndpointSecretRotated {
+  readonly type: "EndpointSecretRotated"
+  readonly sealedSecret: string
+  readonly secretPrefix: string
+  readonly at: string
+}
+export interface EndpointDeleted {
+  readonly type: "EndpointDeleted"
+  readonly at: string
+}
+export type EndpointEvent = EndpointCreated | EndpointUpdated | EndpointSecretRotated | EndpointDeleted
+
+export interface Endpoint {
+  readonly endpointId: string
+  readonly projectId: string
+  readonly url: string
+  readonly events: ReadonlyArray<string>
+  readonly active: boolean
+  readonly sealedSecret: string
+  readonly secretPrefix: string
+  readonly createdAt: string
+  readonly updatedAt: string
+  readonly deleted: boolean
+}
+
+export type EndpointState = Endpoint | undefined
+
+export const evolve = (state: EndpointState, event: EndpointEvent): EndpointState => {
+  switch (event.type) {
+    case "EndpointCreated":
+      return {
+        endpointId: event.endpointId,
+        projectId: event.projectId,
+        url: event.url,
+        events: event.events,
+        active: event.active,
+        sealedSecret: event.sealedSecret,
+        secretPrefix: event.secretPrefix,
+        createdAt: event.at,
+        updatedAt: event.at,
+        deleted: false
+      }
+    case "EndpointUpdated":
+      return state === undefined ? state : {
+        ...state,
+        ...(event.url !== undefined ? { url: event.url } : {}),
+        ...(event.events !== undefined ? { events: event.events } : {}),
+        ...(event.active !== undefined ? { active: event.active } : {}),
+        updatedAt: event.at
+      }
+    case "EndpointSecretRotated":
+      return state === undefined ? state : { ...state, sealedSecret: event.sealedSecret, secretPrefix: event.secretPrefix, updatedAt: event.at }
+    case "EndpointDeleted":
+      return state === undefined ? state : { ...state, deleted: true, updatedAt: event.at }
+  }
+}
+
+export const fold = (events: ReadonlyArray<EndpointEvent>): EndpointState => events.reduce(evolve, undefined as EndpointState)
+
+export type EndpointCommand =
+  | { readonly type: "CreateEndpoint"; readonly endpoint: Omit<EndpointCreated, "type"> }
+  | { readonly type: "UpdateEndpoint"; readonly changes: Omit<EndpointUpdated, "type" | "at">; readonly at: string }
+  | { readonly type: "RotateEndpointSecret"; readonly sealedSecret: string; readonly secretPrefix: string; readonly at: string }
+  | { readonly type: "DeleteEndpoint"; readonly at: string }
+
+export type EndpointRejection = { readonly _tag: "EndpointNotFound" } | { readonly _tag: "EndpointExists" }
+
+/** Events for a command, or why the current state refuses it. */
+export const decide = (
+  command: EndpointCommand,
+  state: EndpointState
+): ReadonlyArray<EndpointEvent> | EndpointRejection => {
+  if (command.type === "CreateEndpoint") {
+    return state === undefined ? [{ type: "EndpointCreated", ...command.endpoint }] : { _tag: "EndpointExists" }
+  }
+  if (state === undefined || state.deleted) return { _tag: "EndpointNotFound" }
+  switch (command.type) {
+    case "UpdateEndpoint":
+      return [{ type: "EndpointUpdated", ...command.changes, at: command.at }]
+    case "RotateEndpointSecret":
+      return [{ type: "EndpointSecretRotated", sealedSecret: command.sealedSecret, secretPrefix: command.secretPrefix, at: command.at }]
+    case "DeleteEndpoint":
+      return [{ type: "EndpointDeleted", at: command.at }]
+  }
+}
+
+/** `HTTPS://LocalHost:443/Hook/Path#x` → `https://localhost/Hook/Path` (the WHATWG parser does the rest). */
+export const normalizeUrl = (url: URL): string => {
+  const copy = new URL(url.href)
+  copy.hash = ""
+  return copy.href
+}

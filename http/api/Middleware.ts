@@ -1,0 +1,53 @@
+/**
+ * The API's middleware contracts (implementations in MiddlewareLive.ts). Every endpoint gets,
+ * from the outside in: the error envelope, bearer authentication, then the project rate limit.
+ */
+import { Context } from "effect"
+import { HttpApiMiddleware, HttpApiSecurity } from "effect/http-api"
+import {
+  AuthExpired,
+  AuthMissing,
+  InsufficientScope,
+  InvalidInput,
+  NotFound,
+  NotSupported,
+  ProviderError,
+  ProviderUnavailable,
+  RateLimited,
+  StateConflict,
+  Timeout
+} from "../../domain/Errors.ts"
+import { Caller } from "./Caller.ts"
+
+/** Every typed failure a handler may raise; the envelope middleware answers all of them. */
+export const RequestFailures = [
+  InvalidInput,
+  StateConflict,
+  AuthMissing,
+  AuthExpired,
+  InsufficientScope,
+  NotFound,
+  RateLimited,
+  Timeout,
+  ProviderUnavailable,
+  ProviderError,
+  NotSupported
+] as const
+
+export class ErrorEnvelope extends HttpApiMiddleware.Service<ErrorEnvelope>()("app/http/ErrorEnvelope", {
+  error: RequestFailures
+}) {}
+
+export class Authentication extends HttpApiMiddleware.Service<Authentication, { provides: Caller }>()(
+  "app/http/Authentication",
+  { security: { bearer: HttpApiSecurity.bearer }, error: [AuthMissing, AuthExpired, InsufficientScope, InvalidInput] }
+) {}
+
+export class RateLimit extends HttpApiMiddleware.Service<RateLimit, { requires: Caller }>()("app/http/RateLimit", {
+  error: RateLimited
+}) {}
+
+/** Endpoint annotation: the request takes a token from the execute bucket, not the standard one. */
+export class UsesExecuteBucket extends Context.Reference<boolean>("app/http/UsesExecuteBucket", {
+  defaultValue: () => false
+}) {}

@@ -1,0 +1,96 @@
+/**
+ * The one place where failures become HTTP answers: the status for each normalized code
+ * (decisions.md section 2), the `{error, requestId}` body, and the mapping of everything that is
+ * not a typed failure (decode errors, oversize bodies, defects) onto the same envelope.
+ */
+import { Cause, Effect } from "effect"
+import { HttpServerResponse } from "effect/http"
+import { HttpApiSchemaError } from "effect/http-api/HttpApiError"
+import { type ErrorCode, isServiceFailure, normalized, type NormalizedError, toNormalized } from "../../domain/Errors.ts"
+
+const STATUS: Record<ErrorCode, number> = {
+  invalid_input: 422,
+  auth_missing: 401,
+  auth_expired: 401,
+  auth_insufficient_scope: 403,
+  not_found: 404,
+  timeout: 504,
+  rate_limited: 429,
+  provider_unavailable: 502,
+  provider_error: 502,
+  not_supported: 501,
+  execution_interrupted: 500,
+  execution_cancelled: 409
+}
+
+/** A failure the edge raises itself, with a status that the code alone does not give. */
+export class EdgeFailure {
+  readonly _tag = "EdgeFailure"
+  readonly status: number
+  readonly error: NormalizedError
+  readonly headers: Record<string, string>
+  constructor(status: number, error: NormalizedError, headers: Record<string, string> = {}) {
+    this.status = status
+    this.error = error
+    this.headers = headers
+  }
+}
+
+export const malformedBody = () => new EdgeFailure(400, normalized("invalid_input", "The request body is not valid JSON."))
+export const bodyTooLarge = (limit: number) =>
+  new EdgeFailure(413, normalized("invalid_input", `The request body exceeds ${limit} bytes.`), { connection: "close" })
+export const unsupportedMediaType = () =>
+  new EdgeFailure(415, normalized("invalid_input", "The request body must be application/json."))
+export const methodNotAllowed = (allowed: ReadonlyArray<string>) =>
+  new EdgeFailure(405, normalized("invalid_input", "The method is not allowed on this path."), { allow: allowed.join(", ") })
+export const routeNotFound = () => new EdgeFailure(404, normalized("not_found", "No such route."))
+const internal = () => new EdgeFailure(500, { code: "provider_unavailable", message: "Internal error.", retryable: true })
+
+export const envelopeResponse = (requestId: string, status: number, error: NormalizedError, headers: Record<string, string> = {}) => {
+  const response = HttpServerResponse.jsonUnsafe({ error, requestId }, { status })
+  return Object.keys(headers).length === 0 ? response : HttpServerResponse.setHeaders(response, headers)
+}
+
+const schemaMessage = (error: HttpApiSchemaError): string => {
+  const text = String(error.cause?.message ?? error.message ?? "")
+  const where = error.kind === "Payload" ? "body" : error.kind === "Query" ? "query" : error.kind === "Params" ? "path" : "request"
+  // Schema messages name the offending path and expectation; cap their length for the client.
+  return `Invalid ${where}: ${text.length > 500 ? `${text.slice(0, 500)}…` : text}`
+}
+
+export const isJsonSyntaxFailure = (error: HttpApiSchemaError): boolean =>
+  error.kind === "Payload" && String(error.cause?.message ?? "").includes("Expected a valid JSON body")
+
+/** What answer a failure gets; `undefined` means an unexpected defect. */
+export const classify = (failure: unknown): EdgeFailure | undefined => {
+  if (failure instanceof EdgeFailure) return failure
+  if (HttpApiSchemaError.is(failure)) {
+    return isJsonSyntaxFailure(failure) ? malformedBody() : new EdgeFailure(422, normalized("invalid_input", schemaMessage(failure)))
+  }
+  if (isServiceFailure(failure)) {
+    const error = toNormalized(failure)
+    const status = failure._tag === "StateConflict" ? 409 : STATUS[failure.code]
+    const headers: Record<string, string> = error.retryAfter !== undefined ? { "retry-after": String(error.retryAfter) } : {}
+    return new EdgeFailure(status, error, headers)
+  }
+  return undefined
+}
+
+/**
+ * Answers a failed request. Typed failures come first; among defects, known ones (decode
+ * errors) are still answered precisely; anything else is logged with the request id and
+ * answered as an opaque 500.
+ */
+export const causeResponse = (requestId: string, cause: Cause.Cause<unknown>) =>
+  Effect.suspend(() => {
+    for (const reason of cause.reasons) {
+      const value = Cause.isFailReason(reason) ? reason.error : Cause.isDieReason(reason) ? reason.defect : undefined
+      const known = classify(value)
+      if (known !== undefined) return Effect.succeed(envelopeResponse(requestId, known.status, known.error, known.headers))
+    }
+    const fallback = internal()
+    return Effect.logError("unhandled failure", cause).pipe(
+      Effect.annotateLogs({ requestId }),
+      Effect.as(envelopeResponse(requestId, fallback.status, fallback.error))
+    )
+  })

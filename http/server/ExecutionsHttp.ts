@@ -1,0 +1,82 @@
+/**
+ * Handlers of the executions group: who acts (decisions.md section 3), then the Executions
+ * service. Execute answers 200 with a terminal record, or 202 with the current one and a
+ * `Location` to poll.
+ */
+import { Effect } from "effect"
+import { HttpServerResponse } from "effect/http"
+import { HttpApiBuilder } from "effect/http-api"
+import { InvalidInput } from "../../domain/Errors.ts"
+import { Executions } from "../../infra/executions/Executions.ts"
+import { Api } from "../api/Api.ts"
+import { Caller } from "../api/Caller.ts"
+import { makeCursors } from "./Cursor.ts"
+import { DEFAULT_LIMIT } from "../api/Query.ts"
+import { actingUser } from "./Users.ts"
+
+export const ExecutionsHttp = HttpApiBuilder.group(Api, "executions", (handlers) =>
+  Effect.gen(function*() {
+    const executions = yield* Executions
+    const cursors = yield* makeCursors
+    return handlers
+      // Handlers are made once with `fnUntraced` (README, "Writing effects").
+      .handle("execute", Effect.fnUntraced(function*({ headers, payload }) {
+        const caller = yield* Caller
+        const headerKey = headers["idempotency-key"]
+        if (payload.idempotencyKey !== undefined && headerKey !== undefined) {
+          return yield* new InvalidInput({ message: "Give the idempotency key in the body or the Idempotency-Key header, not both." })
+        }
+        const userId = yield* actingUser(caller, { explicit: payload.userId, header: headers["x-service-user-id"] })
+        if (userId === undefined) {
+          return yield* new InvalidInput({ message: "userId is required (body, X-Service-User-Id, or a user-pinned key)." })
+        }
+        const { record, terminal } = yield* executions.execute({
+          projectId: caller.projectId,
+          userId,
+          tool: payload.tool,
+          input: payload.input,
+          mode: payload.mode,
+          connectionId: payload.connectionId,
+          attachments: payload.attachments,
+          idempotencyKey: payload.idempotencyKey ?? headerKey
+        })
+        return terminal
+          ? HttpServerResponse.jsonUnsafe(record, { status: 200 })
+          : HttpServerResponse.jsonUnsafe(record, {
+            status: 202,
+            headers: { location: `/v1/executions/${record.executionId}` }
+          })
+      }))
+      .handle("list", Effect.fnUntraced(function*({ headers, query }) {
+        const caller = yield* Caller
+        const userId = yield* actingUser(caller, { explicit: query.userId, header: headers["x-service-user-id"] })
+        const scope = `executions:${caller.projectId}`
+        let after: string | undefined
+        if (query.cursor !== undefined) {
+          const position = yield* cursors.decode(scope, query.cursor)
+          const [id] = position
+          if (position.length !== 1 || typeof id !== "string") {
+            return yield* new InvalidInput({ message: "The cursor is malformed or does not belong to this list." })
+          }
+          after = id
+        }
+        const limit = query.limit ?? DEFAULT_LIMIT
+        const page = yield* executions.list({
+          projectId: caller.projectId,
+          userId,
+          status: query.status,
+          tool: query.tool,
+          after,
+          limit
+        })
+        const last = page.executions[page.executions.length - 1]
+        return {
+          executions: page.executions,
+          ...(page.more && last !== undefined ? { nextCursor: cursors.encode(scope, [last.executionId]) } : {})
+        }
+      }))
+      .handle("get", ({ params }) =>
+        Effect.flatMap(Caller, (caller) => executions.get(caller.projectId, caller.pinnedUserId, params.executionId)))
+      .handle("cancel", ({ params }) =>
+        Effect.flatMap(Caller, (caller) => executions.cancel(caller.projectId, caller.pinnedUserId, params.executionId)))
+  }))

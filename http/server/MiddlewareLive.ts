@@ -1,0 +1,80 @@
+/**
+ * Implementations of the API middleware: the error envelope, bearer authentication against
+ * ApiKeys, and the per-project rate limit with its `RateLimit-*` headers.
+ */
+import { Cause, Context, Effect, Layer, Redacted } from "effect"
+import { HttpServerRequest, type HttpServerResponse } from "effect/http"
+import { AuthExpired, AuthMissing, RateLimited } from "../../domain/Errors.ts"
+import { ApiKeys } from "../../infra/access/ApiKeys.ts"
+import { type Decision, RateLimiter } from "../../infra/access/RateLimiter.ts"
+import { Caller, CurrentRequest } from "../api/Caller.ts"
+import { causeResponse } from "./Envelope.ts"
+import { Authentication, ErrorEnvelope, RateLimit, UsesExecuteBucket } from "../api/Middleware.ts"
+import { checkPinned, checkUserId, USER_HEADER } from "./Users.ts"
+
+export const ErrorEnvelopeLive = Layer.succeed(
+  ErrorEnvelope,
+  (httpEffect) =>
+    Effect.catchCause(httpEffect, (cause) =>
+      Cause.hasInterruptsOnly(cause)
+        ? Effect.failCause(cause)
+        : Effect.flatMap(CurrentRequest, (request) => causeResponse(request?.id ?? "req_unknown", cause)))
+)
+
+export const AuthenticationLive = Layer.effect(
+  Authentication,
+  Effect.gen(function*() {
+    const keys = yield* ApiKeys
+    return Authentication.of({
+      bearer: Effect.fnUntraced(function*(httpEffect, { credential }) {
+        const presented = Redacted.value(credential)
+        if (presented === "") {
+          return yield* new AuthMissing({ message: "Send the project API key as Authorization: Bearer <key>." })
+        }
+        const principal = yield* Effect.orDie(keys.verify(presented))
+        if (principal === undefined) return yield* new AuthExpired({ message: "The API key is invalid or revoked." })
+        const caller = { keyId: principal.keyId, projectId: principal.projectId, pinnedUserId: principal.userId }
+        const request = yield* HttpServerRequest.HttpServerRequest
+        const named = request.headers[USER_HEADER]
+        if (named !== undefined) {
+          yield* checkUserId(named, "X-Service-User-Id")
+          yield* checkPinned(caller, named)
+        }
+        return yield* Effect.provideService(httpEffect, Caller, caller)
+      })
+    })
+  })
+)
+
+const rateHeaders = (decision: Decision): Record<string, string> => ({
+  "ratelimit-limit": String(decision.limit),
+  "ratelimit-remaining": String(decision.remaining),
+  "ratelimit-reset": String(decision.resetAt)
+})
+
+export const RateLimitLive = Layer.effect(
+  RateLimit,
+  Effect.gen(function*() {
+    const limiter = yield* RateLimiter
+    // Called once per endpoint when the routes are built; the returned effect runs per request.
+    return RateLimit.of((httpEffect, { endpoint }) => {
+      const execute = Context.get(endpoint.annotations, UsesExecuteBucket)
+      const message = execute ? "The project's execute rate limit is exhausted." : "The project's rate limit is exhausted."
+      /** Every answer carries the decision's headers (the edge writes them), a refusal and the handler's failures included. */
+      const admit = (decision: Decision) =>
+        Effect.flatMap(CurrentRequest, (request): Effect.Effect<HttpServerResponse.HttpServerResponse, RateLimited | Effect.Error<typeof httpEffect>> => {
+          if (request !== undefined) request.answerHeaders = { ...request.answerHeaders, ...rateHeaders(decision) }
+          return decision.allowed ? httpEffect : Effect.fail(new RateLimited({ message, retryAfter: decision.retryAfter ?? 1 }))
+        })
+      /** Past the bucket, an execute request also counts against the daily quota, when there is one. */
+      const withDaily = (projectId: string, decision: Decision) =>
+        Effect.flatMap(Effect.orDie(limiter.takeDaily(projectId)), (daily) =>
+          admit(daily === undefined || daily.allowed
+            ? decision
+            : { ...daily, retryAfter: Math.max(1, daily.resetAt - Math.floor(Date.now() / 1000)) }))
+      return Effect.flatMap(Caller, (caller) =>
+        Effect.flatMap(Effect.orDie(limiter.take(caller.projectId, execute ? "execute" : "standard")), (decision) =>
+          execute && decision.allowed ? withDaily(caller.projectId, decision) : admit(decision)))
+    })
+  })
+)

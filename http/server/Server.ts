@@ -1,0 +1,122 @@
+/**
+ * The HTTP application: the API's routes and docs behind the edge, as one effect that a Node
+ * server (or an in-process web handler in tests) runs per request.
+ */
+import { Clock, Context, Effect, FileSystem, Layer, Path, Random, References, Scheduler, Scope, Tracer } from "effect"
+import { Etag, HttpPlatform, HttpRouter, HttpServer } from "effect/http"
+import { HttpApiBuilder, HttpApiScalar } from "effect/http-api"
+import { NodeHttpServer } from "@effect/platform-node"
+import { createServer } from "node:http"
+import { AppConfig } from "../../src/Config.ts"
+import { ApiKeys } from "../../infra/access/ApiKeys.ts"
+import { Connections } from "../../infra/connections/Connections.ts"
+import { Executions } from "../../infra/executions/Executions.ts"
+import { RateLimiter } from "../../infra/access/RateLimiter.ts"
+import { Secrets } from "../../infra/access/Secrets.ts"
+import { StagedFiles } from "../../infra/files/StagedFiles.ts"
+import { ViewStore } from "../../infra/eventlog/ViewStore.ts"
+import { WebhookEndpoints } from "../../infra/webhooks/WebhookEndpoints.ts"
+import { Api } from "../api/Api.ts"
+import { ConnectionsHttp } from "./ConnectionsHttp.ts"
+import { answerClientError, makeEdge, type Route } from "./Edge.ts"
+import { AuthenticationLive, ErrorEnvelopeLive, RateLimitLive } from "./MiddlewareLive.ts"
+import { ExecutionsHttp } from "./ExecutionsHttp.ts"
+import { FilesHttp } from "./FilesHttp.ts"
+import { HealthHttp, SystemHttp } from "./SystemHttp.ts"
+import { WebhooksHttp } from "./WebhooksHttp.ts"
+
+/** JSON bodies of ordinary routes are small; staged files set their own ceiling. */
+export const DEFAULT_BODY_LIMIT = 1024 * 1024
+
+const apiRoutes = (): ReadonlyArray<Route> =>
+  Object.values(Api.groups).flatMap((group) =>
+    Object.values(group.endpoints).map((endpoint) => ({ method: endpoint.method, path: endpoint.path }))
+  )
+
+export const routes: ReadonlyArray<Route> = [
+  ...apiRoutes(),
+  { method: "GET", path: "/openapi.json" },
+  { method: "GET", path: "/docs" }
+]
+
+const ApiLive = HttpApiBuilder.layer(Api, { openapiPath: "/openapi.json" }).pipe(
+  Layer.provide([HealthHttp, SystemHttp, ConnectionsHttp, FilesHttp, WebhooksHttp, ExecutionsHttp]),
+  Layer.provide([ErrorEnvelopeLive, AuthenticationLive, RateLimitLive])
+)
+
+const DocsLive = HttpApiScalar.layer(Api, { path: "/docs" })
+
+export const AppRoutes = Layer.mergeAll(ApiLive, DocsLive)
+
+/**
+ * Runs `effect` in a context of `keys`' services alone; its requirements must be among them.
+ *
+ * Why: each API handler keeps the context it was built in and merges it into the request's on
+ * every request, which copies both. Built in the whole service's context (about 35 services) and
+ * serving requests in it too, that copy was the largest single cost of the API framework. The
+ * handlers take what they use when built, and a request needs only the server's own services.
+ */
+const withOnly = <const Keys extends ReadonlyArray<Context.Key<unknown, unknown>>>(...keys: Keys) =>
+<A, E, R extends Context.Service.Identifier<Keys[number]>>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
+  Effect.updateContext(effect, Context.pick(...keys)) as Effect.Effect<A, E, R>
+
+/**
+ * How the process logs, traces, tells time and draws randomness, as the runtime or the command
+ * line (`--log-level`) set it: references have defaults, so the type check cannot ask for them,
+ * and a request served without them would, for one, log past the level and loggers the service
+ * was started with.
+ */
+const runtimeReferences = [
+  References.MinimumLogLevel,
+  References.CurrentLogLevel,
+  References.CurrentLoggers,
+  References.CurrentLogAnnotations,
+  References.CurrentLogSpans,
+  References.LogToStderr,
+  References.UnhandledLogLevel,
+  References.TracerEnabled,
+  References.TracerTimingEnabled,
+  References.TracerSpanAnnotations,
+  References.TracerSpanLinks,
+  Tracer.Tracer,
+  Clock.Clock,
+  Random.Random
+] as const
+
+/** What the HTTP server itself reads while it serves; the scheduler is kept as the runtime set it. */
+const serverServices = [
+  ...runtimeReferences,
+  Scope.Scope,
+  Scheduler.Scheduler,
+  HttpPlatform.HttpPlatform,
+  Etag.Generator,
+  FileSystem.FileSystem,
+  Path.Path
+] as const
+
+const buildRoutes = HttpRouter.toHttpEffect(AppRoutes).pipe(
+  withOnly(...serverServices, ApiKeys, Connections, Executions, RateLimiter, Secrets, StagedFiles, ViewStore, WebhookEndpoints)
+)
+
+/** The per-request effect: routes behind the edge. */
+export const makeHttpApp = Effect.gen(function*() {
+  const config = yield* AppConfig
+  const app = yield* buildRoutes
+  const fileCeiling = 4 * Math.ceil(config.fileMaxBytes / 3) + 16 * 1024
+  const edge = makeEdge({
+    routes,
+    bodyLimit: (method, path) => (method === "POST" && path === "/v1/files" ? fileCeiling : DEFAULT_BODY_LIMIT)
+  })
+  return edge(app)
+})
+
+export const HttpServerLive = Layer.unwrap(
+  Effect.gen(function*() {
+    const config = yield* AppConfig
+    const app = yield* makeHttpApp
+    const serve = Layer.effectDiscard(HttpServer.HttpServer.use((server) => server.serve(app).pipe(withOnly(...serverServices))))
+    return serve.pipe(
+      Layer.provideMerge(NodeHttpServer.layer(() => createServer().on("clientError", answerClientError), { port: config.port, host: config.host }))
+    )
+  })
+).pipe(Layer.provide(NodeHttpServer.layerHttpServices))

@@ -1,0 +1,44 @@
+/**
+ * Which user a request acts for (spec, Authentication 3 and 5): a pinned key acts only for its
+ * user and any other named user is 403; an unpinned key acts for whoever the request names.
+ */
+import { Effect } from "effect"
+import { InsufficientScope, InvalidInput } from "../../domain/Errors.ts"
+import type { CallerShape } from "../api/Caller.ts"
+
+export const USER_HEADER = "x-service-user-id"
+const USER_ID = /^[A-Za-z0-9_.-]{1,64}$/
+
+const invalidUserId = (where: string) => new InvalidInput({ message: `${where} must match [A-Za-z0-9_.-]{1,64}.` })
+const pinnedElsewhere = () => new InsufficientScope({ message: "This key is pinned to another user." })
+
+export const checkUserId = (value: string, where: string): Effect.Effect<string, InvalidInput> =>
+  USER_ID.test(value) ? Effect.succeed(value) : Effect.fail(invalidUserId(where))
+
+const isPinnedElsewhere = (caller: CallerShape, named: string | undefined) =>
+  caller.pinnedUserId !== undefined && named !== undefined && named !== caller.pinnedUserId
+
+/** A pinned key naming anyone but its own user is refused, wherever the name appears. */
+export const checkPinned = (caller: CallerShape, named: string | undefined): Effect.Effect<void, InsufficientScope> =>
+  isPinnedElsewhere(caller, named) ? Effect.fail(pinnedElsewhere()) : Effect.void
+
+/**
+ * The acting user: the explicit value, else the header, else the pinned user; may be undefined.
+ * Checked in this order: the explicit value's shape, the header's, then the pin against each.
+ */
+export const actingUser = (
+  caller: CallerShape,
+  sources: { readonly explicit?: string | undefined; readonly header?: string | undefined }
+): Effect.Effect<string | undefined, InsufficientScope | InvalidInput> => {
+  const { explicit, header } = sources
+  if (explicit !== undefined && !USER_ID.test(explicit)) return Effect.fail(invalidUserId("userId"))
+  if (header !== undefined && !USER_ID.test(header)) return Effect.fail(invalidUserId("X-Service-User-Id"))
+  if (isPinnedElsewhere(caller, explicit) || isPinnedElsewhere(caller, header)) return Effect.fail(pinnedElsewhere())
+  return Effect.succeed(explicit ?? header ?? caller.pinnedUserId)
+}
+
+/** Project-wide routes (file list, history, webhooks) refuse pinned keys. */
+export const requireUnpinned = (caller: CallerShape): Effect.Effect<void, InsufficientScope> =>
+  caller.pinnedUserId === undefined
+    ? Effect.void
+    : Effect.fail(new InsufficientScope({ message: "This route needs an unpinned project key." }))

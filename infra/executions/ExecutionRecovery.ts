@@ -1,0 +1,98 @@
+/**
+ * Recovery of executions whose owning process is gone (decisions.md section 3, durable mode): an
+ * execution whose dispatch may have begun (`running`) becomes failed `execution_interrupted`;
+ * stale permits are freed; then every `pending` one is dispatched here, oldest first.
+ *
+ * It runs while the service starts (the previous process on this database may have been killed)
+ * and, with a database, every few seconds after that, so the executions of a peer killed with -9
+ * are taken over by the processes still running. An owner is gone when its advisory lock is gone
+ * (ExecutionOwners.ts); executions of live owners are never touched, and two processes taking
+ * over the same execution are kept apart by the expected version of its stream.
+ */
+import { Effect, Layer, Schedule } from "effect"
+import { decodeToolInput, findTool } from "../../domain/catalog/index.ts"
+import type { ExecutionRequested } from "../../domain/executions/Execution.ts"
+import type { Json } from "../eventlog/EventStore.ts"
+import { AppConfig } from "../../src/Config.ts"
+import { ExecutionActor } from "./ExecutionActor.ts"
+import { ExecutionOwners } from "./ExecutionOwners.ts"
+import { ExecutionPermits } from "./ExecutionPermits.ts"
+import { ConnectionResolver } from "./ExecutionPorts.ts"
+import { TABLE } from "./ExecutionsProjection.ts"
+import { Secrets } from "../access/Secrets.ts"
+import { ViewStore } from "../eventlog/ViewStore.ts"
+
+const PAGE = 500
+
+const idsWithStatus = Effect.fnUntraced(function*(views: ViewStore["Service"], status: string) {
+  const ids: Array<string> = []
+  let after: ReadonlyArray<Json> | undefined
+  while (true) {
+    const rows = yield* views.list(TABLE, {
+      where: [{ column: "status", op: "=", value: status }],
+      orderBy: [{ column: "execution_id", direction: "asc" }],
+      after,
+      limit: PAGE
+    })
+    for (const row of rows) if (typeof row.execution_id === "string") ids.push(row.execution_id)
+    const last = rows[rows.length - 1]
+    if (rows.length < PAGE || last === undefined) return ids
+    after = [last.execution_id ?? null]
+  }
+})
+
+export const recoverExecutions = Effect.gen(function*() {
+  const views = yield* ViewStore
+  const actor = yield* ExecutionActor
+  const permits = yield* ExecutionPermits
+  const secrets = yield* Secrets
+  const connections = yield* ConnectionResolver
+  const owners = yield* ExecutionOwners
+  const running = yield* idsWithStatus(views, "running")
+  const pending = yield* idsWithStatus(views, "pending")
+  if (running.length + pending.length === 0) return
+  const resumePlan = Effect.fnUntraced(function*(request: ExecutionRequested) {
+    const tool = findTool(request.tool)
+    if (tool === undefined) return yield* Effect.fail("the tool left the catalog")
+    if (request.sealedInput === undefined) return yield* Effect.fail("the input was not kept")
+    const opened = secrets.open(request.sealedInput)
+    if (opened === undefined) return yield* Effect.fail("the input cannot be opened")
+    const input = yield* decodeToolInput(tool, JSON.parse(opened)).pipe(Effect.mapError(() => "the input no longer validates"))
+    const connection = yield* connections.resolve({
+      projectId: request.projectId,
+      userId: request.userId,
+      toolkit: tool.toolkit,
+      connectionId: request.connectionId,
+      scopes: tool.scopes
+    }).pipe(Effect.mapError(() => "the connection is no longer available"))
+    return { tool, input, credentials: connection.credentials, permitHeld: false }
+  })
+  const taken = yield* actor.recover({
+    running,
+    pending,
+    alive: owners.alive,
+    beforeResume: permits.reclaimStale,
+    resumePlan
+  })
+  if (taken.interrupted + taken.resumed > 0) {
+    yield* Effect.logInfo(`recovered executions of a stopped process: ${taken.interrupted} interrupted, ${taken.resumed} resumed`)
+  }
+})
+
+/** How often a process with a database looks for executions of peers that stopped. */
+const SCAN_INTERVAL = "5 seconds"
+
+/**
+ * With a database: runs recovery while the service starts, before it serves (resumed executions
+ * are dispatched in the background), then every SCAN_INTERVAL for peers that stopped.
+ */
+export const layer = Layer.effectDiscard(
+  Effect.gen(function*() {
+    // Without a database the log starts empty and there are no peers: nothing to recover, ever.
+    // (Listing by status would also give the memory table a status index kept up for nothing.)
+    if ((yield* AppConfig).databaseUrl === undefined) return
+    const recover = recoverExecutions.pipe(Effect.catchCause((cause) => Effect.logError("execution recovery failed", cause)))
+    yield* recover
+    yield* Effect.forkScoped(Effect.repeat(Effect.delay(recover, SCAN_INTERVAL), Schedule.forever))
+  })
+)

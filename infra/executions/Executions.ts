@@ -1,0 +1,294 @@
+/**
+ * Executions as the API and the MCP gateway use them (decisions.md section 3): validation,
+ * connection and attachment checks, idempotency, concurrency caps and the sync wait, in front
+ * of the Execution actor; reads come from the `executions` view.
+ */
+import { Clock, Context, Effect, Layer } from "effect"
+import { hash as digest } from "node:crypto"
+import type { ToolDefinition } from "../../domain/catalog/Catalog.ts"
+import { catalogVersion, decodeClosed, findTool, toCanonicalName } from "../../domain/catalog/index.ts"
+import * as Idempotency from "../../domain/executions/Idempotency.ts"
+import type { ExecutionMode, ExecutionRecord, ExecutionStatus } from "../../domain/executions/ExecutionRecord.ts"
+import { isoTime } from "../../domain/Time.ts"
+import { InvalidInput, NotFound, RateLimited, type StateConflict } from "../../domain/Errors.ts"
+import { AppConfig } from "../../src/Config.ts"
+import { EventStore, type AppendRequest, type Json, StoreUnavailable } from "../eventlog/EventStore.ts"
+import { capOf, ExecutionActor } from "./ExecutionActor.ts"
+import { ExecutionPermits } from "./ExecutionPermits.ts"
+import { AttachmentFiles, ConnectionResolver } from "./ExecutionPorts.ts"
+import { TABLE } from "./ExecutionsProjection.ts"
+import { newId } from "../Ids.ts"
+import { Secrets } from "../access/Secrets.ts"
+import { ViewStore } from "../eventlog/ViewStore.ts"
+import type { Filter } from "../eventlog/Projection.ts"
+
+export interface ExecuteCommand {
+  readonly projectId: string
+  readonly userId: string
+  readonly tool: string
+  readonly input: unknown
+  readonly mode: ExecutionMode | undefined
+  readonly connectionId: string | undefined
+  readonly attachments: ReadonlyArray<string> | undefined
+  readonly idempotencyKey: string | undefined
+}
+
+export interface ExecuteResult {
+  readonly record: ExecutionRecord
+  /** True when the record is terminal (200), false when the caller should poll (202). */
+  readonly terminal: boolean
+}
+
+export interface ListOptions {
+  readonly projectId: string
+  readonly userId: string | undefined
+  readonly status: ExecutionStatus | undefined
+  readonly tool: string | undefined
+  /** Keyset position: the last execution id of the previous page. */
+  readonly after: string | undefined
+  readonly limit: number
+}
+
+export type ExecuteFailure = InvalidInput | RateLimited
+
+export class Executions extends Context.Service<Executions, {
+  readonly execute: (command: ExecuteCommand) => Effect.Effect<ExecuteResult, ExecuteFailure>
+  readonly list: (options: ListOptions) => Effect.Effect<{ readonly executions: ReadonlyArray<ExecutionRecord>; readonly more: boolean }, InvalidInput>
+  /** One record of the project; a pinned user sees only theirs (others are 404). */
+  readonly get: (projectId: string, pinnedUserId: string | undefined, executionId: string) => Effect.Effect<ExecutionRecord, NotFound>
+  readonly cancel: (projectId: string, pinnedUserId: string | undefined, executionId: string) => Effect.Effect<ExecutionRecord, NotFound | StateConflict>
+  /** The terminal record, or the current one after `timeoutMs` (MCP tasks/result, client waits). */
+  readonly awaitTerminal: (
+    projectId: string,
+    pinnedUserId: string | undefined,
+    executionId: string,
+    timeoutMs: number
+  ) => Effect.Effect<ExecutionRecord, NotFound>
+}>()("app/infra/Executions") {}
+
+/** Canonical JSON: object keys sorted, so equal inputs hash equally whatever their key order. */
+export const canonicalJson = (value: unknown): string => {
+  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(",")}]`
+  if (value !== null && typeof value === "object") {
+    const entries = Object.entries(value).toSorted(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
+    return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonicalJson(v)}`).join(",")}}`
+  }
+  return JSON.stringify(value) ?? "null"
+}
+
+const sha256 = (text: string) => digest("sha256", text, "hex")
+
+export const inputHash = (tool: string, input: unknown) => sha256(`${tool}\u0000${canonicalJson(input)}`)
+
+const keyStream = (projectId: string, userId: string, key: string) =>
+  `idempotency-${sha256(`${projectId}\u0000${userId}\u0000${key}`)}`
+
+const MAX_CLAIM_ATTEMPTS = 16
+
+// One closed decoder per tool, built on first use instead of per request.
+const decoders = new Map<ToolDefinition, (input: unknown) => Effect.Effect<unknown, InvalidInput>>()
+const decodeInput = (tool: ToolDefinition, input: unknown) => {
+  let decode = decoders.get(tool)
+  if (decode === undefined) {
+    decode = decodeClosed(tool.input, `Invalid input for ${tool.name}`)
+    decoders.set(tool, decode)
+  }
+  return decode(input)
+}
+
+/** A storage fault is not the caller's: it becomes a defect (500 envelope) at the edge. */
+const orDie = <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, Exclude<E, StoreUnavailable>, R> =>
+  effect.pipe(Effect.catchIf((e): e is E => e instanceof StoreUnavailable, (e) => Effect.die(e))) as Effect.Effect<
+    A,
+    Exclude<E, StoreUnavailable>,
+    R
+  >
+
+const capFull = (tool: ToolDefinition) =>
+  Effect.fail(new RateLimited({ message: `The ${tool.toolkit} concurrency limit of this project is full.`, retryAfter: 1 }))
+
+const isTerminal = (record: ExecutionRecord) =>
+  record.status === "succeeded" || record.status === "failed" || record.status === "cancelled"
+
+export const make = Effect.gen(function*() {
+  const config = yield* AppConfig
+  const store = yield* EventStore
+  const views = yield* ViewStore
+  const actor = yield* ExecutionActor
+  const permits = yield* ExecutionPermits
+  const connections = yield* ConnectionResolver
+  const files = yield* AttachmentFiles
+  const secrets = yield* Secrets
+
+  const answer = Effect.fnUntraced(function*(record: ExecutionRecord, waitMs: number | undefined) {
+    if (waitMs === undefined || isTerminal(record)) return { record, terminal: isTerminal(record) }
+    const latest = (yield* orDie(actor.awaitTerminal(record.executionId, waitMs))) ?? record
+    return { record: latest, terminal: isTerminal(latest) }
+  })
+
+  const validate = Effect.fnUntraced(function*(command: ExecuteCommand) {
+    const tool = findTool(command.tool)
+    if (tool === undefined) return yield* new InvalidInput({ message: `Unknown tool ${command.tool}.` })
+    const input = command.input ?? {}
+    const decoded = yield* decodeInput(tool, input)
+    const attachments = command.attachments === undefined ? undefined : [...new Set(command.attachments)]
+    if (attachments !== undefined && attachments.length > 0) {
+      const missing = yield* files.missing(command.projectId, attachments)
+      if (missing.length > 0) {
+        return yield* new InvalidInput({ message: `Attachments not found: ${missing.join(", ")}.` })
+      }
+    }
+    const connection = yield* connections.resolve({
+      projectId: command.projectId,
+      userId: command.userId,
+      toolkit: tool.toolkit,
+      connectionId: command.connectionId,
+      scopes: tool.scopes
+    })
+    return { tool, input, decoded, attachments, connection }
+  })
+
+  const execute = Effect.fnUntraced(function*(command: ExecuteCommand): Effect.fn.Return<ExecuteResult, ExecuteFailure> {
+    const { tool, input, decoded, attachments, connection } = yield* validate(command)
+    const requestedSync = (command.mode ?? "sync") === "sync"
+    const mode: ExecutionMode = tool.asyncByNature ? "async" : (command.mode ?? "sync")
+    const waitMs = requestedSync ? config.executeSyncWaitMs : undefined
+    const claimStream = command.idempotencyKey === undefined
+      ? undefined
+      : keyStream(command.projectId, command.userId, command.idempotencyKey)
+
+    for (let attempt = 0; attempt < MAX_CLAIM_ATTEMPTS; attempt++) {
+      const now = yield* Clock.currentTimeMillis
+      const alongside: Array<AppendRequest> = []
+      const executionId = newId("exe")
+      if (claimStream !== undefined) {
+        const hash = inputHash(tool.name, input)
+        const claims = yield* orDie(store.readStream(claimStream))
+        const state = claims.reduce<Idempotency.IdempotencyState>(
+          (s, e) => Idempotency.evolve(s, e.data as unknown as Idempotency.IdempotencyKeyClaimed),
+          undefined
+        )
+        const decision = Idempotency.decide(state, hash, now)
+        if (decision._tag === "Mismatch") {
+          return yield* new InvalidInput({ message: "This idempotency key was used with another tool or input." })
+        }
+        if (decision._tag === "Replay") {
+          const record = yield* actor.markReplayed(decision.executionId).pipe(
+            Effect.catchTag("NotFound", (e) => Effect.die(e)),
+            orDie
+          )
+          return yield* answer(record, waitMs)
+        }
+        const claim: Idempotency.IdempotencyKeyClaimed = { type: "IdempotencyKeyClaimed", executionId, inputHash: hash, claimedAtMs: now }
+        alongside.push({
+          streamId: claimStream,
+          streamType: Idempotency.STREAM_TYPE,
+          expectedVersion: claims.length,
+          events: [{ eventId: newId("evt"), type: claim.type, schemaVersion: 1, data: claim as unknown as Json }]
+        })
+      }
+      const cap = capOf(tool)
+      const permitKey = { projectId: command.projectId, toolkit: tool.toolkit, executionId }
+      const syncCapped = mode === "sync" && cap !== undefined
+      // A pure tool's sync run on a store that checks the cap inside its commit takes no permit
+      // before and returns none after (EventStore.appendWithinCap); like any sync request it does
+      // not overtake async ones waiting in this process.
+      const capInCommit = syncCapped && tool.pure && store.appendWithinCap !== undefined
+      const permitHeld = mode === "sync" &&
+        (cap === undefined || (capInCommit ? !permits.queued(permitKey) : yield* orDie(permits.tryAcquire(permitKey, cap))))
+      if (syncCapped && !permitHeld) return yield* capFull(tool)
+      // Past the refusal above, a capped sync request holds the permit it took, unless its commit
+      // checks the cap; that permit goes back here when nothing is recorded.
+      const tookPermit = syncCapped && !capInCommit
+      // Uninterruptible: a client hanging up must not leave a recorded execution undispatched.
+      const created = yield* Effect.uninterruptible(actor.execute({
+        request: requestOf(command, tool, mode, executionId, now, attachments, connection.connectionId,
+          // Kept only when the execution may wait for a permit (recovery dispatches it then).
+          permitHeld ? undefined : secrets.seal(canonicalJson(input))),
+        plan: { tool, input: decoded, credentials: connection.credentials, permitHeld, capInCommit },
+        alongside
+      })).pipe(
+        Effect.map((record) => ({ record })),
+        Effect.catchTag("ConcurrencyConflict", () => Effect.succeed(undefined)),
+        Effect.catchTag("LaneFull", () => capFull(tool)),
+        // Nothing was recorded: the permit taken for it goes back at once.
+        Effect.onError(() => (tookPermit ? permits.release(permitKey) : Effect.void)),
+        orDie
+      )
+      if (created === undefined) {
+        // Another request claimed the key first: release and read the claim again.
+        if (tookPermit) yield* permits.release(permitKey)
+        continue
+      }
+      return yield* answer(created.record, waitMs)
+    }
+    return yield* Effect.die(new Error("idempotency claim kept conflicting"))
+  })
+
+  const readRow = (projectId: string, executionId: string) =>
+    Effect.map(orDie(views.get(TABLE, { project_id: projectId, execution_id: executionId })), (row) =>
+      row === undefined ? undefined : (row.record as unknown as ExecutionRecord))
+
+  const get = (projectId: string, pinnedUserId: string | undefined, executionId: string) =>
+    Effect.flatMap(readRow(projectId, executionId), (record) =>
+      record === undefined || (pinnedUserId !== undefined && record.userId !== pinnedUserId)
+        ? Effect.fail(new NotFound({ message: `Execution ${executionId} was not found.` }))
+        : Effect.succeed(record))
+
+  return Executions.of({
+    execute,
+    get,
+    cancel: (projectId, pinnedUserId, executionId) =>
+      Effect.flatMap(get(projectId, pinnedUserId, executionId), () => orDie(actor.cancel(executionId))),
+    awaitTerminal: (projectId, pinnedUserId, executionId, timeoutMs) =>
+      Effect.flatMap(get(projectId, pinnedUserId, executionId), (record) =>
+        isTerminal(record)
+          ? Effect.succeed(record)
+          : Effect.map(orDie(actor.awaitTerminal(executionId, timeoutMs)), (latest) => latest ?? record)),
+    list: Effect.fnUntraced(function*(options) {
+      const where: Array<Filter> = [{ column: "project_id", op: "=", value: options.projectId }]
+      if (options.userId !== undefined) where.push({ column: "user_id", op: "=", value: options.userId })
+      if (options.status !== undefined) where.push({ column: "status", op: "=", value: options.status })
+      if (options.tool !== undefined) {
+        const canonical = toCanonicalName(options.tool)
+        if (canonical === undefined) return yield* new InvalidInput({ message: "tool must be a canonical or wire tool name." })
+        where.push({ column: "tool", op: "=", value: canonical })
+      }
+      const rows = yield* orDie(views.list(TABLE, {
+        where,
+        orderBy: [{ column: "execution_id", direction: "desc" }],
+        after: options.after === undefined ? undefined : [options.after],
+        limit: options.limit + 1
+      }))
+      return {
+        executions: rows.slice(0, options.limit).map((row) => row.record as unknown as ExecutionRecord),
+        more: rows.length > options.limit
+      }
+    })
+  })
+})
+
+const requestOf = (
+  command: ExecuteCommand,
+  tool: ToolDefinition,
+  mode: ExecutionMode,
+  executionId: string,
+  now: number,
+  attachments: ReadonlyArray<string> | undefined,
+  connectionId: string | undefined,
+  sealedInput: string | undefined
+) => ({
+  executionId,
+  projectId: command.projectId,
+  userId: command.userId,
+  tool: tool.name,
+  toolVersion: tool.version,
+  catalogVersion,
+  mode,
+  ...(connectionId !== undefined ? { connectionId } : {}),
+  ...(attachments !== undefined ? { attachments } : {}),
+  ...(sealedInput !== undefined ? { sealedInput } : {}),
+  requestedAt: isoTime(now)
+})
+
+export const layer = Layer.effect(Executions, make)

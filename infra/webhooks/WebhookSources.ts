@@ -1,0 +1,69 @@
+/**
+ * Webhook event sources: each maps recorded log events of its stream types to webhook events.
+ * The dispatcher follows the log and asks the sources; the lanes rebuild an envelope from the
+ * source event named by a delivery, so payloads never enter delivery streams and survive a
+ * restart exactly as durable as their source (spec, "Delivery rules" 9).
+ *
+ * Executions (contract with the executions feature): streams of type `execution`; the terminal
+ * events `ExecutionSucceeded`, `ExecutionFailed`, `ExecutionCancelled` carry the public record in
+ * `data.record`, whose `projectId` selects endpoints. The recorded event's id is the envelope id.
+ */
+import { Context, Layer } from "effect"
+import type { Json, RecordedEvent } from "../eventlog/EventStore.ts"
+
+export interface WebhookEvent {
+  /** The envelope `id`, the `Service-Webhook-Id` header and the delivery record's eventId. */
+  readonly eventId: string
+  readonly type: string
+  readonly projectId: string
+  readonly createdAt: string
+  readonly data: Json
+}
+
+export interface WebhookSource {
+  readonly name: string
+  readonly streamTypes: ReadonlyArray<string>
+  /** The webhook event a recorded event stands for, if any. */
+  readonly fromEvent: (event: RecordedEvent) => WebhookEvent | undefined
+}
+
+export const EXECUTION_STREAM_TYPE = "execution"
+
+const TERMINAL_TYPES: Readonly<Record<string, string>> = {
+  ExecutionSucceeded: "execution.succeeded",
+  ExecutionFailed: "execution.failed",
+  ExecutionCancelled: "execution.cancelled"
+}
+
+const isObject = (value: Json | undefined): value is { readonly [key: string]: Json } =>
+  typeof value === "object" && value !== null && !Array.isArray(value)
+
+export const executionSource: WebhookSource = {
+  name: "executions",
+  streamTypes: [EXECUTION_STREAM_TYPE],
+  fromEvent: (event) => {
+    const type = TERMINAL_TYPES[event.type]
+    if (type === undefined || !isObject(event.data)) return undefined
+    const record = event.data.record
+    if (!isObject(record) || typeof record.projectId !== "string") return undefined
+    const completedAt = typeof record.completedAt === "string" ? record.completedAt : new Date(event.createdAt).toISOString()
+    return { eventId: event.eventId, type, projectId: record.projectId, createdAt: completedAt, data: record }
+  }
+}
+
+/** The envelope sent as the request body (spec, "Webhook event envelope"). */
+export const envelopeOf = (event: WebhookEvent) => ({
+  id: event.eventId,
+  type: event.type,
+  createdAt: event.createdAt,
+  projectId: event.projectId,
+  data: event.data
+})
+
+/** The sources this process delivers from; features register theirs in src/Webhooks.ts. */
+export class WebhookSources extends Context.Service<WebhookSources, ReadonlyArray<WebhookSource>>()("app/infra/WebhookSources") {}
+
+export const sourceFor = (sources: ReadonlyArray<WebhookSource>, event: RecordedEvent): WebhookSource | undefined =>
+  sources.find((source) => source.streamTypes.includes(event.streamType))
+
+export const layer = (sources: ReadonlyArray<WebhookSource>): Layer.Layer<WebhookSources> => Layer.succeed(WebhookSources, sources)

@@ -1,0 +1,88 @@
+import { describe, expect, it } from "vitest"
+import * as Delivery from "../../../domain/webhooks/WebhookDelivery.ts"
+
+const delays = [0, 30_000, 120_000, 600_000, 3_600_000]
+const queued: Delivery.DeliveryQueued = {
+  type: "DeliveryQueued",
+  deliveryId: "whd_x",
+  endpointId: "whe_x",
+  projectId: "proj_1",
+  eventId: "evt_1",
+  eventType: "execution.succeeded",
+  source: { streamId: "execution-exe_1", version: 2, position: Delivery.positionKey(1n, 2n) },
+  queuedAt: "2026-01-01T00:00:00.000Z"
+}
+const attempt = (state: Delivery.DeliveryState, outcome: Delivery.AttemptOutcome, startedAt: number, endedAt = startedAt + 100) =>
+  Delivery.decide({ type: "RecordAttempt", outcome, startedAt, endedAt, delays }, state)
+
+describe("pending delivery", () => {
+  const state = Delivery.fold([queued])
+  it("starts pending with no attempts", () => {
+    expect(state).toMatchObject({ status: "pending", attempts: [] })
+  })
+  it("any 2xx succeeds and completes", () => {
+    const events = attempt(state, { statusCode: 204 }, 1_000)
+    const attemptedAt = new Date(1_000).toISOString()
+    expect(events).toEqual([{ type: "DeliveryAttemptSucceeded", attemptedAt, statusCode: 204, attempts: [{ attemptedAt, statusCode: 204 }] }])
+    const next = events.reduce(Delivery.evolve, state)
+    expect(next).toMatchObject({ status: "succeeded", completedAt: new Date(1_000).toISOString(), nextRetryAt: undefined })
+  })
+  it("a failure schedules the next attempt from the end of this one", () => {
+    const events = attempt(state, { error: "timeout" }, 1_000, 11_000)
+    const attemptedAt = new Date(1_000).toISOString()
+    expect(events).toEqual([{
+      type: "DeliveryAttemptFailed",
+      attemptedAt,
+      error: "timeout",
+      nextRetryAt: new Date(11_000 + 30_000).toISOString(),
+      attempts: [{ attemptedAt, error: "timeout" }]
+    }])
+    expect(events.reduce(Delivery.evolve, state)).toMatchObject({ status: "delivering", attempts: [{ error: "timeout" }] })
+  })
+  it("3xx and 410 are failures", () => {
+    for (const statusCode of [301, 302, 410, 500]) expect(attempt(state, { statusCode }, 0)[0]?.type).toBe("DeliveryAttemptFailed")
+  })
+})
+
+describe("retry schedule", () => {
+  it("waits 30 s, 2 m, 10 m, 1 h and gives up after attempt 5", () => {
+    let state = Delivery.fold([queued])
+    let now = 0
+    const waits: Array<number> = []
+    for (let n = 1; n <= 5; n++) {
+      const events = attempt(state, { statusCode: 503 }, now, now + 50)
+      state = events.reduce(Delivery.evolve, state)
+      if (n < 5) {
+        const next = Date.parse(state!.nextRetryAt!)
+        waits.push(next - (now + 50))
+        now = next
+      } else {
+        expect(events.map((e) => e.type)).toEqual(["DeliveryAttemptFailed", "DeliveryGivenUp"])
+      }
+    }
+    expect(waits).toEqual([30_000, 120_000, 600_000, 3_600_000])
+    expect(state).toMatchObject({ status: "failed", nextRetryAt: undefined })
+    expect(state!.attempts).toHaveLength(5)
+    // Each attempt event carries the history so far, which the view is written from.
+    expect(state!.attempts.map((a) => a.attemptedAt)).toEqual(state!.attempts.map((a) => a.attemptedAt).toSorted())
+    expect(state!.completedAt).toBeDefined()
+    expect(attempt(state, { statusCode: 200 }, now)).toEqual([])
+  })
+})
+
+describe("abandon", () => {
+  it("stops an unfinished delivery and leaves a finished one alone", () => {
+    const state = Delivery.fold([queued])
+    const events = Delivery.decide({ type: "Abandon", at: 5, reason: "endpoint_inactive" }, state)
+    const after = events.reduce(Delivery.evolve, state)
+    expect(after).toMatchObject({ status: "failed", completedAt: new Date(5).toISOString() })
+    expect(Delivery.decide({ type: "Abandon", at: 6, reason: "endpoint_deleted" }, after)).toEqual([])
+  })
+})
+
+describe("positions", () => {
+  it("order as text the way they order as numbers", () => {
+    expect(Delivery.positionKey(9n, 10n) < Delivery.positionKey(10n, 2n)).toBe(true)
+    expect(Delivery.positionKey(10n, 2n) < Delivery.positionKey(10n, 11n)).toBe(true)
+  })
+})
