@@ -5,12 +5,9 @@
  * It shows what the engine sustains on a store, apart from the HTTP server's cost per request.
  */
 import { Effect, Layer, ManagedRuntime } from "effect"
-import * as Connections from "../infra/connections/Connections.ts"
 import { Executions } from "../infra/executions/Executions.ts"
-import { ExecutionsLive } from "../src/App.ts"
-import { AppConfig, type Env } from "../src/Config.ts"
-import { InfraLive } from "../src/Infra.ts"
-import { WebhooksLive } from "../src/Webhooks.ts"
+import { FeaturesLive } from "../src/App.ts"
+import { configLayer, type Env } from "../test/support/Config.ts"
 
 export interface EngineResult {
   readonly executions: number
@@ -38,12 +35,7 @@ export const runEngine = async (
     readonly externalCpu?: (() => number) | undefined
   }
 ): Promise<EngineResult> => {
-  const layer = ExecutionsLive.pipe(
-    Layer.provideMerge(Connections.layer),
-    Layer.provideMerge(WebhooksLive),
-    Layer.provideMerge(InfraLive),
-    Layer.provideMerge(AppConfig.layerFrom(env))
-  )
+  const layer = FeaturesLive.pipe(Layer.provide(configLayer(env)))
   const runtime = ManagedRuntime.make(layer)
   try {
     const executions = await runtime.runPromise(Executions)

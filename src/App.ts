@@ -1,56 +1,47 @@
 /**
- * The running service as one layer: stores, actors and the HTTP server, given a configuration.
+ * The composition root: the features' layers merged into the running service. Each feature
+ * (infra/<feature>/index.ts) provides its own dependencies and picks memory or Postgres itself;
+ * here they only meet the database and the projections they all share.
  */
-import { Effect, Layer, Redacted } from "effect"
+import { Effect, Layer } from "effect"
 import { HttpServer } from "effect/http"
-import { ApiKeys } from "../infra/access/ApiKeys.ts"
-import * as Connections from "../infra/connections/Connections.ts"
-import * as ExecutionActor from "../infra/executions/ExecutionActor.ts"
-import { AttachmentFiles, ConnectionResolver } from "../infra/executions/ExecutionPorts.ts"
-import * as ExecutionRecovery from "../infra/executions/ExecutionRecovery.ts"
-import * as Executions from "../infra/executions/Executions.ts"
-import { layerWithOutbound as AdaptersLive } from "../infra/providers/index.ts"
-import { attachmentPort, StagedFiles } from "../infra/files/StagedFiles.ts"
+import * as Access from "../infra/access/index.ts"
+import * as DevKey from "../infra/access/DevKey.ts"
+import * as Actors from "../infra/actors/index.ts"
+import * as Connections from "../infra/connections/index.ts"
+import * as Database from "../infra/eventlog/Database.ts"
+import * as Eventlog from "../infra/eventlog/index.ts"
+import * as Executions from "../infra/executions/index.ts"
+import * as Files from "../infra/files/index.ts"
+import * as Webhooks from "../infra/webhooks/index.ts"
 import { HttpServerLive } from "../http/server/Server.ts"
-import { EntitiesLive } from "./Actors.ts"
-import { AppConfig } from "./Config.ts"
-import { InfraLive } from "./Infra.ts"
-import { WebhooksLive } from "./Webhooks.ts"
 
-/** In memory mode with no configured key, one unpinned key for `proj_dev` is made and printed once. */
-const DevKey = Layer.effectDiscard(
-  Effect.gen(function*() {
-    const config = yield* AppConfig
-    if (config.databaseUrl !== undefined || config.apiKeys.length > 0) return
-    const keys = yield* ApiKeys
-    const { key } = yield* Effect.orDie(keys.create({ projectId: "proj_dev" }))
-    process.stdout.write(`Development API key for project proj_dev (memory mode, shown once): ${Redacted.value(key)}\n`)
-  })
-)
+const features = [Eventlog, Actors, Access, Files, Connections, Executions, Webhooks] as const
+
+/** Every schema step of every feature (applied in id order) and every projection. */
+export const migrations = features.flatMap((feature) => feature.migrations)
+export const projections = features.flatMap((feature) => feature.projections)
+
+export const ProjectionsLive = Layer.succeed(Eventlog.Projections, projections)
+
+/** Memory, or Postgres migrated with every feature's schema, as SERVICE_DATABASE_URL says. */
+export const DatabaseLive = Database.layer({ migrations, projections })
+
+/** The features without the HTTP server: what the service, tests and benchmarks run on. */
+export const FeaturesLive = Layer.mergeAll(
+  Eventlog.layer,
+  Actors.layer,
+  Access.layer,
+  Files.layer,
+  Connections.layer,
+  Executions.layer,
+  Webhooks.layer
+).pipe(Layer.provideMerge(ProjectionsLive), Layer.provideMerge(DatabaseLive))
 
 const ListenLog = Layer.effectDiscard(
   HttpServer.addressFormattedWith((address) => Effect.logInfo(`listening on ${address}`))
 )
 
-/** Services built on the stores, shared by the HTTP handlers and the actors. */
-const ServicesLive = Connections.layer
-
-/** The executor's ports, served by the connection store and the staged files. */
-const ExecutionPortsLive = Layer.mergeAll(
-  Layer.effect(ConnectionResolver, Effect.map(Connections.Connections, (connections) => ({ resolve: connections.resolve }))),
-  Layer.effect(AttachmentFiles, Effect.map(StagedFiles, attachmentPort))
-)
-
-/** The executor: the actor, its start-up recovery and the Executions service. */
-export const ExecutionsLive = Layer.mergeAll(Executions.layer, ExecutionRecovery.layer).pipe(
-  Layer.provideMerge(ExecutionActor.layer),
-  Layer.provideMerge(ExecutionPortsLive),
-  Layer.provide(AdaptersLive)
-)
-
-export const AppLive = Layer.mergeAll(ListenLog.pipe(Layer.provideMerge(HttpServerLive)), DevKey, EntitiesLive).pipe(
-  Layer.provideMerge(ExecutionsLive),
-  Layer.provideMerge(ServicesLive),
-  Layer.provideMerge(WebhooksLive),
-  Layer.provideMerge(InfraLive)
+export const AppLive = Layer.mergeAll(ListenLog.pipe(Layer.provideMerge(HttpServerLive)), DevKey.layer).pipe(
+  Layer.provideMerge(FeaturesLive)
 )

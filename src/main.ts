@@ -5,13 +5,14 @@ import { NodeRuntime, NodeServices } from "@effect/platform-node"
 import { Effect, Layer } from "effect"
 import { Command } from "effect/cli"
 import { AppLive } from "./App.ts"
+import { preflight } from "./Preflight.ts"
 import { events } from "./cli/Events.ts"
 import { keys } from "./cli/Keys.ts"
 import { migrate } from "./cli/Migrate.ts"
 import { projections } from "./cli/Projections.ts"
-import { withConfig } from "./cli/Shared.ts"
+import { reportingConfig } from "./cli/Shared.ts"
 
-const serve = Command.make("serve", {}, () => withConfig(Layer.launch(AppLive))).pipe(
+const serve = Command.make("serve", {}, () => reportingConfig(Effect.andThen(preflight, Layer.launch(AppLive)))).pipe(
   Command.withDescription("Run the service (in memory without SERVICE_DATABASE_URL, on Postgres with it)")
 )
 

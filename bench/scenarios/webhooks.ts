@@ -24,7 +24,7 @@ import { EventStore } from "../../infra/eventlog/EventStore.ts"
 import { postgresCpu, processCpu } from "../ProcessCpu.ts"
 import type { Measurement } from "../Scenario.ts"
 import { AppLive } from "../../src/App.ts"
-import { AppConfig } from "../../src/Config.ts"
+import { configLayer } from "../../test/support/Config.ts"
 import { createTestDatabase, dropTestDatabase, postgresAvailable } from "../../test/support/Database.ts"
 import { appendTerminal, pgLog } from "../../test/support/Executions.ts"
 import { type Client, makeClient, startProcess } from "../../test/support/Service.ts"
@@ -68,8 +68,8 @@ const serviceEnv = (certPath: string): Record<string, string> => ({
 const memoryTarget = async (cert: string, certPath: string): Promise<Target> => {
   const original = getCACertificates("default")
   setDefaultCACertificates([...original, cert])
-  const config = AppConfig.layerFrom({ ...serviceEnv(certPath), SERVICE_HOST: "127.0.0.1", SERVICE_PORT: "0" })
-  const runtime = ManagedRuntime.make(AppLive.pipe(Layer.provideMerge(config)))
+  const config = configLayer({ ...serviceEnv(certPath), SERVICE_HOST: "127.0.0.1", SERVICE_PORT: "0" })
+  const runtime = ManagedRuntime.make(AppLive.pipe(Layer.provide(config)))
   const address = await runtime.runPromise(Effect.map(HttpServer.HttpServer, (server) => server.address))
   if (address._tag === "UnixPathAddress") throw new Error("expected a TCP address")
   const store = runtime as unknown as ManagedRuntime.ManagedRuntime<EventStore, unknown>

@@ -7,13 +7,14 @@ import { Etag, HttpPlatform, HttpRouter, HttpServer } from "effect/http"
 import { HttpApiBuilder, HttpApiScalar } from "effect/http-api"
 import { NodeHttpServer } from "@effect/platform-node"
 import { createServer } from "node:http"
-import { AppConfig } from "../../src/Config.ts"
+import { devKeyWanted } from "../../infra/access/DevKey.ts"
+import { integer, raw } from "../../infra/Settings.ts"
 import { ApiKeys } from "../../infra/access/ApiKeys.ts"
 import { Connections } from "../../infra/connections/Connections.ts"
 import { Executions } from "../../infra/executions/Executions.ts"
 import { RateLimiter } from "../../infra/access/RateLimiter.ts"
 import { Secrets } from "../../infra/access/Secrets.ts"
-import { StagedFiles } from "../../infra/files/StagedFiles.ts"
+import { fileSettings, StagedFiles, uploadCeiling } from "../../infra/files/StagedFiles.ts"
 import { ViewStore } from "../../infra/eventlog/ViewStore.ts"
 import { WebhookEndpoints } from "../../infra/webhooks/WebhookEndpoints.ts"
 import { Api } from "../api/Api.ts"
@@ -100,9 +101,8 @@ const buildRoutes = HttpRouter.toHttpEffect(AppRoutes).pipe(
 
 /** The per-request effect: routes behind the edge. */
 export const makeHttpApp = Effect.gen(function*() {
-  const config = yield* AppConfig
   const app = yield* buildRoutes
-  const fileCeiling = 4 * Math.ceil(config.fileMaxBytes / 3) + 16 * 1024
+  const fileCeiling = uploadCeiling((yield* fileSettings).maxBytes)
   const edge = makeEdge({
     routes,
     bodyLimit: (method, path) => (method === "POST" && path === "/v1/files" ? fileCeiling : DEFAULT_BODY_LIMIT)
@@ -110,13 +110,26 @@ export const makeHttpApp = Effect.gen(function*() {
   return edge(app)
 })
 
+/**
+ * SERVICE_PORT and SERVICE_HOST. The host defaults to every interface, but to loopback when
+ * start-up generated the development key: a key printed to a terminal must not open the
+ * service to the network.
+ */
+export const portSetting = integer("SERVICE_PORT", 8080, 0, 65535)
+
+export const listenSettings = Effect.gen(function*() {
+  const port = yield* portSetting
+  const host = (yield* raw("SERVICE_HOST")) ?? ((yield* devKeyWanted) ? "127.0.0.1" : "0.0.0.0")
+  return { port, host }
+})
+
 export const HttpServerLive = Layer.unwrap(
   Effect.gen(function*() {
-    const config = yield* AppConfig
+    const listen = yield* listenSettings
     const app = yield* makeHttpApp
     const serve = Layer.effectDiscard(HttpServer.HttpServer.use((server) => server.serve(app).pipe(withOnly(...serverServices))))
     return serve.pipe(
-      Layer.provideMerge(NodeHttpServer.layer(() => createServer().on("clientError", answerClientError), { port: config.port, host: config.host }))
+      Layer.provideMerge(NodeHttpServer.layer(() => createServer().on("clientError", answerClientError), listen))
     )
   })
 ).pipe(Layer.provide(NodeHttpServer.layerHttpServices))

@@ -7,7 +7,9 @@
 import { Context, Effect, Layer, Redacted } from "effect"
 import { SqlClient } from "effect/sql"
 import { hash as digest, randomBytes, timingSafeEqual } from "node:crypto"
-import { AppConfig } from "../../src/Config.ts"
+import { onStorage } from "../eventlog/Database.ts"
+import type { Migration } from "../eventlog/PgMigrations.ts"
+import { type BootstrapKey, bootstrapKeys } from "./AccessSettings.ts"
 import { StoreUnavailable } from "../eventlog/EventStore.ts"
 import { newId } from "../Ids.ts"
 
@@ -60,9 +62,9 @@ export const generateKey = (): string => {
 const sameHash = (a: Uint8Array, b: Uint8Array) => a.length === b.length && timingSafeEqual(a, b)
 
 /** The bootstrap keys' principals by hex hash. */
-const bootstrapPrincipals = (config: AppConfig["Service"]) => {
+const bootstrapPrincipals = (keys: ReadonlyArray<BootstrapKey>) => {
   const byHash = new Map<string, Principal>()
-  for (const [i, entry] of config.apiKeys.entries()) {
+  for (const [i, entry] of keys.entries()) {
     byHash.set(hashHex(Redacted.value(entry.key)), {
       keyId: `key_bootstrap_${i + 1}`,
       projectId: entry.projectId,
@@ -73,11 +75,10 @@ const bootstrapPrincipals = (config: AppConfig["Service"]) => {
 }
 
 /** Memory mode: bootstrap keys, plus a printed dev key for `proj_dev` when none is configured. */
-export const layerMemory: Layer.Layer<ApiKeys, never, AppConfig> = Layer.effect(
+export const layerMemory = Layer.effect(
   ApiKeys,
   Effect.gen(function*() {
-    const config = yield* AppConfig
-    const byHash = bootstrapPrincipals(config)
+    const byHash = bootstrapPrincipals(yield* bootstrapKeys)
     const created = new Map<string, KeyRecord>()
     const create: ApiKeysShape["create"] = (owner) =>
       Effect.sync(() => {
@@ -142,12 +143,11 @@ const toRecord = (row: KeyRow): KeyRecord => ({
 
 const unavailable = (cause: unknown) => new StoreUnavailable({ cause })
 
-export const layerPg: Layer.Layer<ApiKeys, never, AppConfig | SqlClient.SqlClient> = Layer.effect(
+export const layerPg = Layer.effect(
   ApiKeys,
   Effect.gen(function*() {
-    const config = yield* AppConfig
     const sql = yield* SqlClient.SqlClient
-    const byHash = bootstrapPrincipals(config)
+    const byHash = bootstrapPrincipals(yield* bootstrapKeys)
     const cache = new Map<string, { principal: Principal | undefined; expires: number }>()
 
     const lookup = (hash: Buffer) =>
@@ -199,3 +199,34 @@ export const layerPg: Layer.Layer<ApiKeys, never, AppConfig | SqlClient.SqlClien
   })
 )
 
+export const layer = onStorage(layerMemory, layerPg)
+
+/** The keys' table and the rate limiter's (RateLimiter.ts), created together in the first schema. */
+export const accessMigrations: ReadonlyArray<Migration> = [
+  {
+    id: 2,
+    name: "api_keys_and_rate_limits",
+    statements: [
+      `CREATE TABLE api_keys (
+        key_id text PRIMARY KEY,
+        key_hash bytea NOT NULL UNIQUE,
+        key_prefix text NOT NULL,
+        project_id text NOT NULL,
+        user_id text,
+        created_at timestamptz NOT NULL DEFAULT now(),
+        revoked_at timestamptz
+      )`,
+      `CREATE TABLE rate_buckets (
+        bucket text PRIMARY KEY,
+        tokens double precision NOT NULL,
+        updated_ms bigint NOT NULL
+      )`,
+      `CREATE TABLE rate_quotas (
+        bucket text NOT NULL,
+        day date NOT NULL,
+        used bigint NOT NULL,
+        PRIMARY KEY (bucket, day)
+      )`
+    ]
+  }
+]

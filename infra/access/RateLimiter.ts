@@ -6,7 +6,8 @@
  */
 import { Context, Deferred, Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
-import { AppConfig } from "../../src/Config.ts"
+import { onStorage } from "../eventlog/Database.ts"
+import { type RateLimitSettings, rateLimits } from "./AccessSettings.ts"
 import { type BucketPolicy, type BucketState, describe, nextUtcMidnight, take, utcDay } from "../../domain/TokenBucket.ts"
 import { StoreUnavailable } from "../eventlog/EventStore.ts"
 
@@ -209,9 +210,9 @@ const batchedAcrossBuckets = <E>(run: (takes: ReadonlyArray<BucketTake & { reado
   })
 }
 
-const policies = (config: AppConfig["Service"]): Record<BucketKind, BucketPolicy> => ({
-  standard: { perMinute: config.rateLimits.requestsPerMinute, burst: config.rateLimits.requestBurst },
-  execute: { perMinute: config.rateLimits.executePerMinute, burst: config.rateLimits.executeBurst }
+const policies = (limits: RateLimitSettings): Record<BucketKind, BucketPolicy> => ({
+  standard: { perMinute: limits.requestsPerMinute, burst: limits.requestBurst },
+  execute: { perMinute: limits.executePerMinute, burst: limits.executeBurst }
 })
 
 const bucketDecision = (policy: BucketPolicy, index: number, taken: Taken): Decision => {
@@ -234,11 +235,11 @@ const quotaDecision = (quota: number, used: number, allowed: boolean, nowMs: num
   retryAfter: undefined
 })
 
-export const layerMemory: Layer.Layer<RateLimiter, never, AppConfig> = Layer.effect(
+export const layerMemory = Layer.effect(
   RateLimiter,
   Effect.gen(function*() {
-    const config = yield* AppConfig
-    const policy = policies(config)
+    const limits = yield* rateLimits
+    const policy = policies(limits)
     const buckets = new Map<string, BucketState>()
     // Counts of the current UTC day only; a new day starts from an empty map.
     const quotas = new Map<string, number>()
@@ -254,7 +255,7 @@ export const layerMemory: Layer.Layer<RateLimiter, never, AppConfig> = Layer.eff
         }),
       takeDaily: (projectId) =>
         Effect.sync(() => {
-          const quota = config.rateLimits.dailyExecutions
+          const quota = limits.dailyExecutions
           if (quota === undefined) return undefined
           const now = Date.now()
           const today = utcDay(now)
@@ -294,12 +295,12 @@ interface Lease {
   readonly policy: BucketPolicy
 }
 
-export const layerPg: Layer.Layer<RateLimiter, never, AppConfig | SqlClient.SqlClient> = Layer.effect(
+export const layerPg = Layer.effect(
   RateLimiter,
   Effect.gen(function*() {
-    const config = yield* AppConfig
+    const limits = yield* rateLimits
     const sql = yield* SqlClient.SqlClient
-    const policy = policies(config)
+    const policy = policies(limits)
 
     const leaseRows = (takes: ReadonlyArray<BucketTake & { readonly n: number }>) =>
       sql<{ bucket_id: string; granted: number; leased: number; left_tokens: number; now_ms: number }>`
@@ -363,7 +364,7 @@ export const layerPg: Layer.Layer<RateLimiter, never, AppConfig | SqlClient.SqlC
           bucketDecision(bucketPolicy, index, taken))
       })
 
-    const quota = config.rateLimits.dailyExecutions
+    const quota = limits.dailyExecutions
     const takeQuota = coalesced((projectId: string, n: number) =>
       sql`INSERT INTO rate_quotas (bucket, day, used) VALUES (${projectId}, (now() AT TIME ZONE 'UTC')::date, 0)
           ON CONFLICT (bucket, day) DO NOTHING`.pipe(
@@ -390,3 +391,5 @@ export const layerPg: Layer.Layer<RateLimiter, never, AppConfig | SqlClient.SqlC
     })
   })
 )
+
+export const layer = onStorage(layerMemory, layerPg)

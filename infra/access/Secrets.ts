@@ -5,7 +5,8 @@
  */
 import { Context, Effect, Layer, Redacted } from "effect"
 import { createCipheriv, createDecipheriv, createHmac, createSecretKey, hkdfSync, randomBytes, timingSafeEqual } from "node:crypto"
-import { AppConfig } from "../../src/Config.ts"
+import { isDurable } from "../eventlog/Database.ts"
+import { secretKey } from "./AccessSettings.ts"
 
 export interface SecretsShape {
   /** Seals UTF-8 text: `v1.<iv>.<ciphertext>.<tag>`, base64url parts. */
@@ -57,7 +58,11 @@ export const makeSecrets = (master: Uint8Array): SecretsShape => {
   }
 }
 
-export const layer: Layer.Layer<Secrets, never, AppConfig> = Layer.effect(
+/** SERVICE_SECRET_KEY, required with a database and generated for this process without one. */
+export const layer = Layer.effect(
   Secrets,
-  Effect.map(AppConfig, (config) => makeSecrets(Redacted.value(config.secretKey)))
+  Effect.gen(function*() {
+    const key = yield* secretKey(yield* isDurable)
+    return makeSecrets(Redacted.value(key))
+  })
 )

@@ -1,7 +1,9 @@
 /**
  * Schema migrations: numbered SQL steps applied once, in order, inside one transaction that
  * holds an advisory lock, so several processes starting together migrate exactly once.
- * Feature modules contribute their own steps through `MigrationSteps`.
+ * Each feature exports its own steps (`migrations` in its `index.ts`); the composition root
+ * (src/App.ts) hands them all to `Database.layer`, which applies the new ones in id order at
+ * start-up. Ids are global, kept forever and never reused: a step once shipped is never edited.
  */
 import { Effect } from "effect"
 import { SqlClient } from "effect/sql"
@@ -55,32 +57,6 @@ export const eventLogMigrations: ReadonlyArray<Migration> = [
         checkpoint_tx xid8 NOT NULL DEFAULT '0',
         checkpoint_seq bigint NOT NULL DEFAULT 0,
         updated_at timestamptz NOT NULL DEFAULT now()
-      )`
-    ]
-  },
-  {
-    id: 2,
-    name: "api_keys_and_rate_limits",
-    statements: [
-      `CREATE TABLE api_keys (
-        key_id text PRIMARY KEY,
-        key_hash bytea NOT NULL UNIQUE,
-        key_prefix text NOT NULL,
-        project_id text NOT NULL,
-        user_id text,
-        created_at timestamptz NOT NULL DEFAULT now(),
-        revoked_at timestamptz
-      )`,
-      `CREATE TABLE rate_buckets (
-        bucket text PRIMARY KEY,
-        tokens double precision NOT NULL,
-        updated_ms bigint NOT NULL
-      )`,
-      `CREATE TABLE rate_quotas (
-        bucket text NOT NULL,
-        day date NOT NULL,
-        used bigint NOT NULL,
-        PRIMARY KEY (bucket, day)
       )`
     ]
   },

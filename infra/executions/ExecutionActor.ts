@@ -10,7 +10,7 @@
  * `cancel`, `markReplayed`, `get`, `awaitTerminal`, `recover`) is what a cluster Entity would
  * host later without changing callers.
  */
-import { Clock, Context, Effect, Fiber, Layer, type Redacted, Schedule, Semaphore } from "effect"
+import { Clock, Context, Effect, Fiber, Layer, type Redacted, Schedule, type Scope, Semaphore } from "effect"
 import type { ToolDefinition } from "../../domain/catalog/Catalog.ts"
 import { findToolkit } from "../../domain/catalog/index.ts"
 import {
@@ -36,7 +36,7 @@ import {
   type NewEvent,
   type StoreUnavailable
 } from "../eventlog/EventStore.ts"
-import { ExecutionOwners } from "./ExecutionOwners.ts"
+import { type Incarnation, Runner } from "../actors/Runner.ts"
 import { ExecutionPermits, type PermitKey } from "./ExecutionPermits.ts"
 import { newId } from "../Ids.ts"
 import { type DispatchOutcome, runAdapter } from "./ExecutionDispatch.ts"
@@ -105,7 +105,15 @@ interface Entry {
 }
 
 /** One dispatch of an execution and where its toolkit permit stands. */
+/** The incarnation commands run under, and the scope its dispatches run in. */
+interface Owner {
+  readonly incarnation: Incarnation
+  readonly dispatches: Scope.Closeable
+}
+
 interface Dispatching {
+  /** The incarnation that runs it: its scope holds the fiber, its id is the recorded owner. */
+  readonly incarnation: Incarnation
   readonly executionId: string
   readonly entry: Entry
   readonly plan: DispatchPlan
@@ -147,12 +155,31 @@ const newEntry = (state: ExecutionState, version: number): Entry => ({
 
 export const make = Effect.gen(function*() {
   const store = yield* EventStore
-  const owners = yield* ExecutionOwners
+  const runner = yield* Runner
   const permits = yield* ExecutionPermits
   const adapters = yield* Adapters
   const files = yield* AttachmentFiles
   const scope = yield* Effect.scope
-  const entries = new Map<string, Entry>()
+  /**
+   * Live executions cached by the incarnation that folded them. When the incarnation ends (its
+   * runner lease was lost, Runner.ts) its dispatches have stopped and the cache is dropped: the
+   * next command refolds from the log under the new incarnation.
+   */
+  let cachedBy: Incarnation | undefined
+  let entries = new Map<string, Entry>()
+  /** Where this incarnation's dispatches run: closed when it ends, or when the actor is shut down. */
+  let dispatches: Scope.Closeable | undefined
+  const current = Effect.flatMap(runner.current, (incarnation) => {
+    if (cachedBy === incarnation && dispatches !== undefined) return Effect.succeed({ incarnation, dispatches })
+    return Effect.map(incarnation.actorScope(scope), (opened) => {
+      if (cachedBy !== incarnation) {
+        cachedBy = incarnation
+        entries = new Map()
+        dispatches = opened
+      }
+      return { incarnation, dispatches: dispatches ?? opened }
+    })
+  })
   /** Per id, callbacks for the terminal record (sync requests); kept apart from a cache entry. */
   const waiting = new Map<string, Set<(record: ExecutionRecord) => void>>()
 
@@ -274,7 +301,7 @@ export const make = Effect.gen(function*() {
       run.permit = "held"
     }
     if (entry.state?.record.status === "pending") {
-      const started = yield* mutate(executionId, (now) => ({ _tag: "StartDispatch", now, owner: owners.self })).pipe(
+      const started = yield* mutate(executionId, (now) => ({ _tag: "StartDispatch", now, owner: run.incarnation.id })).pipe(
         Effect.map(() => true),
         Effect.catchTag("StateConflict", () => Effect.succeed(false))
       )
@@ -282,8 +309,8 @@ export const make = Effect.gen(function*() {
         // Started elsewhere first (two processes resumed it at once): the permit is the
         // execution's, and its dispatch there holds it until the outcome. Releasing it here
         // would free a permit still in use.
-        const current = yield* Effect.orElseSucceed(entryFor(executionId), () => undefined)
-        if (current?.state?.record.status === "running" && current.state.owner !== owners.self) run.permit = "released"
+        const now = yield* Effect.orElseSucceed(entryFor(executionId), () => undefined)
+        if (now?.state?.record.status === "running" && now.state.owner !== run.incarnation.id) run.permit = "released"
         return
       }
     } else if (entry.state?.record.status !== "running") return
@@ -299,11 +326,12 @@ export const make = Effect.gen(function*() {
     yield* entry.releasePermit
   })
 
-  const dispatch = (executionId: string, entry: Entry, plan: DispatchPlan): Effect.Effect<void> => {
+  const dispatch = (incarnation: Incarnation, executionId: string, entry: Entry, plan: DispatchPlan): Effect.Effect<void> => {
     const request = entry.state?.request
     if (request === undefined) return Effect.void
     const cap = capOf(plan.tool)
     const run: Dispatching = {
+      incarnation,
       executionId,
       entry,
       plan,
@@ -336,8 +364,8 @@ export const make = Effect.gen(function*() {
    * adapter (demo, a cached answer) has then finished before `fork` returns, and a sync request
    * answers without a scheduled fiber, a listener and a timer.
    */
-  const fork = (executionId: string, entry: Entry, plan: DispatchPlan, startImmediately = false) =>
-    Effect.map(Effect.forkIn(dispatch(executionId, entry, plan), scope, { startImmediately }), (fiber) => {
+  const fork = (owner: Owner, executionId: string, entry: Entry, plan: DispatchPlan, startImmediately = false) =>
+    Effect.map(Effect.forkIn(dispatch(owner.incarnation, executionId, entry, plan), owner.dispatches, { startImmediately }), (fiber) => {
       entry.fiber = fiber
     })
 
@@ -345,14 +373,14 @@ export const make = Effect.gen(function*() {
    * The live executions among `ids` that another process owns, read afresh (a cached entry of
    * another process's execution may be stale); one this process dispatches is never among them.
    */
-  const ownedElsewhere = (ids: ReadonlyArray<string>) =>
+  const ownedElsewhere = (self: string, ids: ReadonlyArray<string>) =>
     Effect.map(
       Effect.forEach(ids, (executionId) =>
         entries.get(executionId)?.fiber !== undefined
           ? Effect.succeed(undefined)
           : Effect.map(store.readStream(streamId(executionId)), (events) => {
             const state = fold(events.map((e) => e.data as unknown as ExecutionEvent))
-            return state === undefined || isTerminalState(state) || state.owner === owners.self
+            return state === undefined || isTerminalState(state) || state.owner === self
               ? undefined
               : { executionId, owner: state.owner }
           }), { concurrency: 16 }),
@@ -361,13 +389,15 @@ export const make = Effect.gen(function*() {
 
   const actor: ExecutionActorShape = {
     execute: Effect.fnUntraced(function*({ request, plan, alongside }) {
+      const owner = yield* current
+      const incarnation = owner.incarnation
       const now = yield* Clock.currentTimeMillis
-      const requested = decide({ _tag: "RequestExecution", request: { ...request, owner: owners.self } }, undefined)
+      const requested = decide({ _tag: "RequestExecution", request: { ...request, owner: incarnation.id } }, undefined)
       if (requested instanceof StateConflict) return yield* Effect.die(requested)
       let state = requested.reduce(evolve, undefined as ExecutionState)
       let events = requested
       if (plan.permitHeld) {
-        const started = decide({ _tag: "StartDispatch", now, owner: owners.self }, state)
+        const started = decide({ _tag: "StartDispatch", now, owner: incarnation.id }, state)
         if (started instanceof StateConflict) return yield* Effect.die(started)
         state = started.reduce(evolve, state)
         events = [...events, ...started]
@@ -381,7 +411,7 @@ export const make = Effect.gen(function*() {
       entries.set(request.executionId, entry)
       // Sync with its permit: dispatched at once, so the record may already be terminal. Async
       // answers the record as requested (pending) and dispatches on the scheduler's next turn.
-      yield* fork(request.executionId, entry, plan, plan.permitHeld)
+      yield* fork(owner, request.executionId, entry, plan, plan.permitHeld)
       const record = plan.permitHeld ? entry.state?.record : state?.record
       return record ?? (yield* Effect.die(new Error("a request always makes a record")))
     }),
@@ -427,9 +457,14 @@ export const make = Effect.gen(function*() {
 
     recover: ({ running, pending, alive, beforeResume, resumePlan }) =>
       Effect.gen(function*() {
-        // Owners are read first, then liveness: an owner read and then found without its lock is
-        // gone for good (a process that starts again takes a new id).
-        const candidates = { running: yield* ownedElsewhere(running), pending: yield* ownedElsewhere(pending) }
+        // Owners are read first, then liveness: an owner read and then found without its lease is
+        // gone for good (an incarnation that ends is never live again; the next takes a new id).
+        const self = yield* current
+        const incarnation = self.incarnation
+        const candidates = {
+          running: yield* ownedElsewhere(incarnation.id, running),
+          pending: yield* ownedElsewhere(incarnation.id, pending)
+        }
         const living = yield* alive
         // Events from before owners existed name none: whoever recovers first takes them.
         const gone = (found: { readonly owner: string | undefined }) => found.owner === undefined || !living.has(found.owner)
@@ -447,7 +482,7 @@ export const make = Effect.gen(function*() {
           resumed++
           const plan = yield* Effect.result(resumePlan(entry.state.request))
           if (plan._tag === "Success") {
-            yield* fork(executionId, entry, plan.success)
+            yield* fork(self, executionId, entry, plan.success)
             continue
           }
           const error = normalized("provider_error", `The execution could not be resumed: ${plan.failure}`)

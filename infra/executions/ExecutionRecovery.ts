@@ -5,17 +5,19 @@
  *
  * It runs while the service starts (the previous process on this database may have been killed)
  * and, with a database, every few seconds after that, so the executions of a peer killed with -9
- * are taken over by the processes still running. An owner is gone when its advisory lock is gone
- * (ExecutionOwners.ts); executions of live owners are never touched, and two processes taking
- * over the same execution are kept apart by the expected version of its stream.
+ * are taken over by the processes still running. An owner is an incarnation of a runner
+ * (actors/Runner.ts), gone when its lease has lapsed or been given up, by which time it has
+ * stopped its dispatches; executions of live owners are never touched, and two processes taking
+ * over the same execution are kept apart by the expected version of its stream. A process whose
+ * own lease lapsed (the database was out of reach) recovers its former executions like a peer's.
  */
 import { Effect, Layer, Schedule } from "effect"
 import { decodeToolInput, findTool } from "../../domain/catalog/index.ts"
 import type { ExecutionRequested } from "../../domain/executions/Execution.ts"
 import type { Json } from "../eventlog/EventStore.ts"
-import { AppConfig } from "../../src/Config.ts"
+import { isDurable } from "../eventlog/Database.ts"
 import { ExecutionActor } from "./ExecutionActor.ts"
-import { ExecutionOwners } from "./ExecutionOwners.ts"
+import { Runner } from "../actors/Runner.ts"
 import { ExecutionPermits } from "./ExecutionPermits.ts"
 import { ConnectionResolver } from "./ExecutionPorts.ts"
 import { TABLE } from "./ExecutionsProjection.ts"
@@ -47,7 +49,7 @@ export const recoverExecutions = Effect.gen(function*() {
   const permits = yield* ExecutionPermits
   const secrets = yield* Secrets
   const connections = yield* ConnectionResolver
-  const owners = yield* ExecutionOwners
+  const runner = yield* Runner
   const running = yield* idsWithStatus(views, "running")
   const pending = yield* idsWithStatus(views, "pending")
   if (running.length + pending.length === 0) return
@@ -70,7 +72,7 @@ export const recoverExecutions = Effect.gen(function*() {
   const taken = yield* actor.recover({
     running,
     pending,
-    alive: owners.alive,
+    alive: runner.alive,
     beforeResume: permits.reclaimStale,
     resumePlan
   })
@@ -90,7 +92,7 @@ export const layer = Layer.effectDiscard(
   Effect.gen(function*() {
     // Without a database the log starts empty and there are no peers: nothing to recover, ever.
     // (Listing by status would also give the memory table a status index kept up for nothing.)
-    if ((yield* AppConfig).databaseUrl === undefined) return
+    if (!(yield* isDurable)) return
     const recover = recoverExecutions.pipe(Effect.catchCause((cause) => Effect.logError("execution recovery failed", cause)))
     yield* recover
     yield* Effect.forkScoped(Effect.repeat(Effect.delay(recover, SCAN_INTERVAL), Schedule.forever))

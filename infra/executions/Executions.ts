@@ -11,7 +11,7 @@ import * as Idempotency from "../../domain/executions/Idempotency.ts"
 import type { ExecutionMode, ExecutionRecord, ExecutionStatus } from "../../domain/executions/ExecutionRecord.ts"
 import { isoTime } from "../../domain/Time.ts"
 import { InvalidInput, NotFound, RateLimited, type StateConflict } from "../../domain/Errors.ts"
-import { AppConfig } from "../../src/Config.ts"
+import { integer } from "../Settings.ts"
 import { EventStore, type AppendRequest, type Json, StoreUnavailable } from "../eventlog/EventStore.ts"
 import { capOf, ExecutionActor } from "./ExecutionActor.ts"
 import { ExecutionPermits } from "./ExecutionPermits.ts"
@@ -110,8 +110,11 @@ const capFull = (tool: ToolDefinition) =>
 const isTerminal = (record: ExecutionRecord) =>
   record.status === "succeeded" || record.status === "failed" || record.status === "cancelled"
 
+/** SERVICE_EXECUTE_SYNC_WAIT_MS: how long a sync execute waits for a terminal record. */
+export const syncWaitSetting = integer("SERVICE_EXECUTE_SYNC_WAIT_MS", 60_000, 0, 3_600_000)
+
 export const make = Effect.gen(function*() {
-  const config = yield* AppConfig
+  const syncWaitMs = yield* syncWaitSetting
   const store = yield* EventStore
   const views = yield* ViewStore
   const actor = yield* ExecutionActor
@@ -152,7 +155,7 @@ export const make = Effect.gen(function*() {
     const { tool, input, decoded, attachments, connection } = yield* validate(command)
     const requestedSync = (command.mode ?? "sync") === "sync"
     const mode: ExecutionMode = tool.asyncByNature ? "async" : (command.mode ?? "sync")
-    const waitMs = requestedSync ? config.executeSyncWaitMs : undefined
+    const waitMs = requestedSync ? syncWaitMs : undefined
     const claimStream = command.idempotencyKey === undefined
       ? undefined
       : keyStream(command.projectId, command.userId, command.idempotencyKey)

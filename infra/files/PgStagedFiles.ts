@@ -10,13 +10,12 @@
  * view would need the group-committed append and the blob insert in one transaction, which
  * the event store does not offer.
  */
-import { Effect, Layer } from "effect"
+import { Effect } from "effect"
 import { SqlClient } from "effect/sql"
-import type { AppConfig } from "../../src/Config.ts"
 import type { StagedFileRecord } from "../../domain/files/Files.ts"
 import { StoreUnavailable } from "../eventlog/EventStore.ts"
 import type { Migration } from "../eventlog/PgMigrations.ts"
-import { type FileBackend, layerFrom, type StagedFiles } from "./StagedFiles.ts"
+import { type FileBackend, layerFrom } from "./StagedFiles.ts"
 
 export const fileMigrations: ReadonlyArray<Migration> = [
   {
@@ -133,4 +132,4 @@ export const makePgBackend = Effect.gen(function*() {
   return backend
 })
 
-export const layerPg: Layer.Layer<StagedFiles, never, AppConfig | SqlClient.SqlClient> = layerFrom(makePgBackend)
+export const layerPg = layerFrom(makePgBackend)

@@ -12,7 +12,7 @@ import { base64FailureMessage, decodeCanonicalBase64, decodedLength } from "../.
 import { InvalidInput, NotFound } from "../../domain/Errors.ts"
 import { DEFAULT_MIME_TYPE, FILE_NOT_FOUND_MESSAGE, isExpired, type StagedFileRecord } from "../../domain/files/Files.ts"
 import { FileId } from "../../domain/Ids.ts"
-import { AppConfig } from "../../src/Config.ts"
+import { integer } from "../Settings.ts"
 import type { StoreUnavailable } from "../eventlog/EventStore.ts"
 import { newId } from "../Ids.ts"
 import type { ExecutionFiles, StagedFileContent } from "../providers/Adapter.ts"
@@ -230,14 +230,23 @@ export const makeMemoryBackend = (): FileBackend => {
   }
 }
 
+/** SERVICE_FILE_MAX_BYTES and SERVICE_FILE_TTL_MS (the spec's Limits: Files). */
+export const fileSettings = Effect.all({
+  maxBytes: integer("SERVICE_FILE_MAX_BYTES", 26_214_400, 1, 1024 * 1024 * 1024),
+  ttlMs: integer("SERVICE_FILE_TTL_MS", 3_600_000, 1)
+})
+
+/** The request-body ceiling of `POST /v1/files`: the base64 length of the cap plus 16 KiB. */
+export const uploadCeiling = (maxBytes: number) => 4 * Math.ceil(maxBytes / 3) + 16 * 1024
+
 /** The service over a backend, with the configured cap and TTL. */
-export const layerFrom = <R>(backend: Effect.Effect<FileBackend, never, R>): Layer.Layer<StagedFiles, never, AppConfig | R> =>
+export const layerFrom = <R>(backend: Effect.Effect<FileBackend, never, R>) =>
   Layer.effect(
     StagedFiles,
     Effect.gen(function*() {
-      const config = yield* AppConfig
-      return StagedFiles.of(makeStagedFiles(yield* backend, { maxBytes: config.fileMaxBytes, ttlMs: config.fileTtlMs }))
+      const settings = yield* fileSettings
+      return StagedFiles.of(makeStagedFiles(yield* backend, settings))
     })
   )
 
-export const layerMemory: Layer.Layer<StagedFiles, never, AppConfig> = layerFrom(Effect.sync(makeMemoryBackend))
+export const layerMemory = layerFrom(Effect.sync(makeMemoryBackend))

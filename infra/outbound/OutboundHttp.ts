@@ -17,7 +17,7 @@
  */
 import { Context, Effect, Layer, Schema, type Scope } from "effect"
 import { Agent, buildConnector } from "undici"
-import { AppConfig } from "../../src/Config.ts"
+import { boolean } from "../Settings.ts"
 import { AddressBlockedError, blockedHost, type GuardPolicy, makeGuardedLookup, type Resolver } from "./AddressGuard.ts"
 import { classifyFailure, type FailureReason, failureMessages } from "./OutboundFailure.ts"
 
@@ -201,6 +201,9 @@ const send = async (agent: Agent, url: URL, request: OutboundRequest, controller
   }
 }
 
+/** SERVICE_WEBHOOK_ALLOW_PRIVATE_NETWORKS: whether receivers and tools may reach private addresses. */
+export const allowPrivateNetworks = boolean("SERVICE_WEBHOOK_ALLOW_PRIVATE_NETWORKS", false)
+
 export class OutboundHttp extends Context.Service<OutboundHttp, {
   readonly request: (request: OutboundRequest) => Effect.Effect<OutboundResponse, OutboundHttpError>
 }>()("app/infra/OutboundHttp") {
@@ -237,11 +240,9 @@ export class OutboundHttp extends Context.Service<OutboundHttp, {
   static readonly layerWith = (options: OutboundHttpOptions): Layer.Layer<OutboundHttp> =>
     Layer.effect(OutboundHttp, OutboundHttp.make(options))
 
-  static readonly layer: Layer.Layer<OutboundHttp, never, AppConfig> = Layer.effect(
+  /** Guarded as SERVICE_WEBHOOK_ALLOW_PRIVATE_NETWORKS says (webhooks and `http.request` alike). */
+  static readonly layer = Layer.effect(
     OutboundHttp,
-    Effect.gen(function*() {
-      const config = yield* AppConfig
-      return yield* OutboundHttp.make({ allowPrivateNetworks: config.webhookAllowPrivateNetworks })
-    })
+    Effect.flatMap(allowPrivateNetworks, (allow) => OutboundHttp.make({ allowPrivateNetworks: allow }))
   )
 }

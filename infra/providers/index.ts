@@ -5,7 +5,7 @@
  */
 import { Effect, Layer } from "effect"
 import { listTools } from "../../domain/catalog/index.ts"
-import { AppConfig } from "../../src/Config.ts"
+import { httpUrl } from "../Settings.ts"
 import { OutboundHttp } from "../outbound/OutboundHttp.ts"
 import { Adapters, type ToolAdapter } from "./Adapter.ts"
 import { demoAdapters } from "./DemoAdapters.ts"
@@ -35,16 +35,21 @@ export const allAdapters = (http: OutboundHttp["Service"], config: { readonly sl
 ]
 
 /** Every catalog tool's adapter, over the guarded outbound client and the configured provider URLs. */
-export const layer: Layer.Layer<Adapters, never, AppConfig | OutboundHttp> = Layer.effect(
+/** SERVICE_SLACK_API_URL and SERVICE_GITHUB_API_URL (tests point them at local fakes). */
+export const providerUrls = Effect.all({
+  slackApiUrl: httpUrl("SERVICE_SLACK_API_URL", "https://slack.com/api"),
+  githubApiUrl: httpUrl("SERVICE_GITHUB_API_URL", "https://api.github.com")
+})
+
+/** Every catalog tool's adapter, over the guarded outbound client and the configured provider URLs. */
+export const layerOver = Layer.effect(
   Adapters,
   Effect.gen(function*() {
-    const config = yield* AppConfig
+    const urls = yield* providerUrls
     const http = yield* OutboundHttp
-    return makeAdapters(allAdapters(http, config))
+    return makeAdapters(allAdapters(http, urls))
   })
 )
 
-/** `layer` with its OutboundHttp built from the same AppConfig. */
-export const layerWithOutbound: Layer.Layer<Adapters, never, AppConfig> = layer.pipe(
-  Layer.provide(OutboundHttp.layer)
-)
+/** The adapters with their outbound client. */
+export const layer = layerOver.pipe(Layer.provide(OutboundHttp.layer))

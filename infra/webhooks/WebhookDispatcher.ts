@@ -17,12 +17,12 @@ import { createHash } from "node:crypto"
 import { encodeIdBody, ID_RANDOM_BYTES } from "../../domain/Ids.ts"
 import * as Delivery from "../../domain/webhooks/WebhookDelivery.ts"
 import { ENDPOINT_STREAM_TYPE } from "../../domain/webhooks/WebhookEndpoint.ts"
-import { AppConfig } from "../../src/Config.ts"
+import { type Incarnation, Leases, Runner, supervise } from "../actors/index.ts"
+import { isDurable } from "../eventlog/Database.ts"
 import { type AppendRequest, EventStore, type Json, type Position, type RecordedEvent, START, StoreUnavailable } from "../eventlog/EventStore.ts"
 import type { Migration } from "../eventlog/PgMigrations.ts"
 import { ViewStore } from "../eventlog/ViewStore.ts"
 import { WebhookLanes } from "./WebhookLane.ts"
-import { WebhookLeases } from "./WebhookLeases.ts"
 import { DELIVERIES_TABLE, deliveryRowOf, type DeliveryRow } from "./WebhookProjections.ts"
 import { sourceFor, WebhookSources } from "./WebhookSources.ts"
 import { makeSubscriptionIndex, type SubscriptionIndex } from "./WebhookSubscriptions.ts"
@@ -103,10 +103,11 @@ export const make = Effect.gen(function*() {
   const store = yield* EventStore
   const views = yield* ViewStore
   const lanes = yield* WebhookLanes
-  const leases = yield* WebhookLeases
+  const runner = yield* Runner
+  const leases = yield* Leases
   const sources = yield* WebhookSources
   const checkpoints = yield* WebhookCheckpoints
-  const config = yield* AppConfig
+  const durable = yield* isDurable
 
   /** Appends the deliveries; false when some existed already (their lanes must read the view). */
   const queue = (requests: ReadonlyArray<AppendRequest>) =>
@@ -195,10 +196,13 @@ export const make = Effect.gen(function*() {
   })
 
   let dispatching = false
-  const dispatcher = Effect.gen(function*() {
-    // One dispatcher per database; the others wait for the lease.
-    while (!(yield* leases.tryAcquire("dispatcher"))) yield* Effect.sleep(2_000)
+  /** One dispatcher per database, in the incarnation holding its lease; the others wait. */
+  const dispatcher = Effect.fnUntraced(function*(incarnation: Incarnation) {
+    while (!(yield* leases.tryAcquire(incarnation, "webhook-dispatcher").pipe(Effect.orElseSucceed(() => false)))) {
+      yield* Effect.sleep(2_000)
+    }
     dispatching = true
+    yield* Effect.addFinalizer(() => Effect.sync(() => void (dispatching = false)))
     // Taking over from a dead peer: start the lanes it left at once rather than at the next sweep.
     yield* sweep
     const from = yield* checkpoints.load
@@ -227,9 +231,9 @@ export const make = Effect.gen(function*() {
     )
   })
 
-  yield* Effect.forkScoped(forever("dispatcher", dispatcher, 1_000))
+  yield* Effect.forkScoped(supervise(runner, (incarnation) => forever("dispatcher", Effect.scoped(dispatcher(incarnation)), 1_000)))
   yield* Effect.forkScoped(forever("sweep", sweep, SWEEP_MS))
-  if (config.databaseUrl !== undefined) {
+  if (durable) {
     yield* Effect.forkScoped(forever("watcher", Effect.suspend(() => (dispatching ? Effect.void : watcher)), 1_000))
   }
 })

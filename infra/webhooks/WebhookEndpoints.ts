@@ -8,7 +8,7 @@ import { randomBytes } from "node:crypto"
 import { InvalidInput, NotFound } from "../../domain/Errors.ts"
 import * as Endpoint from "../../domain/webhooks/WebhookEndpoint.ts"
 import { SECRET_PREFIX, secretPrefixOf } from "../../domain/webhooks/WebhookSignature.ts"
-import { AppConfig } from "../../src/Config.ts"
+import { allowPrivateNetworks } from "../outbound/OutboundHttp.ts"
 import { validateUrl } from "../outbound/AddressGuard.ts"
 import { ConcurrencyConflict, EventStore, type Json, type StoreUnavailable } from "../eventlog/EventStore.ts"
 import { newId } from "../Ids.ts"
@@ -62,12 +62,12 @@ export const make = Effect.gen(function*() {
   const store = yield* EventStore
   const views = yield* ViewStore
   const secrets = yield* Secrets
-  const config = yield* AppConfig
+  const allowPrivate = yield* allowPrivateNetworks
   const listeners: Array<(endpointId: string) => void> = []
   const changed = (endpointId: string) => Effect.sync(() => listeners.forEach((listener) => listener(endpointId)))
 
   const checkUrl = (raw: string) =>
-    validateUrl(raw, { allowPrivateNetworks: config.webhookAllowPrivateNetworks, requireHttps: true }).pipe(
+    validateUrl(raw, { allowPrivateNetworks: allowPrivate, requireHttps: true }).pipe(
       Effect.map(Endpoint.normalizeUrl)
     )
 
@@ -169,4 +169,4 @@ export const make = Effect.gen(function*() {
   })
 })
 
-export const layer: Layer.Layer<WebhookEndpoints, never, EventStore | ViewStore | Secrets | AppConfig> = Layer.effect(WebhookEndpoints, make)
+export const layer = Layer.effect(WebhookEndpoints, make)

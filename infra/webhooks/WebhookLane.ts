@@ -10,18 +10,18 @@
  * idle, and `notify` starts it again. Deactivation or deletion abandons unfinished deliveries
  * (status `failed`, completedAt set): re-activating an endpoint does not resurrect them.
  */
-import { Context, Effect, Fiber, FiberSet, Layer, Option } from "effect"
+import { Context, Effect, Fiber, FiberMap, Layer, Option, Scope } from "effect"
 import { createSecretKey, type KeyObject } from "node:crypto"
 import * as Delivery from "../../domain/webhooks/WebhookDelivery.ts"
 import { deliveryHeaders } from "../../domain/webhooks/WebhookSignature.ts"
-import { AppConfig } from "../../src/Config.ts"
+import { type Incarnation, Leases, Runner } from "../actors/index.ts"
 import { type AppendRequest, EventStore, type Json, type NewEvent, type StoreUnavailable } from "../eventlog/EventStore.ts"
 import { Wakeup } from "../eventlog/MemoryEventStore.ts"
 import { OutboundHttp } from "../outbound/OutboundHttp.ts"
 import { Secrets } from "../access/Secrets.ts"
 import { ViewStore } from "../eventlog/ViewStore.ts"
 import { WebhookEndpointReads } from "./WebhookEndpointReads.ts"
-import { WebhookLeases } from "./WebhookLeases.ts"
+import { webhookSettings } from "./WebhookSettings.ts"
 import { DELIVERIES_TABLE, deliveryFromRow, type DeliveryRow, type EndpointRow } from "./WebhookProjections.ts"
 import { envelopeOf, sourceFor, type WebhookEvent, WebhookSources } from "./WebhookSources.ts"
 
@@ -48,6 +48,8 @@ const IDLE_MS = 2_000
 const MAX_BEHIND = 64
 
 interface LaneState {
+  /** The incarnation running the lane: its lease bounds every attempt. */
+  readonly incarnation: Incarnation
   /** Bumped by hand-offs and by `notify`: the lane has something new to look at. */
   readonly wake: Wakeup
   /** Bumped by `notify` only: a delivery sleeping until its retry re-reads the endpoint. */
@@ -74,19 +76,42 @@ const requestOf = (row: DeliveryRow, events: ReadonlyArray<Delivery.DeliveryEven
   }))
 })
 
+const leaseKey = (endpointId: string) => `webhook-lane/${endpointId}`
+
 export const make = Effect.gen(function*() {
   const store = yield* EventStore
   const views = yield* ViewStore
   const endpoints = yield* WebhookEndpointReads
   const secrets = yield* Secrets
   const http = yield* OutboundHttp
-  const leases = yield* WebhookLeases
+  const runner = yield* Runner
+  const leases = yield* Leases
+  const layerScope = yield* Effect.scope
   const sources = yield* WebhookSources
-  const config = yield* AppConfig
-  const fibers = yield* FiberSet.make<void, never>()
-  const lanes = new Map<string, LaneState>()
+  const settings = yield* webhookSettings
   const payloads = new Map<string, WebhookEvent>()
-  const delays = config.webhookRetryDelaysMs
+  const delays = settings.retryDelaysMs
+
+  /**
+   * The lanes of one incarnation (actors/Runner.ts): their fibers live in its scope, so a lost
+   * runner lease stops them all at once, and the next incarnation starts with none.
+   */
+  interface Lanes {
+    readonly incarnation: Incarnation
+    readonly fibers: FiberMap.FiberMap<string, void, never>
+    readonly states: Map<string, LaneState>
+  }
+  let current: Lanes | undefined
+  const lanesOf = Effect.gen(function*() {
+    const incarnation = yield* runner.current
+    if (current?.incarnation === incarnation) return current
+    const fibers = yield* FiberMap.make<string, void, never>().pipe(
+      Effect.provideService(Scope.Scope, yield* incarnation.actorScope(layerScope))
+    )
+    // Another call may have opened this incarnation's lanes meanwhile: keep the first.
+    if (current?.incarnation !== incarnation) current = { incarnation, fibers, states: new Map() }
+    return current
+  })
 
   const openDeliveries = (endpointId: string, limit: number) =>
     views.list(DELIVERIES_TABLE, {
@@ -130,7 +155,7 @@ export const make = Effect.gen(function*() {
     return keys.get(sealed)
   }
 
-  const attempt = Effect.fnUntraced(function*(endpoint: EndpointRow, event: WebhookEvent) {
+  const attempt = Effect.fnUntraced(function*(incarnation: Incarnation, endpoint: EndpointRow, event: WebhookEvent) {
     const startedAt = Date.now()
     const secret = signingKey(endpoint.sealedSecret)
     if (secret === undefined) return { startedAt, endedAt: startedAt, outcome: { error: "secret_unavailable" } as Delivery.AttemptOutcome }
@@ -140,7 +165,8 @@ export const make = Effect.gen(function*() {
       url: endpoint.url,
       headers: deliveryHeaders(secret, event.eventId, Math.floor(startedAt / 1000), body),
       body,
-      timeoutMs: config.webhookTimeoutMs,
+      // An attempt never outlives the runner lease: past it, a peer may run this lane.
+      timeoutMs: Math.max(1, Math.min(settings.timeoutMs, Math.floor(incarnation.safeUntil() - performance.now()))),
       maxBodyBytes: 0
     }).pipe(
       Effect.map((response): Delivery.AttemptOutcome => ({ statusCode: response.status })),
@@ -185,7 +211,8 @@ export const make = Effect.gen(function*() {
     Effect.suspend(() => (pending.writer === undefined ? Effect.void : Fiber.join(pending.writer)))
 
   /** Works on the head delivery until it is finished, or the endpoint stops the lane. */
-  const drive = Effect.fnUntraced(function*(endpointId: string, changed: Wakeup, first: DeliveryRow, pending: Pending) {
+  const drive = Effect.fnUntraced(function*(endpointId: string, state: LaneState, first: DeliveryRow, pending: Pending) {
+    const changed = state.changed
     let row = first
     while (true) {
       const since = changed.generation()
@@ -208,7 +235,7 @@ export const make = Effect.gen(function*() {
         yield* append(row, Delivery.decide({ type: "Abandon", at: Date.now(), reason: "source_unavailable" }, row))
         return "next" as Outcome
       }
-      const { startedAt, endedAt, outcome } = yield* attempt(endpoint, event)
+      const { startedAt, endedAt, outcome } = yield* attempt(state.incarnation, endpoint, event)
       const events = Delivery.decide({ type: "RecordAttempt", outcome, startedAt, endedAt, delays }, row)
       if (events[0]?.type === "DeliveryAttemptSucceeded") {
         yield* behind(pending, row, events)
@@ -245,7 +272,7 @@ export const make = Effect.gen(function*() {
     const run = Effect.fnUntraced(function*(rows: ReadonlyArray<DeliveryRow>, handed: boolean) {
       for (const row of rows) {
         if (handed && row.sourcePosition <= last) continue
-        const outcome = yield* drive(endpointId, state.changed, row, pending)
+        const outcome = yield* drive(endpointId, state, row, pending)
         if (outcome !== "next") return false
         if (row.sourcePosition > last) last = row.sourcePosition
         if (pending.records.length >= MAX_BEHIND) yield* settle(pending)
@@ -277,36 +304,47 @@ export const make = Effect.gen(function*() {
     }
   })
 
-  const lane = Effect.fnUntraced(function*(endpointId: string, state: LaneState): Effect.fn.Return<void> {
+  const held = (state: LaneState, endpointId: string) =>
+    leases.tryAcquire(state.incarnation, leaseKey(endpointId)).pipe(
+      Effect.catch((error) => Effect.logWarning("webhook lane lease unavailable", error).pipe(Effect.as(false)))
+    )
+
+  const lane = Effect.fnUntraced(function*(lanes: Lanes, endpointId: string, state: LaneState): Effect.fn.Return<void> {
     while (true) {
-      if (!(yield* leases.tryAcquire(endpointId))) {
+      if (!(yield* held(state, endpointId))) {
         // A peer process runs this lane; the sweep retries if it goes away.
-        lanes.delete(endpointId)
+        lanes.states.delete(endpointId)
         return
       }
       const lastSeen = yield* work(endpointId, state).pipe(
         Effect.catchCause((cause) =>
           Effect.logWarning("webhook lane failed; retrying", cause).pipe(Effect.andThen(Effect.sleep(1000)), Effect.as(-1))),
-        Effect.ensuring(leases.release(endpointId))
+        Effect.ensuring(Effect.ignore(leases.release(state.incarnation, leaseKey(endpointId))))
       )
       // Checked and removed in one synchronous step, so no notify falls in between.
       if (state.wake.generation() === lastSeen) {
-        lanes.delete(endpointId)
+        lanes.states.delete(endpointId)
         return
       }
     }
   })
 
-  const start = (endpointId: string, handed: Array<DeliveryRow>) => {
-    const state: LaneState = { wake: new Wakeup("1 hour"), changed: new Wakeup("1 hour"), handed, stale: true }
-    lanes.set(endpointId, state)
-    return Effect.asVoid(FiberSet.run(fibers, lane(endpointId, state)))
+  const start = (lanes: Lanes, endpointId: string, handed: Array<DeliveryRow>) => {
+    const state: LaneState = {
+      incarnation: lanes.incarnation,
+      wake: new Wakeup("1 hour"),
+      changed: new Wakeup("1 hour"),
+      handed,
+      stale: true
+    }
+    lanes.states.set(endpointId, state)
+    return Effect.asVoid(FiberMap.run(lanes.fibers, endpointId, lane(lanes, endpointId, state)))
   }
 
   const notify = (endpointId: string) =>
-    Effect.suspend(() => {
-      const existing = lanes.get(endpointId)
-      if (existing === undefined) return start(endpointId, [])
+    Effect.flatMap(lanesOf, (lanes) => {
+      const existing = lanes.states.get(endpointId)
+      if (existing === undefined) return start(lanes, endpointId, [])
       existing.stale = true
       existing.changed.notify()
       existing.wake.notify()
@@ -316,9 +354,9 @@ export const make = Effect.gen(function*() {
   return WebhookLanes.of({
     notify,
     enqueue: (endpointId, rows) =>
-      Effect.suspend(() => {
-        const existing = lanes.get(endpointId)
-        if (existing === undefined) return start(endpointId, [...rows])
+      Effect.flatMap(lanesOf, (lanes) => {
+        const existing = lanes.states.get(endpointId)
+        if (existing === undefined) return start(lanes, endpointId, [...rows])
         existing.handed.push(...rows)
         existing.wake.notify()
         return Effect.void
@@ -329,7 +367,7 @@ export const make = Effect.gen(function*() {
       if (payloads.size >= 20_000) payloads.clear()
       payloads.set(deliveryId, event)
     },
-    running: () => [...lanes.keys()]
+    running: () => [...(current?.states.keys() ?? [])]
   })
 })
 

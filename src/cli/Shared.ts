@@ -1,36 +1,48 @@
 /**
- * What every command needs: the validated configuration (a bad value stops the process with
- * one line naming the variable) and, for the operator commands, the migrated database.
+ * What every command needs: configuration errors reported as one line naming the variable (and
+ * a non-zero exit), and, for the operator commands, the migrated database.
  */
-import { Effect, Layer } from "effect"
 import type { PgClient } from "@effect/sql-pg"
+import { Effect, Layer } from "effect"
 import type { SqlClient } from "effect/sql"
-import { AppConfig, ConfigInvalid, parseConfig } from "../Config.ts"
-import { DatabaseLive, ProjectionsLive } from "../Infra.ts"
-import type { Projections } from "../../infra/eventlog/Projection.ts"
+import { type ConfigInvalid, databaseUrl } from "../../infra/Settings.ts"
+import { clientsOf, layerPostgres } from "../../infra/eventlog/Database.ts"
+import { Database, Projections } from "../../infra/eventlog/index.ts"
+import { migrations, projections, ProjectionsLive } from "../App.ts"
+import { preflight } from "../Preflight.ts"
 
-const fail = (line: string): Effect.Effect<never> =>
+/** Prints `error: <line>` on stderr and exits 1. */
+export const fail = (line: string): Effect.Effect<never> =>
   Effect.sync(() => {
     process.stderr.write(`error: ${line}\n`)
     process.exit(1)
   })
 
-export const withConfig = <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, Exclude<R, AppConfig>> =>
-  Effect.suspend(() => {
-    const parsed = parseConfig(process.env)
-    if (parsed._tag === "Failure") return fail((parsed.failure as ConfigInvalid).message)
-    return Effect.provide(effect, Layer.succeed(AppConfig, parsed.success))
-  })
+/** A bad variable stops the command with one line naming it. */
+export const reportingConfig = <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, Exclude<E, ConfigInvalid>, R> =>
+  effect.pipe(
+    Effect.catchIf(
+      (error): error is Extract<E, ConfigInvalid> => (error as { _tag?: unknown } | undefined)?._tag === "ConfigInvalid",
+      (error) => fail(error.message)
+    )
+  ) as Effect.Effect<A, Exclude<E, ConfigInvalid>, R>
 
-export const withDatabase = <A, E, R>(
-  effect: Effect.Effect<A, E, R>
-): Effect.Effect<A, unknown, Exclude<R, AppConfig | SqlClient.SqlClient | PgClient.PgClient | Projections>> =>
-  withConfig(
-    Effect.gen(function*() {
-      const config = yield* AppConfig
-      if (config.databaseUrl === undefined) return yield* fail("SERVICE_DATABASE_URL: this command needs a database")
-      return yield* Effect.provide(effect, Layer.mergeAll(DatabaseLive(config.databaseUrl), ProjectionsLive))
-    })
-  ) as Effect.Effect<A, unknown, Exclude<R, AppConfig | SqlClient.SqlClient | PgClient.PgClient | Projections>>
+type DatabaseServices = Database | SqlClient.SqlClient | PgClient.PgClient | Projections
+
+/** Runs `effect` on the migrated database of SERVICE_DATABASE_URL; without one, says so and exits. */
+export const withDatabase = <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, unknown, Exclude<R, DatabaseServices>> =>
+  reportingConfig(Effect.gen(function*() {
+    yield* preflight
+    const url = yield* databaseUrl
+    if (url === undefined) return yield* fail("SERVICE_DATABASE_URL: this command needs a database")
+    const database = Layer.effectContext(
+      Effect.gen(function*() {
+        const storage = yield* Database
+        if (storage._tag !== "Postgres") return yield* Effect.die(new Error("expected Postgres"))
+        return yield* Layer.build(Layer.merge(clientsOf(storage), Layer.succeed(Database, storage)))
+      })
+    ).pipe(Layer.provide(layerPostgres(url, { migrations, projections })))
+    return yield* Effect.provide(effect, Layer.merge(database, ProjectionsLive))
+  }))
 
 export const print = (line: string) => Effect.sync(() => process.stdout.write(`${line}\n`))

@@ -6,7 +6,7 @@
 import { describe, expect, it } from "vitest"
 import { createTestDatabase, dropTestDatabase, postgresAvailable } from "../support/Database.ts"
 import { freePort } from "../support/Ports.ts"
-import { cleanupAfterAll, peerEnv, startPeers, startProcess } from "../support/Service.ts"
+import { cleanupAfterAll, startPeers, startProcess } from "../support/Service.ts"
 import { execute, type Json, ROOMY, SECRET_KEY, terminal, waitFor } from "./support/Executions.ts"
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
@@ -36,7 +36,7 @@ describe.skipIf(!postgresAvailable)("execution ownership across processes", () =
 
     // B is killed and comes back: its start-up recovery and its scans see A alive.
     await b.kill9()
-    const again = await startProcess(await peerEnv(env), await freePort())
+    const again = await startProcess(env, await freePort())
     cleanup.push(() => again.stop())
     await sleep(6_000)
     for (const id of running) expect((await waitFor(again, id, () => true)).status).toBe("running")

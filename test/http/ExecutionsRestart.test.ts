@@ -6,7 +6,7 @@
 import { describe, expect, it } from "vitest"
 import { freePort } from "../support/Ports.ts"
 import { createTestDatabase, dropTestDatabase, postgresAvailable } from "../support/Database.ts"
-import { type ChildService, cleanupAfterAll, peerEnv, PINNED_KEY, startProcess, startService } from "../support/Service.ts"
+import { type ChildService, cleanupAfterAll, PINNED_KEY, startProcess, startService } from "../support/Service.ts"
 import { execute, type Json, post, ROOMY, SECRET_KEY, terminal, waitFor } from "./support/Executions.ts"
 
 
@@ -59,8 +59,8 @@ describe.skipIf(!postgresAvailable)("concurrency caps across processes", () => {
   it("permits held by one process count in another on the same database", async () => {
     const url = await createTestDatabase("cap")
     const env = { ...ROOMY, SERVICE_DATABASE_URL: url, SERVICE_SECRET_KEY: SECRET_KEY }
-    const a = await startService(await peerEnv(env))
-    const b = await startService(await peerEnv(env))
+    const a = await startService(env)
+    const b = await startService(env)
     try {
       const running: Array<string> = []
       for (let i = 0; i < 4; i++) {

@@ -9,7 +9,7 @@ import { EventStore, type Json, type RecordedEvent } from "../../infra/eventlog/
 import { newId } from "../../infra/Ids.ts"
 import { layerPgEventStore } from "../../infra/eventlog/PgEventStore.ts"
 import { Projections } from "../../infra/eventlog/Projection.ts"
-import { allProjections } from "../../src/Projections.ts"
+import { projections as allProjections } from "../../src/App.ts"
 
 export type Outcome = "succeeded" | "failed" | "cancelled"
 

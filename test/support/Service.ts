@@ -8,13 +8,19 @@ import { spawn, type ChildProcess } from "node:child_process"
 import { fileURLToPath } from "node:url"
 import { afterAll } from "vitest"
 import { AppLive } from "../../src/App.ts"
-import { AppConfig, type Env } from "../../src/Config.ts"
+import { configLayer, type Env } from "./Config.ts"
 import { freePort } from "./Ports.ts"
 
 export const KEY = "test_key_unpinned_0001"
 export const PINNED_KEY = "test_key_pinned_u1_0001"
 export const OTHER_KEY = "test_key_other_project_01"
 export const TEST_KEYS = `${KEY}=proj_test,${PINNED_KEY}=proj_test/user_1,${OTHER_KEY}=proj_other`
+
+/**
+ * Runner leases of 5 s instead of 20 (infra/actors/Runner.ts): a peer takes over a killed
+ * process's executions and lanes within seconds, as the kill -9 tests expect to see.
+ */
+export const TEST_LEASE_TTL_MS = "5000"
 
 export interface Client {
   readonly baseUrl: string
@@ -46,7 +52,13 @@ export interface InProcessService extends Client {
  * command line provides its `--log-level` (loggers, log levels).
  */
 export const startService = async (env: Env = {}, around: Layer.Layer<never> = Layer.empty): Promise<InProcessService> => {
-  const config = AppConfig.layerFrom({ SERVICE_API_KEYS: TEST_KEYS, SERVICE_HOST: "127.0.0.1", SERVICE_PORT: "0", ...env })
+  const config = configLayer({
+    SERVICE_API_KEYS: TEST_KEYS,
+    SERVICE_HOST: "127.0.0.1",
+    SERVICE_PORT: "0",
+    SERVICE_LEASE_TTL_MS: TEST_LEASE_TTL_MS,
+    ...env
+  })
   const runtime = ManagedRuntime.make(AppLive.pipe(Layer.provideMerge(config), Layer.provide(around)))
   const address = await runtime.runPromise(Effect.map(HttpServer.HttpServer, (server) => server.address))
   if (address._tag === "UnixPathAddress") throw new Error("expected a TCP address")
@@ -68,7 +80,14 @@ const MAIN = fileURLToPath(new URL("../../src/main.ts", import.meta.url))
 export const startProcess = (env: Env, port: number): Promise<ChildService> =>
   new Promise((resolve, reject) => {
     const child = spawn(process.execPath, [MAIN, "serve"], {
-      env: { ...process.env, SERVICE_API_KEYS: TEST_KEYS, SERVICE_HOST: "127.0.0.1", SERVICE_PORT: String(port), ...env },
+      env: {
+        ...process.env,
+        SERVICE_API_KEYS: TEST_KEYS,
+        SERVICE_HOST: "127.0.0.1",
+        SERVICE_PORT: String(port),
+        SERVICE_LEASE_TTL_MS: TEST_LEASE_TTL_MS,
+        ...env
+      },
       stdio: ["ignore", "pipe", "pipe"]
     })
     let output = ""
@@ -97,16 +116,10 @@ export const startProcess = (env: Env, port: number): Promise<ChildService> =>
     setTimeout(() => reject(new Error(`service did not start in 30 s:\n${output}`)), 30_000).unref()
   })
 
-/**
- * Several processes on one database run as cluster peers: each serves its actor shards at an
- * address of its own (SERVICE_RUNNER_ADDRESS); without one, a second process waits for the first.
- */
-export const peerEnv = async (env: Env): Promise<Env> => ({ ...env, SERVICE_RUNNER_ADDRESS: `127.0.0.1:${await freePort()}` })
-
 /** Two peer processes on one database, started one after the other (the second finds the schema). */
 export const startPeers = async (env: Env): Promise<readonly [ChildService, ChildService]> => {
-  const first = await startProcess(await peerEnv(env), await freePort())
-  return [first, await startProcess(await peerEnv(env), await freePort())]
+  const first = await startProcess(env, await freePort())
+  return [first, await startProcess(env, await freePort())]
 }
 
 /** Steps to run after the suite, last registered first (processes before their database). */

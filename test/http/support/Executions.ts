@@ -2,7 +2,7 @@
  * Helpers for the executions suites: the two stores to run against, and small request helpers.
  */
 import { expect } from "vitest"
-import type { Env } from "../../../src/Config.ts"
+import type { Env } from "../../support/Config.ts"
 import { createTestDatabase, dropTestDatabase, postgresAvailable } from "../../support/Database.ts"
 import type { Client } from "../../support/Service.ts"
 

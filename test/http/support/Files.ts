@@ -5,7 +5,7 @@
 import { Effect } from "effect"
 import { expect } from "vitest"
 import { StagedFiles, type StagedFilesShape } from "../../../infra/files/StagedFiles.ts"
-import type { Env } from "../../../src/Config.ts"
+import type { Env } from "../../support/Config.ts"
 import { createTestDatabase, dropTestDatabase, postgresAvailable } from "../../support/Database.ts"
 import { type InProcessService, startService } from "../../support/Service.ts"
 

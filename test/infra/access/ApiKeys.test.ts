@@ -1,9 +1,9 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Layer, Redacted } from "effect"
 import { ApiKeys, layerMemory } from "../../../infra/access/ApiKeys.ts"
-import { AppConfig } from "../../../src/Config.ts"
+import { configLayer } from "../../support/Config.ts"
 
-const keys = layerMemory.pipe(Layer.provide(AppConfig.layerFrom({ SERVICE_API_KEYS: "boot_key_0000000001=proj_a/user_1" })))
+const keys = layerMemory.pipe(Layer.provide(configLayer({ SERVICE_API_KEYS: "boot_key_0000000001=proj_a/user_1" })))
 
 describe("api keys (memory)", () => {
   it.effect("verify bootstrap and created keys, list them by project, and refuse a revoked one", () =>

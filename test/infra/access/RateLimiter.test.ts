@@ -5,14 +5,14 @@ import { afterEach, vi } from "vitest"
 import { nextUtcMidnight } from "../../../domain/TokenBucket.ts"
 import { runMigrations } from "../../../infra/eventlog/PgMigrations.ts"
 import * as RateLimiter from "../../../infra/access/RateLimiter.ts"
-import { AppConfig, type Env } from "../../../src/Config.ts"
-import { allMigrations } from "../../../src/Infra.ts"
+import { migrations as allMigrations } from "../../../src/App.ts"
+import { configLayer, type Env } from "../../support/Config.ts"
 import { freshDatabaseLayer, postgresAvailable } from "../../support/Database.ts"
 
 type Make<R> = (env: Env) => Layer.Layer<RateLimiter.RateLimiter, unknown, R>
 
-const memory: Make<never> = (env) => RateLimiter.layerMemory.pipe(Layer.provide(AppConfig.layerFrom(env)))
-const pg: Make<SqlClient.SqlClient> = (env) => RateLimiter.layerPg.pipe(Layer.provide(AppConfig.layerFrom(env)))
+const memory: Make<never> = (env) => RateLimiter.layerMemory.pipe(Layer.provide(configLayer(env)))
+const pg: Make<SqlClient.SqlClient> = (env) => RateLimiter.layerPg.pipe(Layer.provide(configLayer(env)))
 
 const withLimiter = <A, E, R, R2>(
   make: Make<R>,

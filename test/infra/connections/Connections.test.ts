@@ -2,15 +2,12 @@ import { assert, describe, it as test, layer } from "@effect/vitest"
 import { Effect, Layer, Redacted } from "effect"
 import { TestClock } from "effect/testing"
 import { credentialProblem, missingScopes, parseExpiry } from "../../../domain/Connection.ts"
-import { Connections, type CreateConnectionInput, layer as connectionsLayer } from "../../../infra/connections/Connections.ts"
+import { Connections, type CreateConnectionInput } from "../../../infra/connections/Connections.ts"
 import { EventStore, START } from "../../../infra/eventlog/EventStore.ts"
-import { AppConfig } from "../../../src/Config.ts"
-import { MemoryInfra } from "../../../src/Infra.ts"
+import { FeaturesLive } from "../../../src/App.ts"
+import { configLayer } from "../../support/Config.ts"
 
-const TestLayer = connectionsLayer.pipe(
-  Layer.provideMerge(MemoryInfra),
-  Layer.provide(AppConfig.layerFrom({ SERVICE_API_KEYS: "" }))
-)
+const TestLayer = FeaturesLive.pipe(Layer.provide(configLayer({ SERVICE_API_KEYS: "" })))
 
 const slack = (userId: string, extra: Partial<CreateConnectionInput> = {}): CreateConnectionInput => ({
   projectId: "proj_a",

@@ -9,7 +9,7 @@ import { decodeRow, ident, physicalName } from "../../../infra/eventlog/PgViewSt
 import { type Projection, projectAll, Projections, type Row, type TableSpec } from "../../../infra/eventlog/Projection.ts"
 import { ensureProjectionTables, projectionStatus, replayProjection, type ReplayProgress } from "../../../infra/eventlog/ProjectionAdmin.ts"
 import { MemoryTables } from "../../../infra/eventlog/ViewStore.ts"
-import { allMigrations } from "../../../src/Infra.ts"
+import { migrations as allMigrations } from "../../../src/App.ts"
 import { freshDatabaseLayer, postgresAvailable } from "../../support/Database.ts"
 import { ACCOUNTS, accountsProjection, ENTRIES, nextEvent } from "../support/AccountsProjection.ts"
 

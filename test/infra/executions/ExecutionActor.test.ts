@@ -4,18 +4,15 @@
  */
 import { PgClient } from "@effect/sql-pg"
 import { Effect, Layer, ManagedRuntime, Redacted } from "effect"
-import { SqlClient } from "effect/sql"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { decide, type ExecutionEvent, fold, STREAM_TYPE, streamId } from "../../../domain/executions/Execution.ts"
 import { StateConflict } from "../../../domain/Errors.ts"
-import * as Connections from "../../../infra/connections/Connections.ts"
 import { EventStore, type Json } from "../../../infra/eventlog/EventStore.ts"
 import { Executions } from "../../../infra/executions/Executions.ts"
 import { newId } from "../../../infra/Ids.ts"
-import { ExecutionsLive } from "../../../src/App.ts"
-import { AppConfig } from "../../../src/Config.ts"
-import { InfraLive } from "../../../src/Infra.ts"
-import { WebhooksLive } from "../../../src/Webhooks.ts"
+import { Database } from "../../../infra/eventlog/Database.ts"
+import { FeaturesLive } from "../../../src/App.ts"
+import { configLayer } from "../../support/Config.ts"
 import { createTestDatabase, dropTestDatabase, postgresAvailable } from "../../support/Database.ts"
 
 const PROJECT = "proj_race"
@@ -33,15 +30,12 @@ const command = (tool: string, input: Json) => ({
 
 describe.skipIf(!postgresAvailable)("execution actor with a peer on Postgres", () => {
   let url: string
-  let runtime: ManagedRuntime.ManagedRuntime<Executions | EventStore, unknown>
+  let runtime: ManagedRuntime.ManagedRuntime<Executions | EventStore | Database, unknown>
 
   beforeAll(async () => {
     url = await createTestDatabase("actor")
-    runtime = ManagedRuntime.make(ExecutionsLive.pipe(
-      Layer.provideMerge(Connections.layer),
-      Layer.provideMerge(WebhooksLive),
-      Layer.provideMerge(InfraLive),
-      Layer.provideMerge(AppConfig.layerFrom({ SERVICE_DATABASE_URL: url, SERVICE_SECRET_KEY: Buffer.alloc(32, 7).toString("base64") }))
+    runtime = ManagedRuntime.make(FeaturesLive.pipe(
+      Layer.provide(configLayer({ SERVICE_DATABASE_URL: url, SERVICE_SECRET_KEY: Buffer.alloc(32, 7).toString("base64") }))
     ))
   }, 60_000)
 
@@ -54,7 +48,9 @@ describe.skipIf(!postgresAvailable)("execution actor with a peer on Postgres", (
     const program = Effect.gen(function*() {
       const executions = yield* Executions
       const store = yield* EventStore
-      const sql = yield* SqlClient.SqlClient
+      const database = yield* Database
+      if (database._tag !== "Postgres") return yield* Effect.die(new Error("expected Postgres"))
+      const sql = database.sql
       const status = (executionId: string) => Effect.map(executions.get(PROJECT, undefined, executionId), (r) => r.status)
       const until = (executionId: string, wanted: string) =>
         Effect.gen(function*() {

@@ -8,7 +8,7 @@ import { makePgPermitStore } from "../../../infra/executions/PgExecutionPermits.
 import { type Projection, Projections, type TableSpec } from "../../../infra/eventlog/Projection.ts"
 import { runMigrations } from "../../../infra/eventlog/PgMigrations.ts"
 import { createTableStatements } from "../../../infra/eventlog/PgViewStore.ts"
-import { allMigrations } from "../../../src/Infra.ts"
+import { migrations as allMigrations } from "../../../src/App.ts"
 import { freshDatabaseLayer, postgresAvailable } from "../../support/Database.ts"
 
 const Migrated = Layer.effectDiscard(Effect.gen(function*() {

@@ -11,10 +11,10 @@ import { PgClient } from "@effect/sql-pg"
 import { Effect, Layer, ManagedRuntime, Redacted } from "effect"
 import { type EntityId, Sharding, ShardId } from "effect/cluster"
 import { fileURLToPath } from "node:url"
-import { ActorRuntime, SHARDS_PER_GROUP } from "../../infra/actors/Actors.ts"
+import { ActorRuntime, SHARDS_PER_GROUP } from "./ClusterRuntime.ts"
 import { createTestDatabase, dropTestDatabase, postgresAvailable } from "../../test/support/Database.ts"
 import { freePort } from "../../test/support/Ports.ts"
-import { Counter, CounterLive } from "../../test/infra/support/CounterEntity.ts"
+import { Counter, CounterLive } from "./CounterEntity.ts"
 
 const N = Number(process.env.ACTORS_BENCH_N ?? "5000")
 const CONCURRENCY = Number(process.env.ACTORS_BENCH_CONCURRENCY ?? "64")

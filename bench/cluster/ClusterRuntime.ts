@@ -1,6 +1,7 @@
 /**
- * The actor runtime: Effect Cluster's `Sharding`, in one of three shapes chosen from the
- * configuration.
+ * Effect Cluster's `Sharding` as the service once wired it (it hosted no entity), kept for the
+ * benchmarks that weighed hosting the actors on it (bench/placement/, docs/architecture.md,
+ * "Actors"); the service itself runs its actors on Postgres leases (infra/actors/).
  *
  * - no database: everything in this process and in memory (the `TestRunner` wiring);
  * - database, no `SERVICE_RUNNER_ADDRESS`: one runner whose shard locks, runner row and (for
@@ -12,7 +13,7 @@
  * The wirings are assembled here rather than taken from `SingleRunner.layer` /
  * `NodeClusterSocket.layer` because those read `ShardingConfig` from the process environment
  * (constant case: `HOST`, `PORT`, `SHARDS_PER_GROUP`, ...), so an unrelated `PORT=...` would
- * change or break the runtime. Here the whole configuration comes from `AppConfig`.
+ * change or break the runtime.
  *
  * The cluster creates its own tables (`cluster_runners`, `cluster_locks`, `cluster_messages`,
  * `cluster_replies` and their migration histories `cluster_runner_migrations`,
@@ -35,7 +36,6 @@ import {
 } from "effect/cluster"
 import { RpcSerialization } from "effect/rpc"
 import { SqlClient } from "effect/sql"
-import { AppConfig, type AppConfigShape } from "../../src/Config.ts"
 
 /** What the runtime provides: enough for `Entity.toLayer` and `Entity.client`. */
 export type ActorServices = Sharding.Sharding | Runners.Runners | MessageStorage.MessageStorage
@@ -161,33 +161,7 @@ export const layerRunner = (
     Layer.orDie
   )
 
-/** The runtime for a configuration, given the database client when there is a database. */
-export const layerFor = (config: AppConfigShape): Layer.Layer<ActorServices, never, SqlClient.SqlClient> =>
-  config.databaseUrl === undefined
-    ? layerMemory
-    : config.runnerAddress === undefined
-    ? layerSingle
-    : layerRunner(config.runnerAddress)
-
-/**
- * The runtime chosen from `AppConfig`. With a database it uses the `SqlClient` already in the
- * context (the service's pool); without one it needs none.
- */
-export const layer: Layer.Layer<ActorServices, never, AppConfig> = Layer.unwrap(
-  Effect.gen(function*() {
-    const config = yield* AppConfig
-    if (config.databaseUrl === undefined) return layerMemory
-    const sql = yield* Effect.serviceOption(SqlClient.SqlClient)
-    if (Option.isNone(sql)) {
-      return yield* Effect.die(new Error("ActorRuntime: SERVICE_DATABASE_URL is set but no SqlClient is provided"))
-    }
-    return layerFor(config).pipe(Layer.provide(Layer.succeed(SqlClient.SqlClient, sql.value)))
-  })
-)
-
 export const ActorRuntime = {
-  layer,
-  layerFor,
   layerMemory,
   layerMemoryWith,
   layerSingle,

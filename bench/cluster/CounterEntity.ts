@@ -5,7 +5,7 @@
 import { Effect, Ref, Schema } from "effect"
 import { Entity } from "effect/cluster"
 import { Rpc } from "effect/rpc"
-import { NotFound } from "../../../domain/Errors.ts"
+import { NotFound } from "../../domain/Errors.ts"
 
 /** What the counter says: its value and which process holds it. */
 export const CounterReply = Schema.Struct({ value: Schema.Int, pid: Schema.Int })

@@ -1,0 +1,25 @@
+/**
+ * The development key (decisions.md section 1): in memory mode with no configured key, start-up
+ * creates one unpinned key for project `proj_dev` and prints it once, so that `npm start` is
+ * usable at once. Such a service listens on loopback unless SERVICE_HOST says otherwise.
+ */
+import { Effect, Layer, Redacted } from "effect"
+import { isDurable } from "../eventlog/Database.ts"
+import { bootstrapKeys } from "./AccessSettings.ts"
+import { ApiKeys } from "./ApiKeys.ts"
+
+/** True when start-up makes the development key: memory mode and no SERVICE_API_KEYS. */
+export const devKeyWanted = Effect.gen(function*() {
+  return !(yield* isDurable) && (yield* bootstrapKeys).length === 0
+})
+
+export const layer = Layer.effectDiscard(
+  Effect.gen(function*() {
+    if (!(yield* devKeyWanted)) return
+    const keys = yield* ApiKeys
+    const { key } = yield* Effect.orDie(keys.create({ projectId: "proj_dev" }))
+    process.stdout.write(
+      `Development API key for project proj_dev (memory mode; a new one at every start, shown once): ${Redacted.value(key)}\n`
+    )
+  })
+)

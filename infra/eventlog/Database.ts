@@ -1,0 +1,78 @@
+/**
+ * Where the service keeps its state: in memory without SERVICE_DATABASE_URL, in Postgres
+ * (migrated, with every projection's tables present, before anything uses it) with it.
+ *
+ * Every feature offers a memory and a Postgres variant of its layer and lets `onStorage` pick
+ * one. The Postgres client travels inside the `Database` value, so a Postgres variant's need
+ * for `SqlClient` is met in plain sight rather than assumed from whatever else was provided.
+ */
+import { PgClient } from "@effect/sql-pg"
+import { Context, Effect, Layer, type Redacted } from "effect"
+import { SqlClient } from "effect/sql"
+import { databaseUrl } from "../Settings.ts"
+import { type Migration, runMigrations } from "./PgMigrations.ts"
+import { type Projection, Projections } from "./Projection.ts"
+import { ensureProjectionTables } from "./ProjectionAdmin.ts"
+
+export type Storage =
+  | { readonly _tag: "Memory" }
+  | { readonly _tag: "Postgres"; readonly sql: SqlClient.SqlClient; readonly pg: PgClient.PgClient }
+
+export class Database extends Context.Service<Database, Storage>()("app/infra/eventlog/Database") {}
+
+/** What the schema is made of: every feature's migrations and projections. */
+export interface SchemaParts {
+  readonly migrations: ReadonlyArray<Migration>
+  readonly projections: ReadonlyArray<Projection>
+}
+
+/** The pool every feature shares. */
+export const pgClientLayer = (url: Redacted.Redacted<string>) =>
+  PgClient.layer({ url, maxConnections: 16, applicationName: "service" })
+
+export const layerMemory: Layer.Layer<Database> = Layer.succeed(Database, { _tag: "Memory" })
+
+/** Postgres at `url`, migrated, with the tables of every projection. */
+export const layerPostgres = (url: Redacted.Redacted<string>, parts: SchemaParts) =>
+  Layer.effect(
+    Database,
+    Effect.gen(function*() {
+      const applied = yield* runMigrations(parts.migrations)
+      if (applied.length > 0) yield* Effect.logInfo(`applied migrations: ${applied.join(", ")}`)
+      yield* ensureProjectionTables.pipe(Effect.provideService(Projections, parts.projections))
+      return { _tag: "Postgres" as const, sql: yield* SqlClient.SqlClient, pg: yield* PgClient.PgClient }
+    })
+  ).pipe(Layer.provide(pgClientLayer(url)))
+
+/** Memory or Postgres, as SERVICE_DATABASE_URL says. */
+export const layer = (parts: SchemaParts) =>
+  Layer.unwrap(Effect.map(databaseUrl, (url) => (url === undefined ? layerMemory : layerPostgres(url, parts))))
+
+/** The Postgres clients of a `Postgres` storage, as the layers that need them expect them. */
+export const clientsOf = (storage: Extract<Storage, { _tag: "Postgres" }>): Layer.Layer<SqlClient.SqlClient | PgClient.PgClient> =>
+  Layer.mergeAll(Layer.succeed(SqlClient.SqlClient, storage.sql), Layer.succeed(PgClient.PgClient, storage.pg))
+
+/** A feature's layer on the storage in use: `memory` without a database, `postgres` with one. */
+export const onStorage = <A, E1, R1, E2, R2>(
+  memory: Layer.Layer<A, E1, R1>,
+  postgres: Layer.Layer<A, E2, R2>
+): Layer.Layer<A, E1 | E2, R1 | Exclude<R2, SqlClient.SqlClient | PgClient.PgClient> | Database> => {
+  type Chosen = Layer.Layer<A, E1 | E2, R1 | Exclude<R2, SqlClient.SqlClient | PgClient.PgClient>>
+  // One layer per storage value: every feature that asks for this one shares its instance.
+  const chosen = new WeakMap<Storage, Chosen>()
+  const choose = (storage: Storage): Chosen => {
+    if (storage._tag === "Memory") return memory
+    let onPostgres = chosen.get(storage)
+    if (onPostgres === undefined) {
+      onPostgres = postgres.pipe(Layer.provide(clientsOf(storage)))
+      chosen.set(storage, onPostgres)
+    }
+    return onPostgres
+  }
+  return Layer.unwrap<A, E1 | E2, R1 | Exclude<R2, SqlClient.SqlClient | PgClient.PgClient>, never, Database>(
+    Database.useSync(choose)
+  )
+}
+
+/** True with a database: for the few choices that are not a whole layer. */
+export const isDurable = Database.useSync((storage) => storage._tag === "Postgres")
