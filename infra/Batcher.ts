@@ -5,9 +5,14 @@
  * are served together by the next one, so under load a round trip carries many requests and
  * when idle a request waits for no timer.
  *
- * `serve` receives the waiting requests and must complete each one's `done`; any it leaves
- * undone is failed with a defect, so a bug in a batch cannot strand its callers. `pause` makes
- * the loop rest after each batch (work that may lag, such as releases, gathers longer).
+ * `makeBatcher`: callers wait for their answer. `serve` receives the waiting requests and must
+ * complete each one's `done`; any it leaves undone is failed with a defect, so a bug in a batch
+ * cannot strand its callers. Once the loop's scope closes (its service shut down), waiting and
+ * later callers are interrupted at once rather than waiting for an answer that cannot come.
+ *
+ * `makeSink`: nobody waits (permit releases); `send` only queues its input.
+ *
+ * `pause` makes a loop rest after each batch, so work that may lag gathers longer.
  */
 import { Cause, Deferred, Duration, Effect, Exit, Queue, type Scope } from "effect"
 
@@ -16,43 +21,60 @@ export interface Waiting<I, A, E> {
   readonly done: Deferred.Deferred<A, E>
 }
 
-export interface BatcherOptions<I, A, E> {
+interface LoopOptions<T> {
   readonly maxBatch: number
-  readonly serve: (batch: ReadonlyArray<Waiting<I, A, E>>) => Effect.Effect<void>
+  readonly serve: (batch: ReadonlyArray<T>) => Effect.Effect<void>
   readonly pause?: Duration.Input | undefined
+  /** Called with what is still queued when the loop's scope closes. */
+  readonly abandon: (items: ReadonlyArray<T>) => void
 }
+
+/** The loop over a queue of `T`; answers whether it has stopped and the queue to offer to. */
+const startLoop = <T>(options: LoopOptions<T>) =>
+  Effect.gen(function*() {
+    const queue = yield* Queue.unbounded<T>()
+    const pause = options.pause === undefined ? undefined : Duration.fromInputUnsafe(options.pause)
+    const serveOne = (batch: ReadonlyArray<T>) =>
+      pause === undefined ? options.serve(batch) : Effect.andThen(options.serve(batch), Effect.sleep(pause))
+    yield* Effect.forkScoped(Queue.takeBetween(queue, 1, options.maxBatch).pipe(Effect.flatMap(serveOne), Effect.forever))
+    const state = { closed: false }
+    yield* Effect.addFinalizer(() =>
+      Effect.sync(() => {
+        state.closed = true
+        const left: Array<T> = []
+        for (let item = Queue.takeUnsafe(queue); item !== undefined && Exit.isSuccess(item); item = Queue.takeUnsafe(queue)) {
+          left.push(item.value)
+        }
+        options.abandon(left)
+      })
+    )
+    return { queue, state }
+  })
 
 const stranded = Exit.die(new Error("a batch left a request unanswered"))
 
 /** Starts the loop in the current scope; answers the function that submits one request. */
-export const makeBatcher = <I, A, E>(options: BatcherOptions<I, A, E>): Effect.Effect<(input: I) => Effect.Effect<A, E>, never, Scope.Scope> =>
+export const makeBatcher = <I, A, E>(options: {
+  readonly maxBatch: number
+  readonly serve: (batch: ReadonlyArray<Waiting<I, A, E>>) => Effect.Effect<void>
+  readonly pause?: Duration.Input | undefined
+}): Effect.Effect<(input: I) => Effect.Effect<A, E>, never, Scope.Scope> =>
   Effect.gen(function*() {
-    const queue = yield* Queue.unbounded<Waiting<I, A, E>>()
-    const pause = options.pause === undefined ? undefined : Duration.fromInputUnsafe(options.pause)
-    const serveOne = Effect.fnUntraced(function*(batch: ReadonlyArray<Waiting<I, A, E>>) {
+    const serve = Effect.fnUntraced(function*(batch: ReadonlyArray<Waiting<I, A, E>>) {
       const exit = yield* Effect.exit(options.serve(batch))
       const leftover = Exit.isFailure(exit) ? Exit.die(Cause.squash(exit.cause)) : stranded
       // Completing a done Deferred changes nothing: only the requests `serve` left are answered here.
-    for (const waiting of batch) Deferred.doneUnsafe(waiting.done, leftover)
-      if (pause !== undefined) yield* Effect.sleep(pause)
+      for (const waiting of batch) Deferred.doneUnsafe(waiting.done, leftover)
     })
-    yield* Effect.forkScoped(Queue.takeBetween(queue, 1, options.maxBatch).pipe(Effect.flatMap(serveOne), Effect.forever))
-    // Once the loop is gone (its service shut down), nothing answers: waiters and late callers
-    // are interrupted at once instead of waiting forever (a finalizer elsewhere may still ask).
-    let closed = false
-    yield* Effect.addFinalizer(() =>
-      Effect.sync(() => {
-        closed = true
-        let waiting = Queue.takeUnsafe(queue)
-        while (waiting !== undefined && Exit.isSuccess(waiting)) {
-          Deferred.doneUnsafe(waiting.value.done, Exit.interrupt())
-          waiting = Queue.takeUnsafe(queue)
-        }
-      })
-    )
+    const { queue, state } = yield* startLoop<Waiting<I, A, E>>({
+      maxBatch: options.maxBatch,
+      pause: options.pause,
+      serve,
+      abandon: (left) => left.forEach((waiting) => Deferred.doneUnsafe(waiting.done, Exit.interrupt()))
+    })
     return (input: I) =>
       Effect.suspend(() => {
-        if (closed) return Effect.interrupt
+        if (state.closed) return Effect.interrupt
         const done = Deferred.makeUnsafe<A, E>()
         Queue.offerUnsafe(queue, { input, done })
         return Deferred.await(done)
@@ -76,3 +98,17 @@ export const inOrder = <I, A, E>(run: (inputs: ReadonlyArray<I>) => Effect.Effec
       Deferred.doneUnsafe(waiting.done, i < exit.value.length ? Exit.succeed(answer as A) : stranded)
     })
   })
+
+/** The loop for work nobody waits for: `send` queues its input; after shutdown it is dropped. */
+export const makeSink = <I>(options: {
+  readonly maxBatch: number
+  readonly serve: (inputs: ReadonlyArray<I>) => Effect.Effect<void>
+  readonly pause?: Duration.Input | undefined
+}): Effect.Effect<(input: I) => Effect.Effect<void>, never, Scope.Scope> =>
+  Effect.map(
+    startLoop<I>({ ...options, abandon: () => undefined }),
+    ({ queue, state }) => (input: I) =>
+      Effect.sync(() => {
+        if (!state.closed) Queue.offerUnsafe(queue, input)
+      })
+  )

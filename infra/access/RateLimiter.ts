@@ -4,7 +4,8 @@
  * every process, and concurrent takes on one bucket are coalesced into a single statement so a
  * busy project costs one round trip per batch rather than per request.
  */
-import { Context, Deferred, Effect, Layer } from "effect"
+import { Context, Deferred, Effect, Exit, Layer } from "effect"
+import { makeBatcher, type Waiting } from "../Batcher.ts"
 import { SqlClient } from "effect/sql"
 import { onStorage } from "../eventlog/Database.ts"
 import { type RateLimitSettings, rateLimits } from "./AccessSettings.ts"
@@ -39,44 +40,27 @@ interface Taken {
   readonly nowMs: number
 }
 
-/** Groups concurrent takes per key: while one statement runs, new arrivals wait for the next. */
-const coalesced = <E>(run: (key: string, n: number) => Effect.Effect<Taken, E>) => {
-  interface Waiter { readonly done: Deferred.Deferred<{ readonly index: number; readonly taken: Taken }, E> }
-  const queues = new Map<string, { waiting: Array<Waiter>; running: boolean }>()
-  const drain = (key: string): Effect.Effect<void> =>
-    Effect.suspend(() => {
-      const entry = queues.get(key)
-      if (entry === undefined || entry.waiting.length === 0) {
-        queues.delete(key)
-        return Effect.void
-      }
-      const batch = entry.waiting
-      entry.waiting = []
-      entry.running = true
-      return run(key, batch.length).pipe(
-        Effect.matchEffect({
-          onFailure: (error) => Effect.forEach(batch, (w) => Deferred.fail(w.done, error), { discard: true }),
-          onSuccess: (taken) =>
-            Effect.forEach(batch, (w, index) => Deferred.succeed(w.done, { index, taken }), { discard: true })
-        }),
-        Effect.andThen(drain(key))
-      )
-    })
-  return Effect.fnUntraced(function*(key: string) {
-    const done = yield* Deferred.make<{ readonly index: number; readonly taken: Taken }, E>()
-    let entry = queues.get(key)
-    if (entry === undefined) {
-      entry = { waiting: [], running: false }
-      queues.set(key, entry)
-    }
-    entry.waiting.push({ done })
-    if (!entry.running) {
-      entry.running = true
-      yield* Effect.forkDetach(drain(key))
-    }
-    return yield* Deferred.await(done)
-  })
+interface Place {
+  readonly index: number
+  readonly taken: Taken
 }
+
+/** Answers a group's waiters: each learns its place among the group and what the group got. */
+const answer = <E>(waiting: ReadonlyArray<Waiting<unknown, Place, E>>, outcome: Exit.Exit<Taken, E>) =>
+  waiting.forEach((w, index) => Deferred.doneUnsafe(w.done, Exit.map(outcome, (taken) => ({ index, taken }))))
+
+/** Concurrent takes per key (the daily quota): each key's takers share one statement (infra/Batcher.ts). */
+const coalesced = <E>(run: (key: string, n: number) => Effect.Effect<Taken, E>) =>
+  makeBatcher<string, Place, E>({
+    maxBatch: 10_000,
+    serve: (batch) => {
+      const groups = [...Map.groupBy(batch, (w) => w.input)].map(([key, waiting]) => ({ key, waiting }))
+      return Effect.forEach(groups, ({ key, waiting }) => Effect.map(Effect.exit(run(key, waiting.length)), (outcome) => answer(waiting, outcome)), {
+        concurrency: "unbounded",
+        discard: true
+      })
+    }
+  })
 
 /** The token take as one round trip for many buckets (migrations 3-9 belong to rate limits). */
 export const rateLimitMigrations = [{
@@ -163,52 +147,26 @@ interface BucketTake {
 }
 
 /**
- * Groups concurrent takes of every bucket: while one statement runs, new arrivals (of any
- * bucket) wait for the next, which takes for all of them at once. Each waiter learns its place
- * among its bucket's takers and what the bucket granted.
+ * Takes of every bucket coalesced (infra/Batcher.ts): while one statement runs, new arrivals (of
+ * any bucket) wait for the next, which takes for all of them at once. Each waiter learns its
+ * place among its bucket's takers and what the bucket granted.
  */
-const batchedAcrossBuckets = <E>(run: (takes: ReadonlyArray<BucketTake & { readonly n: number }>) => Effect.Effect<ReadonlyMap<string, Taken>, E>) => {
-  interface Waiter { readonly done: Deferred.Deferred<{ readonly index: number; readonly taken: Taken }, E> }
-  let pending = new Map<string, { request: BucketTake; readonly waiters: Array<Waiter> }>()
-  let running = false
-  const drain: Effect.Effect<void> = Effect.suspend(() => {
-    if (pending.size === 0) {
-      running = false
-      return Effect.void
-    }
-    const batch = pending
-    pending = new Map()
-    const takes = [...batch.values()].map(({ request, waiters }) => ({ ...request, n: waiters.length }))
-    return run(takes).pipe(
-      Effect.matchEffect({
-        onFailure: (error) =>
-          Effect.forEach(batch.values(), ({ waiters }) => Effect.forEach(waiters, (w) => Deferred.fail(w.done, error), { discard: true }), {
-            discard: true
-          }),
-        onSuccess: (taken) =>
-          Effect.forEach(batch.values(), ({ request, waiters }) => {
-            const result = taken.get(request.bucket) ?? { granted: 0, tokens: 0, nowMs: Date.now() }
-            return Effect.forEach(waiters, (w, index) => Deferred.succeed(w.done, { index, taken: result }), { discard: true })
-          }, { discard: true })
-      }),
-      Effect.andThen(drain)
-    )
+const batchedAcrossBuckets = <E>(run: (takes: ReadonlyArray<BucketTake & { readonly n: number }>) => Effect.Effect<ReadonlyMap<string, Taken>, E>) =>
+  makeBatcher<BucketTake, Place, E>({
+    maxBatch: 10_000,
+    serve: Effect.fnUntraced(function*(batch) {
+      const groups = [...Map.groupBy(batch, (w) => w.input.bucket).values()].map((waiting) => ({
+        // Unused borrowed tokens of every taker go back with the bucket's one take.
+        request: { ...waiting[0]!.input, returned: waiting.reduce((sum, w) => sum + w.input.returned, 0) },
+        waiting
+      }))
+      const outcome = yield* Effect.exit(run(groups.map(({ request, waiting }) => ({ ...request, n: waiting.length }))))
+      const nowMs = Date.now()
+      for (const { request, waiting } of groups) {
+        answer(waiting, Exit.map(outcome, (taken) => taken.get(request.bucket) ?? { granted: 0, tokens: 0, nowMs }))
+      }
+    })
   })
-  return Effect.fnUntraced(function*(request: BucketTake) {
-    const done = yield* Deferred.make<{ readonly index: number; readonly taken: Taken }, E>()
-    const entry = pending.get(request.bucket)
-    if (entry === undefined) pending.set(request.bucket, { request, waiters: [{ done }] })
-    else {
-      entry.waiters.push({ done })
-      entry.request = { ...entry.request, returned: entry.request.returned + request.returned }
-    }
-    if (!running) {
-      running = true
-      yield* Effect.forkDetach(drain)
-    }
-    return yield* Deferred.await(done)
-  })
-}
 
 const policies = (limits: RateLimitSettings): Record<BucketKind, BucketPolicy> => ({
   standard: { perMinute: limits.requestsPerMinute, burst: limits.requestBurst },
@@ -313,7 +271,7 @@ export const layerPg = Layer.effect(
     // stale; what is left then goes back with the bucket's next statement (or the sweep below).
     const leases = new Map<string, Lease>()
 
-    const takeTokens = batchedAcrossBuckets((takes) =>
+    const takeTokens = yield* batchedAcrossBuckets((takes) =>
       Effect.map(leaseRows(takes), (rows) => {
         const policyOf = new Map(takes.map((t) => [t.bucket, t.policy]))
         return new Map(rows.map((row) => {
@@ -365,7 +323,7 @@ export const layerPg = Layer.effect(
       })
 
     const quota = limits.dailyExecutions
-    const takeQuota = coalesced((projectId: string, n: number) =>
+    const takeQuota = yield* coalesced((projectId: string, n: number) =>
       sql`INSERT INTO rate_quotas (bucket, day, used) VALUES (${projectId}, (now() AT TIME ZONE 'UTC')::date, 0)
           ON CONFLICT (bucket, day) DO NOTHING`.pipe(
         Effect.andThen(sql<{ granted: number; used: number }>`

@@ -16,8 +16,9 @@
  * index entries behind, so a grant reads `cap` rows per lane whatever the traffic. Until then a
  * permit was a row inserted and deleted per execution, and a grant scanned the dead ones too.
  */
-import { Deferred, Effect, Layer, Queue } from "effect"
+import { Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
+import { inOrder, makeBatcher, makeSink } from "../Batcher.ts"
 import { StoreUnavailable } from "../eventlog/EventStore.ts"
 import { ExecutionPermits, makePermits, type PermitKey, type PermitStore } from "./ExecutionPermits.ts"
 
@@ -251,51 +252,44 @@ const unavailable = (cause: unknown) => new StoreUnavailable({ cause })
 interface Grant {
   readonly key: PermitKey
   readonly cap: number
-  readonly done: Deferred.Deferred<boolean, StoreUnavailable>
 }
 
 export const makePgPermitStore = Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
-  const grants = yield* Queue.unbounded<Grant>()
-  const releases = yield* Queue.unbounded<PermitKey>()
 
-  const grantBatch = (batch: ReadonlyArray<Grant>) =>
-    sql<{ id: string }>`
-      SELECT g AS id FROM grant_execution_permits(
-        ${batch.map((g) => g.key.executionId)}::text[], ${batch.map((g) => g.key.projectId)}::text[],
-        ${batch.map((g) => g.key.toolkit)}::text[], ${batch.map((g) => g.cap)}::int4[]) AS g`.pipe(
-      Effect.map((rows) => new Set(rows.map((row) => row.id))),
-      Effect.matchEffect({
-        onFailure: (error) => Effect.forEach(batch, (g) => Deferred.fail(g.done, unavailable(error)), { discard: true }),
-        onSuccess: (granted) =>
-          Effect.forEach(batch, (g) => Deferred.succeed(g.done, granted.has(g.key.executionId)), { discard: true })
-      })
-    )
+  const grant = yield* makeBatcher<Grant, boolean, StoreUnavailable>({
+    maxBatch: MAX_BATCH,
+    serve: inOrder((grants) =>
+      sql<{ id: string }>`
+        SELECT g AS id FROM grant_execution_permits(
+          ${grants.map((g) => g.key.executionId)}::text[], ${grants.map((g) => g.key.projectId)}::text[],
+          ${grants.map((g) => g.key.toolkit)}::text[], ${grants.map((g) => g.cap)}::int4[]) AS g`.pipe(
+        Effect.map((rows) => {
+          const granted = new Set(rows.map((row) => row.id))
+          return grants.map((g) => granted.has(g.key.executionId))
+        }),
+        Effect.mapError(unavailable)
+      ))
+  })
 
   // Housekeeping: a holder left behind by a failed release no longer counts once its execution is
-  // terminal, and a later recovery scan (ExecutionRecovery.ts) clears it.
-  const releaseBatch = (batch: ReadonlyArray<PermitKey>) =>
-    sql`SELECT release_execution_permits(${batch.map((key) => key.executionId)}::text[],
-          ${batch.map((key) => key.projectId)}::text[], ${batch.map((key) => key.toolkit)}::text[])`.pipe(
-      Effect.catch((error) => Effect.logWarning("permit holders not cleared; a recovery scan reclaims them", error))
-    )
-
-  yield* Effect.forkScoped(Queue.takeBetween(grants, 1, MAX_BATCH).pipe(Effect.flatMap(grantBatch), Effect.forever))
-  // Releases gather for a moment: one statement per interval rather than one per commit.
-  yield* Effect.forkScoped(
-    Queue.takeBetween(releases, 1, 4 * MAX_BATCH).pipe(
-      Effect.flatMap(releaseBatch),
-      Effect.andThen(Effect.sleep(RELEASE_INTERVAL)),
-      Effect.forever
-    )
-  )
+  // terminal, and a later recovery scan (ExecutionRecovery.ts) clears it. Releases gather for a
+  // moment: one statement per interval rather than one per commit.
+  const release = yield* makeSink<PermitKey>({
+    maxBatch: 4 * MAX_BATCH,
+    pause: RELEASE_INTERVAL,
+    serve: (keys) =>
+      sql`SELECT release_execution_permits(${keys.map((key) => key.executionId)}::text[],
+            ${keys.map((key) => key.projectId)}::text[], ${keys.map((key) => key.toolkit)}::text[])`.pipe(
+        Effect.asVoid,
+        Effect.catch((error) => Effect.logWarning("permit holders not cleared; a recovery scan reclaims them", error))
+      )
+  })
 
   const store: PermitStore = {
-    tryInsert: (key, cap) =>
-      Effect.flatMap(Deferred.make<boolean, StoreUnavailable>(), (done) =>
-        Effect.andThen(Queue.offer(grants, { key, cap, done }), Deferred.await(done))),
+    tryInsert: (key, cap) => grant({ key, cap }),
     // Nobody waits: after the outcome's commit the permit is already free (see above).
-    remove: (key) => Queue.offer(releases, key).pipe(Effect.asVoid),
+    remove: release,
     reclaimStale: sql`SELECT reclaim_execution_permits()`.pipe(
       Effect.asVoid,
       Effect.mapError(unavailable)

@@ -5,8 +5,9 @@
  * still starts after its lane asked, so an attempt never uses an endpoint older than the moment it
  * was about to begin. In memory a read is a map lookup.
  */
-import { Context, Deferred, Effect, Exit, Layer, Queue } from "effect"
+import { Context, Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
+import { inOrder, makeBatcher } from "../Batcher.ts"
 import { StoreUnavailable } from "../eventlog/EventStore.ts"
 import { decodeRow, physicalName } from "../eventlog/PgViewStore.ts"
 import { WebhookEndpoints } from "./WebhookEndpoints.ts"
@@ -27,44 +28,27 @@ export const layerMemory: Layer.Layer<WebhookEndpointReads, never, WebhookEndpoi
 /** Endpoints per statement at most. */
 const MAX_BATCH = 500
 
-interface Waiting {
-  readonly endpointId: string
-  readonly done: Deferred.Deferred<EndpointRow | undefined, StoreUnavailable>
-}
-
 export const layerPg: Layer.Layer<WebhookEndpointReads, never, SqlClient.SqlClient> = Layer.effect(
   WebhookEndpointReads,
   Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
     const spec = webhookEndpointsProjection.tables.find((table) => table.name === ENDPOINTS_TABLE)!
     const statement = `SELECT * FROM "${physicalName(ENDPOINTS_TABLE)}" WHERE endpoint_id = ANY($1::text[])`
-    const queue = yield* Queue.unbounded<Waiting>()
-
-    const readMany = Effect.fnUntraced(function*(batch: ReadonlyArray<Waiting>) {
-      const ids = [...new Set(batch.map((w) => w.endpointId))]
-      const exit = yield* Effect.exit(sql.unsafe<Record<string, unknown>>(statement, [ids]))
-      if (Exit.isFailure(exit)) {
-        const error = new StoreUnavailable({ cause: exit.cause })
-        for (const waiting of batch) Deferred.doneUnsafe(waiting.done, Exit.fail(error))
-        return
-      }
-      const found = new Map<string, EndpointRow>()
-      for (const raw of exit.value) {
-        const endpoint = endpointFromRow(decodeRow(spec, raw))
-        found.set(endpoint.endpointId, endpoint)
-      }
-      for (const waiting of batch) Deferred.doneUnsafe(waiting.done, Exit.succeed(found.get(waiting.endpointId)))
+    const current = yield* makeBatcher<string, EndpointRow | undefined, StoreUnavailable>({
+      maxBatch: MAX_BATCH,
+      serve: inOrder((endpointIds) =>
+        sql.unsafe<Record<string, unknown>>(statement, [[...new Set(endpointIds)]]).pipe(
+          Effect.map((rows) => {
+            const found = new Map<string, EndpointRow>()
+            for (const raw of rows) {
+              const endpoint = endpointFromRow(decodeRow(spec, raw))
+              found.set(endpoint.endpointId, endpoint)
+            }
+            return endpointIds.map((endpointId) => found.get(endpointId))
+          }),
+          Effect.mapError((cause) => new StoreUnavailable({ cause }))
+        ))
     })
-
-    yield* Effect.forkScoped(Queue.takeBetween(queue, 1, MAX_BATCH).pipe(Effect.flatMap(readMany), Effect.forever))
-
-    return WebhookEndpointReads.of({
-      current: (endpointId) =>
-        Effect.suspend(() => {
-          const done = Deferred.makeUnsafe<EndpointRow | undefined, StoreUnavailable>()
-          Queue.offerUnsafe(queue, { endpointId, done })
-          return Deferred.await(done)
-        })
-    })
+    return WebhookEndpointReads.of({ current })
   })
 )
