@@ -13,10 +13,11 @@ import { allowPrivateNetworks } from "../infra/outbound/OutboundHttp.ts"
 import { providerUrls } from "../infra/providers/index.ts"
 import { databaseUrl, httpUrl, integer, oneOf, optionalId } from "../infra/Settings.ts"
 import { webhookSettings } from "../infra/webhooks/WebhookSettings.ts"
-import { portSetting } from "../http/server/Server.ts"
+import { portSetting, serverLimits } from "../http/server/Server.ts"
 
 export const preflight = Effect.gen(function*() {
   const port = yield* portSetting
+  yield* serverLimits
   yield* httpUrl("SERVICE_BASE_URL", `http://localhost:${port}`)
   const url = yield* databaseUrl
   yield* secretKey(url !== undefined)

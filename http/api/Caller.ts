@@ -22,6 +22,15 @@ export interface RequestMeta {
    * `Request-Id` in one copy of the response's headers.
    */
   answerHeaders: Readonly<Record<string, string>> | undefined
+  /** The key, verified by the edge on the request's headers before its body was read. */
+  verifiedKey?: VerifiedKey | undefined
+}
+
+/** A key the edge has verified: what the authentication middleware turns into the `Caller`. */
+export interface VerifiedKey {
+  readonly keyId: string
+  readonly projectId: string
+  readonly userId: string | undefined
 }
 
 /** Provided by the edge to everything below it; undefined outside a request. */

@@ -13,10 +13,11 @@ import { HttpServerResponse as Response } from "effect/http"
 import { newRequestId } from "../../infra/Ids.ts"
 import { CurrentRequest, type RequestMeta } from "../api/Caller.ts"
 import { endOfTurn } from "./EndOfTurn.ts"
+import type { Verdict } from "./Gate.ts"
 import {
   bodyTooLarge,
   causeResponse,
-  type EdgeFailure,
+  EdgeFailure,
   envelopeResponse,
   malformedBody,
   methodNotAllowed,
@@ -31,6 +32,12 @@ export interface Route {
 
 export interface EdgeOptions {
   readonly routes: ReadonlyArray<Route>
+  /**
+   * Checks the request's key on its headers for the paths that need one, before any body byte
+   * is read (Gate.ts); the verdict reaches the API as `RequestMeta.verifiedKey`.
+   */
+  readonly authenticate: (path: string) => boolean
+  readonly gate: (request: HttpServerRequest.HttpServerRequest) => Effect.Effect<Verdict>
   /** The body ceiling in bytes for a request; the default applies to JSON routes. */
   readonly bodyLimit: (method: string, path: string) => number
 }
@@ -205,6 +212,9 @@ export const makeEdge = (options: EdgeOptions) => {
           ? Response.setHeader(response, "request-id", requestId)
           : Response.setHeaders(response, { ...meta.answerHeaders, "request-id": requestId })
       const refuse = (failure: EdgeFailure) => respond(envelopeResponse(requestId, failure.status, failure.error, failure.headers))
+      // A refusal before the body is read closes the connection: its body is never wanted.
+      const refuseUnread = (failure: EdgeFailure) =>
+        refuse(hasBody ? new EdgeFailure(failure.status, failure.error, { ...failure.headers, connection: "close" }) : failure)
 
       const contentLength = request.headers["content-length"]
       const chunked = request.headers["transfer-encoding"] !== undefined
@@ -213,14 +223,23 @@ export const makeEdge = (options: EdgeOptions) => {
       // also take a path with an empty segment (`/v1/webhooks//rotate-secret`) for another one.
       const allowed = allowedMethods(path)
       if (allowed === undefined) return refuse(routeNotFound())
+      // The router answers HEAD wherever it answers GET.
+      const method = request.method === "HEAD" ? "GET" : request.method
+      if (!allowed.includes(method)) return refuse(methodNotAllowed(allowed))
+      const limit = hasBody ? options.bodyLimit(request.method, path) : 0
+      // What the headers alone say about the body is answered first; then the key (on the
+      // headers too); only then is a byte of the body read.
+      if (hasBody) {
+        if (!isJson(request.headers["content-type"])) return refuseUnread(unsupportedMediaType())
+        if (contentLength !== undefined && Number(contentLength) > limit) return refuseUnread(bodyTooLarge(limit))
+      }
+      if (options.authenticate(path)) {
+        const verdict = yield* options.gate(request)
+        if (verdict._tag === "Refused") return refuseUnread(verdict.failure)
+        meta.verifiedKey = verdict.principal
+      }
       let effective = request
       if (hasBody) {
-        // The router answers HEAD wherever it answers GET.
-        const method = request.method === "HEAD" ? "GET" : request.method
-        if (!allowed.includes(method)) return refuse(methodNotAllowed(allowed))
-        if (!isJson(request.headers["content-type"])) return refuse(unsupportedMediaType())
-        const limit = options.bodyLimit(request.method, path)
-        if (contentLength !== undefined && Number(contentLength) > limit) return refuse(bodyTooLarge(limit))
         const body = yield* readLimited(request, limit)
         if (body === undefined) return refuse(bodyTooLarge(limit))
         if (body === null) return refuse(malformedBody())
@@ -244,8 +263,7 @@ export const makeEdge = (options: EdgeOptions) => {
             if (reason._tag === "Fail" && isRouteNotFound(reason.error)) {
               // A path the router cannot decode (a bad percent escape) matches no route even
               // when its shape does; with the method allowed there, it is simply not found.
-              const method = request.method === "HEAD" ? "GET" : request.method
-              return Effect.succeed(refuse(allowed.includes(method) ? routeNotFound() : methodNotAllowed(allowed)))
+              return Effect.succeed(refuse(routeNotFound()))
             }
           }
           return Effect.map(causeResponse(requestId, cause), respond)

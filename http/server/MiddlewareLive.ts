@@ -27,11 +27,13 @@ export const AuthenticationLive = Layer.effect(
     const keys = yield* ApiKeys
     return Authentication.of({
       bearer: Effect.fnUntraced(function*(httpEffect, { credential }) {
+        // The edge has usually verified the key already, on the headers (Gate.ts).
+        const verified = (yield* CurrentRequest)?.verifiedKey
         const presented = Redacted.value(credential)
-        if (presented === "") {
+        if (verified === undefined && presented === "") {
           return yield* new AuthMissing({ message: "Send the project API key as Authorization: Bearer <key>." })
         }
-        const principal = yield* Effect.orDie(keys.verify(presented))
+        const principal = verified ?? (yield* Effect.orDie(keys.verify(presented)))
         if (principal === undefined) return yield* new AuthExpired({ message: "The API key is invalid or revoked." })
         const caller = { keyId: principal.keyId, projectId: principal.projectId, pinnedUserId: principal.userId }
         const request = yield* HttpServerRequest.HttpServerRequest

@@ -20,6 +20,7 @@ import { WebhookEndpoints } from "../../infra/webhooks/WebhookEndpoints.ts"
 import { Api } from "../api/Api.ts"
 import { ConnectionsHttp } from "./ConnectionsHttp.ts"
 import { answerClientError, makeEdge, type Route } from "./Edge.ts"
+import { makeGate } from "./Gate.ts"
 import { AuthenticationLive, ErrorEnvelopeLive, RateLimitLive } from "./MiddlewareLive.ts"
 import { ExecutionsHttp } from "./ExecutionsHttp.ts"
 import { FilesHttp } from "./FilesHttp.ts"
@@ -99,12 +100,17 @@ const buildRoutes = HttpRouter.toHttpEffect(AppRoutes).pipe(
   withOnly(...serverServices, ApiKeys, Connections, Executions, RateLimiter, Secrets, StagedFiles, ViewStore, WebhookEndpoints)
 )
 
+/** Paths answered without a key: the API's description and its docs. */
+const PUBLIC_PATHS = new Set(["/openapi.json", "/docs", "/health"])
+
 /** The per-request effect: routes behind the edge. */
 export const makeHttpApp = Effect.gen(function*() {
   const app = yield* buildRoutes
   const fileCeiling = uploadCeiling((yield* fileSettings).maxBytes)
   const edge = makeEdge({
     routes,
+    authenticate: (path) => !PUBLIC_PATHS.has(path),
+    gate: makeGate(yield* ApiKeys),
     bodyLimit: (method, path) => (method === "POST" && path === "/v1/files" ? fileCeiling : DEFAULT_BODY_LIMIT)
   })
   return edge(app)
@@ -123,13 +129,44 @@ export const listenSettings = Effect.gen(function*() {
   return { port, host }
 })
 
+/**
+ * Bounds on Node's server (docs/configuration.md): headers must arrive within
+ * SERVICE_HTTP_HEADERS_TIMEOUT_MS (10 s) and a whole request within SERVICE_HTTP_REQUEST_TIMEOUT_MS
+ * (60 s; Node allows 300 s), and at most SERVICE_HTTP_MAX_CONNECTIONS (4,096) are open at once:
+ * past it Node closes a new connection as soon as it opens.
+ */
+export const serverLimits = Effect.all({
+  headersTimeoutMs: integer("SERVICE_HTTP_HEADERS_TIMEOUT_MS", 10_000, 100, 600_000),
+  requestTimeoutMs: integer("SERVICE_HTTP_REQUEST_TIMEOUT_MS", 60_000, 100, 3_600_000),
+  maxConnections: integer("SERVICE_HTTP_MAX_CONNECTIONS", 4_096, 1, 1_000_000)
+})
+
+/**
+ * Node's server within `serverLimits`; an idle keep-alive connection closes after 5 s.
+ * `Expect: 100-continue` is not answered by Node at once: the edge sends `100 Continue` only
+ * once the key is verified and the body is wanted.
+ */
+const makeNodeServer = (limits: Effect.Success<typeof serverLimits>) => () => {
+  const server = createServer({
+    headersTimeout: limits.headersTimeoutMs,
+    requestTimeout: limits.requestTimeoutMs,
+    keepAliveTimeout: 5_000,
+    // How often Node looks for connections past those timeouts (30 s by default).
+    connectionsCheckingInterval: Math.min(1_000, limits.headersTimeoutMs)
+  })
+  server.maxConnections = limits.maxConnections
+  server.on("clientError", answerClientError)
+  server.on("checkContinue", (request, response) => server.emit("request", request, response))
+  return server
+}
+
 export const HttpServerLive = Layer.unwrap(
   Effect.gen(function*() {
     const listen = yield* listenSettings
     const app = yield* makeHttpApp
     const serve = Layer.effectDiscard(HttpServer.HttpServer.use((server) => server.serve(app).pipe(withOnly(...serverServices))))
     return serve.pipe(
-      Layer.provideMerge(NodeHttpServer.layer(() => createServer().on("clientError", answerClientError), listen))
+      Layer.provideMerge(NodeHttpServer.layer(makeNodeServer(yield* serverLimits), listen))
     )
   })
 ).pipe(Layer.provide(NodeHttpServer.layerHttpServices))

@@ -7,6 +7,7 @@
 import { Context, Effect, Layer, Redacted } from "effect"
 import { SqlClient } from "effect/sql"
 import { hash as digest, randomBytes, timingSafeEqual } from "node:crypto"
+import { BoundedCache } from "../BoundedCache.ts"
 import { onStorage } from "../eventlog/Database.ts"
 import type { Migration } from "../eventlog/PgMigrations.ts"
 import { type BootstrapKey, bootstrapKeys } from "./AccessSettings.ts"
@@ -28,6 +29,8 @@ export interface KeyRecord extends Principal {
 
 export interface ApiKeysShape {
   readonly verify: (presented: string) => Effect.Effect<Principal | undefined, StoreUnavailable>
+  /** The principal of a key known without asking the database (bootstrap or cached); else undefined. */
+  readonly known: (presented: string) => Principal | undefined
   readonly create: (owner: { readonly projectId: string; readonly userId?: string | undefined }) => Effect.Effect<
     { readonly key: Redacted.Redacted<string>; readonly record: KeyRecord },
     StoreUnavailable
@@ -94,15 +97,16 @@ export const layerMemory = Layer.effect(
         created.set(hashHex(key), record)
         return { key: Redacted.make(key), record }
       })
+    const known = (presented: string) => {
+      const hex = hashHex(presented)
+      const bootstrap = byHash.get(hex)
+      if (bootstrap !== undefined) return bootstrap
+      const found = created.get(hex)
+      return found?.revokedAt === undefined ? found : undefined
+    }
     return ApiKeys.of({
-      verify: (presented) =>
-        Effect.sync(() => {
-          const hex = hashHex(presented)
-          const bootstrap = byHash.get(hex)
-          if (bootstrap !== undefined) return bootstrap
-          const found = created.get(hex)
-          return found?.revokedAt === undefined ? found : undefined
-        }),
+      verify: (presented) => Effect.sync(() => known(presented)),
+      known,
       create,
       list: (projectId) =>
         Effect.sync(() =>
@@ -148,7 +152,10 @@ export const layerPg = Layer.effect(
   Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
     const byHash = bootstrapPrincipals(yield* bootstrapKeys)
-    const cache = new Map<string, { principal: Principal | undefined; expires: number }>()
+    // Known and unknown keys are cached apart, so a flood of made-up keys can only evict other
+    // made-up keys, never a valid one in use.
+    const known = new BoundedCache<string, Principal>({ maxWeight: 10_000, ttlMs: CACHE_MS })
+    const unknown = new BoundedCache<string, true>({ maxWeight: 10_000, ttlMs: CACHE_MS })
 
     const lookup = (hash: Buffer) =>
       sql<KeyRow>`SELECT * FROM api_keys WHERE key_hash = ${hash} AND revoked_at IS NULL`.pipe(
@@ -160,18 +167,23 @@ export const layerPg = Layer.effect(
       )
 
     return ApiKeys.of({
+      known: (presented) => {
+        const cacheKey = hashHex(presented)
+        return byHash.get(cacheKey) ?? known.get(cacheKey)
+      },
       verify: (presented) =>
         Effect.suspend(() => {
           const cacheKey = hashHex(presented)
           const bootstrap = byHash.get(cacheKey)
           if (bootstrap !== undefined) return Effect.succeed(bootstrap)
           const now = Date.now()
-          const cached = cache.get(cacheKey)
-          if (cached !== undefined && cached.expires > now) return Effect.succeed(cached.principal)
+          const cached = known.get(cacheKey, now)
+          if (cached !== undefined) return Effect.succeed(cached)
+          if (unknown.get(cacheKey, now) !== undefined) return Effect.succeed(undefined)
           return Effect.tap(lookup(Buffer.from(cacheKey, "hex")), (principal) =>
             Effect.sync(() => {
-              if (cache.size > 10_000) cache.clear()
-              cache.set(cacheKey, { principal, expires: now + CACHE_MS })
+              if (principal === undefined) unknown.set(cacheKey, true, now)
+              else known.set(cacheKey, principal, now)
             }))
         }),
       create: Effect.fnUntraced(function*(owner) {
@@ -192,7 +204,7 @@ export const layerPg = Layer.effect(
       revoke: (keyId) =>
         sql<{ key_id: string }>`UPDATE api_keys SET revoked_at = now() WHERE key_id = ${keyId} AND revoked_at IS NULL RETURNING key_id`.pipe(
           Effect.map((rows) => rows.length > 0),
-          Effect.tap(() => Effect.sync(() => cache.clear())),
+          Effect.tap(() => Effect.sync(() => known.clear())),
           Effect.mapError(unavailable)
         )
     })

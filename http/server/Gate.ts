@@ -1,0 +1,63 @@
+/**
+ * Authentication at the edge, on the headers alone, before a byte of the body is read (a
+ * 33 MiB upload without a key costs nothing but its headers) and before `100 Continue` is sent
+ * to a client that asked for it. The API's authentication middleware then reuses the verdict.
+ *
+ * Keys that turn out unknown are throttled per client address: each costs the address a token
+ * from a bucket of UNKNOWN_KEY_POLICY, and an address with none left gets 429 before its key is
+ * even looked up. A known key (a cache hit, no query) is never throttled, so a client with a good
+ * key is not held back by its neighbours' typos, and a flood of made-up keys cannot take the
+ * database pool (each unknown key would cost a query) or the key caches.
+ */
+import { Effect, Option } from "effect"
+import type { HttpServerRequest } from "effect/http"
+import { normalized } from "../../domain/Errors.ts"
+import { type BucketPolicy, type BucketState, take } from "../../domain/TokenBucket.ts"
+import type { ApiKeysShape, Principal } from "../../infra/access/ApiKeys.ts"
+import { BoundedCache } from "../../infra/BoundedCache.ts"
+import { EdgeFailure } from "./Envelope.ts"
+
+/** Per client address: 120 unknown keys at once, then two a second. */
+export const UNKNOWN_KEY_POLICY: BucketPolicy = { perMinute: 120, burst: 120 }
+
+const BEARER = /^Bearer[ \t]+(\S+)[ \t]*$/i
+
+const unauthorized = (code: "auth_missing" | "auth_expired", message: string) =>
+  new EdgeFailure(401, normalized(code, message), { "www-authenticate": "Bearer" })
+
+export type Verdict =
+  | { readonly _tag: "Allowed"; readonly principal: Principal }
+  | { readonly _tag: "Refused"; readonly failure: EdgeFailure }
+
+export const makeGate = (keys: ApiKeysShape, policy: BucketPolicy = UNKNOWN_KEY_POLICY) => {
+  // Bounded: addresses beyond the most recent 50,000 start afresh (a full bucket).
+  const buckets = new BoundedCache<string, BucketState>({ maxWeight: 50_000, ttlMs: 10 * 60_000 })
+  const throttled = (address: string, now: number) => {
+    const state = buckets.get(address, now)
+    return state !== undefined && take(policy, state, 0, now).state.tokens < 1
+  }
+  const charge = (address: string, now: number) => buckets.set(address, take(policy, buckets.get(address, now), 1, now).state, now)
+
+  return Effect.fnUntraced(function*(request: HttpServerRequest.HttpServerRequest): Effect.fn.Return<Verdict> {
+    const header = request.headers["authorization"]
+    const presented = header === undefined ? undefined : BEARER.exec(header)?.[1]
+    if (presented === undefined) {
+      return { _tag: "Refused", failure: unauthorized("auth_missing", "Send the project API key as Authorization: Bearer <key>.") }
+    }
+    const known = keys.known(presented)
+    if (known !== undefined) return { _tag: "Allowed", principal: known }
+    const address = Option.getOrElse(request.remoteAddress, () => "unknown")
+    const now = Date.now()
+    if (throttled(address, now)) {
+      const retryAfter = Math.max(1, Math.ceil(60 / policy.perMinute))
+      const error = normalized("rate_limited", "Too many requests with unknown API keys from this address.", retryAfter)
+      return { _tag: "Refused", failure: new EdgeFailure(429, error, { "retry-after": String(retryAfter) }) }
+    }
+    const principal = yield* Effect.orDie(keys.verify(presented))
+    if (principal === undefined) {
+      charge(address, now)
+      return { _tag: "Refused", failure: unauthorized("auth_expired", "The API key is invalid or revoked.") }
+    }
+    return { _tag: "Allowed", principal }
+  })
+}

@@ -1,0 +1,139 @@
+/**
+ * An unauthenticated flood hurts nobody (issue "Hardening", finding 4 and 5): the key is checked
+ * on the headers before any body byte is read and before `100 Continue`; slow or idle
+ * connections are closed by timeouts; connections are capped; unknown keys are throttled per
+ * client address while valid keys pass.
+ */
+import { connect, type Socket } from "node:net"
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { UNKNOWN_KEY_POLICY } from "../../http/server/Gate.ts"
+import { type InProcessService, KEY, startService } from "../support/Service.ts"
+
+/** A raw connection: what the server writes, as text, as it arrives. */
+const open = (port: number) =>
+  new Promise<{ readonly socket: Socket; readonly received: () => string; readonly closed: Promise<void> }>((resolve, reject) => {
+    const socket = connect(port, "127.0.0.1")
+    let received = ""
+    const closed = new Promise<void>((done) => socket.once("close", () => done()))
+    socket.on("data", (chunk) => (received += chunk.toString("latin1")))
+    socket.once("error", () => undefined)
+    socket.once("connect", () => resolve({ socket, received: () => received, closed }))
+    socket.once("error", reject)
+  })
+
+const until = async (check: () => boolean, ms = 5_000) => {
+  const deadline = Date.now() + ms
+  while (!check()) {
+    if (Date.now() > deadline) throw new Error("timed out")
+    await new Promise((resolve) => setTimeout(resolve, 10))
+  }
+}
+
+const portOf = (service: InProcessService) => Number(new URL(service.baseUrl).port)
+
+const uploadHeaders = (key: string | undefined, length: number) =>
+  [
+    "POST /v1/files HTTP/1.1",
+    "Host: localhost",
+    "Content-Type: application/json",
+    `Content-Length: ${length}`,
+    "Expect: 100-continue",
+    ...(key === undefined ? [] : [`Authorization: Bearer ${key}`]),
+    "",
+    ""
+  ].join("\r\n")
+
+describe("the edge under an unauthenticated flood", () => {
+  let service: InProcessService
+  beforeAll(async () => {
+    service = await startService({
+      SERVICE_HTTP_HEADERS_TIMEOUT_MS: "1000",
+      SERVICE_HTTP_REQUEST_TIMEOUT_MS: "1500",
+      SERVICE_HTTP_MAX_CONNECTIONS: "40"
+    })
+  })
+  afterAll(() => service.close())
+
+  it("refuses a keyless upload on its headers: 401 at once, no 100 Continue, connection closed, no body read", async () => {
+    const connection = await open(portOf(service))
+    connection.socket.write(uploadHeaders(undefined, 30 * 1024 * 1024))
+    await until(() => connection.received().includes("\r\n\r\n"))
+    expect(connection.received()).not.toContain("100 Continue")
+    expect(connection.received()).toMatch(/^HTTP\/1\.1 401 /)
+    expect(connection.received().toLowerCase()).toContain("www-authenticate: bearer")
+    expect(connection.received().toLowerCase()).toContain("connection: close")
+    await connection.closed
+  })
+
+  it("a wrong key is refused the same way; a valid key gets 100 Continue and its upload goes through", async () => {
+    const wrong = await open(portOf(service))
+    wrong.socket.write(uploadHeaders("not_a_valid_key_000000", 1_000))
+    await until(() => wrong.received().includes("\r\n\r\n"))
+    expect(wrong.received()).toMatch(/^HTTP\/1\.1 401 /)
+    expect(wrong.received()).not.toContain("100 Continue")
+    const body = JSON.stringify({ name: "a.txt", content: Buffer.from("hello").toString("base64") })
+    const right = await open(portOf(service))
+    right.socket.write(uploadHeaders(KEY, Buffer.byteLength(body)))
+    await until(() => right.received().includes("100 Continue"))
+    right.socket.write(body)
+    await until(() => /HTTP\/1\.1 201 /.test(right.received()))
+    right.socket.destroy()
+  })
+
+  it("keyless connections that trickle a body do not make the heap grow: each is answered and closed", async () => {
+    global.gc?.()
+    const before = process.memoryUsage().heapUsed
+    const connections = await Promise.all(Array.from({ length: 8 }, () => open(portOf(service))))
+    const chunk = Buffer.alloc(64 * 1024, 0x61)
+    for (const connection of connections) {
+      connection.socket.write(uploadHeaders(undefined, 33 * 1024 * 1024).replace("Expect: 100-continue\r\n", ""))
+      for (let i = 0; i < 16; i++) connection.socket.write(chunk)
+    }
+    await Promise.all(connections.map((connection) => connection.closed))
+    for (const connection of connections) expect(connection.received()).toMatch(/^HTTP\/1\.1 401 /)
+    global.gc?.()
+    // 8 x 1 MiB were sent; none of it may have been kept.
+    expect(process.memoryUsage().heapUsed - before).toBeLessThan(8 * 1024 * 1024)
+  })
+
+  it("a connection that never finishes its headers is answered 408 and closed within the headers timeout", async () => {
+    const connection = await open(portOf(service))
+    const started = Date.now()
+    connection.socket.write("GET /v1/me HTTP/1.1\r\nHost: localhost\r\n")
+    await connection.closed
+    expect(Date.now() - started).toBeLessThan(5_000)
+    expect(connection.received()).toMatch(/^HTTP\/1\.1 408 /)
+  })
+
+  it("connections past the cap are closed as they open; the others are served", async () => {
+    const held = await Promise.all(Array.from({ length: 40 }, () => open(portOf(service))))
+    const extra = await open(portOf(service))
+    await extra.closed
+    expect(extra.received()).toBe("")
+    for (const connection of held) connection.socket.destroy()
+    await until(() => true, 10)
+    await new Promise((resolve) => setTimeout(resolve, 100))
+    expect((await service.fetch("/v1/me")).status).toBe(200)
+  })
+})
+
+describe("unknown keys from one address", () => {
+  let service: InProcessService
+  beforeAll(async () => {
+    service = await startService()
+  })
+  afterAll(() => service.close())
+
+  it("are throttled after the address's allowance, while a valid key from the same address still passes", async () => {
+    const statuses: Array<number> = []
+    for (let i = 0; i < UNKNOWN_KEY_POLICY.burst + 5; i++) {
+      statuses.push((await service.fetch("/v1/me", { key: `unknown_key_${String(i).padStart(12, "0")}` })).status)
+    }
+    expect(statuses.slice(0, UNKNOWN_KEY_POLICY.burst).every((status) => status === 401)).toBe(true)
+    const refused = await service.fetch("/v1/me", { key: "unknown_key_again_000000" })
+    expect(refused.status).toBe(429)
+    expect(Number(refused.headers.get("retry-after"))).toBeGreaterThanOrEqual(1)
+    expect(((await refused.json()) as { error: { code: string } }).error.code).toBe("rate_limited")
+    expect((await service.fetch("/v1/me")).status).toBe(200)
+  })
+})
