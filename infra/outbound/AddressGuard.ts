@@ -53,8 +53,36 @@ export interface ResolvedAddress {
 /** Resolves a name to every address it has; replaced by a stub in tests. */
 export type Resolver = (hostname: string, family: 0 | 4 | 6) => Promise<ReadonlyArray<ResolvedAddress>>
 
-export const systemResolver: Resolver = (hostname, family) =>
-  dns.lookup(hostname, { all: true, family, order: "verbatim" })
+const LOOPBACK: ReadonlyArray<ResolvedAddress> = [{ address: "127.0.0.1", family: 4 }, { address: "::1", family: 6 }]
+
+/**
+ * Resolution by DNS queries (c-ares, on the event loop) rather than `dns.lookup`: lookup runs
+ * `getaddrinfo` on libuv's four worker threads and cannot be cancelled, so four slow names
+ * stalled every other lookup (and file system call) of the process. Each name gets a resolver of
+ * its own that is cancelled when `timeoutMs` passes. `localhost` names are answered here (DNS
+ * does not know them; the guard refuses them anyway unless private networks are allowed).
+ */
+export const makeResolver = (options: { readonly timeoutMs: number; readonly servers?: ReadonlyArray<string> | undefined }): Resolver =>
+  async (hostname, family) => {
+    if (isLocalhostName(hostname)) return LOOPBACK.filter((a) => family === 0 || a.family === family)
+    const resolver = new dns.Resolver({ timeout: Math.max(1, Math.floor(options.timeoutMs / 2)), tries: 1 })
+    if (options.servers !== undefined) resolver.setServers([...options.servers])
+    const timer = setTimeout(() => resolver.cancel(), options.timeoutMs)
+    try {
+      const query = (kind: 4 | 6) =>
+        (kind === 4 ? resolver.resolve4(hostname) : resolver.resolve6(hostname)).then(
+          (addresses) => addresses.map((address) => ({ address, family: kind })),
+          (error: NodeJS.ErrnoException) => (error.code === "ENODATA" || error.code === "ENOTFOUND" ? [] : Promise.reject(error))
+        )
+      const answers = family === 0 ? (await Promise.all([query(4), query(6)])).flat() : await query(family)
+      if (answers.length === 0) throw Object.assign(new Error(`No address for ${hostname}`), { code: "ENOTFOUND" })
+      return answers
+    } finally {
+      clearTimeout(timer)
+    }
+  }
+
+export const systemResolver: Resolver = makeResolver({ timeoutMs: 5_000 })
 
 /** The error a guarded lookup reports; OutboundHttp maps it to the `address_blocked` reason. */
 export class AddressBlockedError extends Error {
