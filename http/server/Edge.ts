@@ -8,6 +8,7 @@ import { Effect, Stream } from "effect"
 import { IncomingMessage } from "node:http"
 import type { Duplex } from "node:stream"
 import { normalized } from "../../domain/Errors.ts"
+import { unstorableMessage, type Unstorable, unstorableText } from "../../domain/Storable.ts"
 import { HttpServerRequest, type HttpServerResponse } from "effect/http"
 import { HttpServerResponse as Response } from "effect/http"
 import { newRequestId } from "../../infra/Ids.ts"
@@ -130,24 +131,24 @@ const readStream = (request: HttpServerRequest.HttpServerRequest, limit: number)
     )
   })
 
+const unstorableBody = (reason: Unstorable) =>
+  new EdgeFailure(422, normalized("invalid_input", `The request body ${unstorableMessage[reason]}.`))
+
 const BODY = Symbol("app/http/Edge/body")
 
 interface Buffered {
-  readonly [BODY]: { readonly bytes: Uint8Array; text: string | undefined }
+  readonly [BODY]: { readonly bytes: Uint8Array; readonly text: string }
 }
 
 /** One decoder for every request: `decode` without `stream` keeps no state between calls. */
 const utf8 = new TextDecoder()
 
-const textOf = (self: Buffered) => {
-  const body = self[BODY]
-  return (body.text ??= utf8.decode(body.bytes))
-}
+const textOf = (self: Buffered) => self[BODY].text
 
 /**
- * What a request with an already-read body answers instead of reading its stream. The text and
- * the ArrayBuffer copy are made on first use only: a staged file's body is tens of megabytes,
- * and the API reads only the text.
+ * What a request with an already-read body answers instead of reading its stream. The text is
+ * decoded once, when the edge checks it (domain/Storable.ts); the ArrayBuffer copy is made on
+ * first use only: a staged file's body is tens of megabytes, and the API reads only the text.
  */
 const bodyAccessors: PropertyDescriptorMap = {
   arrayBuffer: {
@@ -183,7 +184,7 @@ const bodyAccessors: PropertyDescriptorMap = {
 const bufferedPrototypes = new WeakMap<object, object>()
 
 /** The same request (its own fields copied), with a body that has already been read. */
-const withBody = (request: HttpServerRequest.HttpServerRequest, body: Uint8Array): HttpServerRequest.HttpServerRequest => {
+const withBody = (request: HttpServerRequest.HttpServerRequest, body: Uint8Array, text: string): HttpServerRequest.HttpServerRequest => {
   const base = Object.getPrototypeOf(request) as object
   let prototype = bufferedPrototypes.get(base)
   if (prototype === undefined) {
@@ -191,7 +192,7 @@ const withBody = (request: HttpServerRequest.HttpServerRequest, body: Uint8Array
     bufferedPrototypes.set(base, prototype)
   }
   const wrapped = Object.assign(Object.create(prototype) as object, request)
-  return Object.assign(wrapped, { [BODY]: { bytes: body, text: undefined } }) as HttpServerRequest.HttpServerRequest
+  return Object.assign(wrapped, { [BODY]: { bytes: body, text } }) as HttpServerRequest.HttpServerRequest
 }
 
 export const makeEdge = (options: EdgeOptions) => {
@@ -243,7 +244,11 @@ export const makeEdge = (options: EdgeOptions) => {
         const body = yield* readLimited(request, limit)
         if (body === undefined) return refuse(bodyTooLarge(limit))
         if (body === null) return refuse(malformedBody())
-        effective = withBody(request, body)
+        const text = utf8.decode(body)
+        // What the event log cannot keep is refused here, before it reaches any service.
+        const reason = unstorableText(text)
+        if (reason !== undefined) return refuse(unstorableBody(reason))
+        effective = withBody(request, body, text)
       } else if (request.headers["content-type"] !== undefined) {
         // A request without a body has no media type to judge; the API would otherwise refuse
         // an odd declared type in plain text, after authentication had already passed.

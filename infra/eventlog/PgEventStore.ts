@@ -285,6 +285,13 @@ const settle = (batch: ReadonlyArray<Pending>, recorded: ReadonlyArray<RecordedE
     return Deferred.succeed(pending.done, mine)
   }, { discard: true })
 
+/**
+ * Whether a failed commit may be the fault of one of its appends (a value Postgres refuses, a
+ * constraint) rather than of the database or the connection, which would fail any commit.
+ */
+const TRANSIENT = new Set(["ConnectionError", "AuthenticationError", "AuthorizationError", "DeadlockError", "SerializationError", "LockTimeoutError", "StatementTimeoutError"])
+const causedByAnAppend = (error: SqlError): boolean => !TRANSIENT.has(error.reason._tag)
+
 export const makePgEventStore = Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
   const pg = yield* PgClient.PgClient
@@ -356,6 +363,16 @@ export const makePgEventStore = Effect.gen(function*() {
       return ctes === undefined ? commitInSteps(requests, flat, changes, lanes) : commitAtOnce(flat, ctes, params, lanes)
     })
 
+  /**
+   * A commit refused because of what one of its appends holds fails that append alone: the batch
+   * is committed again in halves, down to the appends that cannot commit (log2 of the batch more
+   * commits, and only when something was wrong).
+   */
+  const isolate = (batch: ReadonlyArray<Pending>): Effect.Effect<void> => {
+    const middle = Math.ceil(batch.length / 2)
+    return Effect.andThen(runBatch(batch.slice(0, middle)), runBatch(batch.slice(middle)))
+  }
+
   const runBatch = (batch: ReadonlyArray<Pending>): Effect.Effect<void> =>
     Effect.suspend(() => {
       if (batch.length === 0) return Effect.void
@@ -390,10 +407,15 @@ export const makePgEventStore = Effect.gen(function*() {
           }, { discard: true }).pipe(Effect.andThen(runBatch(retry)))
         }),
         Effect.catch((error: SqlError) =>
-          Effect.forEach(now, (p) => Deferred.fail(p.done, unavailable(error)), { discard: true })
+          now.length > 1 && causedByAnAppend(error)
+            ? isolate(now)
+            : Effect.forEach(now, (p) => Deferred.fail(p.done, unavailable(error)), { discard: true })
         ),
-        // A bug (a projection that throws) fails these appends and leaves the writer running.
-        Effect.catchDefect((defect) => Effect.forEach(now, (p) => Deferred.die(p.done, defect), { discard: true })),
+        // A bug (a projection that throws, a value too deep to serialize) fails only the appends
+        // that cause it, found by halving, and leaves the writer running.
+        Effect.catchDefect((defect) =>
+          now.length > 1 ? isolate(now) : Effect.forEach(now, (p) => Deferred.die(p.done, defect), { discard: true })
+        ),
         Effect.andThen(runBatch(later))
       )
     })

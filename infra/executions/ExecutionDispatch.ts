@@ -6,6 +6,7 @@
 import { Cause, Effect, Exit } from "effect"
 import type { Schema } from "effect"
 import { type NormalizedError, normalized, toNormalized } from "../../domain/Errors.ts"
+import { unstorable, unstorableMessage } from "../../domain/Storable.ts"
 import type { DispatchPlan } from "./ExecutionActor.ts"
 import type { AdapterContext, AdapterFailure, ToolAdapter } from "../providers/Adapter.ts"
 
@@ -16,7 +17,25 @@ export type DispatchOutcome =
 /** The effect has already run to its end (an `Exit` is an effect that has). */
 const completed = <A, E>(effect: Effect.Effect<A, E>): effect is Exit.Exit<A, E> => Exit.isExit(effect)
 
-const succeeded = (output: unknown): DispatchOutcome => ({ _tag: "Success", output: output as Schema.Json })
+/** The largest output kept, as JSON text: an execution record carries it into the log and webhooks. */
+export const MAX_OUTPUT_CHARS = 1024 * 1024
+
+/**
+ * An adapter's output, if the log can keep it (domain/Storable.ts); otherwise the execution fails
+ * with `provider_error`, and nothing of the output is recorded.
+ */
+const outcomeOf = (tool: string) => (output: unknown): DispatchOutcome => {
+  const reason = unstorable(output)
+  if (reason !== undefined) {
+    return { _tag: "Failure", error: normalized("provider_error", `The output of ${tool} ${unstorableMessage[reason]}.`) }
+  }
+  const text = JSON.stringify(output) as string | undefined
+  if (text === undefined) return { _tag: "Failure", error: normalized("provider_error", `${tool} answered no JSON value.`) }
+  if (text.length > MAX_OUTPUT_CHARS) {
+    return { _tag: "Failure", error: normalized("provider_error", `The output of ${tool} is larger than ${MAX_OUTPUT_CHARS} characters of JSON.`) }
+  }
+  return { _tag: "Success", output: output as Schema.Json }
+}
 
 export const runAdapter = (
   adapter: ToolAdapter | undefined,
@@ -27,6 +46,7 @@ export const runAdapter = (
     return Effect.succeed({ _tag: "Failure", error: normalized("provider_unavailable", `No adapter serves ${plan.tool.name}.`) })
   }
   const running = adapter.run(plan.input, context)
+  const succeeded = outcomeOf(plan.tool.name)
   // An adapter that has already answered (a completed Exit, as a pure tool's synchronous run is)
   // cannot overrun its timeout: no race of two fibers and a timer for it.
   const outcome: Effect.Effect<DispatchOutcome, AdapterFailure> = completed(running)

@@ -145,6 +145,29 @@ suite("EventStore (memory)", MemoryStore)
 describe.skipIf(!postgresAvailable)("EventStore (Postgres)", () => {
   suite("EventStore (Postgres) shared", PgStore)
 
+  layer(PgStore, { timeout: 60_000, excludeTestServices: true })("a poisoned append", (it) => {
+    it.effect("a value jsonb refuses, or one too deep to serialize, fails only its own append, never its batch neighbours", () =>
+      Effect.gen(function*() {
+        const store = yield* EventStore
+        let deep: unknown = "bottom"
+        for (let i = 0; i < 20_000; i++) deep = [deep]
+        const poisoned = [
+          { streamId: "p-nul", streamType: "test", expectedVersion: 0, events: [{ ...event(), data: { a: "x\u0000y" } }] },
+          { streamId: "p-surrogate", streamType: "test", expectedVersion: 0, events: [{ ...event(), data: { a: "\ud800" } }] },
+          { streamId: "p-deep", streamType: "test", expectedVersion: 0, events: [{ ...event(), data: { a: deep } as never }] }
+        ]
+        const good = Array.from({ length: 60 }, (_, i) => append1(`p-good-${i}`, 0))
+        // Submitted together, so they share commits with the poisoned ones.
+        const outcomes = yield* Effect.forEach([...poisoned, ...good], (request) => Effect.exit(store.append([request])), {
+          concurrency: "unbounded"
+        })
+        assert.deepStrictEqual(outcomes.slice(0, 3).map((exit) => exit._tag), ["Failure", "Failure", "Failure"])
+        assert.deepStrictEqual(outcomes.slice(3).filter((exit) => exit._tag !== "Success").length, 0)
+        for (let i = 0; i < 60; i++) assert.strictEqual((yield* store.readStream(`p-good-${i}`)).length, 1)
+        for (const request of poisoned) assert.strictEqual((yield* store.readStream(request.streamId)).length, 0)
+      }))
+  })
+
   layer(PgStore, { timeout: 60_000, excludeTestServices: true })("late commits", (it) => {
     it.effect("a transaction held open while later ones commit: the reader waits, then gets all", () =>
       Effect.gen(function*() {

@@ -1,0 +1,110 @@
+/**
+ * What JSON the event log can keep. Postgres `jsonb` refuses a NUL character (`\u0000`) and a
+ * lone UTF-16 surrogate anywhere in a string or key, and nesting a few thousand levels deep
+ * overflows the stack of whoever serializes it (`JSON.stringify` in the group commit). Such a
+ * value used to fail a whole commit of unrelated appends; now every value that may reach the log
+ * (request bodies at the edge, adapter outputs after dispatch) is checked here first.
+ *
+ * Iterative, so the check itself cannot overflow on the inputs it exists to refuse.
+ */
+
+/** Nesting levels kept at most (objects and arrays). Well past any real tool input or output. */
+export const MAX_DEPTH = 64
+
+export type Unstorable = "nul" | "surrogate" | "depth" | "number"
+
+export const unstorableMessage: Record<Unstorable, string> = {
+  nul: "contains a NUL character (\\u0000), which cannot be stored",
+  surrogate: "contains an unpaired UTF-16 surrogate, which cannot be stored",
+  depth: `is nested deeper than ${MAX_DEPTH} levels`,
+  number: "contains a number that is not finite"
+}
+
+/** True when `text` holds a NUL or a surrogate without its pair. */
+const badString = (text: string): Unstorable | undefined => {
+  for (let i = 0; i < text.length; i++) {
+    const code = text.charCodeAt(i)
+    if (code === 0) return "nul"
+    if (code >= 0xd800 && code <= 0xdfff) {
+      const next = i + 1 < text.length ? text.charCodeAt(i + 1) : 0
+      if (code <= 0xdbff && next >= 0xdc00 && next <= 0xdfff) i++
+      else return "surrogate"
+    }
+  }
+  return undefined
+}
+
+/** Why `value` cannot be stored as JSON in the log, or undefined when it can. */
+export const unstorable = (value: unknown): Unstorable | undefined => {
+  const stack: Array<{ readonly value: unknown; readonly depth: number }> = [{ value, depth: 0 }]
+  while (stack.length > 0) {
+    const { value: current, depth } = stack.pop()!
+    if (typeof current === "string") {
+      const bad = badString(current)
+      if (bad !== undefined) return bad
+    } else if (typeof current === "number") {
+      if (!Number.isFinite(current)) return "number"
+    } else if (current !== null && typeof current === "object") {
+      if (depth >= MAX_DEPTH) return "depth"
+      if (Array.isArray(current)) {
+        for (const item of current) stack.push({ value: item, depth: depth + 1 })
+      } else {
+        for (const [key, item] of Object.entries(current)) {
+          const bad = badString(key)
+          if (bad !== undefined) return bad
+          stack.push({ value: item, depth: depth + 1 })
+        }
+      }
+    }
+  }
+  return undefined
+}
+
+const BACKSLASH = 0x5c
+const QUOTE = 0x22
+
+const hexValue = (text: string, at: number): number => {
+  const digits = text.slice(at, at + 4)
+  return /^[0-9a-fA-F]{4}$/.test(digits) ? Number.parseInt(digits, 16) : -1
+}
+
+/**
+ * The same check on JSON text, without parsing it: the HTTP edge runs it over every request body
+ * (one pass over the characters; the API parses the text afterwards). Text that is not valid JSON
+ * is left to the parser, which refuses it anyway.
+ */
+export const unstorableText = (text: string): Unstorable | undefined => {
+  let depth = 0
+  let inString = false
+  for (let i = 0; i < text.length; i++) {
+    const code = text.charCodeAt(i)
+    if (inString) {
+      if (code === QUOTE) inString = false
+      else if (code === BACKSLASH) {
+        if (text.charCodeAt(i + 1) !== 0x75) {
+          i++
+          continue
+        }
+        // A \uXXXX escape: NUL, or a surrogate without its pair.
+        const unit = hexValue(text, i + 2)
+        if (unit === 0) return "nul"
+        if (unit >= 0xd800 && unit <= 0xdfff) {
+          const paired = unit <= 0xdbff && text.charCodeAt(i + 6) === BACKSLASH && text.charCodeAt(i + 7) === 0x75 &&
+            hexValue(text, i + 8) >= 0xdc00 && hexValue(text, i + 8) <= 0xdfff
+          if (!paired) return "surrogate"
+          i += 6
+        }
+        i += 5
+      } else if (code === 0) return "nul"
+      else if (code >= 0xd800 && code <= 0xdfff) {
+        const next = text.charCodeAt(i + 1)
+        if (code <= 0xdbff && next >= 0xdc00 && next <= 0xdfff) i++
+        else return "surrogate"
+      }
+    } else if (code === QUOTE) inString = true
+    else if (code === 0x5b || code === 0x7b) {
+      if (++depth > MAX_DEPTH) return "depth"
+    } else if (code === 0x5d || code === 0x7d) depth--
+  }
+  return undefined
+}
