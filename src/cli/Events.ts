@@ -11,7 +11,10 @@ import { print, withDatabase } from "./Shared.ts"
 const tail = Command.make(
   "tail",
   {
-    fromStart: Flag.Boolean("from-start").pipe(Flag.withDescription("Start at the first event instead of the newest")),
+    fromStart: Flag.Boolean("from-start").pipe(
+      Flag.withDescription("Start at the first event instead of the newest"),
+      Flag.withDefault(false)
+    ),
     from: Flag.String("from").pipe(Flag.withDescription("Start after this position (tx:seq)"), Flag.optional),
     streamType: Flag.String("stream-type").pipe(Flag.withDescription("Only events of this stream type"), Flag.optional)
   },

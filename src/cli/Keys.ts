@@ -4,7 +4,7 @@
 import { Effect, Option, Redacted } from "effect"
 import { Argument, Command, Flag } from "effect/cli"
 import * as ApiKeys from "../../infra/access/ApiKeys.ts"
-import { print, withDatabase } from "./Shared.ts"
+import { print, printTable, withDatabase } from "./Shared.ts"
 
 const ID = /^[A-Za-z0-9_.-]{1,64}$/
 
@@ -38,9 +38,10 @@ const list = Command.make(
     Effect.gen(function*() {
       const records = yield* withKeys((keys) => keys.list(Option.getOrUndefined(project)))
       if (records.length === 0) return yield* print("no keys")
-      for (const r of records) {
-        yield* print([r.keyId, r.prefix + "…", r.projectId, r.userId ?? "-", r.createdAt, r.revokedAt ? `revoked ${r.revokedAt}` : "active"].join("  "))
-      }
+      yield* printTable(
+        ["KEY ID", "PREFIX", "PROJECT", "PINNED USER", "CREATED", "STATE"],
+        records.map((r) => [r.keyId, `${r.prefix}…`, r.projectId, r.userId ?? "-", r.createdAt, r.revokedAt ? `revoked ${r.revokedAt}` : "active"])
+      )
     })
 ).pipe(Command.withDescription("List keys (id, prefix, project, pinned user, created, state); never the keys themselves"))
 

@@ -6,10 +6,15 @@ import { Effect, Option } from "effect"
 import { Argument, Command } from "effect/cli"
 import { projectionStatus, replayProjection, type ReplayProgress } from "../../infra/eventlog/ProjectionAdmin.ts"
 import { Projections } from "../../infra/eventlog/Projection.ts"
-import { print, withDatabase } from "./Shared.ts"
+import { projections as allProjections } from "../App.ts"
+import { print, printTable, withDatabase } from "./Shared.ts"
 
+const projectionNames = allProjections.map((projection) => projection.name)
+
+/** A progress bar redrawn in place, on a terminal only: piped output gets the final count alone. */
 const bar = (name: string, { done, target }: ReplayProgress) =>
   Effect.sync(() => {
+    if (process.stderr.isTTY !== true) return
     const width = 30
     const ratio = target === 0 ? 1 : Math.min(1, done / target)
     const filled = Math.round(ratio * width)
@@ -21,16 +26,18 @@ const status = Command.make("status", {}, () =>
     Effect.gen(function*() {
       const rows = yield* projectionStatus
       if (rows.length === 0) return yield* print("no projections")
-      yield* print(["name".padEnd(28), "mode".padEnd(7), "checkpoint".padEnd(24), "lag"].join(" "))
-      for (const row of rows) {
-        yield* print([row.name.padEnd(28), row.mode.padEnd(7), row.checkpoint.padEnd(24), String(row.lag)].join(" "))
-      }
+      yield* printTable(["NAME", "MODE", "CHECKPOINT", "LAG"], rows.map((row) => [row.name, row.mode, row.checkpoint, String(row.lag)]))
     })
   )).pipe(Command.withDescription("Print each projection's checkpoint and lag (events not yet projected)"))
 
 const replay = Command.make(
   "replay",
-  { name: Argument.String("name").pipe(Argument.withDescription("Projection to rebuild; all when omitted"), Argument.optional) },
+  {
+    name: Argument.String("name").pipe(
+      Argument.withDescription(`Projection to rebuild, one of: ${projectionNames.join(", ")}; all when omitted`),
+      Argument.optional
+    )
+  },
   ({ name }) =>
     withDatabase(
       Effect.gen(function*() {
@@ -44,7 +51,7 @@ const replay = Command.make(
         }
         for (const projection of chosen) {
           const count = yield* replayProjection(projection, (progress) => bar(projection.name, progress))
-          process.stderr.write("\n")
+          if (process.stderr.isTTY === true) process.stderr.write("\n")
           yield* print(`${projection.name}: rebuilt from ${count} events and swapped in`)
         }
       })

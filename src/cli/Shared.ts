@@ -46,3 +46,11 @@ export const withDatabase = <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Ef
   }))
 
 export const print = (line: string) => Effect.sync(() => process.stdout.write(`${line}\n`))
+
+/** Rows under a header, each column as wide as its widest cell. */
+export const printTable = (header: ReadonlyArray<string>, rows: ReadonlyArray<ReadonlyArray<string>>) =>
+  Effect.sync(() => {
+    const widths = header.map((title, i) => Math.max(title.length, ...rows.map((row) => (row[i] ?? "").length)))
+    const line = (cells: ReadonlyArray<string>) => cells.map((cell, i) => cell.padEnd(widths[i] ?? 0)).join("  ").trimEnd()
+    process.stdout.write([line(header), ...rows.map(line)].map((text) => `${text}\n`).join(""))
+  })

@@ -67,6 +67,30 @@ describe("command line without a database", () => {
     }
   })
 
+  it("serve without keys in memory mode prints a development key once and listens on loopback only", async () => {
+    const clean = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith("SERVICE_")))
+    const child = spawn(process.execPath, [MAIN, "serve"], { env: { ...clean, SERVICE_PORT: "0" }, stdio: ["ignore", "pipe", "pipe"] })
+    try {
+      const out = await new Promise<string>((resolve, reject) => {
+        let text = ""
+        const timer = setTimeout(() => reject(new Error(`not listening in 20 s: ${text}`)), 20_000)
+        const take = (chunk: Buffer) => {
+          text += chunk.toString()
+          if (text.includes("listening on")) {
+            clearTimeout(timer)
+            resolve(text)
+          }
+        }
+        child.stdout.on("data", take)
+        child.stderr.on("data", take)
+      })
+      expect(out).toMatch(/Development API key for project proj_dev .*: sk_[A-Za-z0-9]{40}/)
+      expect(out).toMatch(/listening on http:\/\/127\.0\.0\.1:\d+/)
+    } finally {
+      child.kill("SIGTERM")
+    }
+  })
+
   it.each([
     [["serve"], { SERVICE_PORT: "abc" }, "SERVICE_PORT"],
     [["migrate"], { SERVICE_DATABASE_URL: "postgres://127.0.0.1:1/x", SERVICE_SECRET_KEY: "short" }, "SERVICE_SECRET_KEY"],
@@ -120,6 +144,7 @@ describe.skipIf(!postgresAvailable)("command line on Postgres", () => {
     expect(listed.stdout).toContain(keyId)
     expect(listed.stdout).toContain(key.slice(0, 10))
     expect(listed.stdout).not.toContain(key)
+    expect(listed.stdout).toMatch(/^KEY ID\s+PREFIX\s+PROJECT\s+PINNED USER\s+CREATED\s+STATE$/m)
     expect(listed.stdout).toMatch(/\bp1\b.*\bu1\b.*active/)
     expect((await cli(["keys", "list", "--project", "other"], env)).stdout.trim()).toBe("no keys")
 
@@ -155,27 +180,31 @@ describe.skipIf(!postgresAvailable)("command line on Postgres", () => {
       expect(status.stdout.trim()).toBe("no projections")
       expect(replay.stdout.trim()).toBe("no projections")
     } else {
-      expect(status.stdout).toMatch(/^name\s+mode\s+checkpoint\s+lag$/m)
+      expect(status.stdout).toMatch(/^NAME\s+MODE\s+CHECKPOINT\s+LAG$/m)
+      // Not a terminal: no progress frames, only each projection's final count.
+      expect(replay.stderr).toBe("")
       for (const projection of allProjections) {
         expect(status.stdout).toMatch(new RegExp(`^${projection.name}\\s+${projection.mode}\\s+\\S+.*\\s\\d+$`, "m"))
-        expect(replay.stderr).toMatch(new RegExp(`${projection.name} \\[#+\\] 100% (\\d+)/\\1 events`))
         expect(replay.stdout).toMatch(new RegExp(`^${projection.name}: rebuilt from \\d+ events and swapped in$`, "m"))
       }
+      const help = await cli(["projections", "replay", "--help"], env)
+      for (const projection of allProjections) expect(help.stdout).toContain(projection.name)
     }
     const unknown = await cli(["projections", "replay", "no_such_projection"], env)
     expect(unknown.code).toBe(1)
     expect(unknown.stdout).toContain("unknown projection no_such_projection")
   })
 
-  it("events tail --from-start prints one JSON line per event", async () => {
-    const appended = await Effect.runPromise(
+  /** Appends three events to a stream of its own; their recorded forms. */
+  const appendThree = (streamId: string) =>
+    Effect.runPromise(
       Effect.flatMap(EventStore, (store) =>
         store.append([
           {
-            streamId: "cli-tail-1",
+            streamId,
             streamType: "cli_test",
             expectedVersion: 0,
-            events: [1, 2, 3].map((n) => ({ eventId: `evt_cli_${Date.now()}_${n}`, type: "Counted", schemaVersion: 1, data: { n } }))
+            events: [1, 2, 3].map((n) => ({ eventId: `evt_${streamId}_${Date.now()}_${n}`, type: "Counted", schemaVersion: 1, data: { n } }))
           }
         ])).pipe(
           Effect.provide(layerPgEventStore.pipe(
@@ -184,31 +213,57 @@ describe.skipIf(!postgresAvailable)("command line on Postgres", () => {
           ))
         )
     )
+
+  /** Runs `events tail ...args` until it has printed `count` events of `streamId`, then stops it. */
+  const tail = async (args: ReadonlyArray<string>, streamId: string, count: number, whileRunning: () => Promise<unknown> = async () => undefined) => {
     const clean = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith("SERVICE_")))
-    const child = spawn(process.execPath, [MAIN, "events", "tail", "--from-start"], { env: { ...clean, ...env }, stdio: ["ignore", "pipe", "pipe"] })
+    const child = spawn(process.execPath, [MAIN, "events", "tail", ...args], { env: { ...clean, ...env }, stdio: ["ignore", "pipe", "pipe"] })
     try {
+      let started = false
       const lines = await new Promise<ReadonlyArray<string>>((resolve, reject) => {
         let out = ""
-        const timer = setTimeout(() => reject(new Error(`no events printed in 20 s: ${out}`)), 20_000)
+        let err = ""
+        const timer = setTimeout(() => reject(new Error(`no events printed in 20 s: ${out}${err}`)), 20_000)
+        child.stderr.on("data", (chunk: Buffer) => (err += chunk.toString()))
         child.stdout.on("data", (chunk: Buffer) => {
           out += chunk.toString()
-          const json = out.split("\n").filter((line) => line.startsWith("{"))
-          if (json.length >= 3) {
+          const json = out.split("\n").filter((line) => line.includes(`"stream":"${streamId}"`))
+          if (json.length >= count) {
             clearTimeout(timer)
             resolve(json)
           }
         })
-        child.once("exit", (code) => reject(new Error(`tail exited with ${code}: ${out}`)))
+        child.once("exit", (code) => reject(new Error(`tail exited with ${code}: ${out}${err}`)))
+        // Give the follower a moment to start at the head before appending.
+        setTimeout(() => {
+          if (started) return
+          started = true
+          whileRunning().catch(reject)
+        }, 1_500)
       })
-      const events = lines.map((line) => JSON.parse(line) as Record<string, unknown>)
-      expect(events.map((e) => e.data)).toEqual([{ n: 1 }, { n: 2 }, { n: 3 }])
-      expect(events.map((e) => e.position)).toEqual(appended.map((e) => `${e.position.tx}:${e.position.seq}`))
-      for (const [i, e] of events.entries()) {
-        expect(e).toMatchObject({ stream: "cli-tail-1", version: i + 1, type: "Counted", schemaVersion: 1 })
-        expect(Date.parse(String(e.at))).not.toBeNaN()
-      }
+      return lines.map((line) => JSON.parse(line) as Record<string, unknown>)
     } finally {
       child.kill("SIGTERM")
     }
+  }
+
+  it("events tail --from-start prints one JSON line per event", async () => {
+    const appended = await appendThree("cli-tail-1")
+    const events = await tail(["--from-start"], "cli-tail-1", 3)
+    expect(events.map((e) => e.data)).toEqual([{ n: 1 }, { n: 2 }, { n: 3 }])
+    expect(events.map((e) => e.position)).toEqual(appended.map((e) => `${e.position.tx}:${e.position.seq}`))
+    for (const [i, e] of events.entries()) {
+      expect(e).toMatchObject({ stream: "cli-tail-1", version: i + 1, type: "Counted", schemaVersion: 1 })
+      expect(Date.parse(String(e.at))).not.toBeNaN()
+    }
+  })
+
+  it("events tail without a flag follows from the newest event; --from starts after a position", async () => {
+    const fromHead = await tail([], "cli-tail-2", 3, () => appendThree("cli-tail-2"))
+    expect(fromHead.map((e) => e.data)).toEqual([{ n: 1 }, { n: 2 }, { n: 3 }])
+    const appended = await appendThree("cli-tail-3")
+    const first = appended[0]!.position
+    const after = await tail(["--from", `${first.tx}:${first.seq}`], "cli-tail-3", 2)
+    expect(after.map((e) => e.data)).toEqual([{ n: 2 }, { n: 3 }])
   })
 })
