@@ -1,48 +1,19 @@
 /**
  * The Promise facade for code that does not use Effect (the dashboard, scripts): the same
  * methods as `ServiceClient`, each returning a Promise that rejects with a `ServiceError`.
+ * The type is derived from `ServiceClientShape`, so the two cannot drift apart.
  */
 import { Effect } from "effect"
-import type {
-  Connection,
-  ConnectionListQuery,
-  ConnectionPage,
-  CreateConnectionRequest,
-  CreateFileRequest,
-  ExecuteRequest,
-  ExecutionListQuery,
-  ExecutionPage,
-  ExecutionRecord,
-  FileMetadata,
-  FilePage,
-  Me,
-  PageQuery,
-  WaitOptions
-} from "./Resources.ts"
-import { type ClientOptions, makeServiceClient } from "./ServiceClient.ts"
+import { type ClientOptions, makeServiceClient, type ServiceClientShape } from "./ServiceClient.ts"
 import type { ServiceError } from "./ServiceError.ts"
 
-export interface Client {
-  readonly me: () => Promise<Me>
-  readonly files: {
-    readonly create: (request: CreateFileRequest) => Promise<FileMetadata>
-    readonly list: (query?: PageQuery) => Promise<FilePage>
-    readonly get: (fileId: string) => Promise<FileMetadata>
-  }
-  readonly connections: {
-    readonly create: (request: CreateConnectionRequest) => Promise<Connection>
-    readonly list: (query?: ConnectionListQuery) => Promise<ConnectionPage>
-    readonly get: (connectionId: string) => Promise<Connection>
-    readonly delete: (connectionId: string) => Promise<void>
-  }
-  readonly executions: {
-    readonly execute: (request: ExecuteRequest) => Promise<ExecutionRecord>
-    readonly get: (executionId: string) => Promise<ExecutionRecord>
-    readonly list: (query?: ExecutionListQuery) => Promise<ExecutionPage>
-    readonly cancel: (executionId: string) => Promise<ExecutionRecord>
-    readonly wait: (executionId: string, options?: WaitOptions) => Promise<ExecutionRecord>
-  }
+/** Each method of `ServiceClientShape`, answering a Promise of its success. */
+type Promised<T> = {
+  readonly [K in keyof T]: T[K] extends (...args: infer Args) => Effect.Effect<infer A, ServiceError> ? (...args: Args) => Promise<A>
+    : Promised<T[K]>
 }
+
+export type Client = Promised<ServiceClientShape>
 
 // Effect.runPromise rejects with the failure itself, so callers catch a ServiceError instance.
 const run = <A>(effect: Effect.Effect<A, ServiceError>): Promise<A> => Effect.runPromise(effect)
@@ -68,6 +39,27 @@ export const createClient = (options: ClientOptions): Client => {
       list: (query) => run(client.executions.list(query)),
       cancel: (executionId) => run(client.executions.cancel(executionId)),
       wait: (executionId, waitOptions) => run(client.executions.wait(executionId, waitOptions))
+    },
+    webhooks: {
+      create: (request) => run(client.webhooks.create(request)),
+      list: (query) => run(client.webhooks.list(query)),
+      get: (endpointId) => run(client.webhooks.get(endpointId)),
+      update: (endpointId, changes) => run(client.webhooks.update(endpointId, changes)),
+      rotateSecret: (endpointId) => run(client.webhooks.rotateSecret(endpointId)),
+      delete: (endpointId) => run(client.webhooks.delete(endpointId)),
+      listDeliveries: (endpointId, query) => run(client.webhooks.listDeliveries(endpointId, query)),
+      resendDelivery: (endpointId, deliveryId) => run(client.webhooks.resendDelivery(endpointId, deliveryId)),
+      recover: (endpointId, recoverOptions) => run(client.webhooks.recover(endpointId, recoverOptions))
+    },
+    subscriptions: {
+      create: (request) => run(client.subscriptions.create(request)),
+      list: (query) => run(client.subscriptions.list(query)),
+      get: (subscriptionId) => run(client.subscriptions.get(subscriptionId)),
+      rotateSecret: (subscriptionId) => run(client.subscriptions.rotateSecret(subscriptionId)),
+      delete: (subscriptionId) => run(client.subscriptions.delete(subscriptionId))
+    },
+    triggerEvents: {
+      list: (query) => run(client.triggerEvents.list(query))
     }
   }
 }

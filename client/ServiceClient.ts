@@ -15,7 +15,12 @@ import {
   ConnectionPage,
   Connection as ConnectionSchema,
   type CreateConnectionRequest,
+  CreatedSubscription,
+  CreatedWebhookEndpoint,
   type CreateFileRequest,
+  type CreateSubscriptionRequest,
+  type CreateWebhookRequest,
+  DeliveryPage,
   type ExecuteRequest,
   type ExecutionListQuery,
   type ExecutionPage,
@@ -27,8 +32,21 @@ import {
   type Me,
   Me as MeSchema,
   type PageQuery,
+  type RecoverOptions,
+  RecoverResult,
+  RotatedIngestUrl,
+  RotatedWebhookSecret,
+  Subscription,
+  type SubscriptionListQuery,
+  SubscriptionPage,
   toBase64,
-  type WaitOptions
+  type TriggerEventListQuery,
+  TriggerEventPage,
+  type UpdateWebhookRequest,
+  type WaitOptions,
+  WebhookDelivery,
+  WebhookEndpoint,
+  WebhookPage
 } from "./Resources.ts"
 import { ServiceError } from "./ServiceError.ts"
 import { type Fetch, makeTransport } from "./Transport.ts"
@@ -37,7 +55,10 @@ export interface ClientOptions {
   /** The service's base address, e.g. `http://localhost:8080`. */
   readonly baseUrl: string
   readonly apiKey: string
-  /** The user that execute, connection create and the lists act for when a call names none. */
+  /**
+   * The user that execute, connection and subscription create, and the connection, execution
+   * and subscription lists act for when a call names none.
+   */
   readonly userId?: string | undefined
   /** Defaults to the global `fetch`. */
   readonly fetch?: Fetch | undefined
@@ -49,13 +70,15 @@ export interface ServiceClientShape {
   /** Who the key is: project, key id, pinned user. */
   readonly me: () => Op<Me>
   readonly files: {
-    readonly create: (request: CreateFileRequest) => Op<typeof FileMetadata.Type>
-    readonly list: (query?: PageQuery) => Op<typeof FilePage.Type>
-    readonly get: (fileId: string) => Op<typeof FileMetadata.Type>
+    /** `content` as bytes or standard padded base64. */
+    readonly create: (request: CreateFileRequest) => Op<FileMetadata>
+    /** Unpinned keys only; newest first, expired files omitted. */
+    readonly list: (query?: PageQuery) => Op<FilePage>
+    readonly get: (fileId: string) => Op<FileMetadata>
   }
   readonly connections: {
     readonly create: (request: CreateConnectionRequest) => Op<Connection>
-    readonly list: (query?: ConnectionListQuery) => Op<typeof ConnectionPage.Type>
+    readonly list: (query?: ConnectionListQuery) => Op<ConnectionPage>
     readonly get: (connectionId: string) => Op<Connection>
     readonly delete: (connectionId: string) => Op<void>
   }
@@ -68,12 +91,62 @@ export interface ServiceClientShape {
     /** Polls until the record is terminal; fails with code `timeout` (status 0) at the deadline. */
     readonly wait: (executionId: string, options?: WaitOptions) => Op<ExecutionRecord>
   }
+  /** Webhook endpoints: unpinned keys only (a pinned key gets 403 on every route). */
+  readonly webhooks: {
+    /** The answer carries the signing secret, shown this once. */
+    readonly create: (request: CreateWebhookRequest) => Op<CreatedWebhookEndpoint>
+    readonly list: (query?: PageQuery) => Op<WebhookPage>
+    readonly get: (endpointId: string) => Op<WebhookEndpoint>
+    /** PATCH with any non-empty combination of url, events, active. */
+    readonly update: (endpointId: string, changes: UpdateWebhookRequest) => Op<WebhookEndpoint>
+    /** A new signing secret; the old one stops signing at once, queued retries included. */
+    readonly rotateSecret: (endpointId: string) => Op<RotatedWebhookSecret>
+    readonly delete: (endpointId: string) => Op<void>
+    /** The endpoint's delivery records, newest first: metadata and attempts, never payloads. */
+    readonly listDeliveries: (endpointId: string, query?: PageQuery) => Op<DeliveryPage>
+    /**
+     * COMING SOON (decisions.md 9; not served yet, answers 404 until it is): a new delivery of the
+     * same event, same `eventId`, at the tail of the endpoint's lane. 409 when a trigger event's
+     * payload is gone.
+     */
+    readonly resendDelivery: (endpointId: string, deliveryId: string) => Op<WebhookDelivery>
+    /**
+     * COMING SOON (decisions.md 9; not served yet, answers 404 until it is): queues the
+     * endpoint's failed deliveries since `since` again; answers how many.
+     */
+    readonly recover: (endpointId: string, options: RecoverOptions) => Op<RecoverResult>
+  }
+  /**
+   * COMING SOON: trigger subscriptions (spec "Subscriptions", decisions.md 5). The server does not
+   * serve these routes yet; until it does, every call fails with a 404 `ServiceError`.
+   */
+  readonly subscriptions: {
+    /** Push subscriptions answer their secret `ingestUrl` this once; polling ones `pollIntervalSeconds`. */
+    readonly create: (request: CreateSubscriptionRequest) => Op<CreatedSubscription>
+    readonly list: (query?: SubscriptionListQuery) => Op<SubscriptionPage>
+    readonly get: (subscriptionId: string) => Op<Subscription>
+    /** Push subscriptions only (422 for polling): a new ingest URL; the old one stops at once. */
+    readonly rotateSecret: (subscriptionId: string) => Op<RotatedIngestUrl>
+    readonly delete: (subscriptionId: string) => Op<void>
+  }
+  /**
+   * COMING SOON: trigger event history (spec "Trigger event history"), unpinned keys only. The
+   * server does not serve this route yet; until it does, calls fail with a 404 `ServiceError`.
+   */
+  readonly triggerEvents: {
+    readonly list: (query?: TriggerEventListQuery) => Op<TriggerEventPage>
+  }
 }
 
 const segment = (id: string) => encodeURIComponent(id)
 
 const withUser = <T extends { readonly userId?: string | undefined }>(value: T, userId: string | undefined): T =>
   value.userId === undefined && userId !== undefined ? { ...value, userId } : value
+
+const webhook = (endpointId: string) => `v1/webhooks/${segment(endpointId)}`
+const subscription = (subscriptionId: string) => `v1/subscriptions/${segment(subscriptionId)}`
+
+const isoTime = (time: string | Date): string => (typeof time === "string" ? time : time.toISOString())
 
 export const makeServiceClient = (options: ClientOptions): ServiceClientShape => {
   const { send, json } = makeTransport(options)
@@ -82,27 +155,26 @@ export const makeServiceClient = (options: ClientOptions): ServiceClientShape =>
   const getExecution = (executionId: string) =>
     json({ method: "GET", path: `v1/executions/${segment(executionId)}` }, ExecutionRecordSchema)
 
-  const wait = (executionId: string, waitOptions: WaitOptions = {}): Op<ExecutionRecord> =>
-    Effect.gen(function*() {
-      const pollMs = waitOptions.pollMs ?? 500
-      const timeoutMs = waitOptions.timeoutMs ?? 60_000
-      const deadline = (yield* Clock.currentTimeMillis) + timeoutMs
-      while (true) {
-        const record = yield* getExecution(executionId)
-        if (isTerminal(record.status)) return record
-        const now = yield* Clock.currentTimeMillis
-        if (now >= deadline) {
-          return yield* new ServiceError({
-            status: 0,
-            code: "timeout",
-            message: `Execution ${executionId} was still ${record.status} after ${timeoutMs} ms.`,
-            retryable: true,
-            requestId: ""
-          })
-        }
-        yield* Effect.sleep(Duration.millis(Math.min(pollMs, deadline - now)))
+  const wait = Effect.fnUntraced(function*(executionId: string, waitOptions: WaitOptions = {}) {
+    const pollMs = waitOptions.pollMs ?? 500
+    const timeoutMs = waitOptions.timeoutMs ?? 60_000
+    const deadline = (yield* Clock.currentTimeMillis) + timeoutMs
+    while (true) {
+      const record = yield* getExecution(executionId)
+      if (isTerminal(record.status)) return record
+      const now = yield* Clock.currentTimeMillis
+      if (now >= deadline) {
+        return yield* new ServiceError({
+          status: 0,
+          code: "timeout",
+          message: `Execution ${executionId} was still ${record.status} after ${timeoutMs} ms.`,
+          retryable: true,
+          requestId: ""
+        })
       }
-    })
+      yield* Effect.sleep(Duration.millis(Math.min(pollMs, deadline - now)))
+    }
+  })
 
   return {
     me: () => json({ method: "GET", path: "v1/me" }, MeSchema),
@@ -138,6 +210,34 @@ export const makeServiceClient = (options: ClientOptions): ServiceClientShape =>
       cancel: (executionId) =>
         json({ method: "POST", path: `v1/executions/${segment(executionId)}/cancel` }, ExecutionRecordSchema),
       wait
+    },
+    webhooks: {
+      create: (request) => json({ method: "POST", path: "v1/webhooks", body: request }, CreatedWebhookEndpoint),
+      list: (query = {}) => json({ method: "GET", path: "v1/webhooks", query: { ...query } }, WebhookPage),
+      get: (endpointId) => json({ method: "GET", path: webhook(endpointId) }, WebhookEndpoint),
+      update: (endpointId, changes) => json({ method: "PATCH", path: webhook(endpointId), body: changes }, WebhookEndpoint),
+      rotateSecret: (endpointId) =>
+        json({ method: "POST", path: `${webhook(endpointId)}/rotate-secret` }, RotatedWebhookSecret),
+      delete: (endpointId) => Effect.asVoid(send({ method: "DELETE", path: webhook(endpointId) })),
+      listDeliveries: (endpointId, query = {}) =>
+        json({ method: "GET", path: `${webhook(endpointId)}/deliveries`, query: { ...query } }, DeliveryPage),
+      resendDelivery: (endpointId, deliveryId) =>
+        json({ method: "POST", path: `${webhook(endpointId)}/deliveries/${segment(deliveryId)}/resend` }, WebhookDelivery),
+      recover: (endpointId, recoverOptions) =>
+        json({ method: "POST", path: `${webhook(endpointId)}/recover`, body: { since: isoTime(recoverOptions.since) } }, RecoverResult)
+    },
+    subscriptions: {
+      create: (request) =>
+        json({ method: "POST", path: "v1/subscriptions", body: withUser(request, defaultUser) }, CreatedSubscription),
+      list: (query = {}) =>
+        json({ method: "GET", path: "v1/subscriptions", query: { ...withUser(query, defaultUser) } }, SubscriptionPage),
+      get: (subscriptionId) => json({ method: "GET", path: subscription(subscriptionId) }, Subscription),
+      rotateSecret: (subscriptionId) =>
+        json({ method: "POST", path: `${subscription(subscriptionId)}/rotate-secret` }, RotatedIngestUrl),
+      delete: (subscriptionId) => Effect.asVoid(send({ method: "DELETE", path: subscription(subscriptionId) }))
+    },
+    triggerEvents: {
+      list: (query = {}) => json({ method: "GET", path: "v1/trigger-events", query: { ...query } }, TriggerEventPage)
     }
   }
 }

@@ -3,8 +3,13 @@
  * Verify against the exact raw body (before any JSON parsing), in constant time, and refuse
  * timestamps more than five minutes away from now. Both header pairs are accepted:
  * `Service-Webhook-Timestamp`/`Service-Webhook-Signature` and `Service-Timestamp`/`Service-Signature`.
+ *
+ * `node:crypto` is loaded when a delivery is first verified (`process.getBuiltinModule`), not
+ * imported: the client's entry exports this function, and a static `node:crypto` import would
+ * break browser bundles of the client (the dashboard's) that never verify anything. Receivers run
+ * on a server runtime (Node, Deno, Bun), where the module is there and the call stays synchronous.
  */
-import { createHmac, timingSafeEqual } from "node:crypto"
+import type * as NodeCrypto from "node:crypto"
 
 export const TOLERANCE_SECONDS = 5 * 60
 
@@ -23,6 +28,24 @@ const header = (headers: HeaderSource, name: string): string | undefined => {
     return typeof value === "string" ? value : value?.[0]
   }
   return undefined
+}
+
+let cryptoModule: typeof NodeCrypto | undefined
+
+const nodeCrypto = (): typeof NodeCrypto => {
+  cryptoModule ??= typeof process === "undefined" ? undefined : process.getBuiltinModule?.("node:crypto")
+  if (cryptoModule === undefined) {
+    throw new Error("verifyWebhook needs node:crypto: verify deliveries on the server (Node, Deno or Bun), never in a browser.")
+  }
+  return cryptoModule
+}
+
+const utf8 = new TextEncoder()
+
+const fromHex = (hex: string): Uint8Array => {
+  const bytes = new Uint8Array(hex.length / 2)
+  for (let i = 0; i < bytes.length; i++) bytes[i] = Number.parseInt(hex.slice(2 * i, 2 * i + 2), 16)
+  return bytes
 }
 
 /**
@@ -44,15 +67,15 @@ export const verifyWebhook = (
   if (Math.abs(now - timestamp) > (options.toleranceSeconds ?? TOLERANCE_SECONDS)) {
     return { ok: false, reason: "timestamp_out_of_tolerance" }
   }
-  const body = typeof rawBody === "string" ? Buffer.from(rawBody, "utf8") : Buffer.from(rawBody)
-  const expected = createHmac("sha256", Buffer.from(secret, "utf8"))
-    .update(`${timestampText}.`, "utf8")
-    .update(body)
+  const { createHmac, timingSafeEqual } = nodeCrypto()
+  const expected = createHmac("sha256", utf8.encode(secret))
+    .update(utf8.encode(`${timestampText}.`))
+    .update(typeof rawBody === "string" ? utf8.encode(rawBody) : rawBody)
     .digest()
   // A header may carry several space-separated signatures (e.g. during a future key change).
   for (const candidate of signed.split(" ")) {
     const match = /^v1=([0-9a-f]{64})$/.exec(candidate)
-    if (match?.[1] !== undefined && timingSafeEqual(Buffer.from(match[1], "hex"), expected)) {
+    if (match?.[1] !== undefined && timingSafeEqual(fromHex(match[1]), expected)) {
       return { ok: true, eventId: header(headers, "service-webhook-id"), timestamp }
     }
   }

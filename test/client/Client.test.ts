@@ -51,6 +51,66 @@ describe("client against the service", () => {
     expect(gone).toMatchObject({ status: 404, code: "not_found", retryable: false })
   })
 
+  it("files: create from bytes or base64, list with paging, get; 404, 403 and 422", async () => {
+    const client = createClient({ baseUrl: service.baseUrl, apiKey: KEY })
+    const fromBytes = await client.files.create({ name: "a.bin", content: new Uint8Array([0, 255, 7]) })
+    expect(fromBytes).toMatchObject({ name: "a.bin", mimeType: "application/octet-stream", size: 3 })
+    expect(fromBytes.fileId).toMatch(/^file_/)
+    const fromBase64 = await client.files.create({ name: "b.txt", content: btoa("hello"), mimeType: "text/plain" })
+    expect(fromBase64).toMatchObject({ name: "b.txt", mimeType: "text/plain", size: 5 })
+    expect(await client.files.get(fromBytes.fileId)).toEqual(fromBytes)
+    // Newest first, one per page, the cursor leads to the next.
+    const first = await client.files.list({ limit: 1 })
+    expect(first.files).toEqual([fromBase64])
+    expect(first.nextCursor).toBeDefined()
+    const second = await client.files.list({ limit: 1, cursor: first.nextCursor })
+    expect(second.files).toEqual([fromBytes])
+    const viaEffect = await Effect.runPromise(makeServiceClient({ baseUrl: service.baseUrl, apiKey: KEY }).files.get(fromBase64.fileId))
+    expect(viaEffect).toEqual(fromBase64)
+
+    expect(await rejection(client.files.get("file_missing"))).toMatchObject({ status: 404, code: "not_found" })
+    const pinned = createClient({ baseUrl: service.baseUrl, apiKey: PINNED_KEY })
+    expect(await rejection(pinned.files.list())).toMatchObject({ status: 403, code: "auth_insufficient_scope" })
+    expect(await pinned.files.get(fromBytes.fileId)).toEqual(fromBytes)
+    expect(await rejection(client.files.create({ name: "bad", content: "not base64!" }))).toMatchObject({ status: 422, code: "invalid_input" })
+    expect(await rejection(client.files.list({ cursor: "forged" }))).toMatchObject({ status: 422, code: "invalid_input" })
+  })
+
+  it("executions: execute sync and async, get, list with filters and paging, cancel, wait", async () => {
+    const client = createClient({ baseUrl: service.baseUrl, apiKey: KEY, userId: "exec_user" })
+    const echoed = await client.executions.execute({ tool: "demo.echo", input: { hello: "world" } })
+    expect(echoed).toMatchObject({ status: "succeeded", output: { hello: "world" }, userId: "exec_user", tool: "demo.echo", mode: "sync" })
+    const sleeping = await client.executions.execute({ tool: "demo.sleep", input: { ms: 60_000 }, mode: "async" })
+    expect(sleeping).toMatchObject({ status: "pending", mode: "async" })
+    const short = await client.executions.execute({ tool: "demo.sleep", input: { ms: 50 }, mode: "async" })
+    const done = await client.executions.wait(short.executionId, { pollMs: 25, timeoutMs: 10_000 })
+    expect(done).toMatchObject({ executionId: short.executionId, status: "succeeded", output: { sleptMs: 50 } })
+    expect(await client.executions.get(echoed.executionId)).toEqual(echoed)
+
+    const succeeded = await client.executions.list({ status: "succeeded", tool: "demo.echo" })
+    expect(succeeded.executions.map((e) => e.executionId)).toEqual([echoed.executionId])
+    const page = await client.executions.list({ limit: 2 })
+    expect(page.executions).toHaveLength(2)
+    expect(page.nextCursor).toBeDefined()
+    const rest = await client.executions.list({ limit: 2, cursor: page.nextCursor })
+    expect(rest.executions.map((e) => e.executionId)).toEqual([echoed.executionId])
+    expect((await client.executions.list({ userId: "nobody" })).executions).toEqual([])
+
+    const cancelled = await client.executions.cancel(sleeping.executionId)
+    expect(cancelled).toMatchObject({ executionId: sleeping.executionId, status: "cancelled", error: { code: "execution_cancelled" } })
+    // Effect client: the same record through wait.
+    const waited = await Effect.runPromise(makeServiceClient({ baseUrl: service.baseUrl, apiKey: KEY }).executions.wait(sleeping.executionId))
+    expect(waited.status).toBe("cancelled")
+
+    expect(await rejection(client.executions.get("exe_missing"))).toMatchObject({ status: 404, code: "not_found" })
+    expect(await rejection(client.executions.cancel(echoed.executionId))).toMatchObject({ status: 409, code: "invalid_input" })
+    expect(await rejection(client.executions.execute({ tool: "demo.nothing" }))).toMatchObject({ status: 422, code: "invalid_input" })
+    const pinned = createClient({ baseUrl: service.baseUrl, apiKey: PINNED_KEY })
+    expect(await rejection(pinned.executions.execute({ tool: "demo.echo", userId: "exec_user" })))
+      .toMatchObject({ status: 403, code: "auth_insufficient_scope" })
+    expect(await rejection(pinned.executions.get(echoed.executionId))).toMatchObject({ status: 404, code: "not_found" })
+  })
+
   it("surfaces the error envelope as typed ServiceErrors", async () => {
     const wrongKey = await rejection(createClient({ baseUrl: service.baseUrl, apiKey: "not_a_real_key_000000" }).me())
     expect(wrongKey).toMatchObject({ _tag: "ServiceError", status: 401, code: "auth_expired", retryable: false })
