@@ -15,8 +15,9 @@ import * as Executions from "../infra/executions/index.ts"
 import * as Files from "../infra/files/index.ts"
 import * as Webhooks from "../infra/webhooks/index.ts"
 import { HttpServerLive } from "../http/server/Server.ts"
+import * as Mcp from "../mcp/index.ts"
 
-const features = [Eventlog, Actors, Access, Files, Connections, Executions, Webhooks] as const
+const features = [Eventlog, Actors, Access, Files, Connections, Executions, Webhooks, Mcp] as const
 
 /** Every schema step of every feature (applied in id order) and every projection. */
 export const migrations = features.flatMap((feature) => feature.migrations)
@@ -35,7 +36,8 @@ export const FeaturesLive = Layer.mergeAll(
   Files.layer,
   Connections.layer,
   Executions.layer,
-  Webhooks.layer
+  Webhooks.layer,
+  Mcp.layer
 ).pipe(Layer.provideMerge(ProjectionsLive), Layer.provideMerge(DatabaseLive))
 
 const ListenLog = Layer.effectDiscard(

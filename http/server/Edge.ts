@@ -39,8 +39,21 @@ export interface EdgeOptions {
    */
   readonly authenticate: (path: string) => boolean
   readonly gate: (request: HttpServerRequest.HttpServerRequest) => Effect.Effect<Verdict>
+  /**
+   * Paths served whole by another handler (the MCP gateway), which does its own checks: the edge
+   * only gives the answer a request id when the handler did not.
+   */
+  readonly mounts: ReadonlyMap<string, (request: HttpServerRequest.HttpServerRequest) => Effect.Effect<HttpServerResponse.HttpServerResponse, EdgeFailure>>
   /** The body ceiling in bytes for a request; the default applies to JSON routes. */
   readonly bodyLimit: (method: string, path: string) => number
+  /**
+   * Paths served beside the API (the dashboard's files, Dashboard.ts): answered by `serve` before
+   * the route table, the key check and the JSON body rules; the edge adds only the request id.
+   */
+  readonly mount?: {
+    readonly matches: (path: string) => boolean
+    readonly serve: (request: HttpServerRequest.HttpServerRequest, path: string) => Effect.Effect<HttpServerResponse.HttpServerResponse>
+  }
 }
 
 interface CompiledRoute {
@@ -213,6 +226,7 @@ export const makeEdge = (options: EdgeOptions) => {
           ? Response.setHeader(response, "request-id", requestId)
           : Response.setHeaders(response, { ...meta.answerHeaders, "request-id": requestId })
       const refuse = (failure: EdgeFailure) => respond(envelopeResponse(requestId, failure.status, failure.error, failure.headers))
+      if (options.mount?.matches(path) === true) return respond(yield* options.mount.serve(request, path))
       // A refusal before the body is read closes the connection: its body is never wanted.
       const refuseUnread = (failure: EdgeFailure) =>
         refuse(hasBody ? new EdgeFailure(failure.status, failure.error, { ...failure.headers, connection: "close" }) : failure)
@@ -220,6 +234,13 @@ export const makeEdge = (options: EdgeOptions) => {
       const contentLength = request.headers["content-length"]
       const chunked = request.headers["transfer-encoding"] !== undefined
       const hasBody = chunked || (contentLength !== undefined && contentLength !== "0")
+      const mounted = options.mounts.get(path)
+      if (mounted !== undefined) {
+        return yield* mounted(request).pipe(
+          Effect.map((response) => (response.headers["request-id"] === undefined ? respond(response) : response)),
+          Effect.catch((failure) => Effect.succeed(refuse(failure)))
+        )
+      }
       // The route table decides what exists, with or without a body: the router alone would
       // also take a path with an empty segment (`/v1/webhooks//rotate-secret`) for another one.
       const allowed = allowedMethods(path)

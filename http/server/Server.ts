@@ -19,8 +19,11 @@ import { ViewStore } from "../../infra/eventlog/ViewStore.ts"
 import { WebhookEndpoints } from "../../infra/webhooks/WebhookEndpoints.ts"
 import { Api } from "../api/Api.ts"
 import { ConnectionsHttp } from "./ConnectionsHttp.ts"
+import { isDashboardPath, serveDashboard } from "./Dashboard.ts"
 import { answerClientError, makeEdge, type Route } from "./Edge.ts"
 import { makeGate } from "./Gate.ts"
+import { makeMcpMount, MCP_PATH } from "./McpMount.ts"
+import { McpGateway } from "../../mcp/index.ts"
 import { AuthenticationLive, ErrorEnvelopeLive, RateLimitLive } from "./MiddlewareLive.ts"
 import { ExecutionsHttp } from "./ExecutionsHttp.ts"
 import { FilesHttp } from "./FilesHttp.ts"
@@ -111,7 +114,10 @@ export const makeHttpApp = Effect.gen(function*() {
     routes,
     authenticate: (path) => !PUBLIC_PATHS.has(path),
     gate: makeGate(yield* ApiKeys),
-    bodyLimit: (method, path) => (method === "POST" && path === "/v1/files" ? fileCeiling : DEFAULT_BODY_LIMIT)
+    mounts: new Map([[MCP_PATH, makeMcpMount(yield* McpGateway)]]),
+    bodyLimit: (method, path) => (method === "POST" && path === "/v1/files" ? fileCeiling : DEFAULT_BODY_LIMIT),
+    // The dashboard's static files: public, outside the API's routes and body rules.
+    mount: { matches: isDashboardPath, serve: serveDashboard }
   })
   return edge(app)
 })
@@ -143,8 +149,8 @@ export const serverLimits = Effect.all({
 
 /**
  * Node's server within `serverLimits`; an idle keep-alive connection closes after 5 s.
- * `Expect: 100-continue` is not answered by Node at once: the edge sends `100 Continue` only
- * once the key is verified and the body is wanted.
+ * `Expect: 100-continue` is not answered by Node at once (Effect's server takes `checkContinue`):
+ * the edge sends `100 Continue` only once the key is verified and the body is wanted.
  */
 const makeNodeServer = (limits: Effect.Success<typeof serverLimits>) => () => {
   const server = createServer({
@@ -156,7 +162,6 @@ const makeNodeServer = (limits: Effect.Success<typeof serverLimits>) => () => {
   })
   server.maxConnections = limits.maxConnections
   server.on("clientError", answerClientError)
-  server.on("checkContinue", (request, response) => server.emit("request", request, response))
   return server
 }
 

@@ -1,0 +1,243 @@
+/**
+ * The MCP gateway's HTTP edge (spec, "MCP gateway"; decisions.md section 7): POST, GET and
+ * DELETE `/mcp`, as one `handle(request) => Effect<Response>` that the HTTP server mounts.
+ *
+ * In order, for every request: a `Request-Id`; transport security (`Origin`, and `Host` when the
+ * service is bound to loopback: McpSettings.ts), with CORS for allowed origins; the method; the
+ * bearer key (401 with the envelope and `WWW-Authenticate: Bearer`); one token of the project's
+ * standard bucket (429 with `Retry-After`); the user header against a pinned key (403). Then the
+ * session: `initialize`
+ * creates its row, every other request must name a session that exists, is not past its 24 h,
+ * and was made with the same key and user, else 404. POST bodies are read to 1 MiB (413) before
+ * parsing. The JSON-RPC exchange itself is RpcExchange.ts, the GET stream SessionStream.ts.
+ *
+ * Why no transport per session: the SDK's stateful transport keeps its session in the process
+ * that initialized it. Sessions here are rows (McpSessions.ts), so every process can check any
+ * session, and each request gets a fresh stateless transport (docs/mcp.md, "Design choices").
+ */
+import { Clock, Context, Effect, Schema } from "effect"
+import { InitializeRequestSchema, SUPPORTED_PROTOCOL_VERSIONS } from "@modelcontextprotocol/sdk/types.js"
+import { normalized } from "../domain/Errors.ts"
+import type { ApiKeys, Principal } from "../infra/access/ApiKeys.ts"
+import type { Decision, RateLimiter } from "../infra/access/RateLimiter.ts"
+import { parsePosition } from "../infra/eventlog/EventStore.ts"
+import { newRequestId } from "../infra/Ids.ts"
+import * as Answers from "./HttpAnswers.ts"
+import { headerMatches, keyHash, sessionUser, USER_HEADER } from "./Identity.ts"
+import type { LogFeedShape } from "./LogFeed.ts"
+import { isSessionId, type McpSession, type McpSessions, newSessionId, SESSION_TTL_MS } from "./McpSessions.ts"
+import { isLoopbackHost, type McpSettingsShape, originOf } from "./McpSettings.ts"
+import { makeExchange, messagesOf, withoutTasks } from "./RpcExchange.ts"
+import { LATEST_VERSION } from "./RpcServer.ts"
+import type { makeSessionStreams } from "./SessionStream.ts"
+
+export class McpGateway extends Context.Service<McpGateway, {
+  /** Serves POST, GET and DELETE `/mcp` completely: auth, origin, limits and sessions included. */
+  readonly handle: (request: Request) => Effect.Effect<Response>
+}>()("app/mcp/McpGateway") {}
+
+const BEARER = /^Bearer[ \t]+(\S+)[ \t]*$/i
+
+const decodeJson = Schema.decodeUnknownOption(Schema.Json)
+
+/** A value as JSON (the client's capabilities, as the SDK parsed them), or `{}`. */
+const jsonOf = (value: unknown): Schema.Json => {
+  const decoded = decodeJson(value)
+  return decoded._tag === "Some" ? decoded.value : {}
+}
+
+const isObject = (value: unknown): value is { readonly [key: string]: unknown } =>
+  typeof value === "object" && value !== null && !Array.isArray(value)
+
+const rateHeaders = (decision: Decision): Record<string, string> => ({
+  "ratelimit-limit": String(decision.limit),
+  "ratelimit-remaining": String(decision.remaining),
+  "ratelimit-reset": String(decision.resetAt)
+})
+
+/** The id of a single request body, for the error bodies that can name it. */
+const idOf = (body: unknown) => (isObject(body) && (typeof body.id === "string" || typeof body.id === "number") ? body.id : null)
+
+export interface GatewayParts {
+  readonly settings: McpSettingsShape
+  readonly keys: ApiKeys["Service"]
+  readonly limiter: RateLimiter["Service"]
+  readonly sessions: McpSessions["Service"]
+  readonly feed: LogFeedShape
+  readonly exchange: ReturnType<typeof makeExchange>
+  readonly streams: ReturnType<typeof makeSessionStreams>
+}
+
+interface Caller {
+  readonly principal: Principal
+  readonly keyHash: string
+  readonly headerUserId: string | undefined
+}
+
+export const makeHandle = (parts: GatewayParts) => {
+  const { exchange, feed, keys, limiter, sessions, settings, streams } = parts
+
+  const isAllowedOrigin = (origin: string) => settings.allowedOrigins.has(originOf(origin) ?? origin)
+
+  /** Origin and Host against DNS rebinding (McpSettings.ts). */
+  const transportRefusal = (request: Request, requestId: string): Response | undefined => {
+    const origin = request.headers.get("origin")
+    if (origin !== null && !isAllowedOrigin(origin)) {
+      return Answers.forbidden(requestId, `Origin ${origin} is not allowed.`)
+    }
+    const host = request.headers.get("host") ?? new URL(request.url).host
+    if (settings.loopbackHostsOnly && !isLoopbackHost(host)) return Answers.forbidden(requestId, `Host ${host} is not allowed.`)
+    return undefined
+  }
+
+  /** The key, the standard token and the user header: a caller, or the refusal. */
+  const admit = Effect.fnUntraced(function*(request: Request, requestId: string) {
+    const presented = BEARER.exec(request.headers.get("authorization") ?? "")?.[1]
+    if (presented === undefined) {
+      return Answers.unauthorized(requestId, "auth_missing", "Send the project API key as Authorization: Bearer <key>.")
+    }
+    const principal = yield* Effect.orDie(keys.verify(presented))
+    if (principal === undefined) return Answers.unauthorized(requestId, "auth_expired", "The API key is invalid or revoked.")
+    const decision = yield* Effect.orDie(limiter.take(principal.projectId, "standard"))
+    const limits = rateHeaders(decision)
+    if (!decision.allowed) {
+      const retryAfter = decision.retryAfter ?? 1
+      const error = normalized("rate_limited", "The request rate limit of this project is exhausted.", retryAfter)
+      return Answers.envelope(requestId, 429, error, { ...limits, "retry-after": String(retryAfter) })
+    }
+    const headerUserId = request.headers.get(USER_HEADER) ?? undefined
+    const checked = sessionUser(undefined, headerUserId, principal.userId)
+    if (!("userId" in checked)) return Answers.envelope(requestId, checked.code === "invalid_input" ? 422 : 403, normalized(checked.code, checked.message), limits)
+    return { caller: { principal, keyHash: keyHash(presented), headerUserId } satisfies Caller, limits }
+  })
+
+  /** The session a later request names, or the answer for a missing, unknown or foreign one. */
+  const sessionOf = Effect.fnUntraced(function*(request: Request, caller: Caller, id: Answers.RpcId) {
+    const sessionId = request.headers.get("mcp-session-id")
+    if (sessionId === null) return Answers.rpcError(400, -32000, "Bad Request: Mcp-Session-Id header is required", id)
+    const session = isSessionId(sessionId) ? yield* Effect.orDie(sessions.get(sessionId)) : undefined
+    if (
+      session === undefined || session.keyHash !== caller.keyHash || session.projectId !== caller.principal.projectId ||
+      !headerMatches(settings.userId, session.userId, caller.headerUserId)
+    ) return Answers.sessionNotFound(id)
+    const version = request.headers.get("mcp-protocol-version")
+    if (version !== null && version !== session.protocolVersion) {
+      return Answers.rpcError(400, -32000, `Bad Request: MCP-Protocol-Version ${version} is not this session's (${session.protocolVersion}).`, id)
+    }
+    return session
+  })
+
+  /** A new session from an initialize request, or the answer refusing it. */
+  const initialize = Effect.fnUntraced(function*(body: unknown, caller: Caller, requestId: string) {
+    const parsed = InitializeRequestSchema.safeParse(body)
+    if (!parsed.success) return Answers.rpcError(400, -32602, "Invalid initialize request.", idOf(body))
+    const { capabilities, protocolVersion: asked } = parsed.data.params
+    const protocolVersion = SUPPORTED_PROTOCOL_VERSIONS.includes(asked) ? asked : LATEST_VERSION
+    const user = sessionUser(settings.userId, caller.headerUserId, caller.principal.userId)
+    if (!("userId" in user)) return Answers.envelope(requestId, user.code === "invalid_input" ? 422 : 403, normalized(user.code, user.message))
+    const now = yield* Clock.currentTimeMillis
+    const session: McpSession = {
+      sessionId: newSessionId(),
+      keyHash: caller.keyHash,
+      projectId: caller.principal.projectId,
+      pinnedUserId: caller.principal.userId,
+      userId: user.userId,
+      protocolVersion,
+      clientCapabilities: jsonOf(capabilities),
+      tasks: protocolVersion >= LATEST_VERSION && (capabilities.tasks !== undefined || capabilities.experimental?.tasks !== undefined),
+      createdMs: now,
+      expiresMs: now + SESSION_TTL_MS,
+      streamToken: undefined
+    }
+    yield* Effect.orDie(sessions.create(session))
+    // Expired rows go in small batches as new sessions come (a bounded cost per initialize).
+    yield* Effect.ignore(sessions.sweep(20))
+    return session
+  })
+
+  const post = Effect.fnUntraced(function*(request: Request, caller: Caller, requestId: string) {
+    if (!Answers.isJsonContentType(request.headers.get("content-type"))) return Answers.unsupportedMediaType(requestId)
+    const bytes = yield* Effect.promise(() => Answers.readLimited(request, Answers.BODY_LIMIT))
+    if (bytes === undefined) return Answers.bodyTooLarge(requestId)
+    const parsed = bytes === null ? undefined : Answers.parseJson(bytes)
+    if (parsed === undefined) return Answers.rpcError(400, -32700, "Parse error: Invalid JSON")
+    const body = parsed.value
+    const messages = messagesOf(body)
+    const initializing = messages.some((m) => isObject(m) && m.method === "initialize")
+    if (initializing && messages.length > 1) return Answers.rpcError(400, -32600, "Invalid Request: Only one initialization request is allowed")
+    const session = initializing ? yield* initialize(body, caller, requestId) : yield* sessionOf(request, caller, idOf(body))
+    if (session instanceof Response) return session
+    exchange.cancel(session.sessionId, body)
+    const sse = (request.headers.get("accept") ?? "").includes("text/event-stream")
+    const exchanged = session.tasks || session.protocolVersion >= LATEST_VERSION ? body : withoutTasks(body)
+    const response = yield* Effect.tryPromise({
+      try: (signal) => exchange.serve(request, exchanged, { session, headerUserId: caller.headerUserId }, sse, signal),
+      catch: (cause) => cause
+    }).pipe(Effect.orDie)
+    return Answers.withHeaders(response, { "mcp-session-id": session.sessionId })
+  })
+
+  const get = Effect.fnUntraced(function*(request: Request, caller: Caller) {
+    if (!(request.headers.get("accept") ?? "").includes("text/event-stream")) {
+      return Answers.rpcError(406, -32000, "Not Acceptable: Client must accept text/event-stream")
+    }
+    const session = yield* sessionOf(request, caller, null)
+    if (session instanceof Response) return session
+    const lastEventId = request.headers.get("last-event-id")
+    const from = lastEventId === null ? feed.position() : parsePosition(lastEventId)
+    if (from === undefined) return Answers.rpcError(400, -32000, "Bad Request: Last-Event-ID is not an event id of this stream")
+    return new Response(streams.open(session, from), {
+      headers: {
+        "content-type": "text/event-stream",
+        "cache-control": "no-cache, no-transform",
+        "x-accel-buffering": "no",
+        "mcp-session-id": session.sessionId
+      }
+    })
+  })
+
+  const remove = Effect.fnUntraced(function*(request: Request, caller: Caller) {
+    const session = yield* sessionOf(request, caller, null)
+    if (session instanceof Response) return session
+    yield* Effect.orDie(sessions.remove(session.sessionId))
+    streams.end(session.sessionId)
+    return new Response(null, { status: 204 })
+  })
+
+  const serve = Effect.fnUntraced(function*(request: Request, requestId: string) {
+    const method = request.method.toUpperCase()
+    const refused = transportRefusal(request, requestId)
+    if (refused !== undefined) return refused
+    const origin = request.headers.get("origin")
+    if (method === "OPTIONS" && origin !== null) return Answers.preflight(origin)
+    if (method !== "POST" && method !== "GET" && method !== "DELETE") return Answers.methodNotAllowed(requestId)
+    const admitted = yield* admit(request, requestId)
+    if (admitted instanceof Response) return admitted
+    const { caller } = admitted
+    const response = method === "POST"
+      ? yield* post(request, caller, requestId)
+      : method === "GET"
+      ? yield* get(request, caller)
+      : yield* remove(request, caller)
+    return Answers.withHeaders(response, admitted.limits)
+  })
+
+  return (request: Request): Effect.Effect<Response> =>
+    Effect.suspend(() => {
+      const requestId = newRequestId()
+      return serve(request, requestId).pipe(
+        Effect.catchDefect((defect) =>
+          Effect.as(
+            Effect.logError("MCP request failed", defect).pipe(Effect.annotateLogs({ requestId })),
+            Answers.envelope(requestId, 500, { code: "provider_unavailable", message: "Internal error.", retryable: true })
+          )
+        ),
+        Effect.map((response) => {
+          // An allowed browser origin may read the answer.
+          const origin = request.headers.get("origin")
+          const cors = origin !== null && isAllowedOrigin(origin) ? Answers.corsHeaders(origin) : {}
+          return Answers.withHeaders(response, { "request-id": requestId, ...cors })
+        })
+      )
+    })
+}

@@ -1,0 +1,83 @@
+/**
+ * The gateway's configuration (decisions.md section 1), read here through Effect's `Config`
+ * where it is used, so the gateway needs nothing from the composition root.
+ *
+ * Transport security (decisions.md section 7, DNS rebinding): a request with an `Origin` passes
+ * only for SERVICE_BASE_URL's origin or one of SERVICE_MCP_ALLOWED_ORIGINS. When the base URL
+ * names a loopback host, the `Host` header must name a loopback host too (any port), as the MCP
+ * reference servers do for a local server: a rebinding page reaches 127.0.0.1 under its own name.
+ */
+import { Config, Effect } from "effect"
+import { ConfigInvalid } from "../infra/Settings.ts"
+
+export type DiscoveryMode = "catalog" | "search"
+
+export interface McpSettingsShape {
+  readonly tools: DiscoveryMode
+  /** Origins allowed in an `Origin` header, normalized (`scheme://host[:port]`, lower case). */
+  readonly allowedOrigins: ReadonlySet<string>
+  /** SERVICE_USER_ID: the gateway-configured user, first in precedence. */
+  readonly userId: string | undefined
+  readonly baseUrl: string
+  /** Whether `Host` must name a loopback host (the base URL does). */
+  readonly loopbackHostsOnly: boolean
+}
+
+const USER_ID = /^[A-Za-z0-9_.-]{1,64}$/
+
+const LOOPBACK_HOSTS = new Set(["localhost", "127.0.0.1", "[::1]"])
+
+/** The host part of a `Host` header or URL host, without its port, lower case. */
+export const hostName = (host: string): string => {
+  const lower = host.trim().toLowerCase()
+  if (lower.startsWith("[")) return lower.slice(0, lower.indexOf("]") + 1)
+  const colon = lower.lastIndexOf(":")
+  return colon < 0 ? lower : lower.slice(0, colon)
+}
+
+export const isLoopbackHost = (host: string): boolean => {
+  const name = hostName(host)
+  return LOOPBACK_HOSTS.has(name) || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(name)
+}
+
+/** `scheme://host[:port]` of a URL, or undefined when it is not an http(s) URL. */
+export const originOf = (value: string): string | undefined => {
+  if (!URL.canParse(value)) return undefined
+  const url = new URL(value)
+  return url.protocol === "http:" || url.protocol === "https:" ? url.origin.toLowerCase() : undefined
+}
+
+const optionalText = (name: string) =>
+  Config.String(name).pipe(
+    Config.option,
+    Config.map((value) => (value._tag === "Some" && value.value.trim() !== "" ? value.value.trim() : undefined))
+  )
+
+const invalid = (variable: string, reason: string) => Effect.fail(new ConfigInvalid({ variable, reason }))
+
+/** Reads and checks the gateway's variables; a bad value stops start-up with one line naming it. */
+export const mcpSettings: Effect.Effect<McpSettingsShape, Config.ConfigError | ConfigInvalid> = Effect.gen(function*() {
+  const tools = yield* Config.Literals(["catalog", "search"], "SERVICE_MCP_TOOLS").pipe(Config.withDefault("catalog" as const))
+  const port = yield* Config.Int("SERVICE_PORT").pipe(Config.withDefault(8080))
+  const baseUrl = (yield* optionalText("SERVICE_BASE_URL")) ?? `http://localhost:${port}`
+  const baseOrigin = originOf(baseUrl)
+  if (baseOrigin === undefined) return yield* invalid("SERVICE_BASE_URL", `expected an http(s) URL, got "${baseUrl}"`)
+  const userId = yield* optionalText("SERVICE_USER_ID")
+  if (userId !== undefined && !USER_ID.test(userId)) {
+    return yield* invalid("SERVICE_USER_ID", "expected [A-Za-z0-9_.-]{1,64}")
+  }
+  const extra = (yield* optionalText("SERVICE_MCP_ALLOWED_ORIGINS")) ?? ""
+  const allowedOrigins = new Set([baseOrigin])
+  for (const entry of extra.split(",").map((s) => s.trim()).filter((s) => s !== "")) {
+    const origin = originOf(entry)
+    if (origin === undefined) return yield* invalid("SERVICE_MCP_ALLOWED_ORIGINS", `"${entry}" is not an http(s) origin`)
+    allowedOrigins.add(origin)
+  }
+  return {
+    tools,
+    allowedOrigins,
+    userId,
+    baseUrl: baseUrl.replace(/\/+$/, ""),
+    loopbackHostsOnly: isLoopbackHost(new URL(baseUrl).host)
+  }
+})

@@ -1,0 +1,133 @@
+/**
+ * One POST's JSON-RPC exchange: a per-request `Server` (RpcServer.ts) on a per-request SDK
+ * transport in stateless mode, since sessions are rows the gateway checks itself (McpGateway.ts).
+ *
+ * - JSON or SSE by `Accept`: with `text/event-stream` the answer is an SSE stream (priming event
+ *   first, related notifications, then the response); without it, one JSON response. The SDK
+ *   transport insists on an `Accept` that lists both, so it is handed one that does, with
+ *   `enableJsonResponse` saying which answer the client asked for.
+ * - The priming event's id is the log position the process has read up to: a client whose POST
+ *   stream breaks and that resumes with GET `Last-Event-ID` gets the session's notifications from
+ *   there (the broken response itself is not replayed; resending the call is safe, since it
+ *   carries the same idempotency key).
+ * - `notifications/cancelled` ends the named request when it runs in this process.
+ * The `Server` is closed once its answer is complete, or when the client goes away; closing it
+ * aborts the handlers still running, which interrupts their effects.
+ */
+import type { Server } from "@modelcontextprotocol/sdk/server/index.js"
+import { type EventStore, WebStandardStreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js"
+import { formatPosition } from "../infra/eventlog/EventStore.ts"
+import type { LogFeedShape } from "./LogFeed.ts"
+import type { RequestFacts } from "./RpcServer.ts"
+
+/** The priming store: every event of the stream carries the position it started from. */
+const primingStore = (eventId: string): EventStore => ({
+  storeEvent: () => Promise.resolve(eventId),
+  replayEventsAfter: () => Promise.reject(new Error("POST streams resume through GET /mcp"))
+})
+
+type RpcId = string | number
+
+const isObject = (value: unknown): value is { readonly [key: string]: unknown } =>
+  typeof value === "object" && value !== null && !Array.isArray(value)
+
+/** The JSON-RPC messages of a body (one, or a batch). */
+export const messagesOf = (body: unknown): ReadonlyArray<unknown> => (Array.isArray(body) ? body : [body])
+
+const requestIds = (messages: ReadonlyArray<unknown>): ReadonlyArray<RpcId> =>
+  messages.flatMap((m) => (isObject(m) && typeof m.method === "string" && (typeof m.id === "string" || typeof m.id === "number") ? [m.id] : []))
+
+const cancelledIds = (messages: ReadonlyArray<unknown>): ReadonlyArray<RpcId> =>
+  messages.flatMap((m) => {
+    if (!isObject(m) || m.method !== "notifications/cancelled" || !isObject(m.params)) return []
+    const id = m.params.requestId
+    return typeof id === "string" || typeof id === "number" ? [id] : []
+  })
+
+/**
+ * The body without `params.task` on tools/call: for a session whose protocol version has no
+ * tasks, a task-augmented call is processed as a plain one (MCP 2025-11-25, "Tasks": a receiver
+ * that did not declare tasks ignores the augmentation).
+ */
+export const withoutTasks = (body: unknown): unknown => (Array.isArray(body) ? body.map(stripTask) : stripTask(body))
+
+const stripTask = (m: unknown) => {
+  if (!isObject(m) || m.method !== "tools/call" || !isObject(m.params) || !("task" in m.params)) return m
+  const { task: _task, ...params } = m.params
+  return { ...m, params }
+}
+
+const keyOf = (sessionId: string, id: RpcId) => `${sessionId} ${typeof id} ${id}`
+
+/** Ends the stream's source and runs `done` once, at its end or when the reader goes away. */
+const closing = (body: ReadableStream<Uint8Array>, done: () => void): ReadableStream<Uint8Array> => {
+  const reader = body.getReader()
+  return new ReadableStream<Uint8Array>({
+    async pull(controller) {
+      try {
+        const { done: end, value } = await reader.read()
+        if (end) {
+          controller.close()
+          done()
+        } else {
+          controller.enqueue(value)
+        }
+      } catch (error) {
+        done()
+        controller.error(error)
+      }
+    },
+    cancel(reason) {
+      done()
+      return reader.cancel(reason)
+    }
+  })
+}
+
+export const makeExchange = (servers: (facts: RequestFacts) => Server, feed: LogFeedShape) => {
+  const inflight = new Map<string, () => void>()
+
+  return {
+    /** Ends every request still running in this process (shutdown). */
+    closeAll: () => {
+      for (const close of inflight.values()) close()
+    },
+    /** Ends the requests that `notifications/cancelled` messages of the body name. */
+    cancel: (sessionId: string, body: unknown) => {
+      for (const id of cancelledIds(messagesOf(body))) inflight.get(keyOf(sessionId, id))?.()
+    },
+    serve: async (request: Request, body: unknown, facts: RequestFacts, sse: boolean, signal: AbortSignal): Promise<Response> => {
+      const server = servers(facts)
+      const transport = new WebStandardStreamableHTTPServerTransport(
+        sse ? { enableJsonResponse: false, eventStore: primingStore(formatPosition(feed.position())) } : { enableJsonResponse: true }
+      )
+      const keys = requestIds(messagesOf(body)).map((id) => keyOf(facts.session.sessionId, id))
+      let closed = false
+      const close = () => {
+        if (closed) return
+        closed = true
+        signal.removeEventListener("abort", close)
+        for (const key of keys) if (inflight.get(key) === close) inflight.delete(key)
+        void server.close().catch(() => undefined)
+      }
+      for (const key of keys) inflight.set(key, close)
+      signal.addEventListener("abort", close)
+      try {
+        await server.connect(transport)
+        const headers = new Headers({ "content-type": "application/json", accept: "application/json, text/event-stream" })
+        const version = request.headers.get("mcp-protocol-version")
+        if (version !== null) headers.set("mcp-protocol-version", version)
+        const response = await transport.handleRequest(new Request(request.url, { method: "POST", headers }), { parsedBody: body })
+        const streaming = response.body !== null && (response.headers.get("content-type") ?? "").startsWith("text/event-stream")
+        if (!streaming) {
+          close()
+          return response
+        }
+        return new Response(closing(response.body, close), { status: response.status, headers: response.headers })
+      } catch (error) {
+        close()
+        throw error
+      }
+    }
+  }
+}

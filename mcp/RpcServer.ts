@@ -1,0 +1,190 @@
+/**
+ * The JSON-RPC side of one request: a low-level SDK `Server` whose handlers are the gateway's.
+ *
+ * Why the low-level `Server`: `McpServer` marks every tool `taskSupport: "forbidden"` whatever
+ * was negotiated, and the SDK's own task handlers poll a task store, neither abort nor notify on
+ * cancel, and answer a lost cancel race with -32600. Here tasks/get, tasks/result and
+ * tasks/cancel are the executions' (Tasks.ts): tasks/result waits with `awaitTerminal`.
+ *
+ * Why one per request: a `Server` holds one transport, and the session lives in a row, not in
+ * the process (McpGateway.ts), so each request builds a `Server` over that row. A `Server` and its
+ * transport, connected and closed, measured 15 us here (handlers are closures over services made
+ * once); the SDK's default JSON-schema validator, an Ajv instance used only for elicitation,
+ * would add 380 us a request, so it is replaced by one that is never called.
+ */
+import { Cause, Clock, Effect, Exit, type Context, type Scope } from "effect"
+import { Server } from "@modelcontextprotocol/sdk/server/index.js"
+import {
+  CallToolRequestSchema,
+  CancelTaskRequestSchema,
+  ErrorCode,
+  GetTaskPayloadRequestSchema,
+  GetTaskRequestSchema,
+  InitializeRequestSchema,
+  ListToolsRequestSchema,
+  McpError,
+  type ServerCapabilities
+} from "@modelcontextprotocol/sdk/types.js"
+import { catalogVersion, findToolkit } from "../domain/catalog/index.ts"
+import { isExpired, needsConnection } from "../domain/Connection.ts"
+import type { ConnectionsShape } from "../infra/connections/Connections.ts"
+import type { Executions } from "../infra/executions/Executions.ts"
+import type { McpSession } from "./McpSessions.ts"
+import type { McpSettingsShape } from "./McpSettings.ts"
+import { INVALID_PARAMS, RpcFailure } from "./RpcFailure.ts"
+import { isTerminal, taskOf, type TasksShape } from "./Tasks.ts"
+import type { Notification } from "./TaskEvents.ts"
+import type { makeToolCalls } from "./ToolCalls.ts"
+import { listFor } from "./ToolCatalog.ts"
+import { recordResult, withRelatedTask } from "./ToolResults.ts"
+
+export const LATEST_VERSION = "2025-11-25"
+
+/** What initialize answers: tasks only at 2025-11-25 (older versions have none). */
+export const capabilitiesFor = (protocolVersion: string): ServerCapabilities => ({
+  tools: { listChanged: true },
+  ...(protocolVersion >= LATEST_VERSION ? { tasks: { cancel: {}, requests: { tools: { call: {} } } } } : {})
+})
+
+const SERVER_INFO = { name: "service", title: "Service MCP gateway", version: catalogVersion }
+
+const INSTRUCTIONS = "Tools run as executions of the service's catalog. Use service.search_tools to find tools and " +
+  "service.execute_tool to run one by name. Results carry _meta[\"dev.service/execution\"]."
+
+/** Never called: the gateway sends no elicitation, the only use of the SDK's validator. */
+const noValidator = {
+  getValidator: () => () => ({ valid: false as const, data: undefined, errorMessage: "validation is not used" })
+}
+
+export interface RpcDeps {
+  readonly settings: McpSettingsShape
+  readonly executions: Executions["Service"]
+  readonly connections: ConnectionsShape
+  readonly tasks: TasksShape
+  readonly toolCalls: ReturnType<typeof makeToolCalls>
+  /** The context handlers run in (the gateway's, as its layer was built). */
+  readonly context: Context.Context<never>
+}
+
+/** Runs a handler's effect; failures become JSON-RPC errors, defects an internal error. */
+const runWith = (context: Context.Context<never>) => {
+  const run = Effect.runPromiseExitWith(context)
+  return async <A>(effect: Effect.Effect<A, RpcFailure, Scope.Scope>, signal: AbortSignal): Promise<A> => {
+    const exit = await run(Effect.scoped(effect), { signal })
+    if (Exit.isSuccess(exit)) return exit.value
+    for (const reason of exit.cause.reasons) {
+      if (Cause.isFailReason(reason)) throw new McpError(reason.error.code, reason.error.message)
+    }
+    if (Cause.hasInterruptsOnly(exit.cause)) throw new McpError(ErrorCode.ConnectionClosed, "The request was cancelled.")
+    await Effect.runPromiseWith(context)(Effect.logError("MCP handler failed", exit.cause))
+    throw new McpError(ErrorCode.InternalError, "Internal error.")
+  }
+}
+
+const taskNotFound = (taskId: string) => new RpcFailure({ code: INVALID_PARAMS, message: `Task not found: ${taskId}` })
+
+export interface RequestFacts {
+  readonly session: McpSession
+  readonly headerUserId: string | undefined
+}
+
+export const makeRpcServers = (deps: RpcDeps) => {
+  const { connections, executions, settings, tasks, toolCalls } = deps
+  const run = runWith(deps.context)
+
+  /** Toolkits the session's user may use in catalog mode: no connection needed, or a live one. */
+  const usableToolkits = Effect.fnUntraced(function*(projectId: string, userId: string | undefined) {
+    if (settings.tools === "search" || userId === undefined) return () => true
+    const now = yield* Clock.currentTimeMillis
+    const connected = new Set<string>()
+    let after: string | undefined
+    for (let page = 0; page < 100; page++) {
+      const { connections: items, hasMore } = yield* connections.list({ projectId, userId, limit: 100, after })
+      for (const c of items) if (!isExpired(c.expiresAt, now)) connected.add(c.toolkit)
+      after = items.at(-1)?.connectionId
+      if (!hasMore || after === undefined) break
+    }
+    return (toolkit: string) => {
+      const manifest = findToolkit(toolkit)
+      return manifest !== undefined && (!needsConnection(manifest) || connected.has(toolkit))
+    }
+  })
+
+  const findTask = Effect.fnUntraced(function*(session: McpSession, taskId: string) {
+    const binding = yield* tasks.find(session, taskId)
+    if (binding === undefined) return yield* taskNotFound(taskId)
+    const record = yield* Effect.mapError(executions.get(session.projectId, undefined, taskId), () => taskNotFound(taskId))
+    return { binding, record }
+  })
+
+  const taskResult = Effect.fnUntraced(function*(session: McpSession, taskId: string) {
+    const { binding, record } = yield* findTask(session, taskId)
+    const left = binding.createdMs + binding.ttlMs - (yield* Clock.currentTimeMillis)
+    const final = isTerminal(record)
+      ? record
+      : yield* Effect.mapError(executions.awaitTerminal(session.projectId, undefined, taskId, Math.max(0, left)), () => taskNotFound(taskId))
+    if (!isTerminal(final)) return yield* new RpcFailure({ code: INVALID_PARAMS, message: `Task ${taskId} expired before it finished.` })
+    return withRelatedTask(recordResult(final), taskId)
+  })
+
+  const cancelTask = Effect.fnUntraced(function*(session: McpSession, taskId: string) {
+    const { binding, record } = yield* findTask(session, taskId)
+    const terminal = (status: string) =>
+      new RpcFailure({ code: INVALID_PARAMS, message: `Cannot cancel task ${taskId}: it is already ${status}.` })
+    if (isTerminal(record)) return yield* terminal(taskOf(binding, record).status)
+    const cancelled = yield* executions.cancel(session.projectId, undefined, taskId).pipe(
+      // Lost the race to success or failure downstream.
+      Effect.catchTag("StateConflict", () =>
+        Effect.flatMap(Effect.orDie(executions.get(session.projectId, undefined, taskId)), (now) => Effect.fail(terminal(taskOf(binding, now).status)))),
+      Effect.catchTag("NotFound", () => Effect.fail(taskNotFound(taskId)))
+    )
+    if (cancelled.status !== "cancelled") return yield* terminal(taskOf(binding, cancelled).status)
+    return taskOf(binding, cancelled)
+  })
+
+  /** A `Server` answering one request of `facts.session`. */
+  return (facts: RequestFacts): Server => {
+    const { session } = facts
+    const server = new Server(SERVER_INFO, {
+      capabilities: capabilitiesFor(LATEST_VERSION),
+      instructions: INSTRUCTIONS,
+      jsonSchemaValidator: noValidator
+    })
+    server.setRequestHandler(InitializeRequestSchema, () => ({
+      protocolVersion: session.protocolVersion,
+      capabilities: capabilitiesFor(session.protocolVersion),
+      serverInfo: SERVER_INFO,
+      instructions: INSTRUCTIONS
+    }))
+    server.setRequestHandler(ListToolsRequestSchema, (_request, extra) =>
+      run(
+        Effect.map(usableToolkits(session.projectId, session.userId ?? facts.headerUserId), (usable) => ({
+          tools: [...listFor(settings.tools, session.tasks, usable)]
+        })),
+        extra.signal
+      ))
+    server.setRequestHandler(CallToolRequestSchema, (request, extra) => {
+      // Progress of this call, on its response stream; lost with it when the client has gone.
+      const notify = (notification: Notification) =>
+        Effect.tryPromise(() => extra.sendNotification(notification as Parameters<typeof extra.sendNotification>[0])).pipe(Effect.ignore)
+      return run(
+        Effect.map(toolCalls.call({
+          session,
+          headerUserId: facts.headerUserId,
+          requestId: extra.requestId,
+          name: request.params.name,
+          arguments: request.params.arguments,
+          task: request.params.task,
+          meta: request.params._meta,
+          notify
+        }), (answer) => ("task" in answer ? { task: answer.task } : answer.result)),
+        extra.signal
+      )
+    })
+    server.setRequestHandler(GetTaskRequestSchema, (request, extra) =>
+      run(Effect.map(findTask(session, request.params.taskId), ({ binding, record }) => taskOf(binding, record)), extra.signal))
+    server.setRequestHandler(GetTaskPayloadRequestSchema, (request, extra) => run(taskResult(session, request.params.taskId), extra.signal))
+    server.setRequestHandler(CancelTaskRequestSchema, (request, extra) => run(cancelTask(session, request.params.taskId), extra.signal))
+    return server
+  }
+}

@@ -1,0 +1,183 @@
+/**
+ * The GET stream of a session (spec, "MCP notifications"): task progress and terminal task
+ * status (`mcp-task` events, Tasks.ts) and `notifications/tools/list_changed` when a connection of
+ * the session's user is created, deleted or expires (catalog mode, sessions with a user).
+ *
+ * Everything but expiry comes from the event log, so a notification reaches the session
+ * whichever process made the change. Each event's SSE id is its log position (`tx:seq`), which
+ * is what `Last-Event-ID` resumes from: the stream first reads the log after that position
+ * itself, then goes on with the process's follower (LogFeed.ts), skipping what it has already
+ * sent. The first frame is a priming event whose id is the starting position, so a client that
+ * reconnects before any notification resumes without a gap (from 2025-11-25 on: older clients
+ * cannot take an event without data). An expiry has no log event: the
+ * stream's own timer sends it, under the id of the last event sent.
+ *
+ * A session has one live GET stream: a newer one (on any process) replaces it. Every 15 s the
+ * stream sends a keep-alive comment and re-reads the session row, ending when the session was
+ * deleted, expired, or claimed by a newer stream.
+ */
+import { Clock, Deferred, Duration, Effect, Exit, Queue, Schema, Stream, type Context } from "effect"
+import { randomUUID } from "node:crypto"
+import { isExpired } from "../domain/Connection.ts"
+import type { ConnectionsShape } from "../infra/connections/Connections.ts"
+import { comparePositions, type EventStoreShape, formatPosition, type Position, type RecordedEvent } from "../infra/eventlog/EventStore.ts"
+import { CONNECTION_STREAM_TYPE, type LogFeedShape, MCP_TASK_STREAM_TYPE, sessionOfTaskStream } from "./LogFeed.ts"
+import type { McpSession, McpSessionsShape } from "./McpSessions.ts"
+import type { McpSettingsShape } from "./McpSettings.ts"
+import { decodeTaskEvent } from "./TaskEvents.ts"
+
+const KEEPALIVE = Duration.seconds(15)
+const HISTORY_BATCH = 500
+
+const ConnectionFact = Schema.Struct({
+  connectionId: Schema.String,
+  projectId: Schema.String,
+  userId: Schema.optionalKey(Schema.String)
+})
+const decodeConnection = Schema.decodeUnknownOption(ConnectionFact)
+
+type Message = { readonly method: string; readonly params?: { readonly [key: string]: unknown } }
+
+const LIST_CHANGED: Message = { method: "notifications/tools/list_changed" }
+
+const frame = (position: Position, message: Message) =>
+  `id: ${formatPosition(position)}\nevent: message\ndata: ${JSON.stringify({ jsonrpc: "2.0", ...message })}\n\n`
+
+export interface SessionStreamDeps {
+  readonly store: EventStoreShape
+  readonly feed: LogFeedShape
+  readonly sessions: McpSessionsShape
+  readonly connections: ConnectionsShape
+  readonly settings: McpSettingsShape
+  readonly context: Context.Context<never>
+}
+
+export const makeSessionStreams = (deps: SessionStreamDeps) => {
+  const { connections, feed, sessions, settings, store } = deps
+  /** The live stream of each session in this process: ending it is one call. */
+  const live = new Map<string, { readonly token: string; readonly end: () => void }>()
+
+  /** The user whose connections change the session's tool list, if its list depends on one. */
+  const listUser = (session: McpSession) => (settings.tools === "catalog" ? session.userId : undefined)
+
+  /** The creating user of a connection that was deleted (its first event names the user). */
+  const ownerOf = (connectionId: string) =>
+    Effect.map(Effect.orDie(store.readStream(`connection-${connectionId}`, 1)), (events) => {
+      const first = events[0]
+      const fact = first === undefined ? undefined : decodeConnection(first.data)
+      return fact?._tag === "Some" ? fact.value.userId : undefined
+    })
+
+  /** What one log event tells this session, if anything. */
+  const interpret = Effect.fnUntraced(function*(session: McpSession, event: RecordedEvent) {
+    if (event.streamType === MCP_TASK_STREAM_TYPE) {
+      if (sessionOfTaskStream(event.streamId) !== session.sessionId) return undefined
+      const decoded = decodeTaskEvent(event.data)
+      return decoded._tag === "Some" && decoded.value.type === "McpTaskNotified" ? decoded.value.notification : undefined
+    }
+    const user = listUser(session)
+    if (event.streamType !== CONNECTION_STREAM_TYPE || user === undefined) return undefined
+    const fact = decodeConnection(event.data)
+    if (fact._tag === "None" || fact.value.projectId !== session.projectId) return undefined
+    const owner = event.type === "ConnectionCreated" ? fact.value.userId : yield* ownerOf(fact.value.connectionId)
+    return owner === user ? LIST_CHANGED : undefined
+  })
+
+  /** When the next connection of the user expires, if one will. */
+  const nextExpiry = Effect.fnUntraced(function*(session: McpSession, user: string) {
+    const now = yield* Clock.currentTimeMillis
+    let next: number | undefined
+    let after: string | undefined
+    for (let page = 0; page < 100; page++) {
+      const { connections: items, hasMore } = yield* connections.list({ projectId: session.projectId, userId: user, limit: 100, after })
+      for (const c of items) {
+        if (c.expiresAt !== undefined && !isExpired(c.expiresAt, now)) next = Math.min(next ?? Infinity, Date.parse(c.expiresAt))
+      }
+      after = items.at(-1)?.connectionId
+      if (!hasMore || after === undefined) break
+    }
+    return next
+  })
+
+  const frames = (session: McpSession, from: Position) =>
+    Stream.callback<string>((out) =>
+      Effect.gen(function*() {
+        const token = randomUUID()
+        const ended = yield* Deferred.make<void>()
+        const end = () => void Deferred.doneUnsafe(ended, Exit.void)
+        live.get(session.sessionId)?.end()
+        live.set(session.sessionId, { token, end })
+        yield* Effect.addFinalizer(() =>
+          Effect.sync(() => {
+            if (live.get(session.sessionId)?.token === token) live.delete(session.sessionId)
+          })
+        )
+        yield* Effect.orDie(sessions.claimStream(session.sessionId, token))
+        const changed = yield* Queue.sliding<void>(1)
+        const inbox = yield* feed.subscribeSession(session.sessionId, session.projectId)
+        let last = from
+        const offer = (message: Message) => Queue.offer(out, frame(last, message))
+        // Empty data confuses clients of versions before 2025-11-25 (the SDK primes only from it).
+        if (session.protocolVersion >= "2025-11-25") yield* Queue.offer(out, `id: ${formatPosition(from)}\nretry: 1000\ndata: \n\n`)
+
+        const handle = (event: RecordedEvent) =>
+          comparePositions(event.position, last) <= 0
+            ? Effect.void
+            : Effect.flatMap(interpret(session, event), (message) => {
+              last = event.position
+              if (message === undefined) return Effect.void
+              if (message === LIST_CHANGED) Queue.offerUnsafe(changed, undefined)
+              return offer(message)
+            })
+
+        // The log after `from`, read here until caught up; then the follower's events.
+        const pump = Effect.gen(function*() {
+          let cursor = from
+          while (true) {
+            const batch = yield* Effect.orDie(store.readAll(cursor, HISTORY_BATCH))
+            for (const event of batch) yield* handle(event)
+            if (batch.length < HISTORY_BATCH) break
+            cursor = batch[batch.length - 1]!.position
+          }
+          while (true) yield* handle(yield* Queue.take(inbox))
+        })
+
+        // Keep-alive, and the end of the stream once the session is gone or taken over.
+        const watch = Effect.gen(function*() {
+          while (true) {
+            yield* Effect.sleep(KEEPALIVE)
+            const now = yield* Effect.orDie(sessions.get(session.sessionId))
+            if (now === undefined || (now.streamToken !== undefined && now.streamToken !== token)) return
+            yield* Queue.offer(out, ": keepalive\n\n")
+          }
+        })
+
+        // Expiries have no log event: wait for the next one, or for a change that may move it.
+        const user = listUser(session)
+        const expiries = user === undefined ? Effect.never : Effect.gen(function*() {
+          while (true) {
+            const next = yield* nextExpiry(session, user)
+            const wait = next === undefined ? Effect.never : Effect.flatMap(Clock.currentTimeMillis, (now) => Effect.sleep(Math.max(0, next - now) + 10))
+            const expired = yield* Effect.raceFirst(Effect.as(wait, true), Effect.as(Queue.take(changed), false))
+            if (expired) yield* offer(LIST_CHANGED)
+          }
+        })
+
+        yield* Effect.forkScoped(Effect.raceFirst(Effect.raceFirst(pump, watch), Effect.raceFirst(expiries, Deferred.await(ended))).pipe(
+          Effect.ensuring(Queue.end(out))
+        ))
+      })
+    , { bufferSize: 256 })
+
+  return {
+    /** The SSE body of a GET stream of `session`, from log position `from`. */
+    open: (session: McpSession, from: Position): ReadableStream<Uint8Array> =>
+      Stream.toReadableStreamWith(frames(session, from).pipe(Stream.encodeText), deps.context),
+    /** Ends the session's stream in this process (DELETE). */
+    end: (sessionId: string) => live.get(sessionId)?.end(),
+    /** Ends every stream of this process (shutdown: a stream never ends by itself). */
+    endAll: () => {
+      for (const stream of live.values()) stream.end()
+    }
+  }
+}

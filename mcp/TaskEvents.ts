@@ -1,0 +1,55 @@
+/**
+ * The log's record of MCP tasks (stream `mcp-task-<session>-<execution>`, LogFeed.ts).
+ *
+ * A task is its execution: status, result and times are read from the execution record. What
+ * the execution does not know is which session asked for it as a task, for how long the task is
+ * kept, and where its progress goes; `McpTaskCreated` keeps that, so tasks/get and tasks/result
+ * answer on any process, after a restart too. `McpTaskNotified` carries each notification for
+ * the session's GET stream (progress, terminal status), so a notification reaches the session
+ * whichever process watched the execution, and a stream that resumes by `Last-Event-ID` replays
+ * what it missed. Keying the stream by session makes a task invisible to every other session.
+ */
+import { Schema } from "effect"
+import type { NewEvent } from "../infra/eventlog/EventStore.ts"
+
+export const ProgressToken = Schema.Union([Schema.String, Schema.Number])
+export type ProgressToken = typeof ProgressToken.Type
+
+export const McpTaskCreated = Schema.Struct({
+  type: Schema.Literal("McpTaskCreated"),
+  sessionId: Schema.String,
+  executionId: Schema.String,
+  projectId: Schema.String,
+  /** The task's lifetime from creation, clamped to 1 min..24 h. */
+  ttlMs: Schema.Int,
+  createdMs: Schema.Number,
+  progressToken: Schema.optionalKey(ProgressToken)
+})
+export type McpTaskCreated = typeof McpTaskCreated.Type
+
+export const Notification = Schema.Struct({
+  method: Schema.String,
+  params: Schema.Record(Schema.String, Schema.Json)
+})
+export type Notification = typeof Notification.Type
+
+export const McpTaskNotified = Schema.Struct({
+  type: Schema.Literal("McpTaskNotified"),
+  sessionId: Schema.String,
+  executionId: Schema.String,
+  notification: Notification
+})
+export type McpTaskNotified = typeof McpTaskNotified.Type
+
+export const McpTaskEvent = Schema.Union([McpTaskCreated, McpTaskNotified])
+export type McpTaskEvent = typeof McpTaskEvent.Type
+
+export const decodeTaskEvent = Schema.decodeUnknownOption(McpTaskEvent)
+
+/** As the log takes it: the event is its own data. */
+export const encodeTaskEvent = (event: McpTaskEvent, eventId: string): NewEvent => ({
+  eventId,
+  type: event.type,
+  schemaVersion: 1,
+  data: event
+})

@@ -1,0 +1,216 @@
+/**
+ * MCP tasks over executions (spec, "MCP task" and "MCP task status mapping"): a task's id is its
+ * execution's id and its state is the execution record's, so tasks need no store of their own;
+ * the log keeps which session owns a task and where its notifications go (TaskEvents.ts).
+ *
+ * The process that creates a task watches its execution (LogFeed.ts) until it is terminal or
+ * the task expires, and records each notification in the log for the session's GET stream: its
+ * progress at queued, running and terminal when the call carried a progressToken, and the
+ * terminal `notifications/tasks/status`. If that process dies first, the notifications stop (the
+ * spec makes them optional; clients poll tasks/get), while tasks/get and tasks/result go on
+ * answering from any process.
+ */
+import { Clock, Effect, FiberSet, Queue, type Scope } from "effect"
+import type { ExecutionRecord, ExecutionStatus } from "../domain/executions/ExecutionRecord.ts"
+import type { Executions } from "../infra/executions/Executions.ts"
+import { type EventStore, type NewEvent } from "../infra/eventlog/EventStore.ts"
+import { newId } from "../infra/Ids.ts"
+import { MCP_TASK_STREAM_TYPE, type LogFeedShape, taskStreamId } from "./LogFeed.ts"
+import type { McpSession } from "./McpSessions.ts"
+import {
+  decodeTaskEvent,
+  encodeTaskEvent,
+  type McpTaskCreated,
+  type McpTaskEvent,
+  type Notification,
+  type ProgressToken
+} from "./TaskEvents.ts"
+
+export const TASK_TTL_MIN_MS = 60_000
+export const TASK_TTL_MAX_MS = 24 * 60 * 60 * 1000
+export const TASK_TTL_DEFAULT_MS = 60 * 60 * 1000
+export const POLL_INTERVAL_MS = 1000
+
+export type TaskStatus = "working" | "completed" | "failed" | "cancelled"
+
+export type Task = {
+  readonly taskId: string
+  readonly status: TaskStatus
+  readonly createdAt: string
+  readonly lastUpdatedAt: string
+  readonly ttl: number
+  readonly pollInterval: number
+  readonly statusMessage?: string
+}
+
+export const clampTtl = (requested: number | undefined): number =>
+  requested === undefined || !Number.isFinite(requested)
+    ? TASK_TTL_DEFAULT_MS
+    : Math.min(TASK_TTL_MAX_MS, Math.max(TASK_TTL_MIN_MS, Math.round(requested)))
+
+export const taskStatus = (status: ExecutionStatus): TaskStatus => {
+  switch (status) {
+    case "pending":
+    case "running":
+      return "working"
+    case "succeeded":
+      return "completed"
+    case "failed":
+      return "failed"
+    case "cancelled":
+      return "cancelled"
+  }
+}
+
+/** Where a status stands: queued 0, running 1, terminal 2 (also the progress value). */
+export const stage = (status: ExecutionStatus): number => (status === "pending" ? 0 : status === "running" ? 1 : 2)
+
+export const isTerminal = (record: ExecutionRecord): boolean => stage(record.status) === 2
+
+export const taskOf = (binding: McpTaskCreated, record: ExecutionRecord): Task => ({
+  taskId: record.executionId,
+  status: taskStatus(record.status),
+  createdAt: record.createdAt,
+  lastUpdatedAt: record.completedAt ?? record.startedAt ?? record.createdAt,
+  ttl: binding.ttlMs,
+  pollInterval: POLL_INTERVAL_MS,
+  ...(record.status === "failed" || record.status === "cancelled" ? { statusMessage: record.error.message } : {})
+})
+
+const STAGE_NAMES = ["queued", "running"] as const
+
+export const progressNotification = (token: ProgressToken, record: ExecutionRecord): Notification => ({
+  method: "notifications/progress",
+  params: { progressToken: token, progress: stage(record.status), total: 2, message: STAGE_NAMES[stage(record.status)] ?? record.status }
+})
+
+export const statusNotification = (binding: McpTaskCreated, record: ExecutionRecord): Notification => ({
+  method: "notifications/tasks/status",
+  params: { ...taskOf(binding, record) }
+})
+
+/** What a change of the execution to `record` tells the session: progress, then terminal status. */
+const notificationsFor = (binding: McpTaskCreated, record: ExecutionRecord): ReadonlyArray<Notification> => [
+  ...(binding.progressToken !== undefined ? [progressNotification(binding.progressToken, record)] : []),
+  ...(isTerminal(record) ? [statusNotification(binding, record)] : [])
+]
+
+/**
+ * Runs `onChange` for each later stage the execution reaches after `from`, up to its terminal
+ * record: from the log as the follower reads it, after one read of the current record (the
+ * watch is registered first, so a change is seen one way or the other). Each stage is reported
+ * once and in order: a start seen only on the terminal record (`startedAt`) is reported before it.
+ */
+export const followStages = <E>(
+  feed: LogFeedShape,
+  executions: Executions["Service"],
+  from: ExecutionRecord,
+  onChange: (record: ExecutionRecord) => Effect.Effect<void, E>
+): Effect.Effect<ExecutionRecord, E, Scope.Scope> =>
+  Effect.gen(function*() {
+    let last = from
+    const queue = yield* feed.watchExecution(from.executionId)
+    const advance = (record: ExecutionRecord) => Effect.andThen(Effect.sync(() => void (last = record)), onChange(record))
+    const step = (record: ExecutionRecord): Effect.Effect<void, E> => {
+      if (stage(record.status) <= stage(last.status)) return Effect.void
+      // Seen only at its end, an execution that had started still reports that it ran.
+      return stage(last.status) === 0 && isTerminal(record) && record.startedAt !== undefined
+        ? Effect.andThen(advance({ ...record, status: "running" }), advance(record))
+        : advance(record)
+    }
+    const current = yield* Effect.option(executions.get(from.projectId, undefined, from.executionId))
+    if (current._tag === "Some") yield* step(current.value)
+    while (!isTerminal(last)) yield* step(yield* Queue.take(queue))
+    return last
+  })
+
+const notified = (binding: McpTaskCreated, notifications: ReadonlyArray<Notification>): ReadonlyArray<McpTaskEvent> =>
+  notifications.map((notification) => ({
+    type: "McpTaskNotified",
+    sessionId: binding.sessionId,
+    executionId: binding.executionId,
+    notification
+  }))
+
+export interface TasksShape {
+  /** The session's task for an execution just created (or replayed); watches it when new. */
+  readonly open: (
+    session: McpSession,
+    record: ExecutionRecord,
+    ttl: number | undefined,
+    progressToken: ProgressToken | undefined
+  ) => Effect.Effect<Task>
+  /** The task as the session knows it, unless it is another session's, unknown or expired. */
+  readonly find: (session: McpSession, taskId: string) => Effect.Effect<McpTaskCreated | undefined>
+}
+
+export const makeTasks = Effect.fnUntraced(function*(store: EventStore["Service"], executions: Executions["Service"], feed: LogFeedShape) {
+  const watchers = yield* FiberSet.make()
+
+  const append = (binding: McpTaskCreated, expectedVersion: number, events: ReadonlyArray<McpTaskEvent>) =>
+    store.append([{
+      streamId: taskStreamId(binding.sessionId, binding.executionId),
+      streamType: MCP_TASK_STREAM_TYPE,
+      expectedVersion,
+      events: events.map((event): NewEvent => encodeTaskEvent(event, newId("evt")))
+    }])
+
+  /** Records the notifications of each later stage, until terminal or the task's expiry. */
+  const watch = (binding: McpTaskCreated, from: ExecutionRecord, version: number) => {
+    let next = version
+    return Effect.scoped(followStages(feed, executions, from, (record) => {
+      const events = notified(binding, notificationsFor(binding, record))
+      return Effect.map(append(binding, next, events), () => void (next += events.length))
+    })).pipe(
+      Effect.timeout(binding.ttlMs),
+      Effect.catchCause((cause) => Effect.logWarning("MCP task notifications stopped", cause)),
+      Effect.annotateLogs({ taskId: binding.executionId })
+    )
+  }
+
+  const readBinding = (sessionId: string, executionId: string) =>
+    Effect.map(Effect.orDie(store.readStream(taskStreamId(sessionId, executionId), 1)), (events) => {
+      const first = events[0]
+      if (first === undefined) return undefined
+      const decoded = decodeTaskEvent(first.data)
+      return decoded._tag === "Some" && decoded.value.type === "McpTaskCreated" ? decoded.value : undefined
+    })
+
+  const open: TasksShape["open"] = Effect.fnUntraced(function*(session, record, ttl, progressToken) {
+    const binding: McpTaskCreated = {
+      type: "McpTaskCreated",
+      sessionId: session.sessionId,
+      executionId: record.executionId,
+      projectId: session.projectId,
+      ttlMs: clampTtl(ttl),
+      createdMs: yield* Clock.currentTimeMillis,
+      ...(progressToken !== undefined ? { progressToken } : {})
+    }
+    // Queued (and, for a replayed execution, everything up to now) goes with the creation.
+    const first = notified(binding, [
+      ...(progressToken !== undefined && !isTerminal(record) ? [progressNotification(progressToken, { ...record, status: "pending" })] : []),
+      ...(isTerminal(record) ? notificationsFor(binding, record) : [])
+    ])
+    const created = yield* append(binding, 0, [binding, ...first]).pipe(
+      Effect.as(true),
+      Effect.catchTag("ConcurrencyConflict", () => Effect.succeed(false)),
+      Effect.orDie
+    )
+    if (!created) {
+      // The same call again (an idempotent replay in this session): the task it made before.
+      const existing = yield* readBinding(session.sessionId, record.executionId)
+      return taskOf(existing ?? binding, record)
+    }
+    if (!isTerminal(record)) yield* FiberSet.run(watchers, watch(binding, record, 1 + first.length))
+    return taskOf(binding, record)
+  })
+
+  const find: TasksShape["find"] = Effect.fnUntraced(function*(session, taskId) {
+    if (!/^exe_[0-9a-z]{1,64}$/.test(taskId)) return undefined
+    const binding = yield* readBinding(session.sessionId, taskId)
+    if (binding === undefined) return undefined
+    return binding.createdMs + binding.ttlMs > (yield* Clock.currentTimeMillis) ? binding : undefined
+  })
+
+  return { open, find } satisfies TasksShape
+})

@@ -1,0 +1,204 @@
+/**
+ * tools/call (spec, "MCP gateway"; decisions.md section 7). Every call that runs a tool goes
+ * through `Executions.execute`, the same path as `POST /v1/execute`: validation, connections,
+ * idempotency, concurrency caps and the record are the executor's, never re-implemented here.
+ *
+ * - A plain call of an ordinary tool executes sync and answers the terminal record; a tool that
+ *   is async by nature executes async and the call waits for its terminal record
+ *   (`Executions.awaitTerminal`), negotiated or not.
+ * - `task: {ttl}` executes async and answers only the task (Tasks.ts).
+ * - Every call that creates an execution carries an idempotency key: `_meta`'s, else
+ *   `mcp:<session id>:<json-rpc id>`, so a client that resends a call after a lost answer gets
+ *   the first execution back.
+ * - Failures (bad arguments, no user, a connection problem, rate limits, any normalized error)
+ *   are `isError` results (ToolResults.ts); an unknown tool is JSON-RPC -32602, and a task
+ *   request that the tool's listed `taskSupport` forbids (or a plain call it requires) -32601.
+ */
+import { Clock, Effect, Schema, type Scope } from "effect"
+import type { ToolDefinition } from "../domain/catalog/Catalog.ts"
+import { decodeClosed, findTool } from "../domain/catalog/index.ts"
+import { normalized, toNormalized, type NormalizedError } from "../domain/Errors.ts"
+import type { ExecutionRecord } from "../domain/executions/ExecutionRecord.ts"
+import type { RateLimiterShape } from "../infra/access/RateLimiter.ts"
+import type { ExecuteCommand, Executions } from "../infra/executions/Executions.ts"
+import { callUser } from "./Identity.ts"
+import type { LogFeedShape } from "./LogFeed.ts"
+import type { McpSession } from "./McpSessions.ts"
+import type { McpSettingsShape } from "./McpSettings.ts"
+import { RpcFailure } from "./RpcFailure.ts"
+import type { Notification, ProgressToken } from "./TaskEvents.ts"
+import { followStages, isTerminal, progressNotification, type Task, type TasksShape } from "./Tasks.ts"
+import { EXECUTE_TOOL, SEARCH_DEFAULT_LIMIT, SEARCH_MAX_LIMIT, SEARCH_TOOL, searchTools } from "./ToolCatalog.ts"
+import {
+  CONNECTION_META,
+  errorResult,
+  IDEMPOTENCY_META,
+  recordResult,
+  successResult,
+  type ToolResult,
+  USER_META
+} from "./ToolResults.ts"
+
+/** Files the call's execution may read (an extension: the spec shows no MCP attachment field). */
+export const ATTACHMENTS_META = "dev.service/attachments"
+
+export interface CallRequest {
+  readonly session: McpSession
+  /** This request's `X-Service-User-Id`, when it has one. */
+  readonly headerUserId: string | undefined
+  readonly requestId: string | number
+  readonly name: string
+  readonly arguments: unknown
+  readonly task: { readonly ttl?: number | undefined } | undefined
+  readonly meta: unknown
+  /** Sends a notification related to this request (on its response stream, when it has one). */
+  readonly notify: (notification: Notification) => Effect.Effect<void>
+}
+
+export type CallAnswer = { readonly result: ToolResult } | { readonly task: Task }
+
+const SearchArguments = Schema.Struct({
+  query: Schema.String,
+  limit: Schema.optionalKey(Schema.Int.check(Schema.isBetween({ minimum: 1, maximum: SEARCH_MAX_LIMIT })))
+})
+const decodeSearch = decodeClosed(SearchArguments, `Invalid arguments for ${SEARCH_TOOL}`)
+
+const ExecuteArguments = Schema.Struct({
+  name: Schema.String,
+  input: Schema.optionalKey(Schema.Record(Schema.String, Schema.Json))
+})
+const decodeExecute = decodeClosed(ExecuteArguments, `Invalid arguments for ${EXECUTE_TOOL}`)
+
+const CallMeta = Schema.Struct({
+  [USER_META]: Schema.optionalKey(Schema.String),
+  [CONNECTION_META]: Schema.optionalKey(Schema.String),
+  [IDEMPOTENCY_META]: Schema.optionalKey(Schema.String),
+  [ATTACHMENTS_META]: Schema.optionalKey(Schema.Array(Schema.String)),
+  progressToken: Schema.optionalKey(Schema.Union([Schema.String, Schema.Number]))
+})
+type CallMeta = typeof CallMeta.Type
+// Other keys (the related-task key, clients' own) are left alone.
+const decodeMeta = (meta: unknown) =>
+  Effect.mapError(
+    Schema.decodeUnknownEffect(CallMeta)(meta ?? {}),
+    () => normalized("invalid_input", "The dev.service/* _meta values must be strings (attachments: an array of file ids).")
+  )
+
+const fail = (error: NormalizedError) => Effect.fail(error)
+
+/**
+ * Progress of a sync call, which is terminal when it answers: the stages its record shows
+ * (queued, running when it started, and its outcome), sent before the result.
+ */
+const reportStages = (token: ProgressToken | undefined, request: CallRequest, record: ExecutionRecord) =>
+  token === undefined
+    ? Effect.void
+    : Effect.forEach(
+      [{ ...record, status: "pending" as const }, ...(record.startedAt !== undefined ? [{ ...record, status: "running" as const }] : []), ...(isTerminal(record) ? [record] : [])],
+      (stage) => request.notify(progressNotification(token, stage)),
+      { discard: true }
+    )
+
+const search = (request: CallRequest) =>
+  Effect.map(Effect.result(decodeSearch(request.arguments ?? {})), (args) =>
+    args._tag === "Failure"
+      ? errorResult(toNormalized(args.failure))
+      : successResult({ tools: searchTools(args.success.query, args.success.limit ?? SEARCH_DEFAULT_LIMIT) }))
+
+export const makeToolCalls = (deps: {
+  readonly settings: McpSettingsShape
+  readonly executions: Executions["Service"]
+  readonly limiter: RateLimiterShape
+  readonly tasks: TasksShape
+  readonly feed: LogFeedShape
+}) => {
+  const { executions, feed, limiter, tasks } = deps
+
+  /** The execute bucket and the daily quota, after the standard token the request took. */
+  const takeExecuteTokens = Effect.fnUntraced(function*(projectId: string) {
+    const decision = yield* Effect.orDie(limiter.take(projectId, "execute"))
+    if (!decision.allowed) {
+      return yield* fail(normalized("rate_limited", "The execute rate limit of this project is exhausted.", decision.retryAfter ?? 1))
+    }
+    const daily = yield* Effect.orDie(limiter.takeDaily(projectId))
+    if (daily !== undefined && !daily.allowed) {
+      const now = Math.floor((yield* Clock.currentTimeMillis) / 1000)
+      return yield* fail(normalized("rate_limited", "The daily execution quota of this project is used up.", Math.max(1, daily.resetAt - now)))
+    }
+  })
+
+  /** Waits for the terminal record of an async execution, reporting running on the way. */
+  const waitFor = (tool: ToolDefinition, request: CallRequest, token: ProgressToken | undefined, record: ExecutionRecord) =>
+    Effect.gen(function*() {
+      if (token !== undefined) yield* request.notify(progressNotification(token, record))
+      const progress = token === undefined
+        ? Effect.never
+        : Effect.scoped(followStages(feed, executions, record, (next) => isTerminal(next) ? Effect.void : request.notify(progressNotification(token, next))))
+      const waited = executions.awaitTerminal(request.session.projectId, undefined, record.executionId, tool.timeoutMs + 60_000)
+      const done = yield* Effect.raceFirst(Effect.orDie(waited), Effect.andThen(progress, Effect.never))
+      if (token !== undefined && isTerminal(done)) yield* request.notify(progressNotification(token, done))
+      return done
+    })
+
+  const run = Effect.fnUntraced(function*(tool: ToolDefinition, input: unknown, request: CallRequest, meta: CallMeta) {
+    const user = callUser(request.session.userId, request.headerUserId, meta[USER_META], request.session.pinnedUserId)
+    if (!("userId" in user)) return yield* fail(toNormalized(user))
+    yield* takeExecuteTokens(request.session.projectId)
+    const command: ExecuteCommand = {
+      projectId: request.session.projectId,
+      userId: user.userId,
+      tool: tool.name,
+      input: input ?? {},
+      mode: request.task !== undefined || tool.asyncByNature ? "async" : "sync",
+      connectionId: meta[CONNECTION_META],
+      attachments: meta[ATTACHMENTS_META],
+      idempotencyKey: meta[IDEMPOTENCY_META] ?? `mcp:${request.session.sessionId}:${String(request.requestId)}`
+    }
+    const { record } = yield* Effect.mapError(executions.execute(command), toNormalized)
+    const token = meta.progressToken
+    if (request.task !== undefined) return { task: yield* tasks.open(request.session, record, request.task.ttl, token) }
+    if (isTerminal(record)) {
+      yield* reportStages(token, request, record)
+      return { result: recordResult(record) }
+    }
+    return { result: recordResult(yield* waitFor(tool, request, token, record)) }
+  })
+
+  /** The tool a call names, directly or through service.execute_tool, with its input. */
+  const target = Effect.fnUntraced(function*(request: CallRequest) {
+    if (request.name !== EXECUTE_TOOL) {
+      const tool = findTool(request.name)
+      if (tool === undefined) return yield* new RpcFailure({ code: -32602, message: `Unknown tool: ${request.name}` })
+      return { tool, input: request.arguments, via: undefined }
+    }
+    const args = yield* Effect.result(decodeExecute(request.arguments ?? {}))
+    if (args._tag === "Failure") return { problem: toNormalized(args.failure) }
+    const tool = findTool(args.success.name)
+    if (tool === undefined) return { problem: normalized("invalid_input", `Unknown tool ${args.success.name}.`) }
+    return { tool, input: args.success.input ?? {}, via: EXECUTE_TOOL }
+  })
+
+  /** Answers one tools/call. */
+  const call = Effect.fnUntraced(function*(request: CallRequest): Effect.fn.Return<CallAnswer, RpcFailure, Scope.Scope> {
+    const tasksOn = request.session.tasks
+    if (request.task !== undefined && !tasksOn) {
+      return yield* new RpcFailure({ code: -32601, message: "Tasks were not negotiated in this session." })
+    }
+    if (request.name === SEARCH_TOOL) {
+      if (request.task !== undefined) return yield* new RpcFailure({ code: -32601, message: `${SEARCH_TOOL} does not run as a task.` })
+      return { result: yield* search(request) }
+    }
+    const found = yield* target(request)
+    if ("problem" in found) return { result: errorResult(found.problem) }
+    if (tasksOn && found.via === undefined && found.tool.asyncByNature && request.task === undefined) {
+      return yield* new RpcFailure({ code: -32601, message: `${found.tool.name} runs only as a task (taskSupport: required).` })
+    }
+    const meta = yield* Effect.result(decodeMeta(request.meta))
+    if (meta._tag === "Failure") return { result: errorResult(meta.failure) }
+    return yield* run(found.tool, found.input, request, meta.success).pipe(
+      Effect.catch((error: NormalizedError) => Effect.succeed({ result: errorResult(error) }))
+    )
+  })
+
+  return { call }
+}

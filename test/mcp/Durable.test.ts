@@ -1,0 +1,108 @@
+/**
+ * With a database (spec, "Limits: MCP"; decisions.md section 7): sessions are rows of
+ * `mcp_sessions`, served by any gateway on the same Postgres and after a restart; tasks answer
+ * from the execution records after a restart; a GET stream on one gateway gets the notifications
+ * of a task another gateway created; expired and deleted sessions are 404 everywhere.
+ */
+import { CallToolResultSchema, CreateTaskResultSchema, TaskStatusNotificationSchema } from "@modelcontextprotocol/sdk/types.js"
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { createTestDatabase, dropTestDatabase, postgresAvailable, runSql } from "../support/Database.ts"
+import { connect } from "./support/Clients.ts"
+import { type GatewayUnderTest, startGateway } from "./support/Gateway.ts"
+import { headersFor, messageOf, openSession, post } from "./support/Raw.ts"
+
+const USER = { "x-service-user-id": "user_1" }
+const LIST = { jsonrpc: "2.0", id: 1, method: "tools/list", params: {} }
+
+describe.skipIf(!postgresAvailable)("MCP sessions with a database", () => {
+  let url = ""
+  let env: Record<string, string> = {}
+  let first: GatewayUnderTest
+  let second: GatewayUnderTest
+
+  beforeAll(async () => {
+    url = await createTestDatabase("mcp")
+    env = { SERVICE_DATABASE_URL: url, SERVICE_SECRET_KEY: Buffer.alloc(32, 9).toString("base64") }
+    first = await startGateway(env)
+    // A second instance of the service on the same database.
+    second = await startGateway(env)
+  })
+  afterAll(async () => {
+    await second?.close().catch(() => undefined)
+    await first?.close().catch(() => undefined)
+    if (url !== "") await dropTestDatabase(url)
+  })
+
+  it("keeps a session as a row: identity, version and negotiated capabilities, expiry 24 h on", async () => {
+    const session = await openSession(first.url, { headers: USER })
+    const [row] = await runSql<Record<string, unknown>>(url, `SELECT * FROM mcp_sessions WHERE session_id = '${session}'`)
+    expect(row).toMatchObject({ project_id: "proj_test", user_id: "user_1", pinned_user_id: null, protocol_version: "2025-11-25", tasks: true })
+    expect(row!.key_hash).toMatch(/^[0-9a-f]{64}$/)
+    expect(row!.client_capabilities).toEqual({ tasks: {} })
+    expect(Number(row!.expires_ms) - Number(row!.created_ms)).toBe(24 * 60 * 60 * 1000)
+  })
+
+  it("serves a session made by one gateway from another, and its tasks too", async () => {
+    const session = await openSession(first.url, { headers: USER })
+    expect((await post(second.url, LIST, { session, headers: USER })).status).toBe(200)
+    const created = await messageOf(await post(first.url, {
+      jsonrpc: "2.0",
+      id: 2,
+      method: "tools/call",
+      params: { name: "demo.sleep", arguments: { ms: 200 }, task: {} }
+    }, { session, headers: USER }))
+    const taskId = (created.result as { task: { taskId: string } }).task.taskId
+    const result = await messageOf(await post(second.url, { jsonrpc: "2.0", id: 3, method: "tasks/result", params: { taskId } }, { session, headers: USER }))
+    expect(result.result).toMatchObject({ structuredContent: { sleptMs: 200 } })
+  })
+
+  it("delivers a task's status to a GET stream on another gateway, through the log", async () => {
+    const listener = await connect(second.url, { headers: USER })
+    const statuses: Array<string> = []
+    listener.client.setNotificationHandler(TaskStatusNotificationSchema, (n) => void statuses.push(n.params.status))
+    await new Promise((resolve) => setTimeout(resolve, 300))
+    const sessionId = listener.transport.sessionId!
+    const created = await messageOf(await post(first.url, {
+      jsonrpc: "2.0",
+      id: 9,
+      method: "tools/call",
+      params: { name: "demo.echo", arguments: {}, task: {} }
+    }, { session: sessionId, headers: USER }))
+    expect(created.result).toHaveProperty("task")
+    const deadline = Date.now() + 10_000
+    while (statuses.length === 0 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 25))
+    expect(statuses).toEqual(["completed"])
+    await listener.close()
+  })
+
+  it("answers 404 on every gateway for a deleted or expired session, and drops the expired row", async () => {
+    const deleted = await openSession(first.url)
+    expect((await fetch(second.url, { method: "DELETE", headers: headersFor({ session: deleted }) })).status).toBe(204)
+    expect((await post(first.url, LIST, { session: deleted })).status).toBe(404)
+    const expired = await openSession(first.url)
+    await runSql(url, `UPDATE mcp_sessions SET expires_ms = 0 WHERE session_id = '${expired}'`)
+    expect((await post(second.url, LIST, { session: expired })).status).toBe(404)
+    expect(await runSql(url, `SELECT 1 FROM mcp_sessions WHERE session_id = '${expired}'`)).toEqual([])
+  })
+
+  it("keeps sessions and tasks across a restart of the service", async () => {
+    const client = await connect(first.url, { headers: USER })
+    const sessionId = client.transport.sessionId!
+    const created = await client.client.request({ method: "tools/call", params: { name: "demo.echo", arguments: { kept: true }, task: {} } }, CreateTaskResultSchema)
+    await client.client.experimental.tasks.getTaskResult(created.task.taskId, CallToolResultSchema)
+    await client.client.close()
+    await second.close()
+    await first.close()
+
+    const restarted = await startGateway(env)
+    try {
+      expect((await post(restarted.url, LIST, { session: sessionId, headers: USER })).status).toBe(200)
+      const task = await messageOf(await post(restarted.url, { jsonrpc: "2.0", id: 5, method: "tasks/get", params: { taskId: created.task.taskId } }, { session: sessionId, headers: USER }))
+      expect(task.result).toMatchObject({ taskId: created.task.taskId, status: "completed" })
+      const result = await messageOf(await post(restarted.url, { jsonrpc: "2.0", id: 6, method: "tasks/result", params: { taskId: created.task.taskId } }, { session: sessionId, headers: USER }))
+      expect(result.result).toMatchObject({ structuredContent: { kept: true } })
+    } finally {
+      await restarted.close()
+    }
+  })
+})

@@ -1,0 +1,148 @@
+/**
+ * The session's GET stream (spec, "MCP notifications"; decisions.md section 7): tool-list
+ * changes when the session user's connections are created, deleted or expire, event ids that
+ * `Last-Event-ID` resumes from, one live stream per session, and its end with the session.
+ */
+import { ToolListChangedNotificationSchema } from "@modelcontextprotocol/sdk/types.js"
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { connect } from "./support/Clients.ts"
+import { type GatewayUnderTest, startGateway } from "./support/Gateway.ts"
+import { headersFor, messageOf, openSession, post, readEvents } from "./support/Raw.ts"
+
+const createConnection = async (gw: GatewayUnderTest, userId: string, extra: Record<string, unknown> = {}) => {
+  const response = await gw.service.fetch("/v1/connections", {
+    method: "POST",
+    json: { userId, toolkit: "slack", authClass: "bearer", credentials: { token: "xoxb-2" }, scopes: ["chat:write"], ...extra }
+  })
+  expect(response.status).toBe(201)
+  return (await response.json() as { connectionId: string }).connectionId
+}
+
+const eventually = async <A>(read: () => A, done: (value: A) => boolean, timeoutMs = 10_000): Promise<A> => {
+  const deadline = Date.now() + timeoutMs
+  while (true) {
+    const value = read()
+    if (done(value) || Date.now() > deadline) return value
+    await new Promise((resolve) => setTimeout(resolve, 20))
+  }
+}
+
+const openStream = (gw: GatewayUnderTest, session: string, headers: Record<string, string> = {}) =>
+  fetch(gw.url, { headers: headersFor({ session, accept: "text/event-stream", headers }) })
+
+describe("the session's GET stream", () => {
+  let gw: GatewayUnderTest
+  beforeAll(async () => {
+    gw = await startGateway()
+  })
+  afterAll(() => gw.close())
+
+  it("sends tools/list_changed when a connection of the session's user is created or deleted, not for others", async () => {
+    const mine = await connect(gw.url, { headers: { "x-service-user-id": "erin" } })
+    const theirs = await connect(gw.url, { headers: { "x-service-user-id": "frank" } })
+    let changes = 0
+    let others = 0
+    mine.client.setNotificationHandler(ToolListChangedNotificationSchema, () => void changes++)
+    theirs.client.setNotificationHandler(ToolListChangedNotificationSchema, () => void others++)
+    await new Promise((resolve) => setTimeout(resolve, 300))
+    const connectionId = await createConnection(gw, "erin")
+    expect(await eventually(() => changes, (n) => n === 1)).toBe(1)
+    expect((await mine.client.listTools()).tools.map((t) => t.name)).toContain("slack.post_message")
+    expect((await gw.service.fetch(`/v1/connections/${connectionId}`, { method: "DELETE" })).status).toBe(204)
+    expect(await eventually(() => changes, (n) => n === 2)).toBe(2)
+    expect((await mine.client.listTools()).tools.map((t) => t.name)).not.toContain("slack.post_message")
+    expect(others).toBe(0)
+    await mine.close()
+    await theirs.close()
+  })
+
+  it("sends tools/list_changed when a connection of the session's user expires", async () => {
+    const mine = await connect(gw.url, { headers: { "x-service-user-id": "gina" } })
+    let changes = 0
+    mine.client.setNotificationHandler(ToolListChangedNotificationSchema, () => void changes++)
+    await new Promise((resolve) => setTimeout(resolve, 300))
+    await createConnection(gw, "gina", { expiresAt: new Date(Date.now() + 1500).toISOString() })
+    expect(await eventually(() => changes, (n) => n === 1)).toBe(1)
+    expect(await eventually(() => changes, (n) => n === 2, 5000)).toBe(2)
+    expect((await mine.client.listTools()).tools.map((t) => t.name)).not.toContain("slack.post_message")
+    await mine.close()
+  })
+
+  it("gives each event a log position as id and replays what was missed from Last-Event-ID", async () => {
+    const user = { "x-service-user-id": "hank" }
+    const session = await openSession(gw.url, { headers: user })
+    const first = await openStream(gw, session, user)
+    expect(first.headers.get("content-type")).toMatch(/^text\/event-stream/)
+    const [priming] = await readEvents(first, 1)
+    expect(priming).toMatchObject({ data: "" })
+    expect(priming!.id).toMatch(/^\d+:\d+$/)
+    // While no stream is open: a connection, and a task with progress.
+    await createConnection(gw, "hank")
+    const call = await messageOf(await post(gw.url, {
+      jsonrpc: "2.0",
+      id: 1,
+      method: "tools/call",
+      params: { name: "demo.sleep", arguments: { ms: 200 }, task: {}, _meta: { progressToken: "p1" } }
+    }, { session, headers: user }))
+    const taskId = (call.result as { task: { taskId: string } }).task.taskId
+    await new Promise((resolve) => setTimeout(resolve, 600))
+    const resumed = await fetch(gw.url, { headers: headersFor({ session, accept: "text/event-stream", headers: { ...user, "last-event-id": priming!.id! } }) })
+    const events = (await readEvents(resumed, 6)).slice(1).map((e) => ({ id: e.id, message: JSON.parse(e.data) as { method: string; params?: Record<string, unknown> } }))
+    expect(events.map((e) => e.message.method)).toEqual([
+      "notifications/tools/list_changed",
+      "notifications/progress",
+      "notifications/progress",
+      "notifications/progress",
+      "notifications/tasks/status"
+    ])
+    expect(events.slice(1, 4).map((e) => e.message.params)).toEqual([0, 1, 2].map((progress) =>
+      expect.objectContaining({ progressToken: "p1", progress, total: 2 })
+    ))
+    expect(events[4]!.message.params).toMatchObject({ taskId, status: "completed" })
+    const ids = events.map((e) => e.id!)
+    expect(new Set(ids).size).toBe(ids.length)
+    // From the last id on, nothing is sent again.
+    const again = await fetch(gw.url, { headers: headersFor({ session, accept: "text/event-stream", headers: { ...user, "last-event-id": ids.at(-1)! } }) })
+    expect((await readEvents(again, 2, 500)).length).toBe(1)
+    const bad = await fetch(gw.url, { headers: headersFor({ session, accept: "text/event-stream", headers: { ...user, "last-event-id": "nonsense" } }) })
+    expect(bad.status).toBe(400)
+  })
+
+  it("ends the stream when the session is deleted", async () => {
+    const session = await openSession(gw.url)
+    const stream = await openStream(gw, session)
+    const reader = stream.body!.getReader()
+    await reader.read()
+    expect((await fetch(gw.url, { method: "DELETE", headers: headersFor({ session }) })).status).toBe(204)
+    const end = await Promise.race([
+      (async () => {
+        while (!(await reader.read()).done) {
+          // Drain until the end.
+        }
+        return "ended"
+      })(),
+      new Promise((resolve) => setTimeout(() => resolve("open"), 3000))
+    ])
+    expect(end).toBe("ended")
+  })
+
+  it("keeps one live stream per session: a newer one ends the older", async () => {
+    const session = await openSession(gw.url)
+    const older = await openStream(gw, session)
+    const reader = older.body!.getReader()
+    await reader.read()
+    const newer = await openStream(gw, session)
+    expect(newer.status).toBe(200)
+    const end = await Promise.race([
+      (async () => {
+        while (!(await reader.read()).done) {
+          // Drain until the end.
+        }
+        return "ended"
+      })(),
+      new Promise((resolve) => setTimeout(() => resolve("open"), 3000))
+    ])
+    expect(end).toBe("ended")
+    await newer.body?.cancel()
+  })
+})

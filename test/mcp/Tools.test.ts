@@ -1,0 +1,263 @@
+/**
+ * initialize, tools/list and tools/call through the official SDK client (spec, "MCP gateway";
+ * decisions.md section 7): capabilities, discovery modes, descriptors, the built-in tools,
+ * results and errors, user precedence, call metadata and idempotency, async-by-nature tools.
+ */
+import { McpError, type Tool } from "@modelcontextprotocol/sdk/types.js"
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { PINNED_KEY } from "../support/Service.ts"
+import { connect } from "./support/Clients.ts"
+import { type GatewayUnderTest, startGateway } from "./support/Gateway.ts"
+import { messageOf, openSession, post } from "./support/Raw.ts"
+
+const USER = { "x-service-user-id": "user_1" }
+
+type Result = { isError?: boolean; structuredContent?: unknown; content: Array<{ type: string; text?: string }>; _meta?: Record<string, unknown> }
+
+const errorOf = (result: Result) => result._meta?.["dev.service/error"] as { code: string; retryable: boolean; retryAfter?: number } | undefined
+const executionOf = (result: Result) => result._meta?.["dev.service/execution"] as { executionId: string; status: string; tool: string } | undefined
+
+const rpcCode = async (promise: Promise<unknown>) => {
+  try {
+    await promise
+    return undefined
+  } catch (error) {
+    return error instanceof McpError ? error.code : String(error)
+  }
+}
+
+describe("tools in catalog mode", () => {
+  let gw: GatewayUnderTest
+  beforeAll(async () => {
+    gw = await startGateway()
+  })
+  afterAll(() => gw.close())
+
+  it("advertises tasks and lists taskSupport only when tasks were negotiated (capability or its experimental alias)", async () => {
+    for (const tasks of ["tasks", "experimental"] as const) {
+      const { client, close } = await connect(gw.url, { tasks })
+      expect(client.getServerCapabilities()?.tasks).toMatchObject({ requests: { tools: { call: {} } } })
+      const tools = (await client.listTools()).tools
+      const byName = new Map(tools.map((tool) => [tool.name, tool]))
+      expect(byName.get("demo.sleep")?.execution).toEqual({ taskSupport: "required" })
+      expect(byName.get("demo.echo")?.execution).toEqual({ taskSupport: "optional" })
+      expect(byName.get("service.execute_tool")?.execution).toEqual({ taskSupport: "optional" })
+      await close()
+    }
+    const { client, close } = await connect(gw.url, { tasks: "none" })
+    expect((await client.listTools()).tools.every((tool) => tool.execution === undefined)).toBe(true)
+    await close()
+  })
+
+  it("lists the built-ins without and provider tools with _meta[\"dev.service/tool\"], under canonical names", async () => {
+    const { client, close } = await connect(gw.url)
+    const tools = (await client.listTools()).tools
+    const names = tools.map((tool) => tool.name)
+    expect(names.slice(0, 2)).toEqual(["service.search_tools", "service.execute_tool"])
+    for (const tool of tools.slice(0, 2)) expect(tool._meta).toBeUndefined()
+    const echo = tools.find((tool) => tool.name === "demo.echo") as Tool
+    expect(echo._meta?.["dev.service/tool"]).toMatchObject({ toolkit: "demo", capability: "demo", version: "1.0.0", wireName: "demo__echo" })
+    expect(echo.inputSchema.type).toBe("object")
+    expect(echo.annotations).toMatchObject({ title: "Echo", readOnlyHint: true })
+    // A session without a user lists every tool, connected toolkits included.
+    expect(names).toEqual(expect.arrayContaining(["slack.post_message", "github.create_issue", "http.request"]))
+    await close()
+  })
+
+  it("lists a user's tools: toolkits needing no connection, and those the user has a live connection for", async () => {
+    const listed = async (user: string) => {
+      const { client, close } = await connect(gw.url, { headers: { "x-service-user-id": user } })
+      const names = (await client.listTools()).tools.map((tool) => tool.name)
+      await close()
+      return names
+    }
+    expect(await listed("carol")).not.toContain("slack.post_message")
+    const created = await gw.service.fetch("/v1/connections", {
+      method: "POST",
+      json: { userId: "carol", toolkit: "slack", authClass: "bearer", credentials: { token: "xoxb-1" }, scopes: ["chat:write"] }
+    })
+    expect(created.status).toBe(201)
+    const names = await listed("carol")
+    expect(names).toContain("slack.post_message")
+    expect(names).not.toContain("github.create_issue")
+    expect(names).toContain("demo.echo")
+    expect(await listed("dave")).not.toContain("slack.post_message")
+  })
+
+  it("calls a tool: output as structuredContent and text, the execution in _meta", async () => {
+    const { client, close } = await connect(gw.url, { headers: USER })
+    const result = await client.callTool({ name: "demo.echo", arguments: { hello: "world" } }) as Result
+    expect(result.isError).toBeUndefined()
+    expect(result.structuredContent).toEqual({ hello: "world" })
+    expect(JSON.parse(result.content[0]!.text!)).toEqual({ hello: "world" })
+    expect(result._meta?.["dev.service/execution"]).toMatchObject({
+      tool: "demo.echo",
+      toolVersion: "1.0.0",
+      status: "succeeded",
+      latencyMs: expect.any(Number)
+    })
+    const execution = executionOf(result)!
+    expect(execution.executionId).toMatch(/^exe_/)
+    // The same execution as /v1 shows it: one code path.
+    const record = await (await gw.service.fetch(`/v1/executions/${execution.executionId}`)).json() as { userId: string; mode: string }
+    expect(record).toMatchObject({ userId: "user_1", mode: "sync" })
+    // The wire name calls the same tool.
+    expect(((await client.callTool({ name: "demo__echo", arguments: { a: 1 } })) as Result).structuredContent).toEqual({ a: 1 })
+    await close()
+  })
+
+  it("answers a failing tool with isError, the normalized error twice, the execution and no structuredContent", async () => {
+    const { client, close } = await connect(gw.url, { headers: USER })
+    const result = await client.callTool({ name: "demo.fail", arguments: { code: "rate_limited", retryAfter: 7 } }) as Result
+    expect(result.isError).toBe(true)
+    expect(result.structuredContent).toBeUndefined()
+    expect(errorOf(result)).toEqual({ code: "rate_limited", message: expect.any(String), retryable: true, retryAfter: 7 })
+    expect(JSON.parse(result.content[0]!.text!)).toEqual(errorOf(result))
+    expect(executionOf(result)).toMatchObject({ status: "failed", tool: "demo.fail" })
+    await close()
+  })
+
+  it("answers an unknown tool with JSON-RPC -32602, refused arguments and a missing user with isError", async () => {
+    const { client, close } = await connect(gw.url, { headers: USER })
+    expect(await rpcCode(client.callTool({ name: "demo.nope", arguments: {} }))).toBe(-32602)
+    const refused = await client.callTool({ name: "demo.fail", arguments: { code: "teapot" } }) as Result
+    expect(errorOf(refused)?.code).toBe("invalid_input")
+    expect(executionOf(refused)).toBeUndefined()
+    await close()
+    const anonymous = await connect(gw.url)
+    const missing = await anonymous.client.callTool({ name: "demo.echo", arguments: {} }) as Result
+    expect(errorOf(missing)).toMatchObject({ code: "invalid_input", message: expect.stringContaining("No user") })
+    const named = await anonymous.client.callTool({ name: "demo.echo", arguments: {}, _meta: { "dev.service/userId": "user_9" } }) as Result
+    const record = await (await gw.service.fetch(`/v1/executions/${executionOf(named)!.executionId}`)).json() as { userId: string }
+    expect(record.userId).toBe("user_9")
+    await anonymous.close()
+  })
+
+  it("holds a pinned key to its user: _meta naming another is auth_insufficient_scope, none means the pinned user", async () => {
+    const { client, close } = await connect(gw.url, { key: PINNED_KEY })
+    const other = await client.callTool({ name: "demo.echo", arguments: {}, _meta: { "dev.service/userId": "user_2" } }) as Result
+    expect(errorOf(other)?.code).toBe("auth_insufficient_scope")
+    const own = await client.callTool({ name: "demo.echo", arguments: {} }) as Result
+    const record = await (await gw.service.fetch(`/v1/executions/${executionOf(own)!.executionId}`)).json() as { userId: string }
+    expect(record.userId).toBe("user_1")
+    await close()
+  })
+
+  it("searches the catalog with service.search_tools and runs a found tool with service.execute_tool", async () => {
+    const { client, close } = await connect(gw.url, { headers: USER })
+    const found = await client.callTool({ name: "service.search_tools", arguments: { query: "slack message", limit: 2 } }) as Result
+    const cards = (found.structuredContent as { tools: Array<{ name: string; toolkit: string; input: unknown }> }).tools
+    expect(cards[0]).toMatchObject({ name: "slack.post_message", toolkit: "slack", input: { required: ["channel", "text"] } })
+    expect(cards.length).toBeLessThanOrEqual(2)
+    expect(found._meta?.["dev.service/execution"]).toBeUndefined()
+    const extra = await client.callTool({ name: "service.search_tools", arguments: { query: "x", extra: 1 } }) as Result
+    expect(errorOf(extra)?.code).toBe("invalid_input")
+    const tooMany = await client.callTool({ name: "service.search_tools", arguments: { query: "x", limit: 51 } }) as Result
+    expect(errorOf(tooMany)?.code).toBe("invalid_input")
+    const ran = await client.callTool({ name: "service.execute_tool", arguments: { name: "demo.echo", input: { via: "execute" } } }) as Result
+    expect(ran.structuredContent).toEqual({ via: "execute" })
+    expect(executionOf(ran)?.tool).toBe("demo.echo")
+    const unknown = await client.callTool({ name: "service.execute_tool", arguments: { name: "demo.nope" } }) as Result
+    expect(errorOf(unknown)?.code).toBe("invalid_input")
+    await close()
+  })
+
+  it("keys a call by mcp:<session>:<json-rpc id> unless _meta names a key", async () => {
+    const session = await openSession(gw.url, { headers: USER })
+    const call = (id: number, args: unknown, meta: Record<string, unknown> = {}) =>
+      post(gw.url, { jsonrpc: "2.0", id, method: "tools/call", params: { name: "demo.echo", arguments: args, _meta: meta } }, { session, headers: USER })
+        .then(messageOf)
+        .then((m) => m.result as Result)
+    const first = await call(41, { n: 1 })
+    const again = await call(41, { n: 1 })
+    expect(executionOf(again)?.executionId).toBe(executionOf(first)?.executionId)
+    const other = await call(42, { n: 1 })
+    expect(executionOf(other)?.executionId).not.toBe(executionOf(first)?.executionId)
+    // The same JSON-RPC id with other input: the key's first use wins.
+    expect(errorOf(await call(41, { n: 2 }))?.code).toBe("invalid_input")
+    const keyed = await call(50, { k: 1 }, { "dev.service/idempotencyKey": "client-key-1" })
+    const keyedAgain = await call(51, { k: 1 }, { "dev.service/idempotencyKey": "client-key-1" })
+    expect(executionOf(keyedAgain)?.executionId).toBe(executionOf(keyed)?.executionId)
+    const replayed = await (await gw.service.fetch(`/v1/executions/${executionOf(keyed)!.executionId}`)).json() as { replayed?: boolean }
+    expect(replayed.replayed).toBe(true)
+  })
+
+  it("takes a named connection from _meta and refuses a bad one as isError", async () => {
+    const { client, close } = await connect(gw.url, { headers: USER })
+    const result = await client.callTool({ name: "demo.echo", arguments: {}, _meta: { "dev.service/connectionId": "conn_00000000000000000000000000000000" } }) as Result
+    expect(errorOf(result)?.code).toBe("invalid_input")
+    const badMeta = await client.callTool({ name: "demo.echo", arguments: {}, _meta: { "dev.service/connectionId": 5 } }) as Result
+    expect(errorOf(badMeta)?.code).toBe("invalid_input")
+    await close()
+  })
+
+  it("runs an async-by-nature tool async and waits for it when tasks were not negotiated, with progress", async () => {
+    const { client, close } = await connect(gw.url, { headers: USER, tasks: "none" })
+    const progress: Array<{ progress: number; message?: string }> = []
+    const result = await client.callTool({ name: "demo.sleep", arguments: { ms: 300 } }, undefined, {
+      onprogress: (p) => void progress.push({ progress: p.progress, ...(p.message !== undefined ? { message: p.message } : {}) })
+    }) as Result
+    expect(result.structuredContent).toEqual({ sleptMs: 300 })
+    const record = await (await gw.service.fetch(`/v1/executions/${executionOf(result)!.executionId}`)).json() as { mode: string }
+    expect(record.mode).toBe("async")
+    expect(progress.map((p) => p.message)).toEqual(["queued", "running", "succeeded"])
+    expect(progress.map((p) => p.progress)).toEqual([0, 1, 2])
+    await close()
+  })
+
+  it("refuses a plain call of a task-required tool (-32601) and a task on a forbidden one once tasks are negotiated", async () => {
+    const session = await openSession(gw.url, { headers: USER })
+    const plain = await messageOf(await post(gw.url, { jsonrpc: "2.0", id: 1, method: "tools/call", params: { name: "demo.sleep", arguments: { ms: 1 } } }, { session, headers: USER }))
+    expect(plain.error).toMatchObject({ code: -32601 })
+    const search = await messageOf(await post(gw.url, { jsonrpc: "2.0", id: 2, method: "tools/call", params: { name: "service.search_tools", arguments: { query: "x" }, task: {} } }, { session, headers: USER }))
+    expect(search.error).toMatchObject({ code: -32601 })
+  })
+})
+
+describe("tools in search mode, with SERVICE_USER_ID", () => {
+  let gw: GatewayUnderTest
+  beforeAll(async () => {
+    gw = await startGateway({ SERVICE_MCP_TOOLS: "search", SERVICE_USER_ID: "configured_user" })
+  })
+  afterAll(() => gw.close())
+
+  it("lists only service.search_tools and service.execute_tool", async () => {
+    const { client, close } = await connect(gw.url)
+    expect((await client.listTools()).tools.map((tool) => tool.name)).toEqual(["service.search_tools", "service.execute_tool"])
+    await close()
+  })
+
+  it("acts for SERVICE_USER_ID before the header and _meta", async () => {
+    const { client, close } = await connect(gw.url, { headers: { "x-service-user-id": "header_user" } })
+    const result = await client.callTool({ name: "service.execute_tool", arguments: { name: "demo.echo" }, _meta: { "dev.service/userId": "meta_user" } }) as Result
+    const record = await (await gw.service.fetch(`/v1/executions/${executionOf(result)!.executionId}`)).json() as { userId: string }
+    expect(record.userId).toBe("configured_user")
+    await close()
+  })
+
+  it("refuses a pinned key when SERVICE_USER_ID names another user (403)", async () => {
+    const response = await post(gw.url, { jsonrpc: "2.0", id: 0, method: "initialize", params: { protocolVersion: "2025-11-25", capabilities: {}, clientInfo: { name: "x", version: "1" } } }, { key: PINNED_KEY })
+    expect(response.status).toBe(403)
+  })
+})
+
+describe("the execute rate limit over MCP", () => {
+  let gw: GatewayUnderTest
+  beforeAll(async () => {
+    gw = await startGateway({ SERVICE_RATE_LIMIT_EXECUTE_BURST: "2", SERVICE_RATE_LIMIT_EXECUTE_PER_MINUTE: "1" })
+  })
+  afterAll(() => gw.close())
+
+  it("answers a call refused by the execute bucket with isError rate_limited, retryable, with an integer retryAfter", async () => {
+    const { client, close } = await connect(gw.url, { headers: USER })
+    const results: Array<Result> = []
+    for (let i = 0; i < 3; i++) results.push(await client.callTool({ name: "demo.echo", arguments: { i } }) as Result)
+    expect(results.slice(0, 2).every((r) => r.isError === undefined)).toBe(true)
+    const refused = errorOf(results[2]!)
+    expect(refused).toMatchObject({ code: "rate_limited", retryable: true })
+    expect(Number.isInteger(refused?.retryAfter)).toBe(true)
+    // The search takes no execute token.
+    expect(((await client.callTool({ name: "service.search_tools", arguments: { query: "echo" } })) as Result).isError).toBeUndefined()
+    await close()
+  })
+})
