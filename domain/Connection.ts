@@ -1,9 +1,42 @@
 /**
- * Connections (decisions.md section 4): the pure rules. Which credential fields each auth class
- * takes, what a valid expiry is, and which connection an execution uses. No clock: `now` comes
- * in as an argument.
+ * Connections (decisions.md section 4): the events of a connection's stream and the pure rules.
+ * Which credential fields each auth class takes, what a valid expiry is, and which connection an
+ * execution uses. No clock: `now` comes in as an argument.
  */
+import { Schema } from "effect"
 import type { AuthClass, ToolkitManifest } from "./catalog/Catalog.ts"
+import { envelopeTypedStreamCodec } from "./EventCodec.ts"
+
+export const CONNECTION_STREAM_TYPE = "connection"
+export const connectionStreamId = (connectionId: string): string => `connection-${connectionId}`
+
+/** Schema version 1. `credentials` is `Secrets.seal(JSON of the fields)`, never plain. */
+export const ConnectionCreated = Schema.Struct({
+  type: Schema.Literal("ConnectionCreated"),
+  connectionId: Schema.String,
+  projectId: Schema.String,
+  userId: Schema.String,
+  toolkit: Schema.String,
+  authClass: Schema.String,
+  scopes: Schema.Array(Schema.String),
+  expiresAt: Schema.optionalKey(Schema.String),
+  createdAt: Schema.String,
+  credentials: Schema.String
+})
+export type ConnectionCreated = typeof ConnectionCreated.Type
+export const ConnectionDeleted = Schema.Struct({
+  type: Schema.Literal("ConnectionDeleted"),
+  connectionId: Schema.String,
+  projectId: Schema.String,
+  deletedAt: Schema.String
+})
+export type ConnectionDeleted = typeof ConnectionDeleted.Type
+
+export const ConnectionEvent = Schema.Union([ConnectionCreated, ConnectionDeleted])
+export type ConnectionEvent = typeof ConnectionEvent.Type
+
+/** Connection events were written before they had schemas: their data leaves the type to the log. */
+export const connectionCodec = envelopeTypedStreamCodec(CONNECTION_STREAM_TYPE, ConnectionEvent)
 
 /** The fields each auth class takes: required ones, then optional ones; nothing else. */
 const CREDENTIAL_FIELDS: Record<AuthClass, { readonly required: ReadonlyArray<string>; readonly optional: ReadonlyArray<string> }> = {

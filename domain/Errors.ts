@@ -1,6 +1,8 @@
 /**
  * Normalized errors: the codes of the spec's Errors section, their retryability, and the typed
- * domain errors that carry them. The HTTP and MCP edges map these once (http/Envelope.ts).
+ * domain errors that carry them. Each error class also carries its HTTP status (decisions.md
+ * section 2) as its `httpApiStatus` annotation, the way Effect's HttpApi reads it; the HTTP edge
+ * answers with that status (http/server/Envelope.ts), so the status has one source.
  */
 import { Predicate, Schema } from "effect"
 
@@ -60,52 +62,52 @@ export const toNormalized = (failure: ServiceFailure): NormalizedError =>
 
 const message = { message: Schema.String }
 
-/** Malformed JSON, unknown field, schema failure, bad cursor: 422 unless the edge says otherwise. */
-export class InvalidInput extends Schema.TaggedError<InvalidInput>()("InvalidInput", message) {
+/** Malformed JSON, unknown field, schema failure, bad cursor: 422 unless the edge says otherwise (400, 413, 415). */
+export class InvalidInput extends Schema.TaggedError<InvalidInput>()("InvalidInput", message, { httpApiStatus: 422 }) {
   readonly code = "invalid_input" as const
 }
 
 /** A command that the resource's state forbids (cancel of a terminal execution): 409. */
-export class StateConflict extends Schema.TaggedError<StateConflict>()("StateConflict", message) {
+export class StateConflict extends Schema.TaggedError<StateConflict>()("StateConflict", message, { httpApiStatus: 409 }) {
   readonly code = "invalid_input" as const
 }
 
-export class AuthMissing extends Schema.TaggedError<AuthMissing>()("AuthMissing", message) {
+export class AuthMissing extends Schema.TaggedError<AuthMissing>()("AuthMissing", message, { httpApiStatus: 401 }) {
   readonly code = "auth_missing" as const
 }
 
-export class AuthExpired extends Schema.TaggedError<AuthExpired>()("AuthExpired", message) {
+export class AuthExpired extends Schema.TaggedError<AuthExpired>()("AuthExpired", message, { httpApiStatus: 401 }) {
   readonly code = "auth_expired" as const
 }
 
-export class InsufficientScope extends Schema.TaggedError<InsufficientScope>()("InsufficientScope", message) {
+export class InsufficientScope extends Schema.TaggedError<InsufficientScope>()("InsufficientScope", message, { httpApiStatus: 403 }) {
   readonly code = "auth_insufficient_scope" as const
 }
 
-export class NotFound extends Schema.TaggedError<NotFound>()("NotFound", message) {
+export class NotFound extends Schema.TaggedError<NotFound>()("NotFound", message, { httpApiStatus: 404 }) {
   readonly code = "not_found" as const
 }
 
 export class RateLimited extends Schema.TaggedError<RateLimited>()("RateLimited", {
   message: Schema.String,
   retryAfter: Schema.optional(Schema.Int)
-}) {
+}, { httpApiStatus: 429 }) {
   readonly code = "rate_limited" as const
 }
 
-export class Timeout extends Schema.TaggedError<Timeout>()("Timeout", message) {
+export class Timeout extends Schema.TaggedError<Timeout>()("Timeout", message, { httpApiStatus: 504 }) {
   readonly code = "timeout" as const
 }
 
-export class ProviderUnavailable extends Schema.TaggedError<ProviderUnavailable>()("ProviderUnavailable", message) {
+export class ProviderUnavailable extends Schema.TaggedError<ProviderUnavailable>()("ProviderUnavailable", message, { httpApiStatus: 502 }) {
   readonly code = "provider_unavailable" as const
 }
 
-export class ProviderError extends Schema.TaggedError<ProviderError>()("ProviderError", message) {
+export class ProviderError extends Schema.TaggedError<ProviderError>()("ProviderError", message, { httpApiStatus: 502 }) {
   readonly code = "provider_error" as const
 }
 
-export class NotSupported extends Schema.TaggedError<NotSupported>()("NotSupported", message) {
+export class NotSupported extends Schema.TaggedError<NotSupported>()("NotSupported", message, { httpApiStatus: 501 }) {
   readonly code = "not_supported" as const
 }
 

@@ -13,6 +13,7 @@
  */
 import { Schema } from "effect"
 import { type NormalizedError, normalized, StateConflict } from "../Errors.ts"
+import { streamCodec } from "../EventCodec.ts"
 import { ExecutionMode, ExecutionRecord } from "./ExecutionRecord.ts"
 import { isoTime, parseTime } from "../Time.ts"
 
@@ -67,6 +68,9 @@ export const ExecutionEvent = Schema.Union([
   ExecutionReplayed
 ])
 export type ExecutionEvent = typeof ExecutionEvent.Type
+
+/** How execution events enter the log and come back out of it (EventCodec.ts). */
+export const executionCodec = streamCodec(STREAM_TYPE, ExecutionEvent)
 
 /**
  * Undefined before the request; otherwise the request, the public record it has become, and the

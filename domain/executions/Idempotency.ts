@@ -5,6 +5,7 @@
  * exactly one creates an execution. The stream id is a digest: the key itself is never stored.
  */
 import { Schema } from "effect"
+import { streamCodec } from "../EventCodec.ts"
 
 export const STREAM_TYPE = "idempotency"
 export const WINDOW_MS = 24 * 60 * 60 * 1000
@@ -16,6 +17,9 @@ export const IdempotencyKeyClaimed = Schema.Struct({
   claimedAtMs: Schema.Number
 })
 export type IdempotencyKeyClaimed = typeof IdempotencyKeyClaimed.Type
+
+/** A key's stream holds claims only: its union has one member. */
+export const idempotencyCodec = streamCodec(STREAM_TYPE, IdempotencyKeyClaimed)
 
 /** The newest claim of a key, if any. */
 export type IdempotencyState = IdempotencyKeyClaimed | undefined

@@ -8,6 +8,8 @@
  * `failed`. A delivery stopped by deactivation or deletion of its endpoint is `failed` with
  * `completedAt` (DeliveryAbandoned).
  */
+import { Schema } from "effect"
+import { streamCodec } from "../EventCodec.ts"
 import { isoTime } from "../Time.ts"
 
 export const DELIVERY_STREAM_TYPE = "webhook-delivery"
@@ -15,55 +17,80 @@ export const deliveryStreamId = (deliveryId: string): string => `${DELIVERY_STRE
 export const MAX_ATTEMPTS = 5
 
 /** Where the delivered event came from in the log; the envelope is rebuilt from it. */
-export interface SourceRef {
-  readonly streamId: string
-  readonly version: number
+export const SourceRef = Schema.Struct({
+  streamId: Schema.String,
+  version: Schema.Number,
   /** The source event's feed position, `tx:seq` zero-padded so text order is feed order. */
-  readonly position: string
-}
+  position: Schema.String
+})
+export type SourceRef = typeof SourceRef.Type
 
-export type AttemptOutcome = { readonly statusCode: number } | { readonly error: string }
-export type Attempt = { readonly attemptedAt: string } & AttemptOutcome
+const StatusOutcome = { statusCode: Schema.Number }
+const ErrorOutcome = { error: Schema.String }
+export const AttemptOutcome = Schema.Union([Schema.Struct(StatusOutcome), Schema.Struct(ErrorOutcome)])
+export type AttemptOutcome = typeof AttemptOutcome.Type
+const AttemptTime = { attemptedAt: Schema.String }
+export const Attempt = Schema.Union([Schema.Struct({ ...AttemptTime, ...StatusOutcome }), Schema.Struct({ ...AttemptTime, ...ErrorOutcome })])
+export type Attempt = typeof Attempt.Type
 
-export interface DeliveryQueued {
-  readonly type: "DeliveryQueued"
-  readonly deliveryId: string
-  readonly endpointId: string
-  readonly projectId: string
-  readonly eventId: string
-  readonly eventType: string
-  readonly source: SourceRef
-  readonly queuedAt: string
-}
+export const DeliveryQueued = Schema.Struct({
+  type: Schema.Literal("DeliveryQueued"),
+  deliveryId: Schema.String,
+  endpointId: Schema.String,
+  projectId: Schema.String,
+  eventId: Schema.String,
+  eventType: Schema.String,
+  source: SourceRef,
+  queuedAt: Schema.String
+})
+export type DeliveryQueued = typeof DeliveryQueued.Type
 /**
  * Attempt events also carry the delivery's whole attempt history after them (at most five
  * entries), so that the view is written with one same-shaped update per event: the Postgres view
  * store then applies a commit's worth of attempts from many deliveries as one statement.
  */
-export interface DeliveryAttemptSucceeded {
-  readonly type: "DeliveryAttemptSucceeded"
-  readonly attemptedAt: string
-  readonly statusCode: number
-  readonly attempts: ReadonlyArray<Attempt>
+export const DeliveryAttemptSucceeded = Schema.Struct({
+  type: Schema.Literal("DeliveryAttemptSucceeded"),
+  attemptedAt: Schema.String,
+  statusCode: Schema.Number,
+  attempts: Schema.Array(Attempt)
+})
+export type DeliveryAttemptSucceeded = typeof DeliveryAttemptSucceeded.Type
+const attemptFailed = {
+  type: Schema.Literal("DeliveryAttemptFailed"),
+  attemptedAt: Schema.String,
+  nextRetryAt: Schema.optionalKey(Schema.String),
+  attempts: Schema.Array(Attempt)
 }
-export type DeliveryAttemptFailed = {
-  readonly type: "DeliveryAttemptFailed"
-  readonly attemptedAt: string
-  readonly nextRetryAt?: string
-  readonly attempts: ReadonlyArray<Attempt>
-} & AttemptOutcome
-export interface DeliveryGivenUp {
-  readonly type: "DeliveryGivenUp"
-  readonly at: string
-}
-export interface DeliveryAbandoned {
-  readonly type: "DeliveryAbandoned"
-  readonly at: string
-  readonly reason: "endpoint_inactive" | "endpoint_deleted" | "source_unavailable"
-}
-export type DeliveryEvent = DeliveryQueued | DeliveryAttemptSucceeded | DeliveryAttemptFailed | DeliveryGivenUp | DeliveryAbandoned
+/** A failed attempt carries its outcome: the status code it got, or the error it met. */
+export const DeliveryAttemptFailed = Schema.Union([
+  Schema.Struct({ ...attemptFailed, ...StatusOutcome }),
+  Schema.Struct({ ...attemptFailed, ...ErrorOutcome })
+])
+export type DeliveryAttemptFailed = typeof DeliveryAttemptFailed.Type
+export const DeliveryGivenUp = Schema.Struct({ type: Schema.Literal("DeliveryGivenUp"), at: Schema.String })
+export type DeliveryGivenUp = typeof DeliveryGivenUp.Type
+export const DeliveryAbandoned = Schema.Struct({
+  type: Schema.Literal("DeliveryAbandoned"),
+  at: Schema.String,
+  reason: Schema.Literals(["endpoint_inactive", "endpoint_deleted", "source_unavailable"])
+})
+export type DeliveryAbandoned = typeof DeliveryAbandoned.Type
 
-export type DeliveryStatus = "pending" | "delivering" | "succeeded" | "failed"
+export const DeliveryEvent = Schema.Union([
+  DeliveryQueued,
+  DeliveryAttemptSucceeded,
+  DeliveryAttemptFailed,
+  DeliveryGivenUp,
+  DeliveryAbandoned
+])
+export type DeliveryEvent = typeof DeliveryEvent.Type
+
+/** How delivery events enter the log and come back out of it (EventCodec.ts). */
+export const deliveryCodec = streamCodec(DELIVERY_STREAM_TYPE, DeliveryEvent)
+
+export const DeliveryStatus = Schema.Literals(["pending", "delivering", "succeeded", "failed"])
+export type DeliveryStatus = typeof DeliveryStatus.Type
 
 /** What attempts change; the queued facts never do. */
 export interface Progress {

@@ -3,7 +3,9 @@
  * rules (spec, "Events: Webhook subscriptions and delivered types"). Pure: secrets arrive
  * already sealed, time arrives on the command.
  */
+import { Schema } from "effect"
 import { findTrigger } from "../catalog/index.ts"
+import { streamCodec } from "../EventCodec.ts"
 
 export const ENDPOINT_STREAM_TYPE = "webhook-endpoint"
 export const endpointStreamId = (endpointId: string): string => `${ENDPOINT_STREAM_TYPE}-${endpointId}`
@@ -34,35 +36,41 @@ export const subscribes = (events: ReadonlyArray<string>, type: string): boolean
   return false
 }
 
-export interface EndpointCreated {
-  readonly type: "EndpointCreated"
-  readonly endpointId: string
-  readonly projectId: string
-  readonly url: string
-  readonly events: ReadonlyArray<string>
-  readonly active: boolean
-  readonly sealedSecret: string
-  readonly secretPrefix: string
-  readonly at: string
-}
-export interface EndpointUpdated {
-  readonly type: "EndpointUpdated"
-  readonly url?: string
-  readonly events?: ReadonlyArray<string>
-  readonly active?: boolean
-  readonly at: string
-}
-export interface EndpointSecretRotated {
-  readonly type: "EndpointSecretRotated"
-  readonly sealedSecret: string
-  readonly secretPrefix: string
-  readonly at: string
-}
-export interface EndpointDeleted {
-  readonly type: "EndpointDeleted"
-  readonly at: string
-}
-export type EndpointEvent = EndpointCreated | EndpointUpdated | EndpointSecretRotated | EndpointDeleted
+export const EndpointCreated = Schema.Struct({
+  type: Schema.Literal("EndpointCreated"),
+  endpointId: Schema.String,
+  projectId: Schema.String,
+  url: Schema.String,
+  events: Schema.Array(Schema.String),
+  active: Schema.Boolean,
+  sealedSecret: Schema.String,
+  secretPrefix: Schema.String,
+  at: Schema.String
+})
+export type EndpointCreated = typeof EndpointCreated.Type
+export const EndpointUpdated = Schema.Struct({
+  type: Schema.Literal("EndpointUpdated"),
+  url: Schema.optionalKey(Schema.String),
+  events: Schema.optionalKey(Schema.Array(Schema.String)),
+  active: Schema.optionalKey(Schema.Boolean),
+  at: Schema.String
+})
+export type EndpointUpdated = typeof EndpointUpdated.Type
+export const EndpointSecretRotated = Schema.Struct({
+  type: Schema.Literal("EndpointSecretRotated"),
+  sealedSecret: Schema.String,
+  secretPrefix: Schema.String,
+  at: Schema.String
+})
+export type EndpointSecretRotated = typeof EndpointSecretRotated.Type
+export const EndpointDeleted = Schema.Struct({ type: Schema.Literal("EndpointDeleted"), at: Schema.String })
+export type EndpointDeleted = typeof EndpointDeleted.Type
+
+export const EndpointEvent = Schema.Union([EndpointCreated, EndpointUpdated, EndpointSecretRotated, EndpointDeleted])
+export type EndpointEvent = typeof EndpointEvent.Type
+
+/** How endpoint events enter the log and come back out of it (EventCodec.ts). */
+export const endpointCodec = streamCodec(ENDPOINT_STREAM_TYPE, EndpointEvent)
 
 export interface Endpoint {
   readonly endpointId: string

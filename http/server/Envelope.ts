@@ -1,27 +1,27 @@
 /**
- * The one place where failures become HTTP answers: the status for each normalized code
- * (decisions.md section 2), the `{error, requestId}` body, and the mapping of everything that is
- * not a typed failure (decode errors, oversize bodies, defects) onto the same envelope.
+ * The one place where failures become HTTP answers: the status of each typed failure, the
+ * `{error, requestId}` body, and the mapping of everything that is not a typed failure (decode
+ * errors, oversize bodies, defects) onto the same envelope.
  */
-import { Cause, Effect } from "effect"
+import { Cause, Effect, SchemaAST } from "effect"
 import { HttpServerResponse } from "effect/http"
 import { HttpApiSchemaError } from "effect/http-api/HttpApiError"
-import { type ErrorCode, isServiceFailure, normalized, type NormalizedError, toNormalized } from "../../domain/Errors.ts"
+import { isServiceFailure, normalized, type NormalizedError, toNormalized } from "../../domain/Errors.ts"
+import { RequestFailures } from "../api/Middleware.ts"
 
-const STATUS: Record<ErrorCode, number> = {
-  invalid_input: 422,
-  auth_missing: 401,
-  auth_expired: 401,
-  auth_insufficient_scope: 403,
-  not_found: 404,
-  timeout: 504,
-  rate_limited: 429,
-  provider_unavailable: 502,
-  provider_error: 502,
-  not_supported: 501,
-  execution_interrupted: 500,
-  execution_cancelled: 409
-}
+const httpApiStatus = SchemaAST.resolveAt<number>("httpApiStatus")
+
+/**
+ * Each typed failure's status by its tag, read once from the `httpApiStatus` annotation its class
+ * carries (domain/Errors.ts, decisions.md section 2), the one HttpApi reads for the OpenAPI
+ * document: the status has a single source.
+ */
+const STATUS: ReadonlyMap<string, number> = new Map(RequestFailures.map((failure) => {
+  const tag = SchemaAST.resolveIdentifier(failure.ast)
+  const status = httpApiStatus(failure.ast)
+  if (tag === undefined || status === undefined) throw new Error(`a request failure lacks its tag or its httpApiStatus: ${String(tag)}`)
+  return [tag, status]
+}))
 
 /** A failure the edge raises itself, with a status that the code alone does not give. */
 export class EdgeFailure {
@@ -69,7 +69,7 @@ export const classify = (failure: unknown): EdgeFailure | undefined => {
   }
   if (isServiceFailure(failure)) {
     const error = toNormalized(failure)
-    const status = failure._tag === "StateConflict" ? 409 : STATUS[failure.code]
+    const status = STATUS.get(failure._tag) ?? 500
     const headers: Record<string, string> = error.retryAfter !== undefined ? { "retry-after": String(error.retryAfter) } : {}
     return new EdgeFailure(status, error, headers)
   }

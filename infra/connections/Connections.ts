@@ -7,18 +7,21 @@
 import { Clock, Context, Effect, Layer, Redacted } from "effect"
 import type { AuthClass } from "../../domain/catalog/Catalog.ts"
 import { findToolkit } from "../../domain/catalog/index.ts"
-import { credentialProblem, isExpired, missingScopes, needsConnection, parseExpiry } from "../../domain/Connection.ts"
-import { InvalidInput, NotFound } from "../../domain/Errors.ts"
 import {
-  CONNECTION_CREATED,
-  CONNECTION_DELETED,
-  type ConnectionCreatedData,
-  type ConnectionDeletedData,
-  STREAM_TYPE,
-  streamId,
-  TABLE
-} from "./ConnectionsProjection.ts"
-import { EventStore, type Json } from "../eventlog/EventStore.ts"
+  CONNECTION_STREAM_TYPE,
+  connectionCodec,
+  type ConnectionCreated,
+  type ConnectionDeleted,
+  connectionStreamId,
+  credentialProblem,
+  isExpired,
+  missingScopes,
+  needsConnection,
+  parseExpiry
+} from "../../domain/Connection.ts"
+import { InvalidInput, NotFound } from "../../domain/Errors.ts"
+import { TABLE } from "./ConnectionsProjection.ts"
+import { EventStore } from "../eventlog/EventStore.ts"
 import { newId } from "../Ids.ts"
 import type { Row } from "../eventlog/Projection.ts"
 import { Secrets } from "../access/Secrets.ts"
@@ -123,7 +126,8 @@ export const make = Effect.gen(function*() {
     }
     const connectionId = newId("conn")
     const scopes = [...new Set(input.scopes)]
-    const data: ConnectionCreatedData = {
+    const created: ConnectionCreated = {
+      type: "ConnectionCreated",
       connectionId,
       projectId: input.projectId,
       userId: input.userId,
@@ -135,12 +139,12 @@ export const make = Effect.gen(function*() {
       credentials: secrets.seal(JSON.stringify(input.credentials))
     }
     yield* Effect.orDie(events.append([{
-      streamId: streamId(connectionId),
-      streamType: STREAM_TYPE,
+      streamId: connectionStreamId(connectionId),
+      streamType: CONNECTION_STREAM_TYPE,
       expectedVersion: 0,
-      events: [{ eventId: newId("evt"), type: CONNECTION_CREATED, schemaVersion: 1, data: data as unknown as Json }]
+      events: [connectionCodec.encode(created, newId("evt"))]
     }]))
-    const { credentials: _sealed, projectId: _project, ...view } = data
+    const { type: _type, credentials: _sealed, projectId: _project, ...view } = created
     return { ...view, authClass: input.authClass } satisfies ConnectionView
   })
 
@@ -166,13 +170,13 @@ export const make = Effect.gen(function*() {
     const row = yield* getRow(connectionId)
     if (row === undefined || row.projectId !== projectId) return yield* notFound
     const now = yield* Clock.currentTimeMillis
-    const data: ConnectionDeletedData = { connectionId, projectId, deletedAt: new Date(now).toISOString() }
+    const deleted: ConnectionDeleted = { type: "ConnectionDeleted", connectionId, projectId, deletedAt: new Date(now).toISOString() }
     // Created is version 1; a concurrent delete that won the race leaves nothing to delete.
     yield* events.append([{
-      streamId: streamId(connectionId),
-      streamType: STREAM_TYPE,
+      streamId: connectionStreamId(connectionId),
+      streamType: CONNECTION_STREAM_TYPE,
       expectedVersion: 1,
-      events: [{ eventId: newId("evt"), type: CONNECTION_DELETED, schemaVersion: 1, data: data as unknown as Json }]
+      events: [connectionCodec.encode(deleted, newId("evt"))]
     }]).pipe(
       Effect.catchTag("ConcurrencyConflict", () => Effect.fail(notFound)),
       Effect.catchTag("StoreUnavailable", Effect.die)

@@ -20,7 +20,7 @@ import {
   type ExecutionRequested,
   type ExecutionState,
   evolve,
-  fold,
+  executionCodec,
   isTerminalState,
   STREAM_TYPE,
   streamId
@@ -31,9 +31,9 @@ import {
   type AppendRequest,
   type ConcurrencyConflict,
   EventStore,
-  type Json,
   type LaneFull,
   type NewEvent,
+  type RecordedEvent,
   type StoreUnavailable
 } from "../eventlog/EventStore.ts"
 import { type Incarnation, Runner } from "../actors/Runner.ts"
@@ -124,12 +124,11 @@ interface Dispatching {
   permit: "none" | "acquiring" | "held" | "released"
 }
 
-const toNew = (event: ExecutionEvent): NewEvent => ({
-  eventId: newId("evt"),
-  type: event.type,
-  schemaVersion: 1,
-  data: event as unknown as Json
-})
+const toNew = (event: ExecutionEvent): NewEvent => executionCodec.encode(event, newId("evt"))
+
+/** The state of a stream read from the log. */
+const foldRecorded = (events: ReadonlyArray<RecordedEvent>): ExecutionState =>
+  events.reduce<ExecutionState>((state, event) => evolve(state, executionCodec.decode(event)), undefined)
 
 const outcomeCommand = (outcome: DispatchOutcome, now: number): ExecutionCommand =>
   outcome._tag === "Success"
@@ -189,7 +188,7 @@ export const make = Effect.gen(function*() {
       const cached = entries.get(executionId)
       if (cached !== undefined) return Effect.succeed(cached)
       return Effect.map(store.readStream(streamId(executionId)), (events) => {
-        const entry = newEntry(fold(events.map((e) => e.data as unknown as ExecutionEvent)), events.length)
+        const entry = newEntry(foldRecorded(events), events.length)
         if (entry.state === undefined || isTerminalState(entry.state)) return entry
         const raced = entries.get(executionId)
         if (raced !== undefined) return raced
@@ -379,7 +378,7 @@ export const make = Effect.gen(function*() {
         entries.get(executionId)?.fiber !== undefined
           ? Effect.succeed(undefined)
           : Effect.map(store.readStream(streamId(executionId)), (events) => {
-            const state = fold(events.map((e) => e.data as unknown as ExecutionEvent))
+            const state = foldRecorded(events)
             return state === undefined || isTerminalState(state) || state.owner === self
               ? undefined
               : { executionId, owner: state.owner }

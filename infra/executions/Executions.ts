@@ -12,11 +12,11 @@ import type { ExecutionMode, ExecutionRecord, ExecutionStatus } from "../../doma
 import { isoTime } from "../../domain/Time.ts"
 import { InvalidInput, NotFound, RateLimited, type StateConflict } from "../../domain/Errors.ts"
 import { integer } from "../Settings.ts"
-import { EventStore, type AppendRequest, type Json, StoreUnavailable } from "../eventlog/EventStore.ts"
+import { EventStore, type AppendRequest, StoreUnavailable } from "../eventlog/EventStore.ts"
 import { capOf, ExecutionActor } from "./ExecutionActor.ts"
 import { ExecutionPermits } from "./ExecutionPermits.ts"
 import { AttachmentFiles, ConnectionResolver } from "./ExecutionPorts.ts"
-import { TABLE } from "./ExecutionsProjection.ts"
+import { recordOfRow, TABLE } from "./ExecutionsProjection.ts"
 import { newId } from "../Ids.ts"
 import { Secrets } from "../access/Secrets.ts"
 import { ViewStore } from "../eventlog/ViewStore.ts"
@@ -168,7 +168,7 @@ export const make = Effect.gen(function*() {
         const hash = inputHash(tool.name, input)
         const claims = yield* orDie(store.readStream(claimStream))
         const state = claims.reduce<Idempotency.IdempotencyState>(
-          (s, e) => Idempotency.evolve(s, e.data as unknown as Idempotency.IdempotencyKeyClaimed),
+          (s, e) => Idempotency.evolve(s, Idempotency.idempotencyCodec.decode(e)),
           undefined
         )
         const decision = Idempotency.decide(state, hash, now)
@@ -187,7 +187,7 @@ export const make = Effect.gen(function*() {
           streamId: claimStream,
           streamType: Idempotency.STREAM_TYPE,
           expectedVersion: claims.length,
-          events: [{ eventId: newId("evt"), type: claim.type, schemaVersion: 1, data: claim as unknown as Json }]
+          events: [Idempotency.idempotencyCodec.encode(claim, newId("evt"))]
         })
       }
       const cap = capOf(tool)
@@ -230,7 +230,7 @@ export const make = Effect.gen(function*() {
 
   const readRow = (projectId: string, executionId: string) =>
     Effect.map(orDie(views.get(TABLE, { project_id: projectId, execution_id: executionId })), (row) =>
-      row === undefined ? undefined : (row.record as unknown as ExecutionRecord))
+      row === undefined ? undefined : recordOfRow(row))
 
   const get = (projectId: string, pinnedUserId: string | undefined, executionId: string) =>
     Effect.flatMap(readRow(projectId, executionId), (record) =>
@@ -264,7 +264,7 @@ export const make = Effect.gen(function*() {
         limit: options.limit + 1
       }))
       return {
-        executions: rows.slice(0, options.limit).map((row) => row.record as unknown as ExecutionRecord),
+        executions: rows.slice(0, options.limit).map(recordOfRow),
         more: rows.length > options.limit
       }
     })

@@ -4,11 +4,12 @@
  * record, so each event is one upsert. Ids are time-ordered, so `execution_id` descending is
  * newest first.
  */
-import { type ExecutionEvent, pendingRecord, STREAM_TYPE } from "../../domain/executions/Execution.ts"
-import type { ExecutionRecord } from "../../domain/executions/ExecutionRecord.ts"
+import { Schema } from "effect"
+import { executionCodec, pendingRecord, STREAM_TYPE } from "../../domain/executions/Execution.ts"
+import { ExecutionRecord } from "../../domain/executions/ExecutionRecord.ts"
 import { parseTime } from "../../domain/Time.ts"
-import type { Json, RecordedEvent } from "../eventlog/EventStore.ts"
-import type { Projection, RowChange, TableSpec } from "../eventlog/Projection.ts"
+import type { RecordedEvent } from "../eventlog/EventStore.ts"
+import type { Projection, Row, RowChange, TableSpec } from "../eventlog/Projection.ts"
 
 export const TABLE = "executions"
 
@@ -35,11 +36,19 @@ export const rowOf = (record: ExecutionRecord) => ({
   tool: record.tool,
   status: record.status,
   created_ms: parseTime(record.createdAt),
-  record: record as unknown as Json
+  record
 })
 
+const decodeRecord = Schema.decodeUnknownSync(ExecutionRecord)
+
+/**
+ * The record a row holds (the inverse of `rowOf`), decoded: a row this code did not write fails
+ * here with the schema's message rather than reaching a client half-formed.
+ */
+export const recordOfRow = (row: Row): ExecutionRecord => decodeRecord(row.record)
+
 export const projectExecution = (recorded: RecordedEvent): ReadonlyArray<RowChange> => {
-  const event = recorded.data as unknown as ExecutionEvent
+  const event = executionCodec.decode(recorded)
   const record = event.type === "ExecutionRequested" ? pendingRecord(event) : event.record
   return [{ op: "upsert", table: TABLE, row: rowOf(record) }]
 }

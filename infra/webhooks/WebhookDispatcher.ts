@@ -19,7 +19,7 @@ import * as Delivery from "../../domain/webhooks/WebhookDelivery.ts"
 import { ENDPOINT_STREAM_TYPE } from "../../domain/webhooks/WebhookEndpoint.ts"
 import { type Incarnation, Leases, Runner, supervise } from "../actors/index.ts"
 import { isDurable } from "../eventlog/Database.ts"
-import { type AppendRequest, EventStore, type Json, type Position, type RecordedEvent, START, StoreUnavailable } from "../eventlog/EventStore.ts"
+import { type AppendRequest, EventStore, type Position, type RecordedEvent, START, StoreUnavailable } from "../eventlog/EventStore.ts"
 import type { Migration } from "../eventlog/PgMigrations.ts"
 import { ViewStore } from "../eventlog/ViewStore.ts"
 import { WebhookLanes } from "./WebhookLane.ts"
@@ -153,7 +153,7 @@ export const make = Effect.gen(function*() {
             streamId: Delivery.deliveryStreamId(deliveryId),
             streamType: Delivery.DELIVERY_STREAM_TYPE,
             expectedVersion: 0,
-            events: [{ eventId: `evt_q_${deliveryId.slice(4)}`, type: queued.type, schemaVersion: 1, data: queued as unknown as Json }]
+            events: [Delivery.deliveryCodec.encode(queued, `evt_q_${deliveryId.slice(4)}`)]
           })
           lanes.remember(deliveryId, event)
           const rows = handed.get(endpoint.endpointId)
@@ -220,8 +220,8 @@ export const make = Effect.gen(function*() {
       Stream.takeWhile(() => !dispatching),
       Stream.runForEach((event) => {
         if (event.streamType === Delivery.DELIVERY_STREAM_TYPE && event.type === "DeliveryQueued") {
-          const data = event.data as { readonly endpointId?: Json }
-          return typeof data.endpointId === "string" ? lanes.notify(data.endpointId) : Effect.void
+          const queued = Delivery.deliveryCodec.decode(event)
+          return queued.type === "DeliveryQueued" ? lanes.notify(queued.endpointId) : Effect.void
         }
         if (event.streamType === ENDPOINT_STREAM_TYPE && lanes.running().includes(event.streamId.slice(ENDPOINT_STREAM_TYPE.length + 1))) {
           return lanes.notify(event.streamId.slice(ENDPOINT_STREAM_TYPE.length + 1))

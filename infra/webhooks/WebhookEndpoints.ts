@@ -10,7 +10,7 @@ import * as Endpoint from "../../domain/webhooks/WebhookEndpoint.ts"
 import { SECRET_PREFIX, secretPrefixOf } from "../../domain/webhooks/WebhookSignature.ts"
 import { allowPrivateNetworks } from "../outbound/OutboundHttp.ts"
 import { validateUrl } from "../outbound/AddressGuard.ts"
-import { ConcurrencyConflict, EventStore, type Json, type StoreUnavailable } from "../eventlog/EventStore.ts"
+import { ConcurrencyConflict, EventStore, type StoreUnavailable } from "../eventlog/EventStore.ts"
 import { newId } from "../Ids.ts"
 import { Secrets } from "../access/Secrets.ts"
 import { ViewStore } from "../eventlog/ViewStore.ts"
@@ -85,7 +85,7 @@ export const make = Effect.gen(function*() {
   ): Effect.fn.Return<void, NotFound | StoreUnavailable | ConcurrencyConflict> {
     const streamId = Endpoint.endpointStreamId(endpointId)
     const recorded = yield* store.readStream(streamId)
-    const state = Endpoint.fold(recorded.map((event) => event.data as unknown as Endpoint.EndpointEvent))
+    const state = Endpoint.fold(recorded.map(Endpoint.endpointCodec.decode))
     if (command.type !== "CreateEndpoint" && (state === undefined || state.projectId !== projectId)) return yield* notFound()
     const decision = Endpoint.decide(command, state)
     if (!Array.isArray(decision)) return yield* notFound()
@@ -94,7 +94,7 @@ export const make = Effect.gen(function*() {
       streamId,
       streamType: Endpoint.ENDPOINT_STREAM_TYPE,
       expectedVersion: recorded.length,
-      events: events.map((event) => ({ eventId: newId("evt"), type: event.type, schemaVersion: 1, data: event as unknown as Json }))
+      events: events.map((event) => Endpoint.endpointCodec.encode(event, newId("evt")))
     }])
   }, (effect, _projectId, endpointId) =>
     effect.pipe(

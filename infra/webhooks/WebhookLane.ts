@@ -15,7 +15,7 @@ import { createSecretKey, type KeyObject } from "node:crypto"
 import * as Delivery from "../../domain/webhooks/WebhookDelivery.ts"
 import { deliveryHeaders } from "../../domain/webhooks/WebhookSignature.ts"
 import { type Incarnation, Leases, Runner } from "../actors/index.ts"
-import { type AppendRequest, EventStore, type Json, type NewEvent, type StoreUnavailable } from "../eventlog/EventStore.ts"
+import { type AppendRequest, EventStore, type StoreUnavailable } from "../eventlog/EventStore.ts"
 import { Wakeup } from "../eventlog/MemoryEventStore.ts"
 import { OutboundHttp } from "../outbound/OutboundHttp.ts"
 import { Secrets } from "../access/Secrets.ts"
@@ -68,12 +68,7 @@ const requestOf = (row: DeliveryRow, events: ReadonlyArray<Delivery.DeliveryEven
   streamType: Delivery.DELIVERY_STREAM_TYPE,
   expectedVersion: 1 + row.attempts.length,
   // Event ids name the delivery and the stream version they take: unique, and no randomness.
-  events: events.map((event, i): NewEvent => ({
-    eventId: `evt_${row.deliveryId.slice(4)}_${2 + row.attempts.length + i}`,
-    type: event.type,
-    schemaVersion: 1,
-    data: event as unknown as Json
-  }))
+  events: events.map((event, i) => Delivery.deliveryCodec.encode(event, `evt_${row.deliveryId.slice(4)}_${2 + row.attempts.length + i}`))
 })
 
 const leaseKey = (endpointId: string) => `webhook-lane/${endpointId}`

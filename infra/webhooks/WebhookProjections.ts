@@ -3,10 +3,11 @@
  * and by the delivery lanes before every attempt. The endpoint row keeps the secret sealed; the
  * delivery row keeps metadata only.
  */
-import type { DeliveryEvent, DeliveryQueued, DeliveryRecord } from "../../domain/webhooks/WebhookDelivery.ts"
-import { DELIVERY_STREAM_TYPE } from "../../domain/webhooks/WebhookDelivery.ts"
-import type { Endpoint, EndpointEvent } from "../../domain/webhooks/WebhookEndpoint.ts"
-import { ENDPOINT_STREAM_TYPE } from "../../domain/webhooks/WebhookEndpoint.ts"
+import { Schema } from "effect"
+import type { DeliveryQueued, DeliveryRecord } from "../../domain/webhooks/WebhookDelivery.ts"
+import { Attempt, DELIVERY_STREAM_TYPE, deliveryCodec, DeliveryStatus, SourceRef } from "../../domain/webhooks/WebhookDelivery.ts"
+import type { Endpoint } from "../../domain/webhooks/WebhookEndpoint.ts"
+import { ENDPOINT_STREAM_TYPE, endpointCodec } from "../../domain/webhooks/WebhookEndpoint.ts"
 import type { Json, RecordedEvent } from "../eventlog/EventStore.ts"
 import type { Projection, Row, RowChange } from "../eventlog/Projection.ts"
 
@@ -19,45 +20,38 @@ const NONE = ""
 export const ENDPOINTS_TABLE = "webhook_endpoints"
 export const DELIVERIES_TABLE = "webhook_deliveries"
 
-const endpointChanges = (event: RecordedEvent): ReadonlyArray<RowChange> => {
-  const data = event.data as unknown as EndpointEvent
-  const endpointId = event.streamId.slice(ENDPOINT_STREAM_TYPE.length + 1)
+const endpointChanges = (recorded: RecordedEvent): ReadonlyArray<RowChange> => {
+  const event = endpointCodec.decode(recorded)
+  const endpointId = recorded.streamId.slice(ENDPOINT_STREAM_TYPE.length + 1)
   const key = { endpoint_id: endpointId }
   switch (event.type) {
-    case "EndpointCreated": {
-      const e = data as Extract<EndpointEvent, { type: "EndpointCreated" }>
+    case "EndpointCreated":
       return [{
         op: "upsert",
         table: ENDPOINTS_TABLE,
         row: {
           endpoint_id: endpointId,
-          project_id: e.projectId,
-          url: e.url,
-          events: e.events as Json,
-          active: e.active,
-          sealed_secret: e.sealedSecret,
-          secret_prefix: e.secretPrefix,
-          created_at: e.at,
-          updated_at: e.at
+          project_id: event.projectId,
+          url: event.url,
+          events: event.events,
+          active: event.active,
+          sealed_secret: event.sealedSecret,
+          secret_prefix: event.secretPrefix,
+          created_at: event.at,
+          updated_at: event.at
         }
       }]
-    }
     case "EndpointUpdated": {
-      const e = data as Extract<EndpointEvent, { type: "EndpointUpdated" }>
-      const set: Record<string, Json> = { updated_at: e.at }
-      if (e.url !== undefined) set.url = e.url
-      if (e.events !== undefined) set.events = e.events as Json
-      if (e.active !== undefined) set.active = e.active
+      const set: Record<string, Json> = { updated_at: event.at }
+      if (event.url !== undefined) set.url = event.url
+      if (event.events !== undefined) set.events = event.events
+      if (event.active !== undefined) set.active = event.active
       return [{ op: "update", table: ENDPOINTS_TABLE, key, set }]
     }
-    case "EndpointSecretRotated": {
-      const e = data as Extract<EndpointEvent, { type: "EndpointSecretRotated" }>
-      return [{ op: "update", table: ENDPOINTS_TABLE, key, set: { sealed_secret: e.sealedSecret, secret_prefix: e.secretPrefix, updated_at: e.at } }]
-    }
+    case "EndpointSecretRotated":
+      return [{ op: "update", table: ENDPOINTS_TABLE, key, set: { sealed_secret: event.sealedSecret, secret_prefix: event.secretPrefix, updated_at: event.at } }]
     case "EndpointDeleted":
       return [{ op: "delete", table: ENDPOINTS_TABLE, key }]
-    default:
-      return []
   }
 }
 
@@ -85,7 +79,7 @@ export const webhookEndpointsProjection: Projection = {
 }
 
 const deliveryChanges = (event: RecordedEvent): ReadonlyArray<RowChange> => {
-  const data = event.data as unknown as DeliveryEvent
+  const data = deliveryCodec.decode(event)
   const key = { delivery_id: event.streamId.slice(DELIVERY_STREAM_TYPE.length + 1) }
   switch (data.type) {
     case "DeliveryQueued":
@@ -98,7 +92,7 @@ const deliveryChanges = (event: RecordedEvent): ReadonlyArray<RowChange> => {
           project_id: data.projectId,
           event_id: data.eventId,
           event_type: data.eventType,
-          source: data.source as unknown as Json,
+          source: data.source,
           source_position: data.source.position,
           status: "pending",
           open: true,
@@ -114,14 +108,14 @@ const deliveryChanges = (event: RecordedEvent): ReadonlyArray<RowChange> => {
         op: "update",
         table: DELIVERIES_TABLE,
         key,
-        set: { status: "succeeded", open: false, attempts: data.attempts as unknown as Json, next_retry_at: NONE, completed_at: data.attemptedAt }
+        set: { status: "succeeded", open: false, attempts: data.attempts, next_retry_at: NONE, completed_at: data.attemptedAt }
       }]
     case "DeliveryAttemptFailed":
       return [{
         op: "update",
         table: DELIVERIES_TABLE,
         key,
-        set: { status: "delivering", open: true, attempts: data.attempts as unknown as Json, next_retry_at: data.nextRetryAt ?? NONE, completed_at: NONE }
+        set: { status: "delivering", open: true, attempts: data.attempts, next_retry_at: data.nextRetryAt ?? NONE, completed_at: NONE }
       }]
     case "DeliveryGivenUp":
     case "DeliveryAbandoned":
@@ -184,24 +178,40 @@ export interface DeliveryRow extends DeliveryRecord {
   readonly queuedAt: string
 }
 
+/** The columns of a `webhook_deliveries` row that a reader uses, as the projection above writes them. */
+const DeliveryColumns = Schema.Struct({
+  delivery_id: Schema.String,
+  event_id: Schema.String,
+  event_type: Schema.String,
+  endpoint_id: Schema.String,
+  status: DeliveryStatus,
+  attempts: Schema.Array(Attempt),
+  next_retry_at: Schema.String,
+  completed_at: Schema.String,
+  project_id: Schema.String,
+  source: SourceRef,
+  source_position: Schema.String,
+  queued_at: Schema.String
+})
+const decodeDeliveryColumns = Schema.decodeUnknownSync(DeliveryColumns)
+
+/** A delivery row, decoded: a row this code did not write fails here with the schema's message. */
 export const deliveryFromRow = (row: Row): DeliveryRow => {
-  const source = (row.source ?? {}) as { readonly streamId?: string; readonly version?: number }
-  const nextRetryAt = row.next_retry_at
-  const completedAt = row.completed_at
+  const columns = decodeDeliveryColumns(row)
   return {
-    deliveryId: text(row, "delivery_id"),
-    eventId: text(row, "event_id"),
-    eventType: text(row, "event_type"),
-    endpointId: text(row, "endpoint_id"),
-    status: text(row, "status") as DeliveryRecord["status"],
-    attempts: (Array.isArray(row.attempts) ? row.attempts : []) as unknown as DeliveryRecord["attempts"],
-    ...(typeof nextRetryAt === "string" && nextRetryAt !== NONE ? { nextRetryAt } : {}),
-    ...(typeof completedAt === "string" && completedAt !== NONE ? { completedAt } : {}),
-    projectId: text(row, "project_id"),
-    sourceStreamId: source.streamId ?? "",
-    sourceVersion: source.version ?? 0,
-    sourcePosition: text(row, "source_position"),
-    queuedAt: text(row, "queued_at")
+    deliveryId: columns.delivery_id,
+    eventId: columns.event_id,
+    eventType: columns.event_type,
+    endpointId: columns.endpoint_id,
+    status: columns.status,
+    attempts: columns.attempts,
+    ...(columns.next_retry_at !== NONE ? { nextRetryAt: columns.next_retry_at } : {}),
+    ...(columns.completed_at !== NONE ? { completedAt: columns.completed_at } : {}),
+    projectId: columns.project_id,
+    sourceStreamId: columns.source.streamId,
+    sourceVersion: columns.source.version,
+    sourcePosition: columns.source_position,
+    queuedAt: columns.queued_at
   }
 }
 

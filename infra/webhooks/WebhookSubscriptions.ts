@@ -11,7 +11,7 @@
  * no cached project. One instance per dispatcher run: a new dispatcher starts empty.
  */
 import { Effect } from "effect"
-import { ENDPOINT_STREAM_TYPE, type EndpointEvent, subscribes } from "../../domain/webhooks/WebhookEndpoint.ts"
+import { ENDPOINT_STREAM_TYPE, endpointCodec, subscribes } from "../../domain/webhooks/WebhookEndpoint.ts"
 import type { RecordedEvent, StoreUnavailable } from "../eventlog/EventStore.ts"
 import type { ViewStoreShape } from "../eventlog/ViewStore.ts"
 import { endpointFromRow, type EndpointRow, ENDPOINTS_TABLE } from "./WebhookProjections.ts"
@@ -61,7 +61,7 @@ export const makeSubscriptionIndex = (views: ViewStoreShape): SubscriptionIndex 
   return {
     observe: (event) => {
       if (event.streamType !== ENDPOINT_STREAM_TYPE) return
-      const data = event.data as unknown as EndpointEvent
+      const data = endpointCodec.decode(event)
       if (data.type === "EndpointCreated") return forget(data.projectId)
       const projectId = projectOf.get(event.streamId.slice(ENDPOINT_STREAM_TYPE.length + 1))
       if (projectId !== undefined) forget(projectId)

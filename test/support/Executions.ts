@@ -5,7 +5,9 @@
  */
 import { PgClient } from "@effect/sql-pg"
 import { Effect, Layer, ManagedRuntime, Redacted } from "effect"
-import { EventStore, type Json, type RecordedEvent } from "../../infra/eventlog/EventStore.ts"
+import { type ExecutionEvent, executionCodec, STREAM_TYPE, streamId } from "../../domain/executions/Execution.ts"
+import type { ExecutionRecord } from "../../domain/executions/ExecutionRecord.ts"
+import { EventStore, type RecordedEvent } from "../../infra/eventlog/EventStore.ts"
 import { newId } from "../../infra/Ids.ts"
 import { layerPgEventStore } from "../../infra/eventlog/PgEventStore.ts"
 import { Projections } from "../../infra/eventlog/Projection.ts"
@@ -13,13 +15,7 @@ import { projections as allProjections } from "../../src/App.ts"
 
 export type Outcome = "succeeded" | "failed" | "cancelled"
 
-const EVENT_TYPE: Record<Outcome, string> = {
-  succeeded: "ExecutionSucceeded",
-  failed: "ExecutionFailed",
-  cancelled: "ExecutionCancelled"
-}
-
-export const executionRecord = (projectId: string, outcome: Outcome, executionId = newId("exe")) => {
+export const executionRecord = (projectId: string, outcome: Outcome, executionId = newId("exe")): ExecutionRecord => {
   const now = new Date().toISOString()
   const base = {
     executionId,
@@ -32,13 +28,27 @@ export const executionRecord = (projectId: string, outcome: Outcome, executionId
     createdAt: now,
     startedAt: now,
     completedAt: now,
-    status: outcome
+    latencyMs: 0
+  } as const
+  if (outcome === "succeeded") return { ...base, status: outcome, output: { ok: true } }
+  if (outcome === "failed") return { ...base, status: outcome, error: { code: "provider_error", message: "upstream said no", retryable: false } }
+  return {
+    ...base,
+    status: outcome,
+    error: { code: "execution_cancelled", message: "cancelled by the user", retryable: false },
+    cancellation: { dispatchMayHaveBegun: false }
   }
-  if (outcome === "succeeded") return { ...base, output: { ok: true } }
-  const error = outcome === "failed"
-    ? { code: "provider_error", message: "upstream said no", retryable: false }
-    : { code: "execution_cancelled", message: "cancelled by the user", retryable: false }
-  return outcome === "cancelled" ? { ...base, error, dispatchMayHaveBegun: false } : { ...base, error }
+}
+
+const terminalEvent = (record: ExecutionRecord): ExecutionEvent => {
+  switch (record.status) {
+    case "succeeded":
+      return { type: "ExecutionSucceeded", record }
+    case "failed":
+      return { type: "ExecutionFailed", record }
+    default:
+      return { type: "ExecutionCancelled", dispatchMayHaveBegun: false, record }
+  }
 }
 
 export const appendTerminal = (projectId: string, outcome: Outcome): Effect.Effect<RecordedEvent, unknown, EventStore> =>
@@ -47,10 +57,10 @@ export const appendTerminal = (projectId: string, outcome: Outcome): Effect.Effe
     const executionId = newId("exe")
     const record = executionRecord(projectId, outcome, executionId)
     const [recorded] = yield* store.append([{
-      streamId: `execution-${executionId}`,
-      streamType: "execution",
+      streamId: streamId(executionId),
+      streamType: STREAM_TYPE,
       expectedVersion: 0,
-      events: [{ eventId: newId("evt"), type: EVENT_TYPE[outcome], schemaVersion: 1, data: { record } as unknown as Json }]
+      events: [executionCodec.encode(terminalEvent(record), newId("evt"))]
     }])
     if (recorded === undefined) throw new Error("append returned nothing")
     return recorded

@@ -5,11 +5,13 @@ import {
   type ExecutionEvent,
   type ExecutionRequested,
   type ExecutionState,
+  evolve,
   fold,
   toRecord
 } from "../../../domain/executions/Execution.ts"
 import { StateConflict } from "../../../domain/Errors.ts"
 import * as Idempotency from "../../../domain/executions/Idempotency.ts"
+import { deciderSpecification } from "../../support/Decider.ts"
 
 const T0 = Date.parse("2026-11-22T10:00:00.000Z")
 
@@ -28,20 +30,16 @@ const requested: ExecutionRequested = {
   requestedAt: new Date(T0).toISOString()
 }
 
-/** Folds `given`, then applies `command`; returns the new events (or the error) and the state after. */
-const run = (given: ReadonlyArray<ExecutionEvent>, command: ExecutionCommand) => {
-  const state = fold(given)
-  const result = decide(command, state)
-  const after: ExecutionState = result instanceof StateConflict ? state : fold([...given, ...result])
-  return { result, after }
-}
+const initialState: ExecutionState = undefined
+const given = deciderSpecification({ decide, evolve, initialState })
 
-const events = (given: ReadonlyArray<ExecutionEvent>, ...commands: ReadonlyArray<ExecutionCommand>) =>
+/** The events of `history` followed by those of each command in turn. */
+const events = (history: ReadonlyArray<ExecutionEvent>, ...commands: ReadonlyArray<ExecutionCommand>) =>
   commands.reduce<ReadonlyArray<ExecutionEvent>>((acc, command) => {
     const result = decide(command, fold(acc))
     if (result instanceof StateConflict) throw result
     return [...acc, ...result]
-  }, given)
+  }, history)
 
 const started = () => events([requested], { _tag: "StartDispatch", now: T0 + 10 })
 
@@ -50,8 +48,7 @@ const variantKeys = (record: object) => Object.keys(record).filter((k) => VARIAN
 
 describe("no execution", () => {
   it("a request records ExecutionRequested and a pending record with only base fields", () => {
-    const { result, after } = run([], { _tag: "RequestExecution", request: requested })
-    expect(result).toEqual([requested])
+    const after = given([]).when({ _tag: "RequestExecution", request: requested }).then([requested])
     const record = toRecord(after)
     expect(record?.status).toBe("pending")
     expect(record && variantKeys(record)).toEqual([])
@@ -61,20 +58,22 @@ describe("no execution", () => {
   })
 
   it("any other command is a conflict", () => {
-    expect(decide({ _tag: "CancelExecution", now: T0 }, undefined)).toBeInstanceOf(StateConflict)
+    given([]).when({ _tag: "CancelExecution", now: T0 }).thenFails(StateConflict)
   })
 })
 
 describe("pending", () => {
   it("StartDispatch makes it running with startedAt", () => {
-    const { result, after } = run([requested], { _tag: "StartDispatch", now: T0 + 5 })
-    expect(Array.isArray(result) && result[0]?.type).toBe("ExecutionStarted")
-    expect(toRecord(after)).toMatchObject({ status: "running", startedAt: "2026-11-22T10:00:00.005Z" })
+    given([requested]).when({ _tag: "StartDispatch", now: T0 + 5 }).then((result, after) => {
+      expect(result[0]?.type).toBe("ExecutionStarted")
+      expect(toRecord(after)).toMatchObject({ status: "running", startedAt: "2026-11-22T10:00:00.005Z" })
+    })
   })
 
   it("cancel: dispatch had not begun", () => {
-    const { result, after } = run([requested], { _tag: "CancelExecution", now: T0 + 7 })
-    expect(Array.isArray(result) && result[0]).toMatchObject({ type: "ExecutionCancelled", dispatchMayHaveBegun: false })
+    const after = given([requested]).when({ _tag: "CancelExecution", now: T0 + 7 }).then((result) => {
+      expect(result[0]).toMatchObject({ type: "ExecutionCancelled", dispatchMayHaveBegun: false })
+    })
     const record = toRecord(after)
     expect(record).toMatchObject({
       status: "cancelled",
@@ -86,43 +85,48 @@ describe("pending", () => {
   })
 
   it("a second request of the same id is a conflict", () => {
-    expect(decide({ _tag: "RequestExecution", request: requested }, fold([requested]))).toBeInstanceOf(StateConflict)
+    given([requested]).when({ _tag: "RequestExecution", request: requested }).thenFails(StateConflict)
   })
 
   it("interrupting a pending execution is refused (it is resumed instead)", () => {
-    expect(decide({ _tag: "InterruptExecution", now: T0, owner: undefined }, fold([requested]))).toBeInstanceOf(StateConflict)
+    given([requested]).when({ _tag: "InterruptExecution", now: T0, owner: undefined }).thenFails(StateConflict)
   })
 })
 
 describe("running", () => {
   it("success records output and latency from dispatch", () => {
-    const { after } = run(started(), { _tag: "CompleteExecution", now: T0 + 30, output: { a: 1 } })
-    const record = toRecord(after)
-    expect(record).toMatchObject({ status: "succeeded", output: { a: 1 }, latencyMs: 20, completedAt: "2026-11-22T10:00:00.030Z" })
-    expect(record && variantKeys(record)).toEqual(["completedAt", "latencyMs", "output"])
+    given(started()).when({ _tag: "CompleteExecution", now: T0 + 30, output: { a: 1 } }).then((_, after) => {
+      const record = toRecord(after)
+      expect(record).toMatchObject({ status: "succeeded", output: { a: 1 }, latencyMs: 20, completedAt: "2026-11-22T10:00:00.030Z" })
+      expect(record && variantKeys(record)).toEqual(["completedAt", "latencyMs", "output"])
+    })
   })
 
   it("failure records the normalized error", () => {
     const error = { code: "rate_limited" as const, message: "slow down", retryable: true, retryAfter: 3 }
-    const { result, after } = run(started(), { _tag: "FailExecution", now: T0 + 11, error })
-    expect(Array.isArray(result) && result[0]?.type).toBe("ExecutionFailed")
-    expect(toRecord(after)).toMatchObject({ status: "failed", error })
+    given(started()).when({ _tag: "FailExecution", now: T0 + 11, error }).then((result, after) => {
+      expect(result[0]?.type).toBe("ExecutionFailed")
+      expect(toRecord(after)).toMatchObject({ status: "failed", error })
+    })
   })
 
   it("cancel: dispatch may have begun", () => {
-    const { result, after } = run(started(), { _tag: "CancelExecution", now: T0 + 20 })
-    expect(Array.isArray(result) && result[0]).toMatchObject({ dispatchMayHaveBegun: true })
-    expect(toRecord(after)).toMatchObject({ status: "cancelled", cancellation: { dispatchMayHaveBegun: true } })
+    given(started()).when({ _tag: "CancelExecution", now: T0 + 20 }).then((result, after) => {
+      expect(result[0]).toMatchObject({ dispatchMayHaveBegun: true })
+      expect(toRecord(after)).toMatchObject({ status: "cancelled", cancellation: { dispatchMayHaveBegun: true } })
+    })
   })
 
   it("restart interruption fails it with execution_interrupted (retryable)", () => {
-    const { after } = run(started(), { _tag: "InterruptExecution", now: T0 + 50, owner: undefined })
-    expect(toRecord(after)).toMatchObject({ status: "failed", error: { code: "execution_interrupted", retryable: true } })
+    given(started()).when({ _tag: "InterruptExecution", now: T0 + 50, owner: undefined }).then((_, after) => {
+      expect(toRecord(after)).toMatchObject({ status: "failed", error: { code: "execution_interrupted", retryable: true } })
+    })
   })
 
   it("terminal events carry the full public record", () => {
-    const { result } = run(started(), { _tag: "CompleteExecution", now: T0 + 30, output: "x" })
-    expect(Array.isArray(result) && result[0]).toMatchObject({ record: { executionId: "exe_1", status: "succeeded", output: "x" } })
+    given(started()).when({ _tag: "CompleteExecution", now: T0 + 30, output: "x" }).then((result) => {
+      expect(result[0]).toMatchObject({ record: { executionId: "exe_1", status: "succeeded", output: "x" } })
+    })
   })
 })
 
@@ -131,11 +135,11 @@ describe.each([
   ["failed", { _tag: "FailExecution", now: T0 + 30, error: { code: "provider_error", message: "no", retryable: false } } as const]
 ])("%s", (_status, terminal) => {
   it("cancel is a StateConflict (409)", () => {
-    expect(decide({ _tag: "CancelExecution", now: T0 + 40 }, fold(events(started(), terminal)))).toBeInstanceOf(StateConflict)
+    given(events(started(), terminal)).when({ _tag: "CancelExecution", now: T0 + 40 }).thenFails(StateConflict)
   })
 
   it("completion again is a conflict (a lost race)", () => {
-    expect(decide(terminal, fold(events(started(), terminal)))).toBeInstanceOf(StateConflict)
+    given(events(started(), terminal)).when(terminal).thenFails(StateConflict)
   })
 })
 
@@ -143,22 +147,22 @@ describe("cancelled", () => {
   const cancelled = () => events(started(), { _tag: "CancelExecution", now: T0 + 20 })
 
   it("cancel again produces nothing and the record stays unchanged", () => {
-    const { result, after } = run(cancelled(), { _tag: "CancelExecution", now: T0 + 99 })
-    expect(result).toEqual([])
+    const after = given(cancelled()).when({ _tag: "CancelExecution", now: T0 + 99 }).thenNothingHappened()
     expect(toRecord(after)).toEqual(toRecord(fold(cancelled())))
   })
 
   it("a late success from the adapter is refused", () => {
-    expect(decide({ _tag: "CompleteExecution", now: T0 + 30, output: 1 }, fold(cancelled()))).toBeInstanceOf(StateConflict)
+    given(cancelled()).when({ _tag: "CompleteExecution", now: T0 + 30, output: 1 }).thenFails(StateConflict)
   })
 })
 
 describe("replays", () => {
   it("the first replay records ExecutionReplayed and sets replayed; later ones record nothing", () => {
-    const first = run(started(), { _tag: "MarkReplayed", now: T0 + 1 })
-    expect(Array.isArray(first.result) && first.result[0]?.type).toBe("ExecutionReplayed")
-    expect(toRecord(first.after)?.replayed).toBe(true)
-    const again = decide({ _tag: "MarkReplayed", now: T0 + 2 }, first.after)
+    const first = given(started()).when({ _tag: "MarkReplayed", now: T0 + 1 }).then((result, after) => {
+      expect(result[0]?.type).toBe("ExecutionReplayed")
+      expect(toRecord(after)?.replayed).toBe(true)
+    })
+    const again = decide({ _tag: "MarkReplayed", now: T0 + 2 }, first)
     expect(again).toEqual([])
   })
 
@@ -201,8 +205,9 @@ describe("ownership", () => {
 
   it("recovery interrupts only on behalf of the owner it found dead", () => {
     const adopted = events([{ ...requested, owner: "proc_a" }], { _tag: "StartDispatch", now: T0 + 10, owner: "proc_b" })
-    expect(decide({ _tag: "InterruptExecution", now: T0 + 20, owner: "proc_a" }, fold(adopted))).toBeInstanceOf(StateConflict)
-    const interrupted = decide({ _tag: "InterruptExecution", now: T0 + 20, owner: "proc_b" }, fold(adopted))
-    expect(interrupted).toMatchObject([{ type: "ExecutionFailed", record: { error: { code: "execution_interrupted" } } }])
+    given(adopted).when({ _tag: "InterruptExecution", now: T0 + 20, owner: "proc_a" }).thenFails(StateConflict)
+    given(adopted).when({ _tag: "InterruptExecution", now: T0 + 20, owner: "proc_b" }).then((interrupted) => {
+      expect(interrupted).toMatchObject([{ type: "ExecutionFailed", record: { error: { code: "execution_interrupted" } } }])
+    })
   })
 })

@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest"
 import * as Delivery from "../../../domain/webhooks/WebhookDelivery.ts"
+import { deciderSpecification } from "../../support/Decider.ts"
 
 const delays = [0, 30_000, 120_000, 600_000, 3_600_000]
 const queued: Delivery.DeliveryQueued = {
@@ -12,8 +13,20 @@ const queued: Delivery.DeliveryQueued = {
   source: { streamId: "execution-exe_1", version: 2, position: Delivery.positionKey(1n, 2n) },
   queuedAt: "2026-01-01T00:00:00.000Z"
 }
+const recordAttempt = (outcome: Delivery.AttemptOutcome, startedAt: number, endedAt = startedAt + 100): Delivery.DeliveryCommand => ({
+  type: "RecordAttempt",
+  outcome,
+  startedAt,
+  endedAt,
+  delays
+})
 const attempt = (state: Delivery.DeliveryState, outcome: Delivery.AttemptOutcome, startedAt: number, endedAt = startedAt + 100) =>
-  Delivery.decide({ type: "RecordAttempt", outcome, startedAt, endedAt, delays }, state)
+  Delivery.decide(recordAttempt(outcome, startedAt, endedAt), state)
+const given = deciderSpecification<Delivery.DeliveryCommand, Delivery.DeliveryState, Delivery.DeliveryEvent>({
+  decide: Delivery.decide,
+  evolve: Delivery.evolve,
+  initialState: undefined
+})
 
 describe("pending delivery", () => {
   const state = Delivery.fold([queued])
@@ -21,26 +34,26 @@ describe("pending delivery", () => {
     expect(state).toMatchObject({ status: "pending", attempts: [] })
   })
   it("any 2xx succeeds and completes", () => {
-    const events = attempt(state, { statusCode: 204 }, 1_000)
     const attemptedAt = new Date(1_000).toISOString()
-    expect(events).toEqual([{ type: "DeliveryAttemptSucceeded", attemptedAt, statusCode: 204, attempts: [{ attemptedAt, statusCode: 204 }] }])
-    const next = events.reduce(Delivery.evolve, state)
+    const next = given([queued]).when(recordAttempt({ statusCode: 204 }, 1_000))
+      .then([{ type: "DeliveryAttemptSucceeded", attemptedAt, statusCode: 204, attempts: [{ attemptedAt, statusCode: 204 }] }])
     expect(next).toMatchObject({ status: "succeeded", completedAt: new Date(1_000).toISOString(), nextRetryAt: undefined })
   })
   it("a failure schedules the next attempt from the end of this one", () => {
-    const events = attempt(state, { error: "timeout" }, 1_000, 11_000)
     const attemptedAt = new Date(1_000).toISOString()
-    expect(events).toEqual([{
+    const next = given([queued]).when(recordAttempt({ error: "timeout" }, 1_000, 11_000)).then([{
       type: "DeliveryAttemptFailed",
       attemptedAt,
       error: "timeout",
       nextRetryAt: new Date(11_000 + 30_000).toISOString(),
       attempts: [{ attemptedAt, error: "timeout" }]
     }])
-    expect(events.reduce(Delivery.evolve, state)).toMatchObject({ status: "delivering", attempts: [{ error: "timeout" }] })
+    expect(next).toMatchObject({ status: "delivering", attempts: [{ error: "timeout" }] })
   })
   it("3xx and 410 are failures", () => {
-    for (const statusCode of [301, 302, 410, 500]) expect(attempt(state, { statusCode }, 0)[0]?.type).toBe("DeliveryAttemptFailed")
+    for (const statusCode of [301, 302, 410, 500]) {
+      given([queued]).when(recordAttempt({ statusCode }, 0)).then((events) => expect(events[0]?.type).toBe("DeliveryAttemptFailed"))
+    }
   })
 })
 
@@ -72,11 +85,10 @@ describe("retry schedule", () => {
 
 describe("abandon", () => {
   it("stops an unfinished delivery and leaves a finished one alone", () => {
-    const state = Delivery.fold([queued])
-    const events = Delivery.decide({ type: "Abandon", at: 5, reason: "endpoint_inactive" }, state)
-    const after = events.reduce(Delivery.evolve, state)
-    expect(after).toMatchObject({ status: "failed", completedAt: new Date(5).toISOString() })
-    expect(Delivery.decide({ type: "Abandon", at: 6, reason: "endpoint_deleted" }, after)).toEqual([])
+    given([queued]).when({ type: "Abandon", at: 5, reason: "endpoint_inactive" }).then((_, after) => {
+      expect(after).toMatchObject({ status: "failed", completedAt: new Date(5).toISOString() })
+      expect(Delivery.decide({ type: "Abandon", at: 6, reason: "endpoint_deleted" }, after)).toEqual([])
+    })
   })
 })
 

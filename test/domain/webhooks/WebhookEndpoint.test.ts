@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest"
 import * as Endpoint from "../../../domain/webhooks/WebhookEndpoint.ts"
+import { deciderSpecification } from "../../support/Decider.ts"
 
 const created = {
   endpointId: "whe_1",
@@ -32,23 +33,26 @@ describe("subscriptions", () => {
 })
 
 describe("endpoint", () => {
+  const initialState: Endpoint.EndpointState = undefined
+  const given = deciderSpecification({ decide: Endpoint.decide, evolve: Endpoint.evolve, initialState })
+  const createdEvent: Endpoint.EndpointEvent = { type: "EndpointCreated", ...created }
+
   it("is created once", () => {
-    const state = Endpoint.fold([{ type: "EndpointCreated", ...created }])
-    expect(Endpoint.decide({ type: "CreateEndpoint", endpoint: created }, state)).toEqual({ _tag: "EndpointExists" })
+    given([createdEvent]).when({ type: "CreateEndpoint", endpoint: created }).thenFails({ _tag: "EndpointExists" })
   })
   it("applies updates, rotations and deletion; a deleted endpoint refuses everything", () => {
-    let state = Endpoint.fold([{ type: "EndpointCreated", ...created }])
-    const updated = Endpoint.decide({ type: "UpdateEndpoint", changes: { active: false }, at: "t1" }, state)
-    expect(Array.isArray(updated)).toBe(true)
-    state = (updated as ReadonlyArray<Endpoint.EndpointEvent>).reduce(Endpoint.evolve, state)
-    expect(state).toMatchObject({ active: false, url: created.url, updatedAt: "t1" })
-    const rotated = Endpoint.decide({ type: "RotateEndpointSecret", sealedSecret: "s2", secretPrefix: "whsec_zzzz", at: "t2" }, state)
-    state = (rotated as ReadonlyArray<Endpoint.EndpointEvent>).reduce(Endpoint.evolve, state)
-    expect(state).toMatchObject({ sealedSecret: "s2", secretPrefix: "whsec_zzzz" })
-    const deleted = Endpoint.decide({ type: "DeleteEndpoint", at: "t3" }, state)
-    state = (deleted as ReadonlyArray<Endpoint.EndpointEvent>).reduce(Endpoint.evolve, state)
-    expect(Endpoint.decide({ type: "DeleteEndpoint", at: "t4" }, state)).toEqual({ _tag: "EndpointNotFound" })
-    expect(Endpoint.decide({ type: "UpdateEndpoint", changes: { active: true }, at: "t4" }, undefined)).toEqual({ _tag: "EndpointNotFound" })
+    const updated: Endpoint.EndpointEvent = { type: "EndpointUpdated", active: false, at: "t1" }
+    const afterUpdate = given([createdEvent]).when({ type: "UpdateEndpoint", changes: { active: false }, at: "t1" }).then([updated])
+    expect(afterUpdate).toMatchObject({ active: false, url: created.url, updatedAt: "t1" })
+    const rotated: Endpoint.EndpointEvent = { type: "EndpointSecretRotated", sealedSecret: "s2", secretPrefix: "whsec_zzzz", at: "t2" }
+    const afterRotation = given([createdEvent, updated])
+      .when({ type: "RotateEndpointSecret", sealedSecret: "s2", secretPrefix: "whsec_zzzz", at: "t2" })
+      .then([rotated])
+    expect(afterRotation).toMatchObject({ sealedSecret: "s2", secretPrefix: "whsec_zzzz" })
+    const deleted: Endpoint.EndpointEvent = { type: "EndpointDeleted", at: "t3" }
+    given([createdEvent, updated, rotated]).when({ type: "DeleteEndpoint", at: "t3" }).then([deleted])
+    given([createdEvent, updated, rotated, deleted]).when({ type: "DeleteEndpoint", at: "t4" }).thenFails({ _tag: "EndpointNotFound" })
+    given([]).when({ type: "UpdateEndpoint", changes: { active: true }, at: "t4" }).thenFails({ _tag: "EndpointNotFound" })
   })
   it("normalizes URLs", () => {
     expect(Endpoint.normalizeUrl(new URL("HTTPS://LocalHost:443/Hook/Path#frag"))).toBe("https://localhost/Hook/Path")
