@@ -17,6 +17,7 @@
 import { Clock, Effect, Schema, type Scope } from "effect"
 import type { ToolDefinition } from "../domain/catalog/Catalog.ts"
 import { decodeClosed, findTool } from "../domain/catalog/index.ts"
+import { unknownToolMessage } from "../infra/executions/Executions.ts"
 import { normalized, toNormalized, type NormalizedError } from "../domain/Errors.ts"
 import type { ExecutionRecord } from "../domain/executions/ExecutionRecord.ts"
 import type { RateLimiterShape } from "../infra/access/RateLimiter.ts"
@@ -174,7 +175,7 @@ export const makeToolCalls = (deps: {
     const args = yield* Effect.result(decodeExecute(request.arguments ?? {}))
     if (args._tag === "Failure") return { problem: toNormalized(args.failure) }
     const tool = findTool(args.success.name)
-    if (tool === undefined) return { problem: normalized("invalid_input", `Unknown tool ${args.success.name}.`) }
+    if (tool === undefined) return { problem: normalized("invalid_input", unknownToolMessage(args.success.name)) }
     return { tool, input: args.success.input ?? {}, via: EXECUTE_TOOL }
   })
 

@@ -12,6 +12,7 @@ import { fileSettings } from "../infra/files/StagedFiles.ts"
 import { allowPrivateNetworks } from "../infra/outbound/OutboundHttp.ts"
 import { providerUrls } from "../infra/providers/index.ts"
 import { databaseUrl, httpUrl, integer, oneOf, optionalId } from "../infra/Settings.ts"
+import { maxEndpointsSetting } from "../infra/webhooks/WebhookEndpoints.ts"
 import { webhookSettings } from "../infra/webhooks/WebhookSettings.ts"
 import { portSetting, serverLimits } from "../http/server/Server.ts"
 
@@ -25,6 +26,7 @@ export const preflight = Effect.gen(function*() {
   yield* rateLimits
   yield* fileSettings
   yield* webhookSettings
+  yield* maxEndpointsSetting
   yield* allowPrivateNetworks
   yield* providerUrls
   yield* syncWaitSetting

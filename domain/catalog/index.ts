@@ -52,6 +52,8 @@ export const findTrigger = (name: string): TriggerDefinition | undefined => {
 
 export const findToolkit = (name: string): ToolkitManifest | undefined => toolkitsByName.get(name)
 
+export const listToolkits = (): ReadonlyArray<ToolkitManifest> => [...toolkitsByName.values()]
+
 export interface ToolQuery {
   readonly capability?: string | undefined
   readonly toolkit?: string | undefined

@@ -4,7 +4,7 @@
  * already sealed, time arrives on the command.
  */
 import { Schema } from "effect"
-import { findTrigger } from "../catalog/index.ts"
+import { findTrigger, listTriggers } from "../catalog/index.ts"
 import { streamCodec } from "../EventCodec.ts"
 
 export const ENDPOINT_STREAM_TYPE = "webhook-endpoint"
@@ -19,13 +19,14 @@ export const FIXED_SUBSCRIPTIONS: ReadonlySet<string> = new Set([
   "trigger.*"
 ])
 
-/** Why a subscription entry is refused, or undefined when it is valid. */
+/** Why a subscription entry is refused, or undefined when it is valid; a refusal names the valid entries. */
 export const subscriptionProblem = (entry: string): string | undefined => {
   if (FIXED_SUBSCRIPTIONS.has(entry)) return undefined
   if (entry.startsWith("trigger.")) {
-    return findTrigger(entry.slice("trigger.".length)) === undefined ? `unknown trigger ${entry}` : undefined
+    if (findTrigger(entry.slice("trigger.".length)) !== undefined) return undefined
+    return `unknown trigger ${entry}; the catalog's triggers are ${listTriggers().map((t) => `trigger.${t.name}`).join(", ")}`
   }
-  return `unknown event type ${entry}`
+  return `unknown event type ${entry}; expected one of ${[...FIXED_SUBSCRIPTIONS].join(", ")} or trigger.<toolkit>.<name>`
 }
 
 /** Whether an endpoint subscribed to `events` receives a delivered `type`. */
@@ -119,11 +120,12 @@ export const evolve = (state: EndpointState, event: EndpointEvent): EndpointStat
 
 export const fold = (events: ReadonlyArray<EndpointEvent>): EndpointState => events.reduce(evolve, undefined as EndpointState)
 
+/** Every command but the creation names the project asking: another project's endpoint is not found. */
 export type EndpointCommand =
   | { readonly type: "CreateEndpoint"; readonly endpoint: Omit<EndpointCreated, "type"> }
-  | { readonly type: "UpdateEndpoint"; readonly changes: Omit<EndpointUpdated, "type" | "at">; readonly at: string }
-  | { readonly type: "RotateEndpointSecret"; readonly sealedSecret: string; readonly secretPrefix: string; readonly at: string }
-  | { readonly type: "DeleteEndpoint"; readonly at: string }
+  | { readonly type: "UpdateEndpoint"; readonly projectId: string; readonly changes: Omit<EndpointUpdated, "type" | "at">; readonly at: string }
+  | { readonly type: "RotateEndpointSecret"; readonly projectId: string; readonly sealedSecret: string; readonly secretPrefix: string; readonly at: string }
+  | { readonly type: "DeleteEndpoint"; readonly projectId: string; readonly at: string }
 
 export type EndpointRejection = { readonly _tag: "EndpointNotFound" } | { readonly _tag: "EndpointExists" }
 
@@ -135,7 +137,7 @@ export const decide = (
   if (command.type === "CreateEndpoint") {
     return state === undefined ? [{ type: "EndpointCreated", ...command.endpoint }] : { _tag: "EndpointExists" }
   }
-  if (state === undefined || state.deleted) return { _tag: "EndpointNotFound" }
+  if (state === undefined || state.deleted || state.projectId !== command.projectId) return { _tag: "EndpointNotFound" }
   switch (command.type) {
     case "UpdateEndpoint":
       return [{ type: "EndpointUpdated", ...command.changes, at: command.at }]
@@ -151,4 +153,12 @@ export const normalizeUrl = (url: URL): string => {
   const copy = new URL(url.href)
   copy.hash = ""
   return copy.href
+}
+
+export const endpointDecider = {
+  streamType: ENDPOINT_STREAM_TYPE,
+  codec: endpointCodec,
+  initialState: undefined as EndpointState,
+  evolve,
+  decide
 }

@@ -6,7 +6,7 @@
  */
 import { Clock, Context, Effect, Layer, Redacted } from "effect"
 import type { AuthClass } from "../../domain/catalog/Catalog.ts"
-import { findToolkit } from "../../domain/catalog/index.ts"
+import { findToolkit, listToolkits } from "../../domain/catalog/index.ts"
 import {
   CONNECTION_STREAM_TYPE,
   connectionCodec,
@@ -101,6 +101,10 @@ const isStringRecord = (value: unknown): value is Record<string, string> =>
   value !== null && typeof value === "object" && !Array.isArray(value) &&
   Object.values(value).every((v) => typeof v === "string")
 
+/** An unknown toolkit's refusal names the catalog's toolkits. */
+const unknownToolkit = (name: string) =>
+  `Unknown toolkit ${JSON.stringify(name)}; the catalog's toolkits are ${listToolkits().map((toolkit) => toolkit.name).join(", ")}.`
+
 export const make = Effect.gen(function*() {
   const events = yield* EventStore
   const views = yield* ViewStore
@@ -111,7 +115,7 @@ export const make = Effect.gen(function*() {
 
   const create = Effect.fn("Connections.create")(function*(input: CreateConnectionInput) {
     const toolkit = findToolkit(input.toolkit)
-    if (toolkit === undefined) return yield* invalid(`Unknown toolkit ${JSON.stringify(input.toolkit)}.`)
+    if (toolkit === undefined) return yield* invalid(unknownToolkit(input.toolkit))
     if (!toolkit.authClasses.includes(input.authClass)) {
       return yield* invalid(`Toolkit ${toolkit.name} accepts auth classes ${toolkit.authClasses.join(", ")}, not ${input.authClass}.`)
     }
@@ -214,7 +218,7 @@ export const make = Effect.gen(function*() {
   // Untraced: it runs on every execution, and a span costs more than the lookup itself.
   const resolve = Effect.fnUntraced(function*(request: ResolveRequest) {
     const toolkit = findToolkit(request.toolkit)
-    if (toolkit === undefined) return yield* invalid(`Unknown toolkit ${JSON.stringify(request.toolkit)}.`)
+    if (toolkit === undefined) return yield* invalid(unknownToolkit(request.toolkit))
     if (!needsConnection(toolkit)) {
       // Nothing to open; a named connection is still checked, so a wrong id is not silently dropped.
       if (request.connectionId === undefined) return {}

@@ -6,7 +6,8 @@
 import { Clock, Context, Effect, Layer } from "effect"
 import { hash as digest } from "node:crypto"
 import type { ToolDefinition } from "../../domain/catalog/Catalog.ts"
-import { catalogVersion, decodeClosed, findTool, toCanonicalName } from "../../domain/catalog/index.ts"
+import { catalogVersion, decodeClosed, findTool, listTools, toCanonicalName } from "../../domain/catalog/index.ts"
+import { unstorable, unstorableMessage } from "../../domain/Storable.ts"
 import * as Idempotency from "../../domain/executions/Idempotency.ts"
 import type { ExecutionMode, ExecutionRecord, ExecutionStatus } from "../../domain/executions/ExecutionRecord.ts"
 import { isoTime } from "../../domain/Time.ts"
@@ -113,6 +114,10 @@ const isTerminal = (record: ExecutionRecord) =>
 /** SERVICE_EXECUTE_SYNC_WAIT_MS: how long a sync execute waits for a terminal record. */
 export const syncWaitSetting = integer("SERVICE_EXECUTE_SYNC_WAIT_MS", 60_000, 0, 3_600_000)
 
+/** An unknown tool's refusal names the catalog's tools (canonical names; wire names work too). */
+export const unknownToolMessage = (name: string) =>
+  `Unknown tool ${JSON.stringify(name)}; the catalog's tools are ${listTools().map((tool) => tool.name).join(", ")}.`
+
 export const make = Effect.gen(function*() {
   const syncWaitMs = yield* syncWaitSetting
   const store = yield* EventStore
@@ -131,8 +136,11 @@ export const make = Effect.gen(function*() {
 
   const validate = Effect.fnUntraced(function*(command: ExecuteCommand) {
     const tool = findTool(command.tool)
-    if (tool === undefined) return yield* new InvalidInput({ message: `Unknown tool ${command.tool}.` })
+    if (tool === undefined) return yield* new InvalidInput({ message: unknownToolMessage(command.tool) })
     const input = command.input ?? {}
+    // The HTTP edge refuses such bodies already; the MCP gateway's arguments come through here.
+    const unfit = unstorable(input)
+    if (unfit !== undefined) return yield* new InvalidInput({ message: `The input ${unstorableMessage[unfit]}.` })
     const decoded = yield* decodeInput(tool, input)
     const attachments = command.attachments === undefined ? undefined : [...new Set(command.attachments)]
     if (attachments !== undefined && attachments.length > 0) {

@@ -3,14 +3,18 @@
  * projection commits with it), and reads the `webhook_endpoints` view. Secrets are generated
  * here, sealed before they reach the log, and shown to the caller once.
  */
-import { Context, Effect, Layer } from "effect"
+import { Clock, Context, Effect, Layer } from "effect"
 import { randomBytes } from "node:crypto"
 import { InvalidInput, NotFound } from "../../domain/Errors.ts"
+import { isoTime } from "../../domain/Time.ts"
+import * as Registry from "../../domain/webhooks/EndpointRegistry.ts"
 import * as Endpoint from "../../domain/webhooks/WebhookEndpoint.ts"
 import { SECRET_PREFIX, secretPrefixOf } from "../../domain/webhooks/WebhookSignature.ts"
 import { allowPrivateNetworks } from "../outbound/OutboundHttp.ts"
 import { validateUrl } from "../outbound/AddressGuard.ts"
-import { ConcurrencyConflict, EventStore, type StoreUnavailable } from "../eventlog/EventStore.ts"
+import { handleCommand, prepare } from "../eventlog/CommandHandler.ts"
+import { type AppendRequest, EventStore, type StoreUnavailable } from "../eventlog/EventStore.ts"
+import { integer } from "../Settings.ts"
 import { newId } from "../Ids.ts"
 import { Secrets } from "../access/Secrets.ts"
 import { ViewStore } from "../eventlog/ViewStore.ts"
@@ -41,7 +45,10 @@ export interface WebhookEndpointsShape {
 
 export class WebhookEndpoints extends Context.Service<WebhookEndpoints, WebhookEndpointsShape>()("app/infra/WebhookEndpoints") {}
 
-const now = () => new Date().toISOString()
+const nowIso = Effect.map(Clock.currentTimeMillis, isoTime)
+
+/** SERVICE_WEBHOOK_MAX_ENDPOINTS_PER_PROJECT: endpoints a project may have (docs/webhooks.md). */
+export const maxEndpointsSetting = integer("SERVICE_WEBHOOK_MAX_ENDPOINTS_PER_PROJECT", 100, 1, 10_000)
 
 const notFound = () => new NotFound({ message: "No such webhook endpoint." })
 
@@ -63,6 +70,7 @@ export const make = Effect.gen(function*() {
   const views = yield* ViewStore
   const secrets = yield* Secrets
   const allowPrivate = yield* allowPrivateNetworks
+  const maxEndpoints = yield* maxEndpointsSetting
   const listeners: Array<(endpointId: string) => void> = []
   const changed = (endpointId: string) => Effect.sync(() => listeners.forEach((listener) => listener(endpointId)))
 
@@ -77,31 +85,41 @@ export const make = Effect.gen(function*() {
     Effect.flatMap(find(endpointId), (endpoint) =>
       endpoint === undefined || endpoint.projectId !== projectId ? Effect.fail(notFound()) : Effect.succeed(endpoint))
 
-  /** Folds, decides, appends; a concurrent writer makes it start over. */
-  const execute = Effect.fnUntraced(function*(
-    projectId: string,
+  /** The project's endpoints as the view has them: the count a registry starts from. */
+  const existingIds = (projectId: string) =>
+    Effect.map(
+      views.list(ENDPOINTS_TABLE, {
+        where: [{ column: "project_id", op: "=", value: projectId }],
+        orderBy: [{ column: "endpoint_id", direction: "asc" }],
+        limit: 10_001
+      }),
+      (rows) => rows.map((row) => String(row.endpoint_id))
+    )
+
+  /** The registry's decision, committed with the endpoint's own (EndpointRegistry.ts). */
+  const inRegistry = (projectId: string, command: Registry.RegistryCommand) =>
+    prepare(store, Registry.registryDecider, Registry.registryStreamId(projectId), command).pipe(
+      Effect.map((prepared) => (prepared.events.length === 0 ? [] : [prepared.request])),
+      Effect.catchIf(
+        (rejection): rejection is Registry.EndpointLimitReached => "_tag" in rejection && rejection._tag === "EndpointLimitReached",
+        (limit) => Effect.fail(new InvalidInput({ message: `A project has at most ${limit.cap} webhook endpoints; delete one first.` }))
+      )
+    )
+
+  /** Runs a command on the endpoint's stream (infra/eventlog/CommandHandler.ts); a refusal is NotFound. */
+  const execute = <E = never>(
     endpointId: string,
-    command: Endpoint.EndpointCommand
-  ): Effect.fn.Return<void, NotFound | StoreUnavailable | ConcurrencyConflict> {
-    const streamId = Endpoint.endpointStreamId(endpointId)
-    const recorded = yield* store.readStream(streamId)
-    const state = Endpoint.fold(recorded.map(Endpoint.endpointCodec.decode))
-    if (command.type !== "CreateEndpoint" && (state === undefined || state.projectId !== projectId)) return yield* notFound()
-    const decision = Endpoint.decide(command, state)
-    if (!Array.isArray(decision)) return yield* notFound()
-    const events = decision as ReadonlyArray<Endpoint.EndpointEvent>
-    yield* store.append([{
-      streamId,
-      streamType: Endpoint.ENDPOINT_STREAM_TYPE,
-      expectedVersion: recorded.length,
-      events: events.map((event) => Endpoint.endpointCodec.encode(event, newId("evt")))
-    }])
-  }, (effect, _projectId, endpointId) =>
-    effect.pipe(
-      Effect.retry({ while: (error) => error instanceof ConcurrencyConflict, times: 5 }),
-      Effect.catchTag("ConcurrencyConflict", () => Effect.die(new Error("endpoint stream kept moving"))),
+    command: Endpoint.EndpointCommand,
+    alongside?: Effect.Effect<ReadonlyArray<AppendRequest>, E | StoreUnavailable>
+  ) =>
+    handleCommand(store, Endpoint.endpointDecider, Endpoint.endpointStreamId(endpointId), command, { alongside }).pipe(
+      Effect.catchIf(
+        (error): error is Endpoint.EndpointRejection => typeof error === "object" && error !== null && "_tag" in error &&
+          (error._tag === "EndpointNotFound" || error._tag === "EndpointExists"),
+        () => Effect.fail(notFound())
+      ),
       Effect.andThen(changed(endpointId))
-    ))
+    )
 
   return WebhookEndpoints.of({
     create: Effect.fnUntraced(function*(projectId, input) {
@@ -109,7 +127,9 @@ export const make = Effect.gen(function*() {
       const events = yield* checkEvents(input.events)
       const secret = generateSecret()
       const endpointId = newId("whe")
-      yield* execute(projectId, endpointId, {
+      const existing = yield* existingIds(projectId)
+      const register = inRegistry(projectId, { type: "Register", endpointId, cap: maxEndpoints, existing })
+      yield* execute(endpointId, {
         type: "CreateEndpoint",
         endpoint: {
           endpointId,
@@ -119,9 +139,9 @@ export const make = Effect.gen(function*() {
           active: input.active,
           sealedSecret: secrets.seal(secret),
           secretPrefix: secretPrefixOf(secret),
-          at: now()
+          at: yield* nowIso
         }
-      }).pipe(Effect.catchTag("NotFound", () => Effect.die(new Error("new endpoint id collided"))))
+      }, register).pipe(Effect.catchTag("NotFound", () => Effect.die(new Error("new endpoint id collided"))))
       const endpoint = yield* get(projectId, endpointId).pipe(Effect.orDie)
       return { endpoint, secret }
     }),
@@ -129,28 +149,34 @@ export const make = Effect.gen(function*() {
       yield* get(projectId, endpointId)
       const url = changes.url === undefined ? undefined : yield* checkUrl(changes.url)
       const events = changes.events === undefined ? undefined : yield* checkEvents(changes.events)
-      yield* execute(projectId, endpointId, {
+      yield* execute(endpointId, {
         type: "UpdateEndpoint",
+        projectId,
         changes: {
           ...(url !== undefined ? { url } : {}),
           ...(events !== undefined ? { events } : {}),
           ...(changes.active !== undefined ? { active: changes.active } : {})
         },
-        at: now()
+        at: yield* nowIso
       })
       return yield* get(projectId, endpointId)
     }),
     rotateSecret: Effect.fnUntraced(function*(projectId, endpointId) {
       const secret = generateSecret()
-      yield* execute(projectId, endpointId, {
+      yield* execute(endpointId, {
         type: "RotateEndpointSecret",
+        projectId,
         sealedSecret: secrets.seal(secret),
         secretPrefix: secretPrefixOf(secret),
-        at: now()
+        at: yield* nowIso
       })
       return { endpoint: yield* get(projectId, endpointId), secret }
     }),
-    remove: (projectId, endpointId) => execute(projectId, endpointId, { type: "DeleteEndpoint", at: now() }),
+    remove: Effect.fnUntraced(function*(projectId, endpointId) {
+      // Its place in the registry is freed in the same commit.
+      const unregister = inRegistry(projectId, { type: "Unregister", endpointId }).pipe(Effect.catchTag("InvalidInput", Effect.die))
+      yield* execute(endpointId, { type: "DeleteEndpoint", projectId, at: yield* nowIso }, unregister)
+    }),
     get,
     find,
     list: (projectId, limit, after) =>

@@ -6,24 +6,27 @@
  * open deliveries from the `webhook_deliveries` view, so a restart resumes where the log says,
  * and retry times hold.
  *
- * A lane runs only while its process holds the endpoint's lease (WebhookLeases); it stops when
- * idle, and `notify` starts it again. Deactivation or deletion abandons unfinished deliveries
- * (status `failed`, completedAt set): re-activating an endpoint does not resurrect them.
+ * A lane runs only while its process holds the endpoint's lease (infra/actors/Leases.ts), in the
+ * scope of the runner incarnation that holds it; it stops when idle, and `notify` starts it
+ * again. Deactivation or deletion abandons unfinished deliveries (status `failed`, completedAt
+ * set, the reason as their last attempt's error): re-activating an endpoint does not resurrect
+ * them. Attempts: DeliveryAttempt.ts; records written behind the lane: WriteBehind.ts.
  */
-import { Context, Effect, Fiber, FiberMap, Layer, Option, Scope } from "effect"
-import { createSecretKey, type KeyObject } from "node:crypto"
+import { Clock, Context, Effect, FiberMap, Layer, Option, Scope } from "effect"
 import * as Delivery from "../../domain/webhooks/WebhookDelivery.ts"
-import { deliveryHeaders } from "../../domain/webhooks/WebhookSignature.ts"
 import { type Incarnation, Leases, Runner } from "../actors/index.ts"
-import { type AppendRequest, EventStore, type StoreUnavailable } from "../eventlog/EventStore.ts"
+import { backoff } from "../Backoff.ts"
+import { type AppendRequest, EventStore } from "../eventlog/EventStore.ts"
 import { Wakeup } from "../eventlog/MemoryEventStore.ts"
 import { OutboundHttp } from "../outbound/OutboundHttp.ts"
 import { Secrets } from "../access/Secrets.ts"
 import { ViewStore } from "../eventlog/ViewStore.ts"
 import { WebhookEndpointReads } from "./WebhookEndpointReads.ts"
 import { webhookSettings } from "./WebhookSettings.ts"
-import { DELIVERIES_TABLE, deliveryFromRow, type DeliveryRow, type EndpointRow } from "./WebhookProjections.ts"
-import { envelopeOf, sourceFor, type WebhookEvent, WebhookSources } from "./WebhookSources.ts"
+import { envelopeFor, makeDeliveryAttempts } from "./DeliveryAttempt.ts"
+import { DELIVERIES_TABLE, deliveryFromRow, type DeliveryRow } from "./WebhookProjections.ts"
+import { sourceFor, type WebhookEvent, WebhookSources } from "./WebhookSources.ts"
+import { makeWriteBehind, type Pending } from "./WriteBehind.ts"
 
 export interface WebhookLanesShape {
   /** Something changed for this endpoint (new deliveries, endpoint edited): run or wake its lane, which reads the view again. */
@@ -58,6 +61,8 @@ interface LaneState {
   handed: Array<DeliveryRow>
   /** Set by `notify`: the lane must read the view before trusting hand-offs again. */
   stale: boolean
+  /** Failures of the lane in a row: each waits twice as long before it starts again (1 s to 1 min). */
+  failures: number
 }
 
 type Outcome = "next" | "stop" | "reload"
@@ -84,8 +89,9 @@ export const make = Effect.gen(function*() {
   const layerScope = yield* Effect.scope
   const sources = yield* WebhookSources
   const settings = yield* webhookSettings
-  const payloads = new Map<string, WebhookEvent>()
   const delays = settings.retryDelaysMs
+  const attempts = makeDeliveryAttempts({ secrets, http, timeoutMs: settings.timeoutMs })
+  const records = makeWriteBehind({ store, requestOf, written: (row) => attempts.forget(row.deliveryId) })
 
   /**
    * The lanes of one incarnation (actors/Runner.ts): their fibers live in its scope, so a lost
@@ -115,95 +121,34 @@ export const make = Effect.gen(function*() {
       limit
     }).pipe(Effect.map((rows) => rows.map(deliveryFromRow)))
 
-  const append = (row: DeliveryRow, events: ReadonlyArray<Delivery.DeliveryEvent>) => store.append([requestOf(row, events)])
+  /** A record the lane waits for; a failing store is retried (backing off), never the attempt. */
+  const append = (row: DeliveryRow, events: ReadonlyArray<Delivery.DeliveryEvent>) =>
+    store.append([requestOf(row, events)]).pipe(
+      Effect.tapError((error) => error._tag === "StoreUnavailable" ? Effect.logWarning("webhook delivery record not written yet; retrying", error) : Effect.void),
+      Effect.retry({ schedule: backoff("30 seconds"), while: (error) => error._tag === "StoreUnavailable" })
+    )
 
   const abandonAll = Effect.fnUntraced(function*(endpointId: string, reason: Delivery.DeliveryAbandoned["reason"]) {
     while (true) {
       const open = yield* openDeliveries(endpointId, 100)
       if (open.length === 0) return
+      const at = yield* Clock.currentTimeMillis
       yield* Effect.forEach(open, (row) => {
-        payloads.delete(row.deliveryId)
-        return append(row, Delivery.decide({ type: "Abandon", at: Date.now(), reason }, row))
+        attempts.forget(row.deliveryId)
+        return append(row, Delivery.decide({ type: "Abandon", at, reason }, row))
       }, { concurrency: 8, discard: true })
     }
   })
 
-  /** The event a delivery carries: remembered at enqueue, else rebuilt from its source event. */
-  const eventOf = Effect.fnUntraced(function*(row: DeliveryRow) {
-    const remembered = payloads.get(row.deliveryId)
+  /** The envelope a delivery carries: remembered at enqueue, else rebuilt from its source event. */
+  const envelopeOf = Effect.fnUntraced(function*(row: DeliveryRow) {
+    const remembered = attempts.remembered(row.deliveryId)
     if (remembered !== undefined) return remembered
     const recorded = yield* store.readStream(row.sourceStreamId, row.sourceVersion)
     const source = recorded.find((event) => event.version === row.sourceVersion)
-    if (source === undefined) return undefined
-    return sourceFor(sources, source)?.fromEvent(source)
+    const event = source === undefined ? undefined : sourceFor(sources, source)?.fromEvent(source)
+    return event === undefined ? undefined : envelopeFor(event)
   })
-
-  // Opening a sealed secret and preparing an HMAC key cost more than the signature itself; a
-  // rotation seals a new value, so caching by sealed text never serves an old secret.
-  const keys = new Map<string, KeyObject | undefined>()
-  const signingKey = (sealed: string) => {
-    if (!keys.has(sealed)) {
-      if (keys.size >= 1_000) keys.clear()
-      const secret = secrets.open(sealed)
-      keys.set(sealed, secret === undefined ? undefined : createSecretKey(Buffer.from(secret, "utf8")))
-    }
-    return keys.get(sealed)
-  }
-
-  const attempt = Effect.fnUntraced(function*(incarnation: Incarnation, endpoint: EndpointRow, event: WebhookEvent) {
-    const startedAt = Date.now()
-    const secret = signingKey(endpoint.sealedSecret)
-    if (secret === undefined) return { startedAt, endedAt: startedAt, outcome: { error: "secret_unavailable" } as Delivery.AttemptOutcome }
-    const body = JSON.stringify(envelopeOf(event))
-    const outcome: Delivery.AttemptOutcome = yield* http.request({
-      method: "POST",
-      url: endpoint.url,
-      headers: deliveryHeaders(secret, event.eventId, Math.floor(startedAt / 1000), body),
-      body,
-      // An attempt never outlives the runner lease: past it, a peer may run this lane.
-      timeoutMs: Math.max(1, Math.min(settings.timeoutMs, Math.floor(incarnation.safeUntil() - performance.now()))),
-      maxBodyBytes: 0
-    }).pipe(
-      Effect.map((response): Delivery.AttemptOutcome => ({ statusCode: response.status })),
-      Effect.catchTag("OutboundHttpError", (error) => Effect.succeed<Delivery.AttemptOutcome>({ error: error.reason }))
-    )
-    return { startedAt, endedAt: Date.now(), outcome }
-  })
-
-  /**
-   * Success records are written behind the lane: the next delivery starts while the previous
-   * one's record commits, so a lane is not bound by commit latency. One append is in flight per
-   * lane at a time and carries every record that came meanwhile (one commit for many). They are
-   * settled before the lane reads its open deliveries again (the view must show them finished),
-   * before it abandons anything and before it goes idle. A crash in between re-sends the
-   * delivered events, in order: at least once.
-   */
-  interface Pending {
-    readonly records: Array<{ readonly row: DeliveryRow; readonly events: ReadonlyArray<Delivery.DeliveryEvent> }>
-    writer: Fiber.Fiber<void, StoreUnavailable> | undefined
-  }
-  const writeBehind = Effect.fnUntraced(function*(pending: Pending): Effect.fn.Return<void, StoreUnavailable> {
-    while (pending.records.length > 0) {
-      const batch = pending.records.splice(0, 200)
-      const requests = batch.map(({ row, events }) => requestOf(row, events))
-      // A record some peer wrote first (a lane that ran twice for a moment) is skipped.
-      yield* store.append(requests).pipe(
-        Effect.catchTag("ConcurrencyConflict", () =>
-          Effect.forEach(requests, (request) => store.append([request]).pipe(Effect.catchTag("ConcurrencyConflict", () => Effect.void)), {
-            discard: true
-          }))
-      )
-      for (const { row } of batch) payloads.delete(row.deliveryId)
-    }
-    // No yield between the emptiness check and this line: a record pushed later starts a writer.
-    pending.writer = undefined
-  })
-  const behind = Effect.fnUntraced(function*(pending: Pending, row: DeliveryRow, events: ReadonlyArray<Delivery.DeliveryEvent>) {
-    pending.records.push({ row, events })
-    if (pending.writer === undefined) pending.writer = yield* Effect.forkChild(writeBehind(pending))
-  })
-  const settle = (pending: Pending) =>
-    Effect.suspend(() => (pending.writer === undefined ? Effect.void : Fiber.join(pending.writer)))
 
   /** Works on the head delivery until it is finished, or the endpoint stops the lane. */
   const drive = Effect.fnUntraced(function*(endpointId: string, state: LaneState, first: DeliveryRow, pending: Pending) {
@@ -213,27 +158,27 @@ export const make = Effect.gen(function*() {
       const since = changed.generation()
       const endpoint = yield* endpoints.current(endpointId)
       if (endpoint === undefined || !endpoint.active) {
-        yield* settle(pending)
+        yield* records.settle(pending)
         yield* abandonAll(endpointId, endpoint === undefined ? "endpoint_deleted" : "endpoint_inactive")
         return "stop" as Outcome
       }
       const due = row.nextRetryAt !== undefined ? Date.parse(row.nextRetryAt) : Date.parse(row.queuedAt) + (delays[0] ?? 0)
-      const wait = due - Date.now()
+      const wait = due - (yield* Clock.currentTimeMillis)
       if (wait > 0) {
         // A change (endpoint edited, deleted) cuts the sleep short to re-read the endpoint;
         // deliveries handed over meanwhile wait behind the head without waking it.
         yield* changed.wait(since).pipe(Effect.timeoutOption(wait))
         continue
       }
-      const event = yield* eventOf(row)
-      if (event === undefined) {
-        yield* append(row, Delivery.decide({ type: "Abandon", at: Date.now(), reason: "source_unavailable" }, row))
+      const envelope = yield* envelopeOf(row)
+      if (envelope === undefined) {
+        yield* append(row, Delivery.decide({ type: "Abandon", at: yield* Clock.currentTimeMillis, reason: "source_unavailable" }, row))
         return "next" as Outcome
       }
-      const { startedAt, endedAt, outcome } = yield* attempt(state.incarnation, endpoint, event)
+      const { startedAt, endedAt, outcome } = yield* attempts.attempt(state.incarnation, endpoint, envelope)
       const events = Delivery.decide({ type: "RecordAttempt", outcome, startedAt, endedAt, delays }, row)
       if (events[0]?.type === "DeliveryAttemptSucceeded") {
-        yield* behind(pending, row, events)
+        yield* records.behind(pending, row, events)
         return "next" as Outcome
       }
       const appended = yield* append(row, events).pipe(
@@ -243,7 +188,7 @@ export const make = Effect.gen(function*() {
       if (!appended) return "reload" as Outcome
       const next = events.reduce<Delivery.Progress>(Delivery.advance, row)
       if (Delivery.isFinished(next.status)) {
-        payloads.delete(row.deliveryId)
+        attempts.forget(row.deliveryId)
         return "next" as Outcome
       }
       const { nextRetryAt: _, ...rest } = row
@@ -259,7 +204,7 @@ export const make = Effect.gen(function*() {
    * at or before the last finished delivery are skipped: a hand-off may repeat what a read saw.
    */
   const work = Effect.fnUntraced(function*(endpointId: string, state: LaneState) {
-    const pending: Pending = { records: [], writer: undefined }
+    const pending = records.make()
     const wake = state.wake
     let known = false
     let last = ""
@@ -270,7 +215,7 @@ export const make = Effect.gen(function*() {
         const outcome = yield* drive(endpointId, state, row, pending)
         if (outcome !== "next") return false
         if (row.sourcePosition > last) last = row.sourcePosition
-        if (pending.records.length >= MAX_BEHIND) yield* settle(pending)
+        if (pending.records.length >= MAX_BEHIND) yield* records.settle(pending)
       }
       return true
     })
@@ -288,12 +233,12 @@ export const make = Effect.gen(function*() {
           continue
         }
         // Idle: records settle before the lease could pass to a peer.
-        yield* settle(pending)
+        yield* records.settle(pending)
         const woken = yield* wake.wait(since).pipe(Effect.timeoutOption(IDLE_MS))
         if (Option.isNone(woken)) return since
         continue
       }
-      yield* settle(pending)
+      yield* records.settle(pending)
       const batch = yield* openDeliveries(endpointId, BATCH)
       known = (yield* run(batch, false)) && batch.length < BATCH
     }
@@ -313,9 +258,13 @@ export const make = Effect.gen(function*() {
       }
       const lastSeen = yield* work(endpointId, state).pipe(
         Effect.catchCause((cause) =>
-          Effect.logWarning("webhook lane failed; retrying", cause).pipe(Effect.andThen(Effect.sleep(1000)), Effect.as(-1))),
+          Effect.logWarning("webhook lane failed; retrying", cause).pipe(
+            Effect.andThen(Effect.sleep(Math.min(60_000, 1_000 * 2 ** state.failures++))),
+            Effect.as(-1)
+          )),
         Effect.ensuring(Effect.ignore(leases.release(state.incarnation, leaseKey(endpointId))))
       )
+      if (lastSeen !== -1) state.failures = 0
       // Checked and removed in one synchronous step, so no notify falls in between.
       if (state.wake.generation() === lastSeen) {
         lanes.states.delete(endpointId)
@@ -330,7 +279,8 @@ export const make = Effect.gen(function*() {
       wake: new Wakeup("1 hour"),
       changed: new Wakeup("1 hour"),
       handed,
-      stale: true
+      stale: true,
+      failures: 0
     }
     lanes.states.set(endpointId, state)
     return Effect.asVoid(FiberMap.run(lanes.fibers, endpointId, lane(lanes, endpointId, state)))
@@ -356,12 +306,7 @@ export const make = Effect.gen(function*() {
         existing.wake.notify()
         return Effect.void
       }),
-    remember: (deliveryId, event) => {
-      // Only a shortcut: a lane rebuilds any forgotten event from the log, so the cache is
-      // bounded (deliveries run by a peer process are never taken out of it here).
-      if (payloads.size >= 20_000) payloads.clear()
-      payloads.set(deliveryId, event)
-    },
+    remember: attempts.remember,
     running: () => [...(current?.states.keys() ?? [])]
   })
 })

@@ -118,8 +118,14 @@ const deliveryChanges = (event: RecordedEvent): ReadonlyArray<RowChange> => {
         set: { status: "delivering", open: true, attempts: data.attempts, next_retry_at: data.nextRetryAt ?? NONE, completed_at: NONE }
       }]
     case "DeliveryGivenUp":
-    case "DeliveryAbandoned":
       return [{ op: "update", table: DELIVERIES_TABLE, key, set: { status: "failed", open: false, next_retry_at: NONE, completed_at: data.at } }]
+    case "DeliveryAbandoned":
+      // Why it stopped, shown as its last attempt's error (as `payload_unavailable` is for a
+      // trigger event's delivery, decisions.md section 5): no request was sent for it.
+      return [
+        { op: "update", table: DELIVERIES_TABLE, key, set: { status: "failed", open: false, next_retry_at: NONE, completed_at: data.at } },
+        { op: "append", table: DELIVERIES_TABLE, key, column: "attempts", value: { attemptedAt: data.at, error: data.reason } }
+      ]
   }
 }
 

@@ -18,8 +18,8 @@ import { endpointFromRow, type EndpointRow, ENDPOINTS_TABLE } from "./WebhookPro
 
 /** Cached projects before the cache starts over (each entry is one small query to rebuild). */
 const MAX_PROJECTS = 10_000
-/** Endpoints read per project; more than any project is allowed. */
-const MAX_ENDPOINTS = 10_000
+/** Endpoints read per query; a project with more is read in pages, so none is ever left out. */
+const PAGE = 1_000
 
 export interface SubscriptionIndex {
   /** Takes note of a followed event; call it for every event, in feed order. */
@@ -42,13 +42,23 @@ export const makeSubscriptionIndex = (views: ViewStoreShape): SubscriptionIndex 
     byProject.delete(projectId)
   }
 
+  const readAll = Effect.fnUntraced(function*(projectId: string) {
+    const endpoints: Array<EndpointRow> = []
+    while (true) {
+      const last = endpoints.at(-1)
+      const rows = yield* views.list(ENDPOINTS_TABLE, {
+        where: [{ column: "project_id", op: "=", value: projectId }],
+        orderBy: [{ column: "endpoint_id", direction: "asc" }],
+        after: last === undefined ? undefined : [last.endpointId],
+        limit: PAGE
+      })
+      endpoints.push(...rows.map(endpointFromRow))
+      if (rows.length < PAGE) return endpoints
+    }
+  })
+
   const load = (projectId: string) =>
-    views.list(ENDPOINTS_TABLE, {
-      where: [{ column: "project_id", op: "=", value: projectId }],
-      orderBy: [{ column: "endpoint_id", direction: "asc" }],
-      limit: MAX_ENDPOINTS
-    }).pipe(Effect.map((rows) => {
-      const endpoints = rows.map(endpointFromRow)
+    readAll(projectId).pipe(Effect.map((endpoints) => {
       if (byProject.size >= MAX_PROJECTS) {
         byProject.clear()
         projectOf.clear()

@@ -166,7 +166,12 @@ describe.skipIf(!postgresAvailable)("webhook delivery (service process on Postgr
     expect((await service.fetch(`/v1/webhooks/${deleted.endpointId}`, { method: "DELETE", key: keyOf("p7") })).status).toBe(204)
     release()
     const records = await eventually(async () => finished(await deliveriesOf(service, "p7", inactive.endpointId), 2), 10_000)
-    for (const record of records) expect(record.status).toBe("failed")
+    for (const record of records) {
+      expect(record.status).toBe("failed")
+      // Why it stopped is its last attempt's error; no request was sent for that one.
+      expect(record.attempts.at(-1)).toMatchObject({ error: "endpoint_inactive" })
+      expect(record.completedAt).toBeTypeOf("string")
+    }
     await new Promise((resolve) => setTimeout(resolve, 600))
     expect(at("/p7/inactive")).toHaveLength(1)
     expect(at("/p7/deleted")).toHaveLength(1)

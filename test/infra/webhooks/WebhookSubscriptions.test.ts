@@ -159,3 +159,38 @@ describe.skipIf(!postgresAvailable)("subscription index across processes", () =>
     }
   }, 120_000)
 })
+
+describe("subscription index with a large project", () => {
+  it("reads every endpoint of a project, in pages, so none is left without its deliveries", async () => {
+    const tables = new MemoryTables(new Map([[ENDPOINTS_TABLE, ["endpoint_id"]]]))
+    const views = memoryViewStore(tables)
+    for (let i = 0; i < 2_500; i++) {
+      const endpointId = `whe_${String(i).padStart(5, "0")}`
+      const created: EndpointEvent = {
+        type: "EndpointCreated",
+        endpointId,
+        projectId: "proj_big",
+        url: "https://example.com/hook",
+        events: ["execution.completed"],
+        active: true,
+        sealedSecret: "sealed",
+        secretPrefix: "whsec_abcd",
+        at: new Date(0).toISOString()
+      }
+      tables.apply(webhookEndpointsProjection.project({
+        streamId: `${ENDPOINT_STREAM_TYPE}-${endpointId}`,
+        streamType: ENDPOINT_STREAM_TYPE,
+        version: 1,
+        position: { tx: BigInt(i + 1), seq: BigInt(i + 1) },
+        eventId: `evt_big_${i}`,
+        type: created.type,
+        schemaVersion: 1,
+        data: created,
+        metadata: {},
+        createdAt: 0
+      }))
+    }
+    const subscribers = await Effect.runPromise(makeSubscriptionIndex(views).subscribers("proj_big", "execution.succeeded"))
+    expect(subscribers).toHaveLength(2_500)
+  })
+})
