@@ -47,10 +47,11 @@ export interface EdgeOptions {
   /** The body ceiling in bytes for a request; the default applies to JSON routes. */
   readonly bodyLimit: (method: string, path: string) => number
   /**
-   * Paths served beside the API (the dashboard's files, Dashboard.ts): answered by `serve` before
-   * the route table, the key check and the JSON body rules; the edge adds only the request id.
+   * Static files served beside the API under a path prefix (the dashboard, Dashboard.ts):
+   * answered by `serve` before the route table, the key check and the JSON body rules; the edge
+   * adds only the request id.
    */
-  readonly mount?: {
+  readonly staticFiles?: {
     readonly matches: (path: string) => boolean
     readonly serve: (request: HttpServerRequest.HttpServerRequest, path: string) => Effect.Effect<HttpServerResponse.HttpServerResponse>
   }
@@ -226,7 +227,7 @@ export const makeEdge = (options: EdgeOptions) => {
           ? Response.setHeader(response, "request-id", requestId)
           : Response.setHeaders(response, { ...meta.answerHeaders, "request-id": requestId })
       const refuse = (failure: EdgeFailure) => respond(envelopeResponse(requestId, failure.status, failure.error, failure.headers))
-      if (options.mount?.matches(path) === true) return respond(yield* options.mount.serve(request, path))
+      if (options.staticFiles?.matches(path) === true) return respond(yield* options.staticFiles.serve(request, path))
       // A refusal before the body is read closes the connection: its body is never wanted.
       const refuseUnread = (failure: EdgeFailure) =>
         refuse(hasBody ? new EdgeFailure(failure.status, failure.error, { ...failure.headers, connection: "close" }) : failure)

@@ -117,7 +117,7 @@ export const makeHttpApp = Effect.gen(function*() {
     mounts: new Map([[MCP_PATH, makeMcpMount(yield* McpGateway)]]),
     bodyLimit: (method, path) => (method === "POST" && path === "/v1/files" ? fileCeiling : DEFAULT_BODY_LIMIT),
     // The dashboard's static files: public, outside the API's routes and body rules.
-    mount: { matches: isDashboardPath, serve: serveDashboard }
+    staticFiles: { matches: isDashboardPath, serve: serveDashboard }
   })
   return edge(app)
 })

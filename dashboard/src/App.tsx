@@ -1,0 +1,163 @@
+/**
+ * The shell: sign-in until `/v1/me` has accepted a key, then the header (project, key id, pinned
+ * or not), the navigation and the current view. Moving between views puts focus on the view's
+ * heading, so keyboard and screen-reader users start at the top of what changed.
+ */
+import { useEffect, useRef, useState } from "preact/hooks"
+import { type Client, clientFor, isPinned, type Me, type Problem, toProblem } from "./api.ts"
+import { type Route, useRoute } from "./router.ts"
+import { forgetKey, storedKey, storeKey } from "./session.ts"
+import { Loading } from "./ui/Feedback.tsx"
+import { Link } from "./ui/Link.tsx"
+import { Executions, ExecutionDetail } from "./views/Executions.tsx"
+import { Files } from "./views/Files.tsx"
+import { SignIn } from "./views/SignIn.tsx"
+import { Subscriptions } from "./views/Subscriptions.tsx"
+import { TriggerEvents } from "./views/TriggerEvents.tsx"
+import { WebhookDetail } from "./views/WebhookDetail.tsx"
+import { Webhooks } from "./views/Webhooks.tsx"
+
+interface Session {
+  readonly client: Client
+  readonly me: Me
+}
+
+const NAV: ReadonlyArray<{ readonly route: Route; readonly label: string; readonly views: ReadonlyArray<Route["view"]> }> = [
+  { route: { view: "files" }, label: "Files", views: ["files"] },
+  { route: { view: "webhooks" }, label: "Webhooks", views: ["webhooks", "webhook"] },
+  { route: { view: "subscriptions" }, label: "Subscriptions", views: ["subscriptions"] },
+  { route: { view: "trigger-events" }, label: "Trigger events", views: ["trigger-events"] },
+  { route: { view: "executions" }, label: "Executions", views: ["executions", "execution"] }
+]
+
+const titleOf = (route: Route): string => {
+  switch (route.view) {
+    case "files":
+      return "Staged files"
+    case "webhooks":
+      return "Webhook endpoints"
+    case "webhook":
+      return "Webhook endpoint"
+    case "subscriptions":
+      return "Trigger subscriptions"
+    case "trigger-events":
+      return "Trigger event history"
+    case "executions":
+      return "Executions"
+    case "execution":
+      return "Execution"
+    case "not-found":
+      return "Not found"
+  }
+}
+
+const View = ({ route, session }: { readonly route: Route; readonly session: Session }) => {
+  const { client, me } = session
+  switch (route.view) {
+    case "files":
+      return <Files client={client} me={me} />
+    case "webhooks":
+      return <Webhooks client={client} me={me} />
+    case "webhook":
+      return <WebhookDetail key={route.endpointId} client={client} me={me} endpointId={route.endpointId} />
+    case "subscriptions":
+      return <Subscriptions client={client} me={me} />
+    case "trigger-events":
+      return <TriggerEvents client={client} me={me} filters={route} />
+    case "executions":
+      return <Executions client={client} me={me} />
+    case "execution":
+      return <ExecutionDetail key={route.executionId} client={client} executionId={route.executionId} />
+    case "not-found":
+      return <p>There is no such page in the dashboard. <Link to={{ view: "files" }}>Go to the files</Link>.</p>
+  }
+}
+
+const Shell = ({ session, onSignOut }: { readonly session: Session; readonly onSignOut: () => void }) => {
+  const route = useRoute()
+  const heading = useRef<HTMLHeadingElement>(null)
+  const first = useRef(true)
+  const title = titleOf(route)
+  useEffect(() => {
+    document.title = `${title} · Service dashboard`
+    // Not on the first render: the page has just loaded and the browser's own focus is right.
+    if (first.current) first.current = false
+    else heading.current?.focus()
+  }, [route.view, title, route.view === "webhook" ? route.endpointId : route.view === "execution" ? route.executionId : ""])
+  const { me } = session
+  return (
+    <>
+      <a class="skip" href="#main">Skip to content</a>
+      <header class="top">
+        <div class="identity">
+          <span class="product">Service dashboard</span>
+          <span>
+            Project <code data-testid="project-id">{me.projectId}</code> · key <code>{me.keyId}</code> ·{" "}
+            {isPinned(me) ? <span data-testid="key-kind">pinned to user <code>{me.pinnedUserId}</code></span> : <span data-testid="key-kind">unpinned project key</span>}
+          </span>
+          <button type="button" onClick={onSignOut}>Sign out</button>
+        </div>
+        <nav aria-label="Views">
+          <ul>
+            {NAV.map((item) => (
+              <li key={item.label}>
+                <Link to={item.route} current={item.views.includes(route.view)}>{item.label}</Link>
+              </li>
+            ))}
+          </ul>
+        </nav>
+      </header>
+      <main id="main">
+        <h1 ref={heading} tabIndex={-1}>{title}</h1>
+        <View route={route} session={session} />
+      </main>
+    </>
+  )
+}
+
+export const App = () => {
+  // A key kept from earlier in this tab is checked again before anything is shown with it.
+  const [state, setState] = useState<
+    | { readonly kind: "checking" }
+    | { readonly kind: "signed-out"; readonly problem?: Problem }
+    | { readonly kind: "signed-in"; readonly session: Session }
+  >(() => (storedKey() === undefined ? { kind: "signed-out" } : { kind: "checking" }))
+
+  useEffect(() => {
+    const key = storedKey()
+    if (key === undefined) return
+    const client = clientFor(key)
+    client.me().then(
+      (me) => setState({ kind: "signed-in", session: { client, me } }),
+      (error: unknown) => {
+        forgetKey()
+        setState({ kind: "signed-out", problem: toProblem(error) })
+      }
+    )
+  }, [])
+
+  switch (state.kind) {
+    case "checking":
+      return <main id="main"><Loading what="your session" /></main>
+    case "signed-out":
+      return (
+        <SignIn
+          initialProblem={state.problem}
+          onSignedIn={(client, me, key) => {
+            storeKey(key)
+            setState({ kind: "signed-in", session: { client, me } })
+          }}
+        />
+      )
+    case "signed-in":
+      return (
+        <Shell
+          session={state.session}
+          onSignOut={() => {
+            forgetKey()
+            setState({ kind: "signed-out" })
+          }}
+        />
+      )
+  }
+}

@@ -1,0 +1,33 @@
+/**
+ * The dashboard's only way to the service: the project's client library (client/), against the
+ * page's own origin, so the Content-Security-Policy's `connect-src 'self'` holds.
+ */
+import { type Client, createClient, type Me, ServiceError } from "../../client/index.ts"
+
+export type { Client, Me }
+
+export const clientFor = (apiKey: string): Client => createClient({ baseUrl: window.location.origin, apiKey })
+
+/** What a failed call shows: the service's code and message (and request id to quote). */
+export interface Problem {
+  readonly code: string
+  readonly message: string
+  readonly status: number
+  readonly requestId?: string
+}
+
+export const toProblem = (error: unknown): Problem => {
+  if (error instanceof ServiceError) {
+    return {
+      code: error.code,
+      message: error.message,
+      status: error.status,
+      ...(error.requestId === "" ? {} : { requestId: error.requestId })
+    }
+  }
+  // Not the service's answer (a bug or a browser failure): still shown, never thrown away.
+  return { code: "dashboard_error", message: error instanceof Error ? error.message : String(error), status: 0 }
+}
+
+/** The routes a user-pinned key is refused on (spec, Authentication 3). */
+export const isPinned = (me: Me): boolean => me.pinnedUserId !== undefined

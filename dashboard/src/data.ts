@@ -1,0 +1,106 @@
+/**
+ * Loading what a view shows, with the states it renders: loading, loaded, failed. A list pages
+ * by cursor (a stack of the cursors followed, so Previous works without an API "previous"), and
+ * anything still moving (pending, delivering, running) is loaded again every POLL_MS until it
+ * settles. Answers that arrive after a newer request started are dropped.
+ */
+import { useCallback, useEffect, useRef, useState } from "preact/hooks"
+import { type Problem, toProblem } from "./api.ts"
+
+export const POLL_MS = 2_000
+export const PAGE_SIZE = 20
+
+export interface Page<T> {
+  readonly items: ReadonlyArray<T>
+  readonly nextCursor?: string | undefined
+}
+
+export interface Loaded<T> {
+  readonly value: T | undefined
+  readonly problem: Problem | undefined
+  /** True while a request is in flight (polls included). */
+  readonly busy: boolean
+  readonly reload: () => void
+}
+
+/** Loads `load()` when `key` changes, and again every POLL_MS while `moving(value)` holds. */
+export const useResource = <T,>(key: string, load: () => Promise<T>, moving: (value: T) => boolean = () => false): Loaded<T> => {
+  const [state, setState] = useState<{ readonly key: string; readonly value: T | undefined; readonly problem: Problem | undefined }>({
+    key,
+    value: undefined,
+    problem: undefined
+  })
+  const [busy, setBusy] = useState(true)
+  const sequence = useRef(0)
+  const loadRef = useRef(load)
+  loadRef.current = load
+
+  const reload = useCallback(() => {
+    const mine = ++sequence.current
+    setBusy(true)
+    loadRef.current().then(
+      (value) => {
+        if (mine !== sequence.current) return
+        setState({ key, value, problem: undefined })
+        setBusy(false)
+      },
+      (error: unknown) => {
+        if (mine !== sequence.current) return
+        // A failed poll keeps what was shown, with the error above it.
+        setState((previous) => ({ key, value: previous.key === key ? previous.value : undefined, problem: toProblem(error) }))
+        setBusy(false)
+      }
+    )
+  }, [key])
+
+  useEffect(() => {
+    reload()
+    return () => {
+      // Unmounted or re-keyed: late answers are dropped.
+      sequence.current++
+    }
+  }, [reload])
+
+  const value = state.key === key ? state.value : undefined
+  const problem = state.key === key ? state.problem : undefined
+  const shouldPoll = value !== undefined && problem === undefined && moving(value)
+  useEffect(() => {
+    if (!shouldPoll) return
+    const timer = setTimeout(reload, POLL_MS)
+    return () => clearTimeout(timer)
+  }, [shouldPoll, state, reload])
+
+  return { value, problem, busy, reload }
+}
+
+export interface Paged<T> extends Loaded<Page<T>> {
+  readonly page: number
+  readonly first: () => void
+  readonly previous: () => void
+  readonly next: () => void
+}
+
+/**
+ * One list view's pages. `key` names the list and its filters: a new key starts from the first
+ * page. `moving(item)` true for any item on the page keeps the page polling.
+ */
+export const usePaged = <T,>(
+  key: string,
+  load: (cursor: string | undefined) => Promise<Page<T>>,
+  moving: (item: T) => boolean = () => false
+): Paged<T> => {
+  const [cursors, setCursors] = useState<{ readonly key: string; readonly stack: ReadonlyArray<string | undefined> }>({ key, stack: [undefined] })
+  const stack = cursors.key === key ? cursors.stack : [undefined]
+  const cursor = stack[stack.length - 1]
+  const loaded = useResource(`${key}\u0000${stack.length}\u0000${cursor ?? ""}`, () => load(cursor), (page) => page.items.some(moving))
+  return {
+    ...loaded,
+    page: stack.length - 1,
+    first: () => setCursors({ key, stack: [undefined] }),
+    previous: () => setCursors({ key, stack: stack.length > 1 ? stack.slice(0, -1) : stack }),
+    next: () => {
+      const nextCursor = loaded.value?.nextCursor
+      if (nextCursor !== undefined) setCursors({ key, stack: [...stack, nextCursor] })
+    }
+  }
+}

@@ -1,0 +1,2 @@
+// Stylesheets are imported for their effect: esbuild bundles them into the hashed .css asset.
+declare module "*.css"

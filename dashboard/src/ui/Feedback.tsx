@@ -1,0 +1,36 @@
+/** The states every view shows: loading, empty, an error with its code, and a pinned key's refusal. */
+import type { ComponentChildren } from "preact"
+import type { Problem } from "../api.ts"
+
+export const Loading = ({ what }: { readonly what: string }) => (
+  <p class="loading" role="status" aria-live="polite">
+    Loading {what}…
+  </p>
+)
+
+export const Empty = ({ children }: { readonly children: ComponentChildren }) => <p class="empty">{children}</p>
+
+/** The service's code and message, as text, with the request id to quote. */
+export const ErrorNotice = (
+  { problem, action }: { readonly problem: Problem; readonly action?: ComponentChildren }
+) => (
+  <div class="error" role="alert">
+    <p>
+      <strong>Error</strong> <code class="error-code">{problem.code}</code>
+      {problem.status > 0 ? <span class="muted"> (HTTP {problem.status})</span> : null}
+    </p>
+    <p class="error-message">{problem.message}</p>
+    {problem.requestId === undefined ? null : <p class="muted">Request id: <code>{problem.requestId}</code></p>}
+    {action}
+  </div>
+)
+
+/** Said instead of calling a route the service refuses to pinned keys (403 auth_insufficient_scope). */
+export const PinnedNotice = ({ what, userId }: { readonly what: string; readonly userId: string }) => (
+  <div class="notice" role="note">
+    <p>
+      <strong>Not available with this key.</strong> Your key is pinned to user <code>{userId}</code>, and {what}{" "}
+      {what.endsWith("s") ? "need" : "needs"} an unpinned project key. Sign in with a project key to use it.
+    </p>
+  </div>
+)

@@ -1,0 +1,67 @@
+/**
+ * An endpoint's delivery history: each delivery with its status, next retry and completion, and
+ * its attempts as a timeline (time, then the receiver's HTTP status or the sanitized transport
+ * error). Polls while a delivery is pending or delivering.
+ */
+import type { WebhookDelivery } from "../../../client/index.ts"
+import type { Client } from "../api.ts"
+import { PAGE_SIZE, usePaged } from "../data.ts"
+import { ListState } from "../ui/ListState.tsx"
+import { Time } from "../ui/Time.tsx"
+
+const unfinished = (delivery: WebhookDelivery) => delivery.status === "pending" || delivery.status === "delivering"
+
+type Attempt = WebhookDelivery["attempts"][number]
+
+const outcome = (attempt: Attempt): { readonly ok: boolean; readonly text: string } =>
+  "statusCode" in attempt
+    ? { ok: attempt.statusCode >= 200 && attempt.statusCode < 300, text: `HTTP ${attempt.statusCode}` }
+    : { ok: false, text: `error: ${attempt.error}` }
+
+const Delivery = ({ delivery }: { readonly delivery: WebhookDelivery }) => (
+  <li class={`delivery status-${delivery.status}`} data-delivery-id={delivery.deliveryId}>
+    <div class="delivery-head">
+      <span class={`badge badge-${delivery.status}`}>{delivery.status}</span> <code>{delivery.eventType}</code>{" "}
+      <span class="muted">event <code>{delivery.eventId}</code> · delivery <code>{delivery.deliveryId}</code></span>
+    </div>
+    {delivery.attempts.length === 0 ? <p class="muted">No attempt yet.</p> : (
+      <ol class="timeline" aria-label={`Attempts of ${delivery.deliveryId}`}>
+        {delivery.attempts.map((attempt, index) => {
+          const result = outcome(attempt)
+          return (
+            <li key={`${attempt.attemptedAt}-${index}`} class={result.ok ? "attempt ok" : "attempt failed"}>
+              <span class="attempt-number">Attempt {index + 1}</span> <Time iso={attempt.attemptedAt} /> —{" "}
+              <span class="attempt-result">{result.text}</span>
+            </li>
+          )
+        })}
+      </ol>
+    )}
+    {delivery.nextRetryAt === undefined ? null : <p>Next retry: <Time iso={delivery.nextRetryAt} /></p>}
+    {delivery.completedAt === undefined ? null : <p class="muted">Completed: <Time iso={delivery.completedAt} /></p>}
+  </li>
+)
+
+export const Deliveries = ({ client, endpointId }: { readonly client: Client; readonly endpointId: string }) => {
+  const paged = usePaged(
+    `deliveries:${endpointId}`,
+    async (cursor) => {
+      const page = await client.webhooks.listDeliveries(endpointId, { limit: PAGE_SIZE, cursor })
+      return { items: page.deliveries, nextCursor: page.nextCursor }
+    },
+    unfinished
+  )
+  const polling = paged.value?.items.some(unfinished) === true
+  return (
+    <section aria-labelledby="deliveries-title">
+      <div class="section-head">
+        <h2 id="deliveries-title">Delivery history</h2>
+        <button type="button" onClick={paged.reload} disabled={paged.busy}>Refresh</button>
+      </div>
+      <p class="muted" role="status">{polling ? "Refreshing every 2 seconds while deliveries are in progress." : ""}</p>
+      <ListState paged={paged} what="deliveries" empty="No deliveries to this endpoint yet.">
+        {(deliveries) => <ol class="deliveries">{deliveries.map((delivery) => <Delivery key={delivery.deliveryId} delivery={delivery} />)}</ol>}
+      </ListState>
+    </section>
+  )
+}

@@ -1,0 +1,180 @@
+/**
+ * Executions: the list with status and tool filters (and a user, for unpinned keys), cursor
+ * paging, and one record with its output or error. Both poll while work is pending or running.
+ */
+import { useState } from "preact/hooks"
+import { type ExecutionRecord, type ExecutionStatus, listTools } from "../../../client/index.ts"
+import { type Client, isPinned, type Me } from "../api.ts"
+import { PAGE_SIZE, usePaged, useResource } from "../data.ts"
+import { ErrorNotice, Loading } from "../ui/Feedback.tsx"
+import { Json } from "../ui/Json.tsx"
+import { Link } from "../ui/Link.tsx"
+import { ListState } from "../ui/ListState.tsx"
+import { Time } from "../ui/Time.tsx"
+
+const STATUSES: ReadonlyArray<ExecutionStatus> = ["pending", "running", "succeeded", "failed", "cancelled"]
+const running = (execution: ExecutionRecord) => execution.status === "pending" || execution.status === "running"
+
+interface Filters {
+  readonly status: ExecutionStatus | ""
+  readonly tool: string
+  readonly userId: string
+}
+
+export const Executions = ({ client, me }: { readonly client: Client; readonly me: Me }) => {
+  const [draft, setDraft] = useState<Filters>({ status: "", tool: "", userId: "" })
+  const [filters, setFilters] = useState<Filters>(draft)
+  const paged = usePaged(
+    `executions:${filters.status}:${filters.tool}:${filters.userId}`,
+    async (cursor) => {
+      const page = await client.executions.list({
+        limit: PAGE_SIZE,
+        cursor,
+        ...(filters.status === "" ? {} : { status: filters.status }),
+        ...(filters.tool === "" ? {} : { tool: filters.tool }),
+        ...(filters.userId.trim() === "" ? {} : { userId: filters.userId.trim() })
+      })
+      return { items: page.executions, nextCursor: page.nextCursor }
+    },
+    running
+  )
+  return (
+    <>
+      <form
+        class="inline filters-bar"
+        aria-label="Filter executions"
+        onSubmit={(event) => {
+          event.preventDefault()
+          setFilters(draft)
+        }}
+      >
+        <label for="executions-status">Status</label>
+        <select
+          id="executions-status"
+          value={draft.status}
+          onChange={(event) => setDraft({ ...draft, status: event.currentTarget.value as ExecutionStatus | "" })}
+        >
+          <option value="">Any status</option>
+          {STATUSES.map((status) => <option key={status} value={status}>{status}</option>)}
+        </select>
+        <label for="executions-tool">Tool</label>
+        <select id="executions-tool" value={draft.tool} onChange={(event) => setDraft({ ...draft, tool: event.currentTarget.value })}>
+          <option value="">Any tool</option>
+          {listTools().map((tool) => <option key={tool.name} value={tool.name}>{tool.name}</option>)}
+        </select>
+        {isPinned(me) ? null : (
+          <>
+            <label for="executions-user">User id</label>
+            <input id="executions-user" type="text" value={draft.userId} placeholder="all users" onInput={(event) => setDraft({ ...draft, userId: event.currentTarget.value })} />
+          </>
+        )}
+        <button type="submit">Apply filters</button>
+      </form>
+      <section aria-labelledby="executions-title">
+        <div class="section-head">
+          <h2 id="executions-title">Executions</h2>
+          <button type="button" onClick={paged.reload} disabled={paged.busy}>Refresh</button>
+        </div>
+        <ListState paged={paged} what="executions" empty="No executions match.">
+          {(executions) => (
+            <table>
+              <caption class="visually-hidden">Executions, newest first</caption>
+              <thead>
+                <tr>
+                  <th scope="col">Execution</th>
+                  <th scope="col">Tool</th>
+                  <th scope="col">Status</th>
+                  <th scope="col">User</th>
+                  <th scope="col">Created</th>
+                  <th scope="col">Latency</th>
+                </tr>
+              </thead>
+              <tbody>
+                {executions.map((execution) => (
+                  <tr key={execution.executionId}>
+                    <td><Link to={{ view: "execution", executionId: execution.executionId }}>{execution.executionId}</Link></td>
+                    <td><code>{execution.tool}</code></td>
+                    <td><span class={`badge badge-${execution.status}`}>{execution.status}</span></td>
+                    <td>{execution.userId}</td>
+                    <td><Time iso={execution.createdAt} /></td>
+                    <td>{"latencyMs" in execution ? `${execution.latencyMs} ms` : "—"}</td>
+                  </tr>
+                ))}
+              </tbody>
+            </table>
+          )}
+        </ListState>
+      </section>
+    </>
+  )
+}
+
+export const ExecutionDetail = ({ client, executionId }: { readonly client: Client; readonly executionId: string }) => {
+  const record = useResource(`execution:${executionId}`, () => client.executions.get(executionId), running)
+  const execution = record.value
+  return (
+    <>
+      <p><Link to={{ view: "executions" }}>← All executions</Link></p>
+      {record.problem === undefined ? null : <ErrorNotice problem={record.problem} />}
+      {execution === undefined ? (record.problem === undefined ? <Loading what="the execution" /> : null) : (
+        <section aria-labelledby="execution-title">
+          <h2 id="execution-title"><code>{execution.executionId}</code></h2>
+          <dl class="fields">
+            <dt>Status</dt>
+            <dd><span class={`badge badge-${execution.status}`}>{execution.status}</span></dd>
+            <dt>Tool</dt>
+            <dd><code>{execution.tool}</code> {execution.toolVersion} <span class="muted">(catalog {execution.catalogVersion})</span></dd>
+            <dt>Mode</dt>
+            <dd>{execution.mode}</dd>
+            <dt>User</dt>
+            <dd>{execution.userId}</dd>
+            <dt>Connection</dt>
+            <dd>{execution.connectionId ?? "—"}</dd>
+            <dt>Created</dt>
+            <dd><Time iso={execution.createdAt} /></dd>
+            <dt>Started</dt>
+            <dd><Time iso={execution.startedAt} /></dd>
+            <dt>Completed</dt>
+            <dd><Time iso={execution.completedAt} /></dd>
+            {"latencyMs" in execution ? (
+              <>
+                <dt>Latency</dt>
+                <dd>{execution.latencyMs} ms</dd>
+              </>
+            ) : null}
+            {execution.replayed === true ? (
+              <>
+                <dt>Replayed</dt>
+                <dd>yes (an idempotent replay returned this execution)</dd>
+              </>
+            ) : null}
+            {execution.attachments === undefined ? null : (
+              <>
+                <dt>Attachments</dt>
+                <dd>{execution.attachments.fileIds.map((fileId) => <div key={fileId}><code>{fileId}</code></div>)}</dd>
+              </>
+            )}
+            {execution.status === "cancelled" ? (
+              <>
+                <dt>Dispatch may have begun</dt>
+                <dd>{execution.cancellation.dispatchMayHaveBegun ? "yes" : "no"}</dd>
+              </>
+            ) : null}
+          </dl>
+          {execution.status === "succeeded" ? (
+            <>
+              <h3>Output</h3>
+              <Json value={execution.output} label="Output" />
+            </>
+          ) : null}
+          {execution.status === "failed" || execution.status === "cancelled" ? (
+            <>
+              <h3>Error</h3>
+              <ErrorNotice problem={{ code: execution.error.code, message: execution.error.message, status: 0 }} />
+            </>
+          ) : null}
+        </section>
+      )}
+    </>
+  )
+}

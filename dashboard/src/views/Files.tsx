@@ -1,0 +1,207 @@
+/**
+ * Staged files: upload by picking or dropping a file (sent as base64 by the client library),
+ * the project's list with cursor paging (unpinned keys only), and one file's metadata by id
+ * (any key). There is no route for a file's bytes, so none is offered.
+ */
+import { Fragment } from "preact"
+import { useState } from "preact/hooks"
+import type { FileMetadata } from "../../../client/index.ts"
+import { type Client, isPinned, type Me, type Problem, toProblem } from "../api.ts"
+import { PAGE_SIZE, usePaged } from "../data.ts"
+import { ErrorNotice, PinnedNotice } from "../ui/Feedback.tsx"
+import { ListState } from "../ui/ListState.tsx"
+import { Time } from "../ui/Time.tsx"
+
+const formatSize = (bytes: number): string =>
+  bytes < 1024 ? `${bytes} B` : bytes < 1024 * 1024 ? `${(bytes / 1024).toFixed(1)} KB` : `${(bytes / 1024 / 1024).toFixed(1)} MB`
+
+const Metadata = ({ file }: { readonly file: FileMetadata }) => (
+  <dl class="fields">
+    <dt>File id</dt>
+    <dd><code>{file.fileId}</code></dd>
+    <dt>Name</dt>
+    <dd class="file-name">{file.name}</dd>
+    <dt>MIME type</dt>
+    <dd>{file.mimeType}</dd>
+    <dt>Size</dt>
+    <dd>{formatSize(file.size)} ({file.size} bytes)</dd>
+    <dt>Expires</dt>
+    <dd><Time iso={file.expiresAt} /></dd>
+  </dl>
+)
+
+const Upload = ({ client, onUploaded }: { readonly client: Client; readonly onUploaded: (file: FileMetadata) => void }) => {
+  const [state, setState] = useState<
+    { readonly kind: "idle" } | { readonly kind: "uploading"; readonly name: string } | { readonly kind: "failed"; readonly problem: Problem }
+  >({ kind: "idle" })
+  const [dragging, setDragging] = useState(false)
+
+  const upload = async (file: File | undefined) => {
+    if (file === undefined) return
+    setState({ kind: "uploading", name: file.name })
+    try {
+      const content = new Uint8Array(await file.arrayBuffer())
+      const staged = await client.files.create({ name: file.name, content, ...(file.type === "" ? {} : { mimeType: file.type }) })
+      setState({ kind: "idle" })
+      onUploaded(staged)
+    } catch (error) {
+      setState({ kind: "failed", problem: toProblem(error) })
+    }
+  }
+
+  return (
+    <section aria-labelledby="upload-title">
+      <h2 id="upload-title">Upload a file</h2>
+      <div
+        class={dragging ? "drop-zone dragging" : "drop-zone"}
+        onDragOver={(event) => {
+          event.preventDefault()
+          setDragging(true)
+        }}
+        onDragLeave={() => setDragging(false)}
+        onDrop={(event) => {
+          event.preventDefault()
+          setDragging(false)
+          void upload(event.dataTransfer?.files[0])
+        }}
+      >
+        <p>Drop a file here, or choose one.</p>
+        <label for="file-input">File to upload</label>
+        <input
+          id="file-input"
+          type="file"
+          disabled={state.kind === "uploading"}
+          onChange={(event) => {
+            const input = event.currentTarget
+            void upload(input.files?.[0]).finally(() => {
+              input.value = ""
+            })
+          }}
+        />
+      </div>
+      <div role="status" aria-live="polite">
+        {state.kind === "uploading" ? <p>Uploading {state.name}…</p> : null}
+      </div>
+      {state.kind === "failed" ? <ErrorNotice problem={state.problem} /> : null}
+    </section>
+  )
+}
+
+const Lookup = ({ client }: { readonly client: Client }) => {
+  const [fileId, setFileId] = useState("")
+  const [result, setResult] = useState<{ readonly file?: FileMetadata; readonly problem?: Problem } | undefined>(undefined)
+  return (
+    <section aria-labelledby="lookup-title">
+      <h2 id="lookup-title">Look up a file</h2>
+      <form
+        class="inline"
+        onSubmit={async (event) => {
+          event.preventDefault()
+          try {
+            setResult({ file: await client.files.get(fileId.trim()) })
+          } catch (error) {
+            setResult({ problem: toProblem(error) })
+          }
+        }}
+      >
+        <label for="lookup-id">File id</label>
+        <input id="lookup-id" type="text" required value={fileId} onInput={(event) => setFileId(event.currentTarget.value)} placeholder="file_…" />
+        <button type="submit">Show metadata</button>
+      </form>
+      {result?.problem === undefined ? null : <ErrorNotice problem={result.problem} />}
+      {result?.file === undefined ? null : <Metadata file={result.file} />}
+    </section>
+  )
+}
+
+const FileList = ({ client, refresh }: { readonly client: Client; readonly refresh: number }) => {
+  const paged = usePaged(`files:${refresh}`, async (cursor) => {
+    const page = await client.files.list({ limit: PAGE_SIZE, cursor })
+    return { items: page.files, nextCursor: page.nextCursor }
+  })
+  const [selected, setSelected] = useState<string | undefined>(undefined)
+  return (
+    <section aria-labelledby="files-title">
+      <div class="section-head">
+        <h2 id="files-title">Files in the project</h2>
+        <button type="button" onClick={paged.reload} disabled={paged.busy}>Refresh</button>
+      </div>
+      <ListState paged={paged} what="files" empty="No staged files. Uploaded files appear here until they expire.">
+        {(files) => (
+          <table>
+            <caption class="visually-hidden">Staged files, newest first</caption>
+            <thead>
+              <tr>
+                <th scope="col">Name</th>
+                <th scope="col">File id</th>
+                <th scope="col">MIME type</th>
+                <th scope="col">Size</th>
+                <th scope="col">Expires</th>
+                <th scope="col"><span class="visually-hidden">Actions</span></th>
+              </tr>
+            </thead>
+            <tbody>
+              {files.map((file) => (
+                <Fragment key={file.fileId}>
+                  <tr>
+                    <td class="file-name">{file.name}</td>
+                    <td><code>{file.fileId}</code></td>
+                    <td>{file.mimeType}</td>
+                    <td>{formatSize(file.size)}</td>
+                    <td><Time iso={file.expiresAt} /></td>
+                    <td>
+                      <button
+                        type="button"
+                        aria-expanded={selected === file.fileId}
+                        aria-label={`Metadata of ${file.name}`}
+                        onClick={() => setSelected(selected === file.fileId ? undefined : file.fileId)}
+                      >
+                        Metadata
+                      </button>
+                    </td>
+                  </tr>
+                  {selected === file.fileId ? (
+                    <tr>
+                      <td colSpan={6}><Metadata file={file} /></td>
+                    </tr>
+                  ) : null}
+                </Fragment>
+              ))}
+            </tbody>
+          </table>
+        )}
+      </ListState>
+    </section>
+  )
+}
+
+export const Files = ({ client, me }: { readonly client: Client; readonly me: Me }) => {
+  const [refresh, setRefresh] = useState(0)
+  const [uploaded, setUploaded] = useState<FileMetadata | undefined>(undefined)
+  return (
+    <>
+      <Upload
+        client={client}
+        onUploaded={(file) => {
+          setUploaded(file)
+          setRefresh((n) => n + 1)
+        }}
+      />
+      {uploaded === undefined ? null : (
+        <section class="success" aria-labelledby="uploaded-title">
+          <h2 id="uploaded-title">Uploaded</h2>
+          <Metadata file={uploaded} />
+        </section>
+      )}
+      {isPinned(me) ? (
+        <section aria-labelledby="files-title">
+          <h2 id="files-title">Files in the project</h2>
+          <PinnedNotice what="the project's file list" userId={me.pinnedUserId ?? ""} />
+        </section>
+      ) : (
+        <FileList client={client} refresh={refresh} />
+      )}
+      <Lookup client={client} />
+    </>
+  )
+}

@@ -1,0 +1,301 @@
+/**
+ * Trigger subscriptions: create one from the catalog's triggers (filters from the trigger's
+ * filter schema; a push trigger's ingest URL shown once), the list with cursor paging (a pinned
+ * key sees its user's), rotate a push subscription's ingest URL (shown once), delete.
+ */
+import { useMemo, useState } from "preact/hooks"
+import { type CreatedSubscription, findToolkit, listTriggers, type Subscription } from "../../../client/index.ts"
+import { type Client, isPinned, type Me, type Problem, toProblem } from "../api.ts"
+import { PAGE_SIZE, usePaged, useResource } from "../data.ts"
+import { acceptsTrigger } from "../events.ts"
+import { filterFields, filtersFrom, type FilterValues } from "../filterSchema.ts"
+import { ErrorNotice } from "../ui/Feedback.tsx"
+import { Link } from "../ui/Link.tsx"
+import { ListState } from "../ui/ListState.tsx"
+import { SecretOnce } from "../ui/SecretOnce.tsx"
+import { Time } from "../ui/Time.tsx"
+import { FilterForm } from "./FilterForm.tsx"
+
+const TRIGGERS = listTriggers()
+
+const splitIds = (text: string): ReadonlyArray<string> => text.split(/[\s,]+/).filter((id) => id !== "")
+
+/** Endpoints to pick from (unpinned keys can list them): those subscribed to the trigger first. */
+const EndpointChoice = (
+  { client, trigger, selected, onChange }: {
+    readonly client: Client
+    readonly trigger: string
+    readonly selected: ReadonlyArray<string>
+    readonly onChange: (ids: ReadonlyArray<string>) => void
+  }
+) => {
+  // The first 100 endpoints are plenty to pick from; more can be typed into the id field.
+  const endpoints = useResource("subscription-endpoints", () => client.webhooks.list({ limit: 100 }))
+  const matching = (endpoints.value?.webhooks ?? []).filter((endpoint) => acceptsTrigger(endpoint.events, trigger))
+  return (
+    <fieldset class="endpoints">
+      <legend>Webhook endpoints (1 to 20)</legend>
+      {endpoints.problem === undefined ? null : <ErrorNotice problem={endpoints.problem} />}
+      {endpoints.value === undefined ? null : matching.length === 0 ? (
+        <p class="muted">
+          No endpoint subscribes to <code>trigger.{trigger}</code> or <code>trigger.*</code>. <Link to={{ view: "webhooks" }}>Add one</Link>.
+        </p>
+      ) : (
+        matching.map((endpoint) => {
+          const id = `subscription-endpoint-${endpoint.endpointId}`
+          return (
+            <div class="check" key={endpoint.endpointId}>
+              <input
+                id={id}
+                type="checkbox"
+                checked={selected.includes(endpoint.endpointId)}
+                onChange={(event) =>
+                  onChange(
+                    event.currentTarget.checked
+                      ? [...selected, endpoint.endpointId]
+                      : selected.filter((entry) => entry !== endpoint.endpointId)
+                  )}
+              />
+              <label for={id}>
+                <span class="url">{endpoint.url}</span> <code class="muted">{endpoint.endpointId}</code>
+                {endpoint.active ? null : <span class="muted"> (inactive)</span>}
+              </label>
+            </div>
+          )
+        })
+      )}
+    </fieldset>
+  )
+}
+
+const CreateSubscription = (
+  { client, me, onCreated }: { readonly client: Client; readonly me: Me; readonly onCreated: (created: CreatedSubscription) => void }
+) => {
+  const [triggerName, setTriggerName] = useState(TRIGGERS[0]?.name ?? "")
+  const trigger = TRIGGERS.find((entry) => entry.name === triggerName)
+  const fields = useMemo(() => (trigger === undefined ? [] : filterFields(trigger)), [trigger])
+  const needsConnection = trigger !== undefined && !(findToolkit(trigger.toolkit)?.authClasses.every((auth) => auth === "none") ?? false)
+  const [values, setValues] = useState<FilterValues>({})
+  const [userId, setUserId] = useState(me.pinnedUserId ?? "")
+  const [connectionId, setConnectionId] = useState("")
+  const [picked, setPicked] = useState<ReadonlyArray<string>>([])
+  const [typedIds, setTypedIds] = useState("")
+  const [pollSeconds, setPollSeconds] = useState("")
+  const [busy, setBusy] = useState(false)
+  const [problem, setProblem] = useState<Problem | undefined>(undefined)
+  const pinned = isPinned(me)
+
+  return (
+    <section aria-labelledby="create-subscription-title">
+      <h2 id="create-subscription-title">Subscribe to a trigger</h2>
+      <form
+        onSubmit={async (event) => {
+          event.preventDefault()
+          if (trigger === undefined) return
+          setBusy(true)
+          setProblem(undefined)
+          const webhookEndpointIds = [...new Set([...picked, ...splitIds(typedIds)])]
+          try {
+            const created = await client.subscriptions.create({
+              trigger: trigger.name,
+              webhookEndpointIds,
+              filters: filtersFrom(fields, values),
+              ...(userId.trim() === "" ? {} : { userId: userId.trim() }),
+              ...(connectionId.trim() === "" ? {} : { connectionId: connectionId.trim() }),
+              ...(trigger.deliveryMode === "polling" && pollSeconds.trim() !== "" ? { pollIntervalSeconds: Number(pollSeconds) } : {})
+            })
+            setValues({})
+            setPicked([])
+            setTypedIds("")
+            onCreated(created)
+          } catch (error) {
+            setProblem(toProblem(error))
+          } finally {
+            setBusy(false)
+          }
+        }}
+      >
+        <label for="subscription-trigger">Trigger</label>
+        <select
+          id="subscription-trigger"
+          value={triggerName}
+          aria-describedby="subscription-trigger-hint"
+          onChange={(event) => {
+            setTriggerName(event.currentTarget.value)
+            setValues({})
+            setPicked([])
+          }}
+        >
+          {TRIGGERS.map((entry) => <option key={entry.name} value={entry.name}>{entry.name} ({entry.deliveryMode})</option>)}
+        </select>
+        <p id="subscription-trigger-hint" class="hint">{trigger?.description ?? ""}</p>
+
+        <label for="subscription-user">User id{pinned ? " (your key's user)" : ""}</label>
+        <input
+          id="subscription-user"
+          type="text"
+          required={!pinned}
+          readOnly={pinned}
+          value={userId}
+          onInput={(event) => setUserId(event.currentTarget.value)}
+        />
+
+        {needsConnection ? (
+          <>
+            <label for="subscription-connection">Connection id (optional when the user has one {trigger?.toolkit} connection)</label>
+            <input id="subscription-connection" type="text" value={connectionId} onInput={(event) => setConnectionId(event.currentTarget.value)} />
+          </>
+        ) : null}
+
+        {pinned ? null : <EndpointChoice client={client} trigger={triggerName} selected={picked} onChange={setPicked} />}
+        <label for="subscription-endpoint-ids">{pinned ? "Webhook endpoint ids" : "Other webhook endpoint ids (optional)"}</label>
+        <input
+          id="subscription-endpoint-ids"
+          type="text"
+          required={pinned}
+          placeholder="whe_…, whe_…"
+          aria-describedby="subscription-endpoint-ids-hint"
+          value={typedIds}
+          onInput={(event) => setTypedIds(event.currentTarget.value)}
+        />
+        <p id="subscription-endpoint-ids-hint" class="hint">Comma or space separated.</p>
+
+        <FilterForm fields={fields} values={values} onChange={setValues} />
+
+        {trigger?.deliveryMode === "polling" ? (
+          <>
+            <label for="subscription-poll">Poll interval in seconds (default 60)</label>
+            <input id="subscription-poll" type="number" min={1} max={86400} step={1} value={pollSeconds} onInput={(event) => setPollSeconds(event.currentTarget.value)} />
+          </>
+        ) : null}
+
+        <button type="submit" disabled={busy || trigger === undefined}>{busy ? "Creating…" : "Create subscription"}</button>
+      </form>
+      {problem === undefined ? null : <ErrorNotice problem={problem} />}
+    </section>
+  )
+}
+
+const Row = (
+  { client, subscription, onIngestUrl, onDeleted }: {
+    readonly client: Client
+    readonly subscription: Subscription
+    readonly onIngestUrl: (subscriptionId: string, url: string) => void
+    readonly onDeleted: () => void
+  }
+) => {
+  const [confirming, setConfirming] = useState(false)
+  const [problem, setProblem] = useState<Problem | undefined>(undefined)
+  const act = async (action: () => Promise<void>) => {
+    setProblem(undefined)
+    try {
+      await action()
+    } catch (error) {
+      setProblem(toProblem(error))
+    }
+  }
+  const id = subscription.subscriptionId
+  return (
+    <tr data-subscription-id={id}>
+      <td>
+        <code>{id}</code>
+        <div><Link to={{ view: "trigger-events", subscriptionId: id }}>Events</Link></div>
+      </td>
+      <td><code>{subscription.trigger}</code></td>
+      <td>{subscription.userId}</td>
+      <td>{subscription.webhookEndpointIds.map((endpointId) => <div key={endpointId}><code>{endpointId}</code></div>)}</td>
+      <td><code class="filters-json">{JSON.stringify(subscription.filters)}</code></td>
+      <td>{subscription.status}{subscription.pollIntervalSeconds === undefined ? "" : `, every ${subscription.pollIntervalSeconds} s`}</td>
+      <td><Time iso={subscription.createdAt} /></td>
+      <td class="actions">
+        {subscription.pollIntervalSeconds === undefined ? (
+          <button
+            type="button"
+            aria-label={`Rotate ingest URL of ${id}`}
+            onClick={() => act(async () => onIngestUrl(id, (await client.subscriptions.rotateSecret(id)).ingestUrl))}
+          >
+            Rotate
+          </button>
+        ) : null}
+        {confirming ? (
+          <>
+            <button
+              type="button"
+              class="danger"
+              aria-label={`Confirm deleting ${id}`}
+              onClick={() =>
+                act(async () => {
+                  await client.subscriptions.delete(id)
+                  onDeleted()
+                })}
+            >
+              Confirm delete
+            </button>
+            <button type="button" onClick={() => setConfirming(false)}>Keep</button>
+          </>
+        ) : (
+          <button type="button" class="danger" aria-label={`Delete ${id}`} onClick={() => setConfirming(true)}>Delete</button>
+        )}
+        {problem === undefined ? null : <ErrorNotice problem={problem} />}
+      </td>
+    </tr>
+  )
+}
+
+export const Subscriptions = ({ client, me }: { readonly client: Client; readonly me: Me }) => {
+  const [refresh, setRefresh] = useState(0)
+  const [shown, setShown] = useState<{ readonly title: string; readonly url: string } | undefined>(undefined)
+  const paged = usePaged(`subscriptions:${refresh}`, async (cursor) => {
+    const page = await client.subscriptions.list({ limit: PAGE_SIZE, cursor })
+    return { items: page.subscriptions, nextCursor: page.nextCursor }
+  })
+  return (
+    <>
+      <CreateSubscription
+        client={client}
+        me={me}
+        onCreated={(created) => {
+          if (created.ingestUrl !== undefined) setShown({ title: `Subscription ${created.subscriptionId} created`, url: created.ingestUrl })
+          setRefresh((n) => n + 1)
+        }}
+      />
+      {shown === undefined ? null : <SecretOnce title={shown.title} label="Ingest URL" value={shown.url} onDone={() => setShown(undefined)} />}
+      <section aria-labelledby="subscriptions-title">
+        <div class="section-head">
+          <h2 id="subscriptions-title">Subscriptions</h2>
+          <button type="button" onClick={paged.reload} disabled={paged.busy}>Refresh</button>
+        </div>
+        <ListState paged={paged} what="subscriptions" empty="No trigger subscriptions yet.">
+          {(subscriptions) => (
+            <table>
+              <caption class="visually-hidden">Trigger subscriptions, newest first</caption>
+              <thead>
+                <tr>
+                  <th scope="col">Subscription</th>
+                  <th scope="col">Trigger</th>
+                  <th scope="col">User</th>
+                  <th scope="col">Endpoints</th>
+                  <th scope="col">Filters</th>
+                  <th scope="col">Status</th>
+                  <th scope="col">Created</th>
+                  <th scope="col"><span class="visually-hidden">Actions</span></th>
+                </tr>
+              </thead>
+              <tbody>
+                {subscriptions.map((subscription) => (
+                  <Row
+                    key={subscription.subscriptionId}
+                    client={client}
+                    subscription={subscription}
+                    onIngestUrl={(id, url) => setShown({ title: `Ingest URL of ${id} rotated`, url })}
+                    onDeleted={() => setRefresh((n) => n + 1)}
+                  />
+                ))}
+              </tbody>
+            </table>
+          )}
+        </ListState>
+      </section>
+    </>
+  )
+}

@@ -1,0 +1,126 @@
+/**
+ * Trigger event history (unpinned keys only), filtered by subscription and trigger, newest
+ * first: each arrival's dedup status, aggregate delivery status and per-endpoint targets.
+ * Polls while an event is still being selected, pending or delivering.
+ */
+import { useState } from "preact/hooks"
+import { listTriggers, type TriggerEvent } from "../../../client/index.ts"
+import { type Client, isPinned, type Me } from "../api.ts"
+import { PAGE_SIZE, usePaged } from "../data.ts"
+import { navigate } from "../router.ts"
+import { PinnedNotice } from "../ui/Feedback.tsx"
+import { ListState } from "../ui/ListState.tsx"
+import { Time } from "../ui/Time.tsx"
+
+const MOVING: ReadonlySet<string> = new Set(["selecting", "pending", "delivering"])
+const moving = (event: TriggerEvent) => MOVING.has(event.deliveryStatus)
+
+interface Filters {
+  readonly subscriptionId?: string | undefined
+  readonly trigger?: string | undefined
+}
+
+const FilterBar = ({ filters }: { readonly filters: Filters }) => {
+  const [subscriptionId, setSubscriptionId] = useState(filters.subscriptionId ?? "")
+  const [trigger, setTrigger] = useState(filters.trigger ?? "")
+  return (
+    <form
+      class="inline filters-bar"
+      aria-label="Filter trigger events"
+      onSubmit={(event) => {
+        event.preventDefault()
+        const id = subscriptionId.trim()
+        navigate({ view: "trigger-events", ...(id === "" ? {} : { subscriptionId: id }), ...(trigger === "" ? {} : { trigger }) })
+      }}
+    >
+      <label for="events-subscription">Subscription id</label>
+      <input id="events-subscription" type="text" placeholder="trgsub_…" value={subscriptionId} onInput={(event) => setSubscriptionId(event.currentTarget.value)} />
+      <label for="events-trigger">Trigger</label>
+      <select id="events-trigger" value={trigger} onChange={(event) => setTrigger(event.currentTarget.value)}>
+        <option value="">Any trigger</option>
+        {listTriggers().map((entry) => <option key={entry.name} value={entry.name}>{entry.name}</option>)}
+      </select>
+      <button type="submit">Apply filters</button>
+      <button
+        type="button"
+        onClick={() => {
+          setSubscriptionId("")
+          setTrigger("")
+          navigate({ view: "trigger-events" })
+        }}
+      >
+        Clear
+      </button>
+    </form>
+  )
+}
+
+const EventRow = ({ event }: { readonly event: TriggerEvent }) => (
+  <tr data-arrival-id={event.arrivalId}>
+    <td><Time iso={event.receivedAt} /></td>
+    <td><code>{event.trigger}</code><div class="muted">{event.deliveryMode}</div></td>
+    <td><code>{event.subscriptionId}</code></td>
+    <td>{event.dedupStatus}</td>
+    <td><span class={`badge badge-${event.deliveryStatus}`}>{event.deliveryStatus}</span></td>
+    <td>
+      {event.deliveryTargets.length === 0 ? <span class="muted">none</span> : (
+        <ul class="targets">
+          {event.deliveryTargets.map((target) => (
+            <li key={target.deliveryId}>
+              <code>{target.endpointId}</code>: {target.status} <span class="muted">(<code>{target.deliveryId}</code>)</span>
+            </li>
+          ))}
+        </ul>
+      )}
+    </td>
+    <td><code>{event.eventId}</code><div class="muted">occurred <Time iso={event.occurredAt} /></div></td>
+  </tr>
+)
+
+const History = ({ client, filters }: { readonly client: Client; readonly filters: Filters }) => {
+  const paged = usePaged(
+    `trigger-events:${filters.subscriptionId ?? ""}:${filters.trigger ?? ""}`,
+    async (cursor) => {
+      const page = await client.triggerEvents.list({ limit: PAGE_SIZE, cursor, subscriptionId: filters.subscriptionId, trigger: filters.trigger })
+      return { items: page.triggerEvents, nextCursor: page.nextCursor }
+    },
+    moving
+  )
+  const polling = paged.value?.items.some(moving) === true
+  return (
+    <section aria-labelledby="trigger-events-title">
+      <div class="section-head">
+        <h2 id="trigger-events-title">Events</h2>
+        <button type="button" onClick={paged.reload} disabled={paged.busy}>Refresh</button>
+      </div>
+      <p class="muted" role="status">{polling ? "Refreshing every 2 seconds while deliveries are in progress." : ""}</p>
+      <ListState paged={paged} what="trigger events" empty="No trigger events match.">
+        {(events) => (
+          <table>
+            <caption class="visually-hidden">Trigger events, newest first</caption>
+            <thead>
+              <tr>
+                <th scope="col">Received</th>
+                <th scope="col">Trigger</th>
+                <th scope="col">Subscription</th>
+                <th scope="col">Dedup</th>
+                <th scope="col">Delivery</th>
+                <th scope="col">Targets</th>
+                <th scope="col">Event</th>
+              </tr>
+            </thead>
+            <tbody>{events.map((event) => <EventRow key={event.arrivalId} event={event} />)}</tbody>
+          </table>
+        )}
+      </ListState>
+    </section>
+  )
+}
+
+export const TriggerEvents = ({ client, me, filters }: { readonly client: Client; readonly me: Me; readonly filters: Filters }) =>
+  isPinned(me) ? <PinnedNotice what="trigger event history" userId={me.pinnedUserId ?? ""} /> : (
+    <>
+      <FilterBar key={`${filters.subscriptionId ?? ""}:${filters.trigger ?? ""}`} filters={filters} />
+      <History client={client} filters={filters} />
+    </>
+  )

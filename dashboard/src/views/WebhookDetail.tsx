@@ -1,0 +1,160 @@
+/**
+ * One webhook endpoint: edit its URL, events and active flag (PATCH with what changed), rotate
+ * its signing secret (the new one shown once), delete it (after a confirmation), and its
+ * delivery history.
+ */
+import { useState } from "preact/hooks"
+import type { WebhookEndpoint } from "../../../client/index.ts"
+import { type Client, isPinned, type Me, type Problem, toProblem } from "../api.ts"
+import { useResource } from "../data.ts"
+import { navigate } from "../router.ts"
+import { ErrorNotice, Loading, PinnedNotice } from "../ui/Feedback.tsx"
+import { Link } from "../ui/Link.tsx"
+import { SecretOnce } from "../ui/SecretOnce.tsx"
+import { Time } from "../ui/Time.tsx"
+import { Deliveries } from "./Deliveries.tsx"
+import { EventPicker } from "./EventPicker.tsx"
+
+const sameEvents = (a: ReadonlyArray<string>, b: ReadonlyArray<string>) => a.length === b.length && a.every((event) => b.includes(event))
+
+const EditEndpoint = (
+  { client, endpoint, onSaved }: { readonly client: Client; readonly endpoint: WebhookEndpoint; readonly onSaved: () => void }
+) => {
+  const [url, setUrl] = useState(endpoint.url)
+  const [events, setEvents] = useState<ReadonlyArray<string>>(endpoint.events)
+  const [active, setActive] = useState(endpoint.active)
+  const [busy, setBusy] = useState(false)
+  const [problem, setProblem] = useState<Problem | undefined>(undefined)
+  const changes = {
+    ...(url.trim() === endpoint.url ? {} : { url: url.trim() }),
+    ...(sameEvents(events, endpoint.events) ? {} : { events: [...events] }),
+    ...(active === endpoint.active ? {} : { active })
+  }
+  const changed = Object.keys(changes).length > 0
+  return (
+    <section aria-labelledby="edit-title">
+      <h2 id="edit-title">Edit</h2>
+      <form
+        onSubmit={async (event) => {
+          event.preventDefault()
+          if (!changed) return
+          setBusy(true)
+          setProblem(undefined)
+          try {
+            await client.webhooks.update(endpoint.endpointId, changes)
+            onSaved()
+          } catch (error) {
+            setProblem(toProblem(error))
+            setBusy(false)
+          }
+        }}
+      >
+        <label for="edit-url">HTTPS URL</label>
+        <input id="edit-url" type="url" required value={url} onInput={(event) => setUrl(event.currentTarget.value)} />
+        <EventPicker idPrefix="edit-event" selected={events} onChange={setEvents} />
+        <div class="check">
+          <input id="edit-active" type="checkbox" checked={active} onChange={(event) => setActive(event.currentTarget.checked)} />
+          <label for="edit-active">Active</label>
+        </div>
+        <button type="submit" disabled={busy || !changed || events.length === 0}>{busy ? "Saving…" : "Save changes"}</button>
+      </form>
+      {problem === undefined ? null : <ErrorNotice problem={problem} />}
+    </section>
+  )
+}
+
+const Danger = ({ client, endpointId }: { readonly client: Client; readonly endpointId: string }) => {
+  const [secret, setSecret] = useState<string | undefined>(undefined)
+  const [confirming, setConfirming] = useState(false)
+  const [problem, setProblem] = useState<Problem | undefined>(undefined)
+  const act = async (action: () => Promise<void>) => {
+    setProblem(undefined)
+    try {
+      await action()
+    } catch (error) {
+      setProblem(toProblem(error))
+    }
+  }
+  return (
+    <section aria-labelledby="secret-title">
+      <h2 id="secret-title">Signing secret and deletion</h2>
+      <div class="actions">
+        <button
+          type="button"
+          onClick={() => act(async () => setSecret((await client.webhooks.rotateSecret(endpointId)).secret))}
+        >
+          Rotate secret
+        </button>
+        {confirming ? (
+          <>
+            <button
+              type="button"
+              class="danger"
+              onClick={() =>
+                act(async () => {
+                  await client.webhooks.delete(endpointId)
+                  navigate({ view: "webhooks" })
+                })}
+            >
+              Confirm delete
+            </button>
+            <button type="button" onClick={() => setConfirming(false)}>Keep it</button>
+          </>
+        ) : (
+          <button type="button" class="danger" onClick={() => setConfirming(true)}>Delete endpoint</button>
+        )}
+      </div>
+      <p class="muted">Rotating stops the old secret at once, for queued retries too. Deleting stops unfinished deliveries.</p>
+      {secret === undefined ? null : (
+        <SecretOnce title="Secret rotated" label="New signing secret" value={secret} onDone={() => setSecret(undefined)} />
+      )}
+      {problem === undefined ? null : <ErrorNotice problem={problem} />}
+    </section>
+  )
+}
+
+export const WebhookDetail = ({ client, me, endpointId }: { readonly client: Client; readonly me: Me; readonly endpointId: string }) =>
+  isPinned(me) ? <PinnedNotice what="webhook endpoints" userId={me.pinnedUserId ?? ""} /> : <Endpoint client={client} endpointId={endpointId} />
+
+const Endpoint = ({ client, endpointId }: { readonly client: Client; readonly endpointId: string }) => {
+  const endpoint = useResource(`endpoint:${endpointId}`, () => client.webhooks.get(endpointId))
+  const [saves, setSaves] = useState(0)
+  return (
+    <>
+      <p><Link to={{ view: "webhooks" }}>← All endpoints</Link></p>
+      {endpoint.problem === undefined ? null : <ErrorNotice problem={endpoint.problem} />}
+      {endpoint.value === undefined ? (endpoint.problem === undefined ? <Loading what="the endpoint" /> : null) : (
+        <>
+          <dl class="fields">
+            <dt>Endpoint id</dt>
+            <dd><code>{endpoint.value.endpointId}</code></dd>
+            <dt>URL</dt>
+            <dd class="url">{endpoint.value.url}</dd>
+            <dt>Events</dt>
+            <dd>{endpoint.value.events.join(", ")}</dd>
+            <dt>Active</dt>
+            <dd>{endpoint.value.active ? "yes" : "no"}</dd>
+            <dt>Secret prefix</dt>
+            <dd><code>{endpoint.value.secretPrefix}</code>…</dd>
+            <dt>Created</dt>
+            <dd><Time iso={endpoint.value.createdAt} /></dd>
+            <dt>Updated</dt>
+            <dd><Time iso={endpoint.value.updatedAt} /></dd>
+          </dl>
+          <EditEndpoint
+            key={`${endpoint.value.updatedAt}:${saves}`}
+            client={client}
+            endpoint={endpoint.value}
+            onSaved={() => {
+              setSaves((n) => n + 1)
+              endpoint.reload()
+            }}
+          />
+          <p role="status" aria-live="polite">{saves > 0 ? "Changes saved." : ""}</p>
+          <Danger client={client} endpointId={endpointId} />
+          <Deliveries client={client} endpointId={endpointId} />
+        </>
+      )}
+    </>
+  )
+}

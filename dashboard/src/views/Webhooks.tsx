@@ -1,0 +1,127 @@
+/**
+ * Webhook endpoints (unpinned keys only): create one (its signing secret shown once), and the
+ * project's endpoints with cursor paging; each opens its own page (WebhookDetail.tsx).
+ */
+import { useState } from "preact/hooks"
+import type { CreatedWebhookEndpoint } from "../../../client/index.ts"
+import { type Client, isPinned, type Me, type Problem, toProblem } from "../api.ts"
+import { PAGE_SIZE, usePaged } from "../data.ts"
+import { ErrorNotice, PinnedNotice } from "../ui/Feedback.tsx"
+import { Link } from "../ui/Link.tsx"
+import { ListState } from "../ui/ListState.tsx"
+import { SecretOnce } from "../ui/SecretOnce.tsx"
+import { Time } from "../ui/Time.tsx"
+import { EventPicker } from "./EventPicker.tsx"
+
+const CreateEndpoint = ({ client, onCreated }: { readonly client: Client; readonly onCreated: (endpoint: CreatedWebhookEndpoint) => void }) => {
+  const [url, setUrl] = useState("")
+  const [events, setEvents] = useState<ReadonlyArray<string>>(["execution.completed"])
+  const [active, setActive] = useState(true)
+  const [busy, setBusy] = useState(false)
+  const [problem, setProblem] = useState<Problem | undefined>(undefined)
+  return (
+    <section aria-labelledby="create-endpoint-title">
+      <h2 id="create-endpoint-title">Add an endpoint</h2>
+      <form
+        onSubmit={async (event) => {
+          event.preventDefault()
+          setBusy(true)
+          setProblem(undefined)
+          try {
+            const created = await client.webhooks.create({ url: url.trim(), events: [...events], active })
+            setUrl("")
+            onCreated(created)
+          } catch (error) {
+            setProblem(toProblem(error))
+          } finally {
+            setBusy(false)
+          }
+        }}
+      >
+        <label for="endpoint-url">HTTPS URL</label>
+        <input
+          id="endpoint-url"
+          type="url"
+          required
+          placeholder="https://example.com/hooks"
+          value={url}
+          onInput={(event) => setUrl(event.currentTarget.value)}
+        />
+        <EventPicker idPrefix="create-event" selected={events} onChange={setEvents} />
+        <div class="check">
+          <input id="endpoint-active" type="checkbox" checked={active} onChange={(event) => setActive(event.currentTarget.checked)} />
+          <label for="endpoint-active">Active</label>
+        </div>
+        <button type="submit" disabled={busy || events.length === 0}>{busy ? "Creating…" : "Create endpoint"}</button>
+      </form>
+      {problem === undefined ? null : <ErrorNotice problem={problem} />}
+    </section>
+  )
+}
+
+export const Webhooks = ({ client, me }: { readonly client: Client; readonly me: Me }) =>
+  isPinned(me) ? <PinnedNotice what="webhook endpoints" userId={me.pinnedUserId ?? ""} /> : <Endpoints client={client} />
+
+const Endpoints = ({ client }: { readonly client: Client }) => {
+  const [created, setCreated] = useState<CreatedWebhookEndpoint | undefined>(undefined)
+  const [refresh, setRefresh] = useState(0)
+  const paged = usePaged(`webhooks:${refresh}`, async (cursor) => {
+    const page = await client.webhooks.list({ limit: PAGE_SIZE, cursor })
+    return { items: page.webhooks, nextCursor: page.nextCursor }
+  })
+  return (
+    <>
+      <CreateEndpoint
+        client={client}
+        onCreated={(endpoint) => {
+          setCreated(endpoint)
+          setRefresh((n) => n + 1)
+        }}
+      />
+      {created === undefined ? null : (
+        <SecretOnce
+          title={`Endpoint ${created.endpointId} created`}
+          label="Signing secret"
+          value={created.secret}
+          onDone={() => setCreated(undefined)}
+        />
+      )}
+      <section aria-labelledby="endpoints-title">
+        <div class="section-head">
+          <h2 id="endpoints-title">Endpoints</h2>
+          <button type="button" onClick={paged.reload} disabled={paged.busy}>Refresh</button>
+        </div>
+        <ListState paged={paged} what="endpoints" empty="No webhook endpoints yet.">
+          {(endpoints) => (
+            <table>
+              <caption class="visually-hidden">Webhook endpoints</caption>
+              <thead>
+                <tr>
+                  <th scope="col">URL</th>
+                  <th scope="col">Events</th>
+                  <th scope="col">Active</th>
+                  <th scope="col">Secret prefix</th>
+                  <th scope="col">Created</th>
+                </tr>
+              </thead>
+              <tbody>
+                {endpoints.map((endpoint) => (
+                  <tr key={endpoint.endpointId}>
+                    <td class="url">
+                      <Link to={{ view: "webhook", endpointId: endpoint.endpointId }}>{endpoint.url}</Link>
+                      <div class="muted"><code>{endpoint.endpointId}</code></div>
+                    </td>
+                    <td>{endpoint.events.join(", ")}</td>
+                    <td>{endpoint.active ? "yes" : "no"}</td>
+                    <td><code>{endpoint.secretPrefix}</code>…</td>
+                    <td><Time iso={endpoint.createdAt} /></td>
+                  </tr>
+                ))}
+              </tbody>
+            </table>
+          )}
+        </ListState>
+      </section>
+    </>
+  )
+}

@@ -1,0 +1,59 @@
+/**
+ * What the dashboard's end-to-end tests add to the Chromium launcher (dashboard/scripts/
+ * chromium.ts): an axe-core scan that reports serious or critical violations, screenshots under
+ * test-output/dashboard/, and a record of what the page logged and requested (to prove the key
+ * never leaks there).
+ */
+import { mkdirSync, readFileSync } from "node:fs"
+import { createRequire } from "node:module"
+import { dirname, join, resolve } from "node:path"
+import { fileURLToPath } from "node:url"
+import type { Page } from "playwright-core"
+
+export { type Browser, launch } from "../../dashboard/scripts/chromium.ts"
+
+const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "../..")
+export const SCREENSHOTS = join(ROOT, "test-output/dashboard")
+
+export interface Watched {
+  readonly console: Array<string>
+  readonly requests: Array<string>
+  readonly errors: Array<string>
+}
+
+/** Everything the page logs, requests and throws, kept for assertions. */
+export const watch = (page: Page): Watched => {
+  const watched: Watched = { console: [], requests: [], errors: [] }
+  page.on("console", (message) => watched.console.push(`${message.type()}: ${message.text()}`))
+  page.on("request", (request) => watched.requests.push(request.url()))
+  page.on("pageerror", (error) => watched.errors.push(error.message))
+  return watched
+}
+
+const axeSource = readFileSync(createRequire(import.meta.url).resolve("axe-core/axe.min.js"), "utf8")
+
+export interface Violation {
+  readonly id: string
+  readonly impact: string | null
+  readonly help: string
+  readonly targets: ReadonlyArray<string>
+}
+
+/**
+ * axe-core's violations of serious or critical impact on the page as it is now. The script is
+ * evaluated through the DevTools protocol, which the page's CSP (script-src 'self') does not
+ * govern, so the page is scanned under its real policy.
+ */
+export const seriousViolations = async (page: Page): Promise<ReadonlyArray<Violation>> => {
+  await page.evaluate(axeSource)
+  const violations = await page.evaluate<ReadonlyArray<Violation>>(`
+    axe.run(document, { resultTypes: ["violations"] }).then((result) =>
+      result.violations.map((v) => ({ id: v.id, impact: v.impact, help: v.help, targets: v.nodes.map((n) => n.target.join(" ")) })))
+  `)
+  return violations.filter((violation) => violation.impact === "serious" || violation.impact === "critical")
+}
+
+export const screenshot = async (page: Page, name: string): Promise<void> => {
+  mkdirSync(SCREENSHOTS, { recursive: true })
+  await page.screenshot({ path: join(SCREENSHOTS, `${name}.png`), fullPage: true })
+}
