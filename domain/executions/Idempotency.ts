@@ -13,7 +13,13 @@ export const WINDOW_MS = 24 * 60 * 60 * 1000
 export const IdempotencyKeyClaimed = Schema.Struct({
   type: Schema.Literal("IdempotencyKeyClaimed"),
   executionId: Schema.String,
-  inputHash: Schema.String,
+  /**
+   * A MAC of the tool and its canonical input under a key derived from SERVICE_SECRET_KEY: who
+   * reads the log cannot test guesses of a secret inside an input against it.
+   */
+  inputMac: Schema.optionalKey(Schema.String),
+  /** Claims written before `inputMac`: a plain SHA-256 of the same text. */
+  inputHash: Schema.optionalKey(Schema.String),
   claimedAtMs: Schema.Number
 })
 export type IdempotencyKeyClaimed = typeof IdempotencyKeyClaimed.Type
@@ -31,8 +37,15 @@ export type IdempotencyDecision =
   | { readonly _tag: "Replay"; readonly executionId: string }
   | { readonly _tag: "Mismatch" }
 
-/** What a request with this key and input hash does at `now`. */
-export const decide = (state: IdempotencyState, inputHash: string, now: number): IdempotencyDecision => {
+/** How a request's input compares with a claim's: its MAC, and (for older claims) its plain hash. */
+export interface InputDigest {
+  readonly mac: string
+  readonly hash: () => string
+}
+
+/** What a request with this key and input does at `now`. */
+export const decide = (state: IdempotencyState, input: InputDigest, now: number): IdempotencyDecision => {
   if (state === undefined || now - state.claimedAtMs >= WINDOW_MS) return { _tag: "Claim" }
-  return state.inputHash === inputHash ? { _tag: "Replay", executionId: state.executionId } : { _tag: "Mismatch" }
+  const same = state.inputMac !== undefined ? state.inputMac === input.mac : state.inputHash === input.hash()
+  return same ? { _tag: "Replay", executionId: state.executionId } : { _tag: "Mismatch" }
 }

@@ -10,7 +10,7 @@
  * `cancel`, `markReplayed`, `get`, `awaitTerminal`, `recover`) is what a cluster Entity would
  * host later without changing callers.
  */
-import { Clock, Context, Effect, Fiber, Layer, type Redacted, Schedule, type Scope, Semaphore } from "effect"
+import { Clock, Context, Effect, Fiber, Layer, type Redacted, type Scope, Semaphore } from "effect"
 import type { ToolDefinition } from "../../domain/catalog/Catalog.ts"
 import { findToolkit } from "../../domain/catalog/index.ts"
 import {
@@ -37,6 +37,9 @@ import {
   type StoreUnavailable
 } from "../eventlog/EventStore.ts"
 import { type Incarnation, Runner } from "../actors/Runner.ts"
+import { backoff } from "../Backoff.ts"
+import { isDurable } from "../eventlog/Database.ts"
+import { makeTerminalWaiters } from "./TerminalWaiters.ts"
 import { ExecutionPermits, type PermitKey } from "./ExecutionPermits.ts"
 import { newId } from "../Ids.ts"
 import { type DispatchOutcome, runAdapter } from "./ExecutionDispatch.ts"
@@ -137,8 +140,8 @@ const outcomeCommand = (outcome: DispatchOutcome, now: number): ExecutionCommand
 
 const MAX_CONFLICT_RETRIES = 8
 
-/** How often a known outcome is offered to the store again while the store is out. */
-const OUTCOME_RETRY = Schedule.spaced("1 second")
+/** How a known outcome, or the start of a dispatch, is offered to a failing store again. */
+const STORE_RETRY = backoff("30 seconds")
 
 /** The toolkit's concurrency cap per project, when its manifest declares one. */
 export const capOf = (tool: ToolDefinition): number | undefined =>
@@ -159,6 +162,7 @@ export const make = Effect.gen(function*() {
   const adapters = yield* Adapters
   const files = yield* AttachmentFiles
   const scope = yield* Effect.scope
+  const durable = yield* isDurable
   /**
    * Live executions cached by the incarnation that folded them. When the incarnation ends (its
    * runner lease was lost, Runner.ts) its dispatches have stopped and the cache is dropped: the
@@ -179,8 +183,18 @@ export const make = Effect.gen(function*() {
       return { incarnation, dispatches: dispatches ?? opened }
     })
   })
-  /** Per id, callbacks for the terminal record (sync requests); kept apart from a cache entry. */
-  const waiting = new Map<string, Set<(record: ExecutionRecord) => void>>()
+  /** Callers waiting for terminal records (sync requests, MCP tasks), here or recorded elsewhere. */
+  const waiters = makeTerminalWaiters({
+    store,
+    durable,
+    scope,
+    readTerminal: (executionId) =>
+      Effect.map(store.readStream(streamId(executionId)), (events) => {
+        const state = foldRecorded(events)
+        return state !== undefined && isTerminalState(state) ? state.record : undefined
+      }),
+    dispatchedHere: (executionId) => entries.get(executionId)?.fiber !== undefined
+  })
 
   /** The cached owner of a live execution, or a fresh fold (terminal ones are not cached). */
   const entryFor = (executionId: string): Effect.Effect<Entry, StoreUnavailable> =>
@@ -201,10 +215,7 @@ export const make = Effect.gen(function*() {
     entry.state = events.reduce(evolve, entry.state)
     entry.version += events.length
     if (entry.state !== undefined && isTerminalState(entry.state)) {
-      const record = entry.state.record
-      const listeners = waiting.get(executionId)
-      waiting.delete(executionId)
-      for (const listener of listeners ?? []) listener(record)
+      waiters.settle(executionId, entry.state.record)
       if (entries.get(executionId) === entry) entries.delete(executionId)
     }
   }
@@ -301,6 +312,8 @@ export const make = Effect.gen(function*() {
     }
     if (entry.state?.record.status === "pending") {
       const started = yield* mutate(executionId, (now) => ({ _tag: "StartDispatch", now, owner: run.incarnation.id })).pipe(
+        // A store that fails (a connection lost) delays the start; it must not leave it pending.
+        Effect.retry({ schedule: STORE_RETRY, while: (e) => e._tag === "StoreUnavailable" }),
         Effect.map(() => true),
         Effect.catchTag("StateConflict", () => Effect.succeed(false))
       )
@@ -317,7 +330,7 @@ export const make = Effect.gen(function*() {
     yield* mutate(executionId, (now) => outcomeCommand(outcome, now)).pipe(
       Effect.catchTag("StateConflict", () => Effect.void),
       // The outcome is known: a store outage delays its record, it does not lose it.
-      Effect.retry({ schedule: OUTCOME_RETRY, while: (e) => e._tag === "StoreUnavailable" })
+      Effect.retry({ schedule: STORE_RETRY, while: (e) => e._tag === "StoreUnavailable" })
     )
     // Freed in this turn, before a caller answered with the outcome can send another request.
     // On Postgres the outcome's commit has already freed it (PgExecutionPermits.ts); this wakes
@@ -429,29 +442,7 @@ export const make = Effect.gen(function*() {
     awaitTerminal: (executionId, timeoutMs) =>
       Effect.flatMap(entryFor(executionId), (entry) => {
         if (entry.state === undefined || isTerminalState(entry.state)) return Effect.succeed(entry.state?.record)
-        // A listener and a timer rather than a timeout race: no extra fibers per waiting request.
-        return Effect.callback<ExecutionRecord | undefined>((resume) => {
-          const listener = (record: ExecutionRecord) => {
-            clearTimeout(timer)
-            resume(Effect.succeed(record))
-          }
-          const forget = () => {
-            const set = waiting.get(executionId)
-            set?.delete(listener)
-            if (set?.size === 0) waiting.delete(executionId)
-          }
-          const timer = setTimeout(() => {
-            forget()
-            resume(Effect.succeed(entries.get(executionId)?.state?.record ?? entry.state?.record))
-          }, timeoutMs)
-          const set = waiting.get(executionId) ?? new Set()
-          set.add(listener)
-          waiting.set(executionId, set)
-          return Effect.sync(() => {
-            clearTimeout(timer)
-            forget()
-          })
-        })
+        return waiters.wait(executionId, timeoutMs, () => entries.get(executionId)?.state?.record ?? entry.state?.record)
       }),
 
     recover: ({ running, pending, alive, beforeResume, resumePlan }) =>

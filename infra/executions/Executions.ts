@@ -79,7 +79,11 @@ export const canonicalJson = (value: unknown): string => {
 
 const sha256 = (text: string) => digest("sha256", text, "hex")
 
-export const inputHash = (tool: string, input: unknown) => sha256(`${tool}\u0000${canonicalJson(input)}`)
+/** The text an idempotency claim compares: the tool and its canonical input. */
+const claimText = (tool: string, input: unknown) => `${tool}\u0000${canonicalJson(input)}`
+
+/** The plain SHA-256 older claims carry (Idempotency.ts); new claims carry a MAC. */
+export const inputHash = (tool: string, input: unknown) => sha256(claimText(tool, input))
 
 const keyStream = (projectId: string, userId: string, key: string) =>
   `idempotency-${sha256(`${projectId}\u0000${userId}\u0000${key}`)}`
@@ -173,13 +177,14 @@ export const make = Effect.gen(function*() {
       const alongside: Array<AppendRequest> = []
       const executionId = newId("exe")
       if (claimStream !== undefined) {
-        const hash = inputHash(tool.name, input)
+        const text = claimText(tool.name, input)
+        const digest = { mac: secrets.mac("idempotency-input/v1", text), hash: () => sha256(text) }
         const claims = yield* orDie(store.readStream(claimStream))
         const state = claims.reduce<Idempotency.IdempotencyState>(
           (s, e) => Idempotency.evolve(s, Idempotency.idempotencyCodec.decode(e)),
           undefined
         )
-        const decision = Idempotency.decide(state, hash, now)
+        const decision = Idempotency.decide(state, digest, now)
         if (decision._tag === "Mismatch") {
           return yield* new InvalidInput({ message: "This idempotency key was used with another tool or input." })
         }
@@ -190,7 +195,7 @@ export const make = Effect.gen(function*() {
           )
           return yield* answer(record, waitMs)
         }
-        const claim: Idempotency.IdempotencyKeyClaimed = { type: "IdempotencyKeyClaimed", executionId, inputHash: hash, claimedAtMs: now }
+        const claim: Idempotency.IdempotencyKeyClaimed = { type: "IdempotencyKeyClaimed", executionId, inputMac: digest.mac, claimedAtMs: now }
         alongside.push({
           streamId: claimStream,
           streamType: Idempotency.STREAM_TYPE,

@@ -173,19 +173,26 @@ describe("replays", () => {
 })
 
 describe("idempotency keys", () => {
-  const claim: Idempotency.IdempotencyKeyClaimed = { type: "IdempotencyKeyClaimed", executionId: "exe_1", inputHash: "h", claimedAtMs: T0 }
+  const claim: Idempotency.IdempotencyKeyClaimed = { type: "IdempotencyKeyClaimed", executionId: "exe_1", inputMac: "m", claimedAtMs: T0 }
+  const digest = (mac: string, hash = "unused") => ({ mac, hash: () => hash })
 
   it("an unused key is claimed", () => {
-    expect(Idempotency.decide(undefined, "h", T0)).toEqual({ _tag: "Claim" })
+    expect(Idempotency.decide(undefined, digest("m"), T0)).toEqual({ _tag: "Claim" })
   })
 
   it("the same input within 24 hours replays; another input is a mismatch", () => {
-    expect(Idempotency.decide(claim, "h", T0 + 1000)).toEqual({ _tag: "Replay", executionId: "exe_1" })
-    expect(Idempotency.decide(claim, "other", T0 + 1000)).toEqual({ _tag: "Mismatch" })
+    expect(Idempotency.decide(claim, digest("m"), T0 + 1000)).toEqual({ _tag: "Replay", executionId: "exe_1" })
+    expect(Idempotency.decide(claim, digest("other"), T0 + 1000)).toEqual({ _tag: "Mismatch" })
   })
 
   it("after 24 hours the key can be claimed again", () => {
-    expect(Idempotency.decide(claim, "other", T0 + Idempotency.WINDOW_MS)).toEqual({ _tag: "Claim" })
+    expect(Idempotency.decide(claim, digest("other"), T0 + Idempotency.WINDOW_MS)).toEqual({ _tag: "Claim" })
+  })
+
+  it("a claim from before input MACs is compared by its plain hash", () => {
+    const older: Idempotency.IdempotencyKeyClaimed = { type: "IdempotencyKeyClaimed", executionId: "exe_0", inputHash: "h", claimedAtMs: T0 }
+    expect(Idempotency.decide(older, digest("m", "h"), T0 + 1000)).toEqual({ _tag: "Replay", executionId: "exe_0" })
+    expect(Idempotency.decide(older, digest("m", "other"), T0 + 1000)).toEqual({ _tag: "Mismatch" })
   })
 })
 
