@@ -178,13 +178,13 @@ export const make = Effect.gen(function*() {
       const executionId = newId("exe")
       if (claimStream !== undefined) {
         const text = claimText(tool.name, input)
-        const digest = { mac: secrets.mac("idempotency-input/v1", text), hash: () => sha256(text) }
+        const compared = { mac: secrets.mac("idempotency-input/v1", text), hash: () => sha256(text) }
         const claims = yield* orDie(store.readStream(claimStream))
         const state = claims.reduce<Idempotency.IdempotencyState>(
           (s, e) => Idempotency.evolve(s, Idempotency.idempotencyCodec.decode(e)),
           undefined
         )
-        const decision = Idempotency.decide(state, digest, now)
+        const decision = Idempotency.decide(state, compared, now)
         if (decision._tag === "Mismatch") {
           return yield* new InvalidInput({ message: "This idempotency key was used with another tool or input." })
         }
@@ -195,7 +195,7 @@ export const make = Effect.gen(function*() {
           )
           return yield* answer(record, waitMs)
         }
-        const claim: Idempotency.IdempotencyKeyClaimed = { type: "IdempotencyKeyClaimed", executionId, inputMac: digest.mac, claimedAtMs: now }
+        const claim: Idempotency.IdempotencyKeyClaimed = { type: "IdempotencyKeyClaimed", executionId, inputMac: compared.mac, claimedAtMs: now }
         alongside.push({
           streamId: claimStream,
           streamType: Idempotency.STREAM_TYPE,
