@@ -307,7 +307,7 @@ export const make = Effect.gen(function*() {
     const { executionId, entry, plan, request, key } = run
     if (run.cap !== undefined && run.permit === "none") {
       run.permit = "acquiring"
-      yield* permits.acquire(key, run.cap)
+      yield* permits.acquire(key, run.cap).pipe(Effect.retry({ schedule: STORE_RETRY, while: (e) => e._tag === "StoreUnavailable" }))
       run.permit = "held"
     }
     if (entry.state?.record.status === "pending") {
