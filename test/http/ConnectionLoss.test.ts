@@ -32,10 +32,10 @@ describe.skipIf(!postgresAvailable)("terminated backends under load", () => {
   it("no execution is interrupted while it runs, all succeed, and no receiver sees an event after a later one", async () => {
     const endpoint = await createEndpoint(peers[0], "p1", receiver.url("/loss"))
     receiver.respond = () => ({ status: 200 })
-    let killing = true
+    const killing = { on: true }
     let killed = 0
     const killer = (async () => {
-      while (killing) {
+      while (killing.on) {
         const rows = await runSql<{ killed: boolean }>(url, `SELECT pg_terminate_backend(pid) AS killed FROM pg_stat_activity
           WHERE datname = current_database() AND application_name = 'service'`).catch(() => [])
         killed += rows.length
@@ -56,7 +56,7 @@ describe.skipIf(!postgresAvailable)("terminated backends under load", () => {
       if (response?.status === 202) accepted.push(((await response.json()) as { executionId: string }).executionId)
       await new Promise((resolve) => setTimeout(resolve, 100))
     }
-    killing = false
+    killing.on = false
     await killer
     expect(killed).toBeGreaterThan(20)
     expect(accepted.length).toBeGreaterThan(20)
