@@ -5,6 +5,7 @@
  * always with a Request-Id, and always in time.
  */
 import fc from "fast-check"
+import { unstorableText } from "../../domain/Storable.ts"
 import { METHODS, request as httpRequest } from "node:http"
 import { connect } from "node:net"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
@@ -140,6 +141,13 @@ const checkAnswer = (req: FuzzRequest, answer: Answer) => {
     const pinned = /^bearer +test_key_pinned_u1_0001\s*$/i.test(req.headers.authorization?.trim() ?? "")
     if (!/^[A-Za-z0-9_.-]{1,64}$/.test(named)) expect(answer.status, context).toBe(422)
     else if (pinned && named !== "user_1") expect(answer.status, context).toBe(403)
+  }
+  // What the log cannot keep is refused once the key is known, before any service sees it.
+  if (
+    bodyPresent && jsonType && parsable && declared.some(serves) && presentsValidKey(req.headers.authorization) &&
+    Buffer.byteLength(req.body ?? "") <= BODY_LIMIT && unstorableText(req.body ?? "") !== undefined
+  ) {
+    expect(answer.status, context).toBe(422)
   }
   // Only application/json bodies: the API would refuse `+json` and other types in plain text.
   if (bodyPresent && !jsonType && declared.some(serves) && parsable) expect(answer.status, context).toBe(415)

@@ -4,6 +4,7 @@
  * output holding one fails its execution with `provider_error` instead of leaving it running; and
  * another project's executions go on meanwhile.
  */
+import fc from "fast-check"
 import { createServer, type Server } from "node:http"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { type InProcessService, OTHER_KEY, startService } from "../support/Service.ts"
@@ -19,8 +20,10 @@ describe.each(["memory", "postgres"] as const)("unstorable values (%s)", (mode) 
   let service: InProcessService
   let gifServer: Server
   let gifUrl: string
+  /** What the local server answers next: any bytes a fuzz run picks. */
+  let nextBody: Uint8Array = GIF
   beforeAll(async () => {
-    gifServer = createServer((_, response) => response.writeHead(200, { "content-type": "image/gif" }).end(GIF))
+    gifServer = createServer((_, response) => response.writeHead(200, { "content-type": "application/octet-stream" }).end(nextBody))
     await new Promise<void>((resolve) => gifServer.listen(0, "127.0.0.1", resolve))
     gifUrl = `http://127.0.0.1:${(gifServer.address() as { port: number }).port}/pixel.gif`
     const { createTestDatabase, postgresAvailable } = await import("../support/Database.ts")
@@ -67,4 +70,22 @@ describe.each(["memory", "postgres"] as const)("unstorable values (%s)", (mode) 
       expect(record.error?.message).toContain("NUL")
     }
   }, 30_000)
+
+  it("any bytes an adapter reads end in a terminal record: succeeded, or failed with provider_error; never a 500", async () => {
+    await fc.assert(fc.asyncProperty(
+      fc.oneof(
+        fc.uint8Array({ maxLength: 64 }),
+        fc.string({ unit: "binary", maxLength: 32 }).map((text) => new TextEncoder().encode(text)),
+        fc.constantFrom(Buffer.from([0xed, 0xa0, 0x80]), Buffer.from("\u0000"), Buffer.from("[".repeat(3000)))
+      ),
+      async (bytes) => {
+        nextBody = bytes
+        const response = await post(service, JSON.stringify({ tool: "http.request", input: { method: "GET", url: gifUrl }, userId: "u1" }))
+        expect(response.status).toBe(200)
+        const record = (await response.json()) as { status: string; error?: { code: string } }
+        expect(["succeeded", "failed"]).toContain(record.status)
+        if (record.status === "failed") expect(record.error?.code).toBe("provider_error")
+      }
+    ), { numRuns: 40 })
+  }, 60_000)
 })

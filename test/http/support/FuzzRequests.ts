@@ -122,9 +122,31 @@ const hugeBody = fc.tuple(fc.integer({ min: 1024 * 1024 - 64, max: 2 * 1024 * 10
   ([size, char]) => `{"data":"${char.repeat(Math.floor(size / Buffer.byteLength(char)))}"}`
 )
 
+/**
+ * JSON the event log cannot keep, or that strains a parser: NUL characters and lone surrogates
+ * (as escapes, in values and keys), nesting far past the limit, numbers past a double's range.
+ */
+const poison = fc.constantFrom(
+  `"x\\u0000y"`,
+  `"\\ud800"`,
+  `"a\\udc00b"`,
+  `{"k\\u0000":1}`,
+  `${"[".repeat(200)}${"]".repeat(200)}`,
+  `${"[".repeat(5000)}1${"]".repeat(5000)}`,
+  `${"{\"a\":".repeat(100)}1${"}".repeat(100)}`,
+  "1e400",
+  "-1e-400",
+  "123456789012345678901234567890123456789",
+  `"\\ud83d\\ude00"`
+)
+const poisonedBody = fc.tuple(poison, fc.constantFrom("input", "name", "url", "credentials", "content", "events")).map(
+  ([value, field]) => `{"tool":"demo.echo","userId":"user_1","${field}":${value},"input":{"v":${value}}}`
+)
+
 const body = fc.oneof(
   { weight: 6, arbitrary: fc.constant(undefined) },
   { weight: 4, arbitrary: jsonBody },
+  { weight: 2, arbitrary: poisonedBody },
   { weight: 3, arbitrary: malformedBody },
   { weight: 1, arbitrary: hugeBody }
 )
