@@ -30,6 +30,8 @@ import { isLoopbackHost, type McpSettingsShape, originOf } from "./McpSettings.t
 import { makeExchange, messagesOf, withoutTasks } from "./RpcExchange.ts"
 import { LATEST_VERSION } from "./RpcServer.ts"
 import type { makeSessionStreams } from "./SessionStream.ts"
+import { fastCall } from "./FastCall.ts"
+import type { makeToolCalls } from "./ToolCalls.ts"
 
 export class McpGateway extends Context.Service<McpGateway, {
   /** Serves POST, GET and DELETE `/mcp` completely: auth, origin, limits and sessions included. */
@@ -66,6 +68,7 @@ export interface GatewayParts {
   readonly feed: LogFeedShape
   readonly exchange: ReturnType<typeof makeExchange>
   readonly streams: ReturnType<typeof makeSessionStreams>
+  readonly toolCalls: ReturnType<typeof makeToolCalls>
 }
 
 interface Caller {
@@ -75,7 +78,7 @@ interface Caller {
 }
 
 export const makeHandle = (parts: GatewayParts) => {
-  const { exchange, feed, keys, limiter, sessions, settings, streams } = parts
+  const { exchange, feed, keys, limiter, sessions, settings, streams, toolCalls } = parts
 
   const isAllowedOrigin = (origin: string) => settings.allowedOrigins.has(originOf(origin) ?? origin)
 
@@ -169,6 +172,8 @@ export const makeHandle = (parts: GatewayParts) => {
     if (session instanceof Response) return session
     exchange.cancel(session.sessionId, body)
     const sse = (request.headers.get("accept") ?? "").includes("text/event-stream")
+    const fast = sse || initializing ? undefined : fastCall(toolCalls, body, session, caller.headerUserId)
+    if (fast !== undefined) return Answers.withHeaders(yield* fast, { "mcp-session-id": session.sessionId })
     const exchanged = session.tasks || session.protocolVersion >= LATEST_VERSION ? body : withoutTasks(body)
     const response = yield* Effect.tryPromise({
       try: (signal) => exchange.serve(request, exchanged, { session, headerUserId: caller.headerUserId }, sse, signal),

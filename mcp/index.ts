@@ -54,7 +54,7 @@ export const layer = Layer.effect(
       streams.endAll()
       exchange.closeAll()
     }))
-    return McpGateway.of({ handle: makeHandle({ settings, keys, limiter, sessions, feed, exchange, streams }) })
+    return McpGateway.of({ handle: makeHandle({ settings, keys, limiter, sessions, feed, exchange, streams, toolCalls }) })
   })
 ).pipe(
   Layer.provide(PgMcpSessions.layer),

@@ -1,13 +1,18 @@
 /**
  * `/mcp` on the service's port: the MCP gateway (mcp/) serves every method of the path itself
  * (key, origin, limits, sessions, body ceiling), so the edge hands it the request as is, as a
- * web `Request` whose body streams and whose signal fires when the client goes away, and streams
- * its web `Response` back unbuffered (SSE streams live for as long as the client listens).
+ * web `Request` whose signal fires when the client goes away, and sends its web `Response` back.
+ *
+ * A POST whose client does not want SSE gets its body read at once from Node (up to the
+ * gateway's ceiling) and handed over as bytes, and its JSON answer is sent as text: bridging an
+ * Effect stream into a web stream and back cost a `tools/call` more CPU than the call itself
+ * (bench/scenarios/mcp.ts). SSE answers, and GET streams, are streamed unbuffered.
  */
 import { Effect } from "effect"
 import { HttpServerRequest, HttpServerResponse } from "effect/http"
-import type { ServerResponse } from "node:http"
+import { IncomingMessage, type ServerResponse } from "node:http"
 import type { McpGateway } from "../../mcp/index.ts"
+import { BODY_LIMIT } from "../../mcp/HttpAnswers.ts"
 import { EdgeFailure } from "./Envelope.ts"
 import { normalized } from "../../domain/Errors.ts"
 
@@ -19,13 +24,73 @@ const nodeResponseOf = (request: HttpServerRequest.HttpServerRequest): ServerRes
   return typeof candidate === "object" && candidate !== null && "once" in candidate ? candidate as ServerResponse : undefined
 }
 
+/** The body of a Node request, up to `limit` bytes (one more tells the gateway it was too long). */
+const readBody = (message: IncomingMessage, limit: number) =>
+  Effect.callback<Uint8Array | undefined>((resume) => {
+    const chunks: Array<Buffer> = []
+    let size = 0
+    const done = (value: Uint8Array | undefined) => {
+      message.off("data", onData).off("end", onEnd).off("error", onError)
+      resume(Effect.succeed(value))
+    }
+    const onData = (chunk: Buffer) => {
+      size += chunk.length
+      chunks.push(chunk)
+      if (size > limit) {
+        message.pause()
+        done(Buffer.concat(chunks, size))
+      }
+    }
+    const onEnd = () => done(Buffer.concat(chunks, size))
+    const onError = () => done(undefined)
+    message.on("data", onData).on("end", onEnd).on("error", onError)
+  })
+
+const headersOf = (request: HttpServerRequest.HttpServerRequest) => {
+  const headers = new Headers()
+  for (const [name, value] of Object.entries(request.headers)) if (typeof value === "string") headers.set(name, value)
+  return headers
+}
+
+/** The web request for the gateway: buffered for a plain JSON POST, streaming otherwise. */
+const toWebRequest = Effect.fnUntraced(function*(request: HttpServerRequest.HttpServerRequest, signal: AbortSignal) {
+  const source = request.source
+  const wantsStream = (request.headers["accept"] ?? "").includes("text/event-stream")
+  if (request.method === "POST" && !wantsStream && source instanceof IncomingMessage) {
+    const body = yield* readBody(source, BODY_LIMIT)
+    if (body !== undefined) {
+      const url = `http://${request.headers["host"] ?? "localhost"}${request.url}`
+      return new Request(url, { method: "POST", headers: headersOf(request), body, signal })
+    }
+  }
+  return yield* HttpServerRequest.toWeb(request, { signal }).pipe(
+    Effect.mapError(() => new EdgeFailure(400, normalized("invalid_input", "The request target is not valid.")))
+  )
+})
+
+/** The gateway's answer: text when it is one JSON document, a stream when it is SSE. */
+const fromWebResponse = (response: Response) => {
+  const type = response.headers.get("content-type") ?? ""
+  if (response.body === null || type.startsWith("text/event-stream")) return Effect.succeed(HttpServerResponse.fromWeb(response))
+  const headers: Record<string, string> = {}
+  response.headers.forEach((value, name) => {
+    if (name !== "content-type" && name !== "content-length") headers[name] = value
+  })
+  return Effect.map(
+    Effect.promise(() => response.text()),
+    (text) => HttpServerResponse.text(text, { status: response.status, headers, contentType: type || "application/json" })
+  )
+}
+
 export const makeMcpMount = (gateway: McpGateway["Service"]) =>
   Effect.fnUntraced(function*(request: HttpServerRequest.HttpServerRequest) {
     const controller = new AbortController()
-    nodeResponseOf(request)?.once("close", () => controller.abort())
-    const web = yield* HttpServerRequest.toWeb(request, { signal: controller.signal }).pipe(
-      Effect.mapError(() => new EdgeFailure(400, normalized("invalid_input", "The request target is not valid.")))
-    )
-    const response = yield* gateway.handle(web)
-    return HttpServerResponse.fromWeb(response)
+    // Aborted only when the client went away before the answer was written (an abort makes a
+    // DOMException, which costs more than a small request).
+    const node = nodeResponseOf(request)
+    node?.once("close", () => {
+      if (!node.writableFinished) controller.abort()
+    })
+    const web = yield* toWebRequest(request, controller.signal)
+    return yield* fromWebResponse(yield* gateway.handle(web))
   })
