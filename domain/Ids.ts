@@ -70,7 +70,7 @@ export const encodeIdBody = (timeMs: number, random: Uint8Array, prefix = "", ra
     }
     acc &= (1 << bits) - 1
   }
-  return String.fromCharCode.apply(null, codes.subarray(0, length) as unknown as Array<number>)
+  return String.fromCharCode(...codes.subarray(0, length))
 }
 
 /** The creation time encoded in an id body (its first 10 characters). */

@@ -21,7 +21,11 @@ const take = (n: number): number => {
   return at
 }
 
-/** A new `<prefix>_<body>` id, time-ordered and unguessable. */
+/**
+ * A new `<prefix>_<body>` id, time-ordered and unguessable. Its time is the wall clock's, not
+ * Effect's `Clock`: ids are made outside effects too, and under a `TestClock` held still they
+ * must still be unique and ordered as they are across processes.
+ */
 export const newId = <P extends IdPrefix>(prefix: P): `${P}_${string}` => {
   const at = take(ID_RANDOM_BYTES)
   return encodeIdBody(Date.now(), pool, prefix, at) as `${P}_${string}`

@@ -1,5 +1,6 @@
 /**
- * Placement benchmark: the service's actors hosted in process (today: `Executions.execute` →
+ * Placement benchmark (over 300 lines: one experiment, kept whole so that its figures in
+ * docs/architecture.md can be reproduced from one file): the service's actors hosted in process (today: `Executions.execute` →
  * `ExecutionActor`, the dispatcher → `WebhookLanes`) against the same work reached through an
  * Effect Cluster entity message (bench/cluster/ClusterRuntime.ts), measured side by side in one
  * run, in memory and on Postgres.

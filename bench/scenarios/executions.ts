@@ -3,6 +3,11 @@
  * Postgres (a throwaway database), beside two baselines measured in the same run: a raw
  * `node:http` JSON POST server, and raw single-row INSERT commits on the same Postgres.
  *
+ * HTTP load comes from `wrk` (bench/WrkLoad.ts; a key per request in turn, two clients per
+ * project); without wrk, loudly, from Node clients in this process. The memory service also runs
+ * with SERVICE_HTTP_END_OF_TURN=false in the same rounds, so the end-of-turn batching of answers
+ * (http/server/EndOfTurn.ts) is judged against writing each answer as it finishes.
+ *
  * Servers run as child processes (the raw baseline too), so the load generator does not share
  * their event loop; the machine's two cores are still shared by everything, so besides ops/s the
  * table shows each server's CPU time per operation (from /proc), which contention distorts less,
@@ -15,6 +20,8 @@
  *
  * Standalone: `node bench/scenarios/executions.ts` (BENCH_SECONDS, BENCH_WARMUP_SECONDS,
  * BENCH_CLIENTS, BENCH_PEAK_CLIENTS, BENCH_ENGINE_CONCURRENCY, BENCH_REPEATS tune it).
+ * Over 300 lines on purpose: one experiment whose rows are ratios of each other, run in
+ * interleaved rounds, kept whole so that a README figure can be reproduced from one file.
  */
 import { PgClient } from "@effect/sql-pg"
 import { Effect, Redacted } from "effect"
@@ -24,9 +31,10 @@ import { availableParallelism } from "node:os"
 import { fileURLToPath, pathToFileURL } from "node:url"
 import { createTestDatabase, dropTestDatabase, postgresAvailable, TEST_DATABASE_URL } from "../../test/support/Database.ts"
 import { freePort } from "../../test/support/Ports.ts"
-import { startProcess } from "../../test/support/Service.ts"
 import { runEngine } from "../engine.ts"
 import { postgresCpu, processCpu } from "../ProcessCpu.ts"
+import { startService } from "../Processes.ts"
+import { hasWrk, measureWrk, warnFallback } from "../WrkLoad.ts"
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 5)
 /** Unmeasured load first, so every server is measured with its hot paths compiled (the service
@@ -130,6 +138,38 @@ const load = async (
   }
 }
 
+/**
+ * The same measurement under wrk: `clients` connections POSTing `BODY` to `url`, keys in turn;
+ * the server's CPU (and the local Postgres's) per request over the measured run.
+ */
+const wrkLoad = async (name: string, url: string, clients: number, pid: number | undefined, database = false, keys: ReadonlyArray<string> = []): Promise<Result> => {
+  const spec = {
+    url,
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: BODY,
+    authorizations: keys.map((key) => `Bearer ${key}`),
+    connections: clients,
+    seconds: SECONDS,
+    warmupSeconds: 0
+  }
+  await measureWrk({ ...spec, seconds: WARMUP_SECONDS })
+  const cpuStart = pid === undefined ? 0 : processCpu(pid)
+  const dbStart = database ? postgresCpu() : 0
+  const result = await measureWrk(spec)
+  const perOp = (cpuSeconds: number) => (1e6 * cpuSeconds) / Math.max(1, result.requests)
+  return {
+    name,
+    ops: result.requests,
+    perSecond: result.requestsPerSecond,
+    p50: result.p50Ms,
+    p99: result.p99Ms,
+    errors: result.failures,
+    cpuUs: pid === undefined ? undefined : perOp(processCpu(pid) - cpuStart),
+    dbCpuUs: database ? databaseCpuUs(perOp(postgresCpu() - dbStart)) : undefined
+  }
+}
+
 /** Postgres CPU per op, when the server runs on this machine (otherwise nothing moved). */
 const databaseCpuUs = (us: number | undefined): number | undefined => (us !== undefined && us > 0 ? us : undefined)
 
@@ -167,7 +207,9 @@ const rawNodeBaseline = async (): Promise<Result> => {
   const child = spawn(process.execPath, ["-e", RAW_SERVER, String(port)], { stdio: ["ignore", "pipe", "inherit"] })
   await new Promise<void>((resolve) => child.stdout.once("data", () => resolve()))
   try {
-    return await load("raw node:http POST", CLIENTS, SECONDS, () => postJson(port, "/", BODY, {}, 200), child.pid)
+    return hasWrk
+      ? await wrkLoad("raw node:http POST", `http://127.0.0.1:${port}/`, CLIENTS, child.pid)
+      : await load("raw node:http POST", CLIENTS, SECONDS, () => postJson(port, "/", BODY, {}, 200), child.pid)
   } finally {
     child.kill("SIGKILL")
   }
@@ -180,7 +222,9 @@ const effectBaseline = async (): Promise<Result> => {
   const child = spawn(process.execPath, [server, String(port)], { stdio: ["ignore", "pipe", "inherit"] })
   await new Promise<void>((resolve) => child.stdout.once("data", () => resolve()))
   try {
-    return await load("Effect HttpApi POST, no service", CLIENTS, SECONDS, () => postJson(port, "/v1/execute", BODY, {}, 200), child.pid)
+    return hasWrk
+      ? await wrkLoad("Effect HttpApi POST, no service", `http://127.0.0.1:${port}/v1/execute`, CLIENTS, child.pid)
+      : await load("Effect HttpApi POST, no service", CLIENTS, SECONDS, () => postJson(port, "/v1/execute", BODY, {}, 200), child.pid)
   } finally {
     child.kill("SIGKILL")
   }
@@ -219,13 +263,16 @@ const ROOMY = {
 }
 
 const serviceRun = async (name: string, env: Record<string, string>, clients = CLIENTS): Promise<Result> => {
-  const service = await startProcess({ ...ROOMY, ...env }, await freePort())
+  // Its output (a line per request) is drained and dropped by the harness (bench/Processes.ts).
+  const service = await startService({ ...ROOMY, ...env })
   const port = Number(new URL(service.baseUrl).port)
   const projects = projectsFor(clients)
+  const database = env.SERVICE_DATABASE_URL !== undefined
   try {
-    return await load(name, clients, SECONDS, (c) =>
-      postJson(port, "/v1/execute", BODY, { authorization: `Bearer ${keys[c % projects]}` }, 200), service.process.pid,
-      env.SERVICE_DATABASE_URL !== undefined)
+    return hasWrk
+      ? await wrkLoad(name, `${service.baseUrl}/v1/execute`, clients, service.pid, database, keys.slice(0, projects))
+      : await load(name, clients, SECONDS, (c) =>
+        postJson(port, "/v1/execute", BODY, { authorization: `Bearer ${keys[c % projects]}` }, 200), service.pid, database)
   } finally {
     await service.stop()
   }
@@ -260,21 +307,28 @@ const format = (results: ReadonlyArray<Result>) => {
 }
 
 export const run = async (): Promise<void> => {
+  warnFallback()
   const results: Array<Result> = []
-  const [rawNodeRuns, frameworkRuns, memoryRuns] = await rounds([
+  const [rawNodeRuns, frameworkRuns, memoryRuns, unbatchedRuns] = await rounds([
     rawNodeBaseline,
     effectBaseline,
-    () => serviceRun("sync demo.echo, memory", {})
+    () => serviceRun("sync demo.echo, memory", {}),
+    () => serviceRun("sync demo.echo, memory, no end-of-turn", { SERVICE_HTTP_END_OF_TURN: "false" })
   ])
   const rawNode = medianRun(rawNodeRuns!)
   const framework = medianRun(frameworkRuns!)
   const memory = medianRun(memoryRuns!)
-  results.push(rawNode, framework, memory)
+  results.push(rawNode, framework, memory, medianRun(unbatchedRuns!))
   const memoryEngine = await engineRow(`engine without HTTP, memory (${ENGINE_CONCURRENCY} fibers)`, {})
   results.push(memoryEngine)
   const cpuRatio = median(memoryRuns!.map((m, i) => (rawNodeRuns![i]!.cpuUs ?? NaN) / (m.cpuUs ?? NaN))).toFixed(2)
   const ratios = memoryRuns!.map((m, i) => (m.perSecond / rawNodeRuns![i]!.perSecond).toFixed(2)).join(", ")
+  const floorRatios = memoryRuns!.map((m, i) => (m.perSecond / frameworkRuns![i]!.perSecond).toFixed(2)).join(", ")
   const notes = [
+    `load: ${hasWrk ? "wrk" : "Node clients (wrk not installed: not comparable with wrk figures)"}`,
+    `memory / Effect HttpApi floor: ${pairedRatio(memoryRuns!, frameworkRuns!).toFixed(2)} by throughput (rounds: ${floorRatios}; target >= 0.80)`,
+    `end-of-turn batching: memory with it / without it: ${pairedRatio(memoryRuns!, unbatchedRuns!).toFixed(2)} by throughput, ` +
+    `${median(memoryRuns!.map((m, i) => (unbatchedRuns![i]!.cpuUs ?? NaN) / (m.cpuUs ?? NaN))).toFixed(2)} by server CPU per op (above 1: it pays)`,
     `memory / raw node: ${pairedRatio(memoryRuns!, rawNodeRuns!).toFixed(2)} by throughput (rounds: ${ratios}), ` +
     `${cpuRatio} by server CPU per op (target >= 0.30)`,
     `Effect HttpApi floor / raw node: ${pairedRatio(frameworkRuns!, rawNodeRuns!).toFixed(2)} by throughput; the service adds ` +

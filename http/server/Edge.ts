@@ -4,8 +4,7 @@
  * parsing), unknown routes (404) and wrong methods (405), and the envelope for anything that
  * escapes the API's own middleware. Every response leaves with a `Request-Id` header.
  */
-import { Effect, Stream } from "effect"
-import { IncomingMessage } from "node:http"
+import { Effect } from "effect"
 import type { Duplex } from "node:stream"
 import { normalized } from "../../domain/Errors.ts"
 import { unstorableMessage, type Unstorable, unstorableText } from "../../domain/Storable.ts"
@@ -14,6 +13,8 @@ import { HttpServerResponse as Response } from "effect/http"
 import { newRequestId } from "../../infra/Ids.ts"
 import { CurrentRequest, type RequestMeta } from "../api/Caller.ts"
 import { endOfTurn } from "./EndOfTurn.ts"
+import { readLimited, utf8, withBody } from "./RequestBody.ts"
+import { type InFlight, logged } from "./RequestLog.ts"
 import type { Verdict } from "./Gate.ts"
 import {
   bodyTooLarge,
@@ -55,9 +56,23 @@ export interface EdgeOptions {
     readonly matches: (path: string) => boolean
     readonly serve: (request: HttpServerRequest.HttpServerRequest, path: string) => Effect.Effect<HttpServerResponse.HttpServerResponse>
   }
+  /**
+   * True once the process is stopping (http/server/Drain.ts): every answer then carries
+   * `Connection: close`, so a keep-alive client opens no further request on a closing server.
+   */
+  readonly closing?: () => boolean
+  /**
+   * Whether answers wait for the end of the event loop's turn to leave together (EndOfTurn.ts);
+   * on unless SERVICE_HTTP_END_OF_TURN says otherwise (a benchmark compares both).
+   */
+  readonly endOfTurn?: boolean
+  /** Counts the requests being answered (Drain.ts waits for them when the process stops). */
+  readonly inFlight?: InFlight
 }
 
 interface CompiledRoute {
+  /** The route's template, as the request log names it. */
+  readonly path: string
   readonly pattern: RegExp
   readonly methods: Set<string>
 }
@@ -68,7 +83,7 @@ const compile = (routes: ReadonlyArray<Route>): ReadonlyArray<CompiledRoute> => 
     const source = "^" + route.path.split("/").map((part) =>
       part.startsWith(":") ? "[^/]+" : part === "*" ? ".*" : part.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")
     ).join("/") + "/?$"
-    const entry = byPath.get(source) ?? { pattern: new RegExp(source), methods: new Set<string>() }
+    const entry = byPath.get(source) ?? { path: route.path, pattern: new RegExp(source), methods: new Set<string>() }
     entry.methods.add(route.method.toUpperCase())
     byPath.set(source, entry)
   }
@@ -79,155 +94,35 @@ const compile = (routes: ReadonlyArray<Route>): ReadonlyArray<CompiledRoute> => 
 const isJson = (header: string | undefined): boolean =>
   header !== undefined && (header.split(";", 1)[0] ?? "").trim().toLowerCase() === "application/json"
 
-/**
- * Reads at most `limit` bytes: the body, `undefined` when it is longer, `null` when the request
- * broke off.
- */
-const readLimited = (request: HttpServerRequest.HttpServerRequest, limit: number): Effect.Effect<Buffer | undefined | null> => {
-  const source = (request as { readonly source?: unknown }).source
-  return source instanceof IncomingMessage
-    ? Effect.andThen(
-      // A client that sent `Expect: 100-continue` waits for this before it sends the body.
-      Effect.sync(() => (request as { readonly writeContinue?: () => void }).writeContinue?.()),
-      readIncoming(source, limit)
-    )
-    : readStream(request, limit).pipe(Effect.orElseSucceed(() => null))
-}
-
-/** Node's request read directly (the common case): no stream adapter per request. */
-const readIncoming = (message: IncomingMessage, limit: number) =>
-  Effect.callback<Buffer | undefined | null>((resume) => {
-    const chunks: Array<Buffer> = []
-    let size = 0
-    const cleanup = () => {
-      message.off("data", onData)
-      message.off("end", onEnd)
-      message.off("error", onError)
-      message.off("close", onError)
-    }
-    const onData = (chunk: Buffer) => {
-      size += chunk.length
-      if (size <= limit) return void chunks.push(chunk)
-      cleanup()
-      message.pause()
-      resume(Effect.succeed(undefined))
-    }
-    const onEnd = () => {
-      cleanup()
-      resume(Effect.succeed(Buffer.concat(chunks, size)))
-    }
-    const onError = () => {
-      cleanup()
-      resume(Effect.succeed(null))
-    }
-    message.on("data", onData)
-    message.on("end", onEnd)
-    message.on("error", onError)
-    // A connection that closes before the end of the body: nothing more is coming.
-    message.on("close", onError)
-    return Effect.sync(cleanup)
-  })
-
-const readStream = (request: HttpServerRequest.HttpServerRequest, limit: number) =>
-  Effect.suspend(() => {
-    const chunks: Array<Uint8Array> = []
-    let size = 0
-    return request.stream.pipe(
-      Stream.runForEachWhile((chunk) =>
-        Effect.sync(() => {
-          size += chunk.length
-          if (size > limit) return false
-          chunks.push(chunk)
-          return true
-        })
-      ),
-      Effect.map(() => (size > limit ? undefined : Buffer.concat(chunks, size)))
-    )
-  })
-
 const unstorableBody = (reason: Unstorable) =>
   new EdgeFailure(422, normalized("invalid_input", `The request body ${unstorableMessage[reason]}.`))
 
-const BODY = Symbol("app/http/Edge/body")
-
-interface Buffered {
-  readonly [BODY]: { readonly bytes: Uint8Array; readonly text: string }
-}
-
-/** One decoder for every request: `decode` without `stream` keeps no state between calls. */
-const utf8 = new TextDecoder()
-
-const textOf = (self: Buffered) => self[BODY].text
-
-/**
- * What a request with an already-read body answers instead of reading its stream. The text is
- * decoded once, when the edge checks it (domain/Storable.ts); the ArrayBuffer copy is made on
- * first use only: a staged file's body is tens of megabytes, and the API reads only the text.
- */
-const bodyAccessors: PropertyDescriptorMap = {
-  arrayBuffer: {
-    get(this: Buffered) {
-      const bytes = this[BODY].bytes
-      return Effect.sync(() => bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.byteLength) as ArrayBuffer)
-    }
-  },
-  text: {
-    get(this: Buffered) {
-      return Effect.sync(() => textOf(this))
-    }
-  },
-  json: {
-    get(this: Buffered) {
-      return Effect.try({
-        try: () => {
-          const value = textOf(this)
-          return value === "" ? null : JSON.parse(value)
-        },
-        catch: () => malformedBody()
-      })
-    }
-  },
-  stream: {
-    get(this: Buffered) {
-      return Stream.make(this[BODY].bytes)
-    }
-  }
-}
-
-/** One prototype per request class, so every wrapped request has the same shape. */
-const bufferedPrototypes = new WeakMap<object, object>()
-
-/** The same request (its own fields copied), with a body that has already been read. */
-const withBody = (request: HttpServerRequest.HttpServerRequest, body: Uint8Array, text: string): HttpServerRequest.HttpServerRequest => {
-  const base = Object.getPrototypeOf(request) as object
-  let prototype = bufferedPrototypes.get(base)
-  if (prototype === undefined) {
-    prototype = Object.create(base, bodyAccessors) as object
-    bufferedPrototypes.set(base, prototype)
-  }
-  const wrapped = Object.assign(Object.create(prototype) as object, request)
-  return Object.assign(wrapped, { [BODY]: { bytes: body, text } }) as HttpServerRequest.HttpServerRequest
-}
-
 export const makeEdge = (options: EdgeOptions) => {
   const routes = compile(options.routes)
-  const allowedMethods = (path: string): ReadonlyArray<string> | undefined => {
-    for (const route of routes) if (route.pattern.test(path)) return [...route.methods]
+  const matching = (path: string): CompiledRoute | undefined => {
+    for (const route of routes) if (route.pattern.test(path)) return route
     return undefined
   }
+  const closing = options.closing ?? (() => false)
+  const batched = options.endOfTurn ?? true
+  const inFlight = options.inFlight ?? { count: 0, started: 0 }
 
   return <E, R>(app: Effect.Effect<HttpServerResponse.HttpServerResponse, E, R>) =>
-    Effect.gen(function*() {
+    Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) => {
       const requestId = newRequestId()
-      const request = yield* HttpServerRequest.HttpServerRequest
+      return logged(request, requestId, inFlight, (trace) => Effect.gen(function*() {
       const path = request.url.split("?", 1)[0] ?? "/"
       const meta: RequestMeta = { id: requestId, answerHeaders: undefined }
-      const respond = (response: HttpServerResponse.HttpServerResponse) =>
-        meta.answerHeaders === undefined
-          ? Response.setHeader(response, "request-id", requestId)
-          : Response.setHeaders(response, { ...meta.answerHeaders, "request-id": requestId })
+      const respond = (response: HttpServerResponse.HttpServerResponse) => {
+        if (meta.answerHeaders === undefined && !closing()) return Response.setHeader(response, "request-id", requestId)
+        const headers = meta.answerHeaders === undefined ? { "request-id": requestId } : { ...meta.answerHeaders, "request-id": requestId }
+        return Response.setHeaders(response, closing() ? { ...headers, connection: "close" } : headers)
+      }
       const refuse = (failure: EdgeFailure) => respond(envelopeResponse(requestId, failure.status, failure.error, failure.headers))
-      if (options.staticFiles?.matches(path) === true) return respond(yield* options.staticFiles.serve(request, path))
+      if (options.staticFiles?.matches(path) === true) {
+        trace.route = "/dashboard/*"
+        return respond(yield* options.staticFiles.serve(request, path))
+      }
       // A refusal before the body is read closes the connection: its body is never wanted.
       const refuseUnread = (failure: EdgeFailure) =>
         refuse(hasBody ? new EdgeFailure(failure.status, failure.error, { ...failure.headers, connection: "close" }) : failure)
@@ -237,6 +132,7 @@ export const makeEdge = (options: EdgeOptions) => {
       const hasBody = chunked || (contentLength !== undefined && contentLength !== "0")
       const mounted = options.mounts.get(path)
       if (mounted !== undefined) {
+        trace.route = path
         return yield* mounted(request).pipe(
           Effect.map((response) => (response.headers["request-id"] === undefined ? respond(response) : response)),
           Effect.catch((failure) => Effect.succeed(refuse(failure)))
@@ -244,8 +140,10 @@ export const makeEdge = (options: EdgeOptions) => {
       }
       // The route table decides what exists, with or without a body: the router alone would
       // also take a path with an empty segment (`/v1/webhooks//rotate-secret`) for another one.
-      const allowed = allowedMethods(path)
-      if (allowed === undefined) return refuse(routeNotFound())
+      const route = matching(path)
+      if (route === undefined) return refuse(routeNotFound())
+      trace.route = route.path
+      const allowed = [...route.methods]
       // The router answers HEAD wherever it answers GET.
       const method = request.method === "HEAD" ? "GET" : request.method
       if (!allowed.includes(method)) return refuse(methodNotAllowed(allowed))
@@ -257,7 +155,10 @@ export const makeEdge = (options: EdgeOptions) => {
         if (contentLength !== undefined && Number(contentLength) > limit) return refuseUnread(bodyTooLarge(limit))
       }
       if (options.authenticate(path)) {
-        const verdict = yield* options.gate(request)
+        // A key lookup that meets a failing store is answered like the API's own failures (503).
+        const checked = yield* Effect.exit(options.gate(request))
+        if (checked._tag === "Failure") return respond(yield* causeResponse(requestId, checked.cause))
+        const verdict = checked.value
         if (verdict._tag === "Refused") return refuseUnread(verdict.failure)
         meta.verifiedKey = verdict.principal
       }
@@ -296,7 +197,8 @@ export const makeEdge = (options: EdgeOptions) => {
           return Effect.map(causeResponse(requestId, cause), respond)
         })
       )
-    }).pipe(Effect.tap(endOfTurn))
+      }))
+    }).pipe((answer) => (batched ? Effect.tap(answer, endOfTurn) : answer))
 }
 
 /**

@@ -9,7 +9,7 @@
  * key is not held back by its neighbours' typos, and a flood of made-up keys cannot take the
  * database pool (each unknown key would cost a query) or the key caches.
  */
-import { Effect, Option } from "effect"
+import { Clock, Effect, Option } from "effect"
 import type { HttpServerRequest } from "effect/http"
 import { normalized } from "../../domain/Errors.ts"
 import { type BucketPolicy, type BucketState, take } from "../../domain/TokenBucket.ts"
@@ -47,7 +47,7 @@ export const makeGate = (keys: ApiKeysShape, policy: BucketPolicy = UNKNOWN_KEY_
     const known = keys.known(presented)
     if (known !== undefined) return { _tag: "Allowed", principal: known }
     const address = Option.getOrElse(request.remoteAddress, () => "unknown")
-    const now = Date.now()
+    const now = yield* Clock.currentTimeMillis
     if (throttled(address, now)) {
       const retryAfter = Math.max(1, Math.ceil(60 / policy.perMinute))
       const error = normalized("rate_limited", "Too many requests with unknown API keys from this address.", retryAfter)

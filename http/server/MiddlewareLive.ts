@@ -2,7 +2,7 @@
  * Implementations of the API middleware: the error envelope, bearer authentication against
  * ApiKeys, and the per-project rate limit with its `RateLimit-*` headers.
  */
-import { Cause, Context, Effect, Layer, Redacted } from "effect"
+import { Cause, Clock, Context, Effect, Layer, Redacted } from "effect"
 import { HttpServerRequest, type HttpServerResponse } from "effect/http"
 import { AuthExpired, AuthMissing, RateLimited } from "../../domain/Errors.ts"
 import { ApiKeys } from "../../infra/access/ApiKeys.ts"
@@ -70,10 +70,10 @@ export const RateLimitLive = Layer.effect(
         })
       /** Past the bucket, an execute request also counts against the daily quota, when there is one. */
       const withDaily = (projectId: string, decision: Decision) =>
-        Effect.flatMap(Effect.orDie(limiter.takeDaily(projectId)), (daily) =>
+        Effect.flatMap(Effect.zip(Effect.orDie(limiter.takeDaily(projectId)), Clock.currentTimeMillis), ([daily, now]) =>
           admit(daily === undefined || daily.allowed
             ? decision
-            : { ...daily, retryAfter: Math.max(1, daily.resetAt - Math.floor(Date.now() / 1000)) }))
+            : { ...daily, retryAfter: Math.max(1, daily.resetAt - Math.floor(now / 1000)) }))
       return Effect.flatMap(Caller, (caller) =>
         Effect.flatMap(Effect.orDie(limiter.take(caller.projectId, execute ? "execute" : "standard")), (decision) =>
           execute && decision.allowed ? withDaily(caller.projectId, decision) : admit(decision)))

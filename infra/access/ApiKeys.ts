@@ -4,7 +4,7 @@
  * hash (a database row's hash is also compared in constant time). Database answers are cached
  * for a few seconds, so a revocation takes effect within `CACHE_MS` in every process.
  */
-import { Context, Effect, Layer, Redacted } from "effect"
+import { Clock, Context, Effect, Layer, Redacted } from "effect"
 import { SqlClient } from "effect/sql"
 import { hash as digest, randomBytes, timingSafeEqual } from "node:crypto"
 import { BoundedCache } from "../BoundedCache.ts"
@@ -84,14 +84,14 @@ export const layerMemory = Layer.effect(
     const byHash = bootstrapPrincipals(yield* bootstrapKeys)
     const created = new Map<string, KeyRecord>()
     const create: ApiKeysShape["create"] = (owner) =>
-      Effect.sync(() => {
+      Effect.map(Clock.currentTimeMillis, (now) => {
         const key = generateKey()
         const record: KeyRecord = {
           keyId: newId("key"),
           projectId: owner.projectId,
           userId: owner.userId,
           prefix: key.slice(0, 10),
-          createdAt: new Date().toISOString(),
+          createdAt: new Date(now).toISOString(),
           revokedAt: undefined
         }
         created.set(hashHex(key), record)
@@ -113,10 +113,10 @@ export const layerMemory = Layer.effect(
           [...created.values()].filter((r) => projectId === undefined || r.projectId === projectId)
         ),
       revoke: (keyId) =>
-        Effect.sync(() => {
+        Effect.map(Clock.currentTimeMillis, (now) => {
           for (const [hex, record] of created) {
             if (record.keyId === keyId && record.revokedAt === undefined) {
-              created.set(hex, { ...record, revokedAt: new Date().toISOString() })
+              created.set(hex, { ...record, revokedAt: new Date(now).toISOString() })
               return true
             }
           }
@@ -166,6 +166,17 @@ export const layerPg = Layer.effect(
         Effect.mapError(unavailable)
       )
 
+    const cachedOrLookup = (cacheKey: string, now: number): Effect.Effect<Principal | undefined, StoreUnavailable> => {
+      const cached = known.get(cacheKey, now)
+      if (cached !== undefined) return Effect.succeed(cached)
+      if (unknown.get(cacheKey, now) !== undefined) return Effect.succeed(undefined)
+      return Effect.tap(lookup(Buffer.from(cacheKey, "hex")), (principal) =>
+        Effect.sync(() => {
+          if (principal === undefined) unknown.set(cacheKey, true, now)
+          else known.set(cacheKey, principal, now)
+        }))
+    }
+
     return ApiKeys.of({
       known: (presented) => {
         const cacheKey = hashHex(presented)
@@ -176,15 +187,7 @@ export const layerPg = Layer.effect(
           const cacheKey = hashHex(presented)
           const bootstrap = byHash.get(cacheKey)
           if (bootstrap !== undefined) return Effect.succeed(bootstrap)
-          const now = Date.now()
-          const cached = known.get(cacheKey, now)
-          if (cached !== undefined) return Effect.succeed(cached)
-          if (unknown.get(cacheKey, now) !== undefined) return Effect.succeed(undefined)
-          return Effect.tap(lookup(Buffer.from(cacheKey, "hex")), (principal) =>
-            Effect.sync(() => {
-              if (principal === undefined) unknown.set(cacheKey, true, now)
-              else known.set(cacheKey, principal, now)
-            }))
+          return Effect.flatMap(Clock.currentTimeMillis, (now) => cachedOrLookup(cacheKey, now))
         }),
       create: Effect.fnUntraced(function*(owner) {
         const key = generateKey()

@@ -1,13 +1,11 @@
 /**
  * Per-project rate limits: the standard and execute token buckets and the optional daily
- * execution quota. In memory without a database; on Postgres the buckets are rows shared by
- * every process, and concurrent takes on one bucket are coalesced into a single statement so a
- * busy project costs one round trip per batch rather than per request.
+ * execution quota, and their in-memory implementation. On Postgres (PgRateLimiter.ts) the
+ * buckets are rows shared by every process, and concurrent takes on one bucket are coalesced into
+ * a single statement so a busy project costs one round trip per batch rather than per request.
  */
-import { Context, Deferred, Effect, Exit, Layer } from "effect"
+import { Clock, Context, Deferred, Effect, Exit, Layer } from "effect"
 import { makeBatcher, type Waiting } from "../Batcher.ts"
-import { SqlClient } from "effect/sql"
-import { onStorage } from "../eventlog/Database.ts"
 import { type RateLimitSettings, rateLimits } from "./AccessSettings.ts"
 import { type BucketPolicy, type BucketState, describe, nextUtcMidnight, take, utcDay } from "../../domain/TokenBucket.ts"
 import { StoreUnavailable } from "../eventlog/EventStore.ts"
@@ -33,24 +31,24 @@ export interface RateLimiterShape {
 
 export class RateLimiter extends Context.Service<RateLimiter, RateLimiterShape>()("app/infra/RateLimiter") {}
 
-interface Taken {
+export interface Taken {
   readonly granted: number
   /** Left in the bucket, counting tokens lent to this process. */
   readonly tokens: number
   readonly nowMs: number
 }
 
-interface Place {
+export interface Place {
   readonly index: number
   readonly taken: Taken
 }
 
 /** Answers a group's waiters: each learns its place among the group and what the group got. */
-const answer = <E>(waiting: ReadonlyArray<Waiting<unknown, Place, E>>, outcome: Exit.Exit<Taken, E>) =>
+export const answer = <E>(waiting: ReadonlyArray<Waiting<unknown, Place, E>>, outcome: Exit.Exit<Taken, E>) =>
   waiting.forEach((w, index) => Deferred.doneUnsafe(w.done, Exit.map(outcome, (taken) => ({ index, taken }))))
 
 /** Concurrent takes per key (the daily quota): each key's takers share one statement (infra/Batcher.ts). */
-const coalesced = <E>(run: (key: string, n: number) => Effect.Effect<Taken, E>) =>
+export const coalesced = <E>(run: (key: string, n: number) => Effect.Effect<Taken, E>) =>
   makeBatcher<string, Place, E>({
     maxBatch: 10_000,
     serve: (batch) => {
@@ -62,118 +60,12 @@ const coalesced = <E>(run: (key: string, n: number) => Effect.Effect<Taken, E>) 
     }
   })
 
-/** The token take as one round trip for many buckets (migrations 3-9 belong to rate limits). */
-export const rateLimitMigrations = [{
-  id: 3,
-  name: "take_rate_tokens",
-  statements: [
-    // Creates missing buckets full, then refills and takes in one locked update, in bucket order
-    // (so concurrent callers cannot deadlock), on the database clock (processes with skewed
-    // clocks agree). Returns what each bucket granted and what it has left.
-    `CREATE FUNCTION take_rate_tokens(buckets text[], bursts float8[], per_ms float8[], wants int4[])
-     RETURNS TABLE (bucket_id text, granted float8, left_tokens float8, now_ms float8)
-     LANGUAGE plpgsql VOLATILE AS $$
-     DECLARE
-       at_ms float8 := extract(epoch FROM clock_timestamp()) * 1000;
-     BEGIN
-       INSERT INTO rate_buckets (bucket, tokens, updated_ms)
-       SELECT u.b, u.burst, at_ms::bigint FROM unnest(buckets, bursts) AS u(b, burst)
-       ON CONFLICT (bucket) DO NOTHING;
-       RETURN QUERY
-       WITH req AS (
-         SELECT * FROM unnest(buckets, bursts, per_ms, wants) AS r(b, burst, pms, n)
-       ), cur AS (
-         SELECT req.b, req.n, least(req.burst, rb.tokens + greatest(0, at_ms - rb.updated_ms) * req.pms) AS t
-         FROM req JOIN rate_buckets rb ON rb.bucket = req.b
-         ORDER BY req.b
-         FOR UPDATE OF rb
-       ), upd AS (
-         UPDATE rate_buckets rb SET tokens = cur.t - least(cur.n, floor(cur.t)), updated_ms = greatest(rb.updated_ms, at_ms::bigint)
-         FROM cur WHERE rb.bucket = cur.b
-         RETURNING cur.b, least(cur.n, floor(cur.t))::float8 AS g, (cur.t - least(cur.n, floor(cur.t)))::float8 AS tk
-       )
-       SELECT upd.b, upd.g, upd.tk, at_ms FROM upd;
-     END $$`
-  ]
-}, {
-  id: 5,
-  name: "lease_rate_tokens",
-  statements: [
-    // As take_rate_tokens, and besides: puts back the tokens a process `returned` (capped at the
-    // burst), and lends up to `leases` more tokens to the calling process for it to hand out
-    // itself, only as far as the bucket stays at least half full after the grant and the lease.
-    `CREATE FUNCTION lease_rate_tokens(buckets text[], bursts float8[], per_ms float8[], wants int4[], leases int4[], returned int4[])
-     RETURNS TABLE (bucket_id text, granted float8, leased float8, left_tokens float8, now_ms float8)
-     LANGUAGE plpgsql VOLATILE AS $$
-     DECLARE
-       at_ms float8 := extract(epoch FROM clock_timestamp()) * 1000;
-     BEGIN
-       -- Tokens need no flush of their own: a crash of the database can only forget some takes.
-       PERFORM set_config('synchronous_commit', 'off', true);
-       INSERT INTO rate_buckets (bucket, tokens, updated_ms)
-       SELECT u.b, u.burst, at_ms::bigint FROM unnest(buckets, bursts) AS u(b, burst)
-       ON CONFLICT (bucket) DO NOTHING;
-       RETURN QUERY
-       WITH req AS (
-         SELECT * FROM unnest(buckets, bursts, per_ms, wants, leases, returned) AS r(b, burst, pms, n, l, back)
-       ), cur AS (
-         SELECT req.b, req.n, req.l, req.burst,
-           least(req.burst, rb.tokens + greatest(0, at_ms - rb.updated_ms) * req.pms + req.back) AS t
-         FROM req JOIN rate_buckets rb ON rb.bucket = req.b
-         ORDER BY req.b
-         FOR UPDATE OF rb
-       ), given AS (
-         SELECT cur.*, least(cur.n, floor(cur.t)) AS g FROM cur
-       ), lent AS (
-         SELECT given.*, greatest(0, least(given.l, floor(given.t - given.g - given.burst / 2))) AS ls FROM given
-       ), upd AS (
-         UPDATE rate_buckets rb SET tokens = x.t - x.g - x.ls, updated_ms = greatest(rb.updated_ms, at_ms::bigint)
-         FROM lent x WHERE rb.bucket = x.b
-         RETURNING x.b, x.g::float8 AS g, x.ls::float8 AS ls, (x.t - x.g - x.ls)::float8 AS tk
-       )
-       SELECT upd.b, upd.g, upd.ls, upd.tk, at_ms FROM upd;
-     END $$`,
-    `DROP FUNCTION take_rate_tokens(text[], float8[], float8[], int4[])`
-  ]
-}] as const
-
-interface BucketTake {
-  readonly bucket: string
-  readonly policy: BucketPolicy
-  /** Tokens to borrow beyond the takers' (`lease_rate_tokens`). */
-  readonly lease: number
-  /** Unused borrowed tokens given back. */
-  readonly returned: number
-}
-
-/**
- * Takes of every bucket coalesced (infra/Batcher.ts): while one statement runs, new arrivals (of
- * any bucket) wait for the next, which takes for all of them at once. Each waiter learns its
- * place among its bucket's takers and what the bucket granted.
- */
-const batchedAcrossBuckets = <E>(run: (takes: ReadonlyArray<BucketTake & { readonly n: number }>) => Effect.Effect<ReadonlyMap<string, Taken>, E>) =>
-  makeBatcher<BucketTake, Place, E>({
-    maxBatch: 10_000,
-    serve: Effect.fnUntraced(function*(batch) {
-      const groups = [...Map.groupBy(batch, (w) => w.input.bucket).values()].map((waiting) => ({
-        // Unused borrowed tokens of every taker go back with the bucket's one take.
-        request: { ...waiting[0]!.input, returned: waiting.reduce((sum, w) => sum + w.input.returned, 0) },
-        waiting
-      }))
-      const outcome = yield* Effect.exit(run(groups.map(({ request, waiting }) => ({ ...request, n: waiting.length }))))
-      const nowMs = Date.now()
-      for (const { request, waiting } of groups) {
-        answer(waiting, Exit.map(outcome, (taken) => taken.get(request.bucket) ?? { granted: 0, tokens: 0, nowMs }))
-      }
-    })
-  })
-
-const policies = (limits: RateLimitSettings): Record<BucketKind, BucketPolicy> => ({
+export const policies = (limits: RateLimitSettings): Record<BucketKind, BucketPolicy> => ({
   standard: { perMinute: limits.requestsPerMinute, burst: limits.requestBurst },
   execute: { perMinute: limits.executePerMinute, burst: limits.executeBurst }
 })
 
-const bucketDecision = (policy: BucketPolicy, index: number, taken: Taken): Decision => {
+export const bucketDecision = (policy: BucketPolicy, index: number, taken: Taken): Decision => {
   const grant = describe(policy, taken.tokens, taken.granted, taken.nowMs)
   const allowed = index < taken.granted
   return {
@@ -185,7 +77,7 @@ const bucketDecision = (policy: BucketPolicy, index: number, taken: Taken): Deci
   }
 }
 
-const quotaDecision = (quota: number, used: number, allowed: boolean, nowMs: number): Decision => ({
+export const quotaDecision = (quota: number, used: number, allowed: boolean, nowMs: number): Decision => ({
   allowed,
   limit: quota,
   remaining: Math.max(0, quota - used),
@@ -204,18 +96,16 @@ export const layerMemory = Layer.effect(
     let quotaDay = ""
     return RateLimiter.of({
       take: (projectId, kind) =>
-        Effect.sync(() => {
+        Effect.map(Clock.currentTimeMillis, (now) => {
           const key = `${kind}:${projectId}`
-          const now = Date.now()
           const result = take(policy[kind], buckets.get(key), 1, now)
           buckets.set(key, result.state)
           return bucketDecision(policy[kind], 0, { granted: result.grant.granted, tokens: result.state.tokens, nowMs: now })
         }),
       takeDaily: (projectId) =>
-        Effect.sync(() => {
+        Effect.map(Clock.currentTimeMillis, (now) => {
           const quota = limits.dailyExecutions
           if (quota === undefined) return undefined
-          const now = Date.now()
           const today = utcDay(now)
           if (today !== quotaDay) {
             quotas.clear()
@@ -231,123 +121,3 @@ export const layerMemory = Layer.effect(
   })
 )
 
-const unavailable = (cause: unknown) => new StoreUnavailable({ cause })
-
-/**
- * Token leases (Postgres): a statement may also borrow tokens for this process to hand out
- * itself, so a busy project costs one round trip per lease rather than per request. A lease is at
- * most 1% of the burst (none below a burst of 100: small buckets stay exact), is only granted
- * while the bucket stays at least half full, and lasts a second; so a peer is never refused for
- * tokens this process holds unless a great many processes lease at once. Remaining counts the
- * lent tokens as still in the bucket, so one process reports the same figures as without leases.
- */
-const LEASE_MS = 1000
-const MAX_LEASE = 64
-const leaseSize = (policy: BucketPolicy) => Math.min(MAX_LEASE, Math.floor(policy.burst / 100))
-
-interface Lease {
-  stock: number
-  readonly left: number
-  readonly nowMs: number
-  readonly until: number
-  readonly policy: BucketPolicy
-}
-
-export const layerPg = Layer.effect(
-  RateLimiter,
-  Effect.gen(function*() {
-    const limits = yield* rateLimits
-    const sql = yield* SqlClient.SqlClient
-    const policy = policies(limits)
-
-    const leaseRows = (takes: ReadonlyArray<BucketTake & { readonly n: number }>) =>
-      sql<{ bucket_id: string; granted: number; leased: number; left_tokens: number; now_ms: number }>`
-        SELECT bucket_id, granted, leased, left_tokens, now_ms FROM lease_rate_tokens(
-          ${takes.map((t) => t.bucket)}::text[], ${takes.map((t) => t.policy.burst)}::float8[],
-          ${takes.map((t) => t.policy.perMinute / 60_000)}::float8[], ${takes.map((t) => t.n)}::int4[],
-          ${takes.map((t) => t.lease)}::int4[], ${takes.map((t) => t.returned)}::int4[])`.pipe(Effect.mapError(unavailable))
-
-    // Tokens lent to this process per bucket, handed out without a round trip until spent or
-    // stale; what is left then goes back with the bucket's next statement (or the sweep below).
-    const leases = new Map<string, Lease>()
-
-    const takeTokens = yield* batchedAcrossBuckets((takes) =>
-      Effect.map(leaseRows(takes), (rows) => {
-        const policyOf = new Map(takes.map((t) => [t.bucket, t.policy]))
-        return new Map(rows.map((row) => {
-          const leased = Number(row.leased)
-          const nowMs = Number(row.now_ms)
-          const left = Number(row.left_tokens)
-          const bucketPolicy = policyOf.get(row.bucket_id)
-          if (leased > 0 && bucketPolicy !== undefined) {
-            // A lease taken by a statement that ran meanwhile is kept: its tokens were lent too.
-            const stock = leased + (leases.get(row.bucket_id)?.stock ?? 0)
-            leases.set(row.bucket_id, { stock, left, nowMs, until: Date.now() + LEASE_MS, policy: bucketPolicy })
-          }
-          return [row.bucket_id, { granted: Number(row.granted), tokens: left + leased, nowMs }]
-        }))
-      })
-    )
-
-    /** Gives back what stale leases still hold (every second, and when the service stops). */
-    const returnStale = (all: boolean) =>
-      Effect.suspend(() => {
-        const now = Date.now()
-        const back: Array<BucketTake & { readonly n: number }> = []
-        for (const [bucket, lease] of leases) {
-          if (!all && now < lease.until) continue
-          leases.delete(bucket)
-          if (lease.stock > 0) back.push({ bucket, policy: lease.policy, lease: 0, returned: lease.stock, n: 0 })
-        }
-        return back.length === 0 ? Effect.void : Effect.asVoid(leaseRows(back))
-      })
-    yield* Effect.forkScoped(
-      Effect.forever(Effect.andThen(Effect.sleep(LEASE_MS), returnStale(false).pipe(Effect.catch(() => Effect.void))))
-    )
-    yield* Effect.addFinalizer(() => returnStale(true).pipe(Effect.catch(() => Effect.void)))
-
-    const takeBucket = (bucket: string, bucketPolicy: BucketPolicy): Effect.Effect<Decision, StoreUnavailable> =>
-      Effect.suspend(() => {
-        const lease = leases.get(bucket)
-        if (lease !== undefined && lease.stock >= 1 && Date.now() < lease.until) {
-          lease.stock--
-          return Effect.succeed(bucketDecision(bucketPolicy, 0, { granted: 1, tokens: lease.left + lease.stock, nowMs: lease.nowMs }))
-        }
-        let returned = 0
-        if (lease !== undefined) {
-          leases.delete(bucket)
-          returned = lease.stock
-        }
-        return Effect.map(takeTokens({ bucket, policy: bucketPolicy, lease: leaseSize(bucketPolicy), returned }), ({ index, taken }) =>
-          bucketDecision(bucketPolicy, index, taken))
-      })
-
-    const quota = limits.dailyExecutions
-    const takeQuota = yield* coalesced((projectId: string, n: number) =>
-      sql`INSERT INTO rate_quotas (bucket, day, used) VALUES (${projectId}, (now() AT TIME ZONE 'UTC')::date, 0)
-          ON CONFLICT (bucket, day) DO NOTHING`.pipe(
-        Effect.andThen(sql<{ granted: number; used: number }>`
-          WITH cur AS (
-            SELECT used FROM rate_quotas
-            WHERE bucket = ${projectId} AND day = (now() AT TIME ZONE 'UTC')::date FOR UPDATE
-          )
-          UPDATE rate_quotas q SET used = least(${quota ?? 0}::bigint, cur.used + ${n})
-          FROM cur WHERE q.bucket = ${projectId} AND q.day = (now() AT TIME ZONE 'UTC')::date
-          RETURNING q.used::float8 AS used, (q.used - cur.used)::float8 AS granted`),
-        Effect.map((rows) => ({ granted: Number(rows[0]?.granted ?? 0), tokens: Number(rows[0]?.used ?? 0), nowMs: Date.now() })),
-        Effect.mapError(unavailable)
-      )
-    )
-
-    return RateLimiter.of({
-      take: (projectId, kind) => takeBucket(`${kind}:${projectId}`, policy[kind]),
-      takeDaily: (projectId) =>
-        quota === undefined
-          ? Effect.succeed(undefined)
-          : Effect.map(takeQuota(projectId), ({ index, taken }) =>
-            quotaDecision(quota, taken.tokens, index < taken.granted, taken.nowMs))
-    })
-  })
-)
-
-export const layer = onStorage(layerMemory, layerPg)

@@ -146,6 +146,15 @@ export const layerPg: Layer.Layer<Runner, never, SqlClient.SqlClient> = Layer.ef
         VALUES (${id}, now() + ${ttl}::interval, ${host}, ${process.pid})`
       return sent
     })
+    /**
+     * Removes what runners that died without a clean stop (kill -9) left: rows expired for longer
+     * than a TTL, and keyed leases whose runner has no row. Expired rows protect nothing (peers
+     * read them as gone), so this only keeps the tables small; it runs at every registration.
+     */
+    const sweep = sql`DELETE FROM runners WHERE expires_at < now() - ${ttl}::interval`.pipe(
+      Effect.andThen(sql`DELETE FROM actor_leases l WHERE NOT EXISTS (SELECT 1 FROM runners r WHERE r.runner_id = l.runner_id)`),
+      Effect.catch((error) => Effect.logWarning("runner lease: cannot sweep the rows of stopped runners", error))
+    )
     /** True when the lease was pushed forward; false when it had already lapsed (or was taken). */
     const renew = (id: string) =>
       sql<{ runner_id: string }>`UPDATE runners SET expires_at = now() + ${ttl}::interval
@@ -170,6 +179,7 @@ export const layerPg: Layer.Layer<Runner, never, SqlClient.SqlClient> = Layer.ef
         Effect.tapError((error) => Effect.logWarning("runner lease: cannot register; retrying", error)),
         Effect.retry(backoff())
       )
+      yield* Effect.forkIn(sweep, layerScope)
       let safeUntil = sent + timings.ttlMs - timings.marginMs
       const scopes = makeActorScopes()
       const ended = yield* Deferred.make<void>()

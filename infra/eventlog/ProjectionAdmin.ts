@@ -11,7 +11,7 @@ import { SqlClient } from "effect/sql"
 import type { SqlError } from "effect/sql/SqlError"
 import { createHash, randomBytes } from "node:crypto"
 import { type Position, type RecordedEvent, START } from "./EventStore.ts"
-import { readFeed, toRecorded } from "./PgEventStore.ts"
+import { readFeed, toRecorded } from "./PgEventRows.ts"
 import { applyChanges, createTableStatements, ident, physicalName, specMap } from "./PgViewStore.ts"
 import { type Projection, projectAll, Projections } from "./Projection.ts"
 

@@ -1,18 +1,17 @@
 /**
- * The Execution actor, in process: one owner per execution id. It loads state by folding the
- * stream `execution-<id>`, decides, appends with the expected version, then acts (dispatches
- * through the tool's adapter, with the tool's timeout, holding the toolkit permit). A pure tool
- * run sync acts first and records its whole run in one append (`runPure`).
+ * The Execution actor: one owner per execution id in this process, running under the process's
+ * runner incarnation (infra/actors/Runner.ts, docs/architecture.md). A command folds the stream
+ * `execution-<id>` (or takes the cached live state), decides (domain/executions/Execution.ts) and
+ * appends with the expected version through the one command handler (eventlog/CommandHandler.ts),
+ * under a per-id lock; a stale cache or a second owner loses the version race and the command
+ * starts over on a fresh fold. Running a recorded execution (permit, start, adapter, outcome) is
+ * ExecutionRun.ts.
  *
- * Ownership: commands for one id are serialized by a per-id semaphore, and every append is
- * checked against the stream version, so a stale cache or a second owner loses with a
- * `ConcurrencyConflict` and retries on a fresh fold. The service interface (`execute`,
- * `cancel`, `markReplayed`, `get`, `awaitTerminal`, `recover`) is what a cluster Entity would
- * host later without changing callers.
+ * Creation is the exception: `execute` appends the first events at version 0 itself, with the
+ * idempotency claim alongside, because a sync run may record its start (or, for a pure tool, its
+ * whole run) in that same commit.
  */
-import { Clock, Context, Effect, Fiber, Layer, type Redacted, type Scope, Semaphore } from "effect"
-import type { ToolDefinition } from "../../domain/catalog/Catalog.ts"
-import { findToolkit } from "../../domain/catalog/index.ts"
+import { Clock, Context, Effect, Layer, type Scope } from "effect"
 import {
   decide,
   type ExecutionCommand,
@@ -27,41 +26,24 @@ import {
 } from "../../domain/executions/Execution.ts"
 import type { ExecutionRecord } from "../../domain/executions/ExecutionRecord.ts"
 import { normalized, NotFound, StateConflict } from "../../domain/Errors.ts"
+import { type Decider, handleCommand } from "../eventlog/CommandHandler.ts"
 import {
   type AppendRequest,
   type ConcurrencyConflict,
   EventStore,
   type LaneFull,
-  type NewEvent,
   type RecordedEvent,
   type StoreUnavailable
 } from "../eventlog/EventStore.ts"
 import { type Incarnation, Runner } from "../actors/Runner.ts"
-import { backoff } from "../Backoff.ts"
 import { isDurable } from "../eventlog/Database.ts"
 import { makeTerminalWaiters } from "./TerminalWaiters.ts"
-import { ExecutionPermits, type PermitKey } from "./ExecutionPermits.ts"
-import { newId } from "../Ids.ts"
-import { type DispatchOutcome, runAdapter } from "./ExecutionDispatch.ts"
+import { ExecutionPermits } from "./ExecutionPermits.ts"
 import { AttachmentFiles } from "./ExecutionPorts.ts"
 import { Adapters } from "../providers/Adapter.ts"
+import { countOutcome, type DispatchPlan, type Entry, makeRuns, newEntry, toNew } from "./ExecutionRun.ts"
 
-export interface DispatchPlan {
-  readonly tool: ToolDefinition
-  /** Decoded by the tool's input schema. */
-  readonly input: unknown
-  readonly credentials: Redacted.Redacted<Readonly<Record<string, string>>> | undefined
-  /**
-   * Sync dispatch that may start at once (the toolkit permit is held, or the toolkit has no
-   * cap): the request and the start commit together, halving the commits of a sync execution.
-   */
-  readonly permitHeld: boolean
-  /**
-   * A pure tool's sync run whose cap its own commit checks (`EventStore.appendWithinCap`): no
-   * permit is held before it, none released after, and a full lane refuses it with `LaneFull`.
-   */
-  readonly capInCommit?: boolean | undefined
-}
+export { capOf, type DispatchPlan } from "./ExecutionRun.ts"
 
 export interface NewExecution {
   readonly request: Omit<ExecutionRequested, "type">
@@ -98,62 +80,18 @@ export interface ExecutionActorShape {
 
 export class ExecutionActor extends Context.Service<ExecutionActor, ExecutionActorShape>()("app/infra/ExecutionActor") {}
 
-interface Entry {
-  readonly lock: Semaphore.Semaphore
-  state: ExecutionState
-  version: number
-  fiber: Fiber.Fiber<void, never> | undefined
-  /** Frees the toolkit permit once (cancel frees it before the dispatch fiber has ended). */
-  releasePermit: Effect.Effect<void>
+/** The execution stream's decider, for the command handler. */
+const executionDecider: Decider<ExecutionCommand, ExecutionEvent, ExecutionState, StateConflict> = {
+  streamType: STREAM_TYPE,
+  codec: executionCodec,
+  initialState: undefined,
+  evolve,
+  decide
 }
-
-/** One dispatch of an execution and where its toolkit permit stands. */
-/** The incarnation commands run under, and the scope its dispatches run in. */
-interface Owner {
-  readonly incarnation: Incarnation
-  readonly dispatches: Scope.Closeable
-}
-
-interface Dispatching {
-  /** The incarnation that runs it: its scope holds the fiber, its id is the recorded owner. */
-  readonly incarnation: Incarnation
-  readonly executionId: string
-  readonly entry: Entry
-  readonly plan: DispatchPlan
-  readonly request: ExecutionRequested
-  readonly cap: number | undefined
-  readonly key: PermitKey
-  /** "acquiring" covers a grant that races an interruption: the final release frees it. */
-  permit: "none" | "acquiring" | "held" | "released"
-}
-
-const toNew = (event: ExecutionEvent): NewEvent => executionCodec.encode(event, newId("evt"))
 
 /** The state of a stream read from the log. */
 const foldRecorded = (events: ReadonlyArray<RecordedEvent>): ExecutionState =>
   events.reduce<ExecutionState>((state, event) => evolve(state, executionCodec.decode(event)), undefined)
-
-const outcomeCommand = (outcome: DispatchOutcome, now: number): ExecutionCommand =>
-  outcome._tag === "Success"
-    ? { _tag: "CompleteExecution", now, output: outcome.output }
-    : { _tag: "FailExecution", now, error: outcome.error }
-
-const MAX_CONFLICT_RETRIES = 8
-
-/** How a known outcome, or the start of a dispatch, is offered to a failing store again. */
-const STORE_RETRY = backoff("30 seconds")
-
-/** The toolkit's concurrency cap per project, when its manifest declares one. */
-export const capOf = (tool: ToolDefinition): number | undefined =>
-  findToolkit(tool.toolkit)?.limits.maxConcurrentExecutionsPerProject
-
-const newEntry = (state: ExecutionState, version: number): Entry => ({
-  lock: Semaphore.makeUnsafe(1),
-  state,
-  version,
-  fiber: undefined,
-  releasePermit: Effect.void
-})
 
 export const make = Effect.gen(function*() {
   const store = yield* EventStore
@@ -215,171 +153,43 @@ export const make = Effect.gen(function*() {
     entry.state = events.reduce(evolve, entry.state)
     entry.version += events.length
     if (entry.state !== undefined && isTerminalState(entry.state)) {
+      countOutcome(entry.state.record)
       waiters.settle(executionId, entry.state.record)
       if (entries.get(executionId) === entry) entries.delete(executionId)
     }
   }
 
-  /** One decision and its append, under the entry's lock. */
-  const decideAndAppend = Effect.fnUntraced(function*(
-    executionId: string,
-    entry: Entry,
-    command: (now: number) => ExecutionCommand,
-    after: (entry: Entry, events: ReadonlyArray<ExecutionEvent>) => Effect.Effect<void>
-  ): Effect.fn.Return<ExecutionRecord, NotFound | StateConflict | ConcurrencyConflict | StoreUnavailable> {
-    if (entry.state === undefined) return yield* new NotFound({ message: `Execution ${executionId} was not found.` })
-    const now = yield* Clock.currentTimeMillis
-    const decision = decide(command(now), entry.state)
-    if (decision instanceof StateConflict) return yield* decision
-    if (decision.length > 0) {
-      yield* store.append([{
-        streamId: streamId(executionId),
-        streamType: STREAM_TYPE,
-        expectedVersion: entry.version,
-        events: decision.map(toNew)
-      }])
-      settle(executionId, entry, decision)
-    }
-    yield* after(entry, decision)
-    return entry.state.record
-  })
-
-  /** Decide and append under the id's lock; a lost version race refolds and tries again. */
+  /**
+   * One command under the id's lock: the handler decides on the cached state, and on a lost
+   * version race refolds from the log and decides again; the cache takes the result.
+   */
   const mutate = (
     executionId: string,
     command: (now: number) => ExecutionCommand,
     after: (entry: Entry, events: ReadonlyArray<ExecutionEvent>) => Effect.Effect<void> = () => Effect.void
-  ): Effect.Effect<ExecutionRecord, NotFound | StateConflict | StoreUnavailable> => {
-    const attempt = (left: number): Effect.Effect<ExecutionRecord, NotFound | StateConflict | StoreUnavailable> =>
-      Effect.flatMap(entryFor(executionId), (entry) =>
-        entry.lock.withPermits(1)(Effect.uninterruptible(decideAndAppend(executionId, entry, command, after))).pipe(
-          Effect.catchTag("ConcurrencyConflict", (conflict) => {
+  ): Effect.Effect<ExecutionRecord, NotFound | StateConflict | StoreUnavailable> =>
+    Effect.flatMap(entryFor(executionId), (entry) =>
+      entry.lock.withPermits(1)(Effect.uninterruptible(Effect.gen(function*() {
+        if (entry.state === undefined) return yield* new NotFound({ message: `Execution ${executionId} was not found.` })
+        const now = yield* Clock.currentTimeMillis
+        const handled = yield* handleCommand(store, executionDecider, streamId(executionId), command(now), {
+          known: { state: entry.state, version: entry.version }
+        })
+        entry.state = handled.before
+        entry.version = handled.version
+        settle(executionId, entry, handled.events)
+        yield* after(entry, handled.events)
+        return handled.after?.record ?? (yield* new NotFound({ message: `Execution ${executionId} was not found.` }))
+      }).pipe(
+        // A refusal may come from a fresh fold after a lost race: the cached state is stale then,
+        // and the next command or read folds the log again.
+        Effect.tapErrorTag("StateConflict", () =>
+          Effect.sync(() => {
             if (entries.get(executionId) === entry) entries.delete(executionId)
-            return left > 0 ? attempt(left - 1) : Effect.die(conflict)
-          })
-        ))
-    return attempt(MAX_CONFLICT_RETRIES)
-  }
+          }))
+      ))))
 
-  const runTool = (request: Pick<ExecutionRequested, "executionId" | "projectId" | "userId" | "attachments">, plan: DispatchPlan) =>
-    runAdapter(adapters.get(plan.tool.name), plan, {
-      executionId: request.executionId,
-      projectId: request.projectId,
-      userId: request.userId,
-      credentials: plan.credentials,
-      files: files.forExecution({ projectId: request.projectId, executionId: request.executionId, attachments: request.attachments ?? [] })
-    })
-
-  /**
-   * A pure tool run sync with its permit (like a workflow engine's local activity): the tool runs
-   * first, then its request, start and outcome commit together, one commit instead of two. A
-   * process that stops before that commit leaves nothing recorded, and nothing outside it
-   * changed; its caller had no answer and may ask again. With `capInCommit` the commit itself
-   * checks the cap (no permit before, none to release after) and a full lane fails with LaneFull.
-   */
-  const runPure = Effect.fnUntraced(function*(
-    request: NewExecution["request"],
-    plan: DispatchPlan,
-    alongside: ReadonlyArray<AppendRequest>,
-    started: ExecutionState,
-    events: ReadonlyArray<ExecutionEvent>
-  ) {
-    const outcome = yield* runTool(request, plan)
-    const finished = decide(outcomeCommand(outcome, yield* Clock.currentTimeMillis), started)
-    if (finished instanceof StateConflict) return yield* Effect.die(finished)
-    const requests: ReadonlyArray<AppendRequest> = [
-      ...alongside,
-      { streamId: streamId(request.executionId), streamType: STREAM_TYPE, expectedVersion: 0, events: [...events, ...finished].map(toNew) }
-    ]
-    const cap = capOf(plan.tool)
-    if (plan.capInCommit === true && cap !== undefined && store.appendWithinCap !== undefined) {
-      yield* store.appendWithinCap(requests, { projectId: request.projectId, toolkit: plan.tool.toolkit, cap })
-    } else {
-      yield* store.append(requests)
-      if (cap !== undefined) yield* permits.release({ projectId: request.projectId, toolkit: plan.tool.toolkit, executionId: request.executionId })
-    }
-    const state = finished.reduce(evolve, started)
-    return state?.record ?? (yield* Effect.die(new Error("an outcome always makes a record")))
-  })
-
-  /** The permit, then the start (unless already running), the adapter, and the outcome. */
-  const runDispatch = Effect.fnUntraced(function*(run: Dispatching) {
-    const { executionId, entry, plan, request, key } = run
-    if (run.cap !== undefined && run.permit === "none") {
-      run.permit = "acquiring"
-      yield* permits.acquire(key, run.cap).pipe(Effect.retry({ schedule: STORE_RETRY, while: (e) => e._tag === "StoreUnavailable" }))
-      run.permit = "held"
-    }
-    if (entry.state?.record.status === "pending") {
-      const started = yield* mutate(executionId, (now) => ({ _tag: "StartDispatch", now, owner: run.incarnation.id })).pipe(
-        // A store that fails (a connection lost) delays the start; it must not leave it pending.
-        Effect.retry({ schedule: STORE_RETRY, while: (e) => e._tag === "StoreUnavailable" }),
-        Effect.map(() => true),
-        Effect.catchTag("StateConflict", () => Effect.succeed(false))
-      )
-      if (!started) {
-        // Started elsewhere first (two processes resumed it at once): the permit is the
-        // execution's, and its dispatch there holds it until the outcome. Releasing it here
-        // would free a permit still in use.
-        const now = yield* Effect.orElseSucceed(entryFor(executionId), () => undefined)
-        if (now?.state?.record.status === "running" && now.state.owner !== run.incarnation.id) run.permit = "released"
-        return
-      }
-    } else if (entry.state?.record.status !== "running") return
-    const outcome = yield* runTool(request, plan)
-    yield* mutate(executionId, (now) => outcomeCommand(outcome, now)).pipe(
-      Effect.catchTag("StateConflict", () => Effect.void),
-      // The outcome is known: a store outage delays its record, it does not lose it.
-      Effect.retry({ schedule: STORE_RETRY, while: (e) => e._tag === "StoreUnavailable" })
-    )
-    // Freed in this turn, before a caller answered with the outcome can send another request.
-    // On Postgres the outcome's commit has already freed it (PgExecutionPermits.ts); this wakes
-    // the waiters of this process.
-    yield* entry.releasePermit
-  })
-
-  const dispatch = (incarnation: Incarnation, executionId: string, entry: Entry, plan: DispatchPlan): Effect.Effect<void> => {
-    const request = entry.state?.request
-    if (request === undefined) return Effect.void
-    const cap = capOf(plan.tool)
-    const run: Dispatching = {
-      incarnation,
-      executionId,
-      entry,
-      plan,
-      request,
-      cap,
-      key: { projectId: request.projectId, toolkit: plan.tool.toolkit, executionId },
-      permit: cap === undefined ? "released" : plan.permitHeld ? "held" : "none"
-    }
-    const releaseNow = Effect.suspend(() => {
-      if (run.permit === "released") return Effect.void
-      run.permit = "released"
-      return permits.release(run.key)
-    })
-    entry.releasePermit = Effect.suspend(() => (run.permit === "held" ? releaseNow : Effect.void))
-    return runDispatch(run).pipe(
-      Effect.ensuring(releaseNow),
-      Effect.catchCause((cause) => Effect.logError(`execution ${executionId}: dispatch stopped`, cause))
-    )
-  }
-
-  /** After a cancel: the adapter's fiber is interrupted (best effort, not awaited), the permit freed. */
-  const stopDispatch = Effect.fnUntraced(function*(entry: Entry) {
-    const fiber = entry.fiber
-    if (fiber !== undefined) yield* Effect.forkIn(Fiber.interrupt(fiber), scope)
-    yield* entry.releasePermit
-  })
-
-  /**
-   * `startImmediately` runs the dispatch in the caller's turn up to its first wait: a fast
-   * adapter (demo, a cached answer) has then finished before `fork` returns, and a sync request
-   * answers without a scheduled fiber, a listener and a timer.
-   */
-  const fork = (owner: Owner, executionId: string, entry: Entry, plan: DispatchPlan, startImmediately = false) =>
-    Effect.map(Effect.forkIn(dispatch(owner.incarnation, executionId, entry, plan), owner.dispatches, { startImmediately }), (fiber) => {
-      entry.fiber = fiber
-    })
+  const runs = makeRuns({ store, permits, adapters, files, scope, mutate, entryFor })
 
   /**
    * The live executions among `ids` that another process owns, read afresh (a cached entry of
@@ -413,7 +223,7 @@ export const make = Effect.gen(function*() {
         if (started instanceof StateConflict) return yield* Effect.die(started)
         state = started.reduce(evolve, state)
         events = [...events, ...started]
-        if (plan.tool.pure) return yield* runPure(request, plan, alongside, state, events)
+        if (plan.tool.pure) return yield* runs.runPure(request, plan, alongside, state, events)
       }
       yield* store.append([
         ...alongside,
@@ -423,14 +233,14 @@ export const make = Effect.gen(function*() {
       entries.set(request.executionId, entry)
       // Sync with its permit: dispatched at once, so the record may already be terminal. Async
       // answers the record as requested (pending) and dispatches on the scheduler's next turn.
-      yield* fork(owner, request.executionId, entry, plan, plan.permitHeld)
+      yield* runs.fork(owner, request.executionId, entry, plan, plan.permitHeld)
       const record = plan.permitHeld ? entry.state?.record : state?.record
       return record ?? (yield* Effect.die(new Error("a request always makes a record")))
     }),
 
     cancel: (executionId) =>
       mutate(executionId, (now) => ({ _tag: "CancelExecution", now }), (entry, events) =>
-        events.length === 0 ? Effect.void : stopDispatch(entry)),
+        events.length === 0 ? Effect.void : runs.stop(entry)),
 
     markReplayed: (executionId) =>
       mutate(executionId, (now) => ({ _tag: "MarkReplayed", now })).pipe(
@@ -472,7 +282,7 @@ export const make = Effect.gen(function*() {
           resumed++
           const plan = yield* Effect.result(resumePlan(entry.state.request))
           if (plan._tag === "Success") {
-            yield* fork(self, executionId, entry, plan.success)
+            yield* runs.fork(self, executionId, entry, plan.success)
             continue
           }
           const error = normalized("provider_error", `The execution could not be resumed: ${plan.failure}`)

@@ -7,7 +7,7 @@ import { Cause, Effect, Exit } from "effect"
 import type { Schema } from "effect"
 import { type NormalizedError, normalized, toNormalized } from "../../domain/Errors.ts"
 import { unstorable, unstorableMessage } from "../../domain/Storable.ts"
-import type { DispatchPlan } from "./ExecutionActor.ts"
+import type { DispatchPlan } from "./ExecutionRun.ts"
 import type { AdapterContext, AdapterFailure, ToolAdapter } from "../providers/Adapter.ts"
 
 export type DispatchOutcome =

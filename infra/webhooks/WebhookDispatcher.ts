@@ -11,7 +11,7 @@
  * and take-over when a peer process holding a lane dies), and, with a database, a watcher of
  * the log that wakes local lanes for deliveries and endpoint edits made by other processes.
  */
-import { Context, Effect, Layer, Schedule, Stream } from "effect"
+import { Clock, Context, Effect, Layer, Schedule, Stream } from "effect"
 import { SqlClient } from "effect/sql"
 import { createHash } from "node:crypto"
 import { encodeIdBody, ID_RANDOM_BYTES } from "../../domain/Ids.ts"
@@ -123,11 +123,13 @@ export const make = Effect.gen(function*() {
     )
 
   const dispatchWith = (index: SubscriptionIndex) => {
-    let lastSave = Date.now()
+    let lastSave: number | undefined
     return Effect.fnUntraced(function*(events: ReadonlyArray<RecordedEvent>) {
       const requests: Array<AppendRequest> = []
       const handed = new Map<string, Array<DeliveryRow>>()
-      const queuedAt = new Date().toISOString()
+      const now = yield* Clock.currentTimeMillis
+      lastSave ??= now
+      const queuedAt = new Date(now).toISOString()
       for (const recorded of events) {
         index.observe(recorded)
         const event = sourceFor(sources, recorded)?.fromEvent(recorded)
@@ -165,8 +167,8 @@ export const make = Effect.gen(function*() {
       for (let i = 0; i < requests.length; i += 200) fresh = (yield* queue(requests.slice(i, i + 200))) && fresh
       // The checkpoint may lag: a re-read queues nothing twice.
       const last = events[events.length - 1]
-      if (last !== undefined && Date.now() - lastSave >= CHECKPOINT_MS) {
-        lastSave = Date.now()
+      if (last !== undefined && now - lastSave >= CHECKPOINT_MS) {
+        lastSave = now
         yield* checkpoints.save(last.position)
       }
       for (const [endpointId, rows] of handed) {

@@ -11,11 +11,15 @@
  * again. Deactivation or deletion abandons unfinished deliveries (status `failed`, completedAt
  * set, the reason as their last attempt's error): re-activating an endpoint does not resurrect
  * them. Attempts: DeliveryAttempt.ts; records written behind the lane: WriteBehind.ts.
+ *
+ * Over 300 lines on purpose: one actor whose drive loop, hand-over and stop share the lane's
+ * state in one closure; its parts that stand alone already live in the modules named above.
  */
 import { Clock, Context, Effect, FiberMap, Layer, Option, Scope } from "effect"
 import * as Delivery from "../../domain/webhooks/WebhookDelivery.ts"
-import { type Incarnation, Leases, Runner } from "../actors/index.ts"
+import { type Incarnation, Leases, Runner, Shutdown } from "../actors/index.ts"
 import { backoff } from "../Backoff.ts"
+import { recordDelivery } from "../observability/Metrics.ts"
 import { type AppendRequest, EventStore } from "../eventlog/EventStore.ts"
 import { Wakeup } from "../eventlog/MemoryEventStore.ts"
 import { OutboundHttp } from "../outbound/OutboundHttp.ts"
@@ -25,7 +29,7 @@ import { WebhookEndpointReads } from "./WebhookEndpointReads.ts"
 import { webhookSettings } from "./WebhookSettings.ts"
 import { envelopeFor, makeDeliveryAttempts } from "./DeliveryAttempt.ts"
 import { DELIVERIES_TABLE, deliveryFromRow, type DeliveryRow } from "./WebhookProjections.ts"
-import { sourceFor, type WebhookEvent, WebhookSources } from "./WebhookSources.ts"
+import { rebuildFrom, type WebhookEvent, WebhookSources } from "./WebhookSources.ts"
 import { makeWriteBehind, type Pending } from "./WriteBehind.ts"
 
 export interface WebhookLanesShape {
@@ -65,7 +69,11 @@ interface LaneState {
   failures: number
 }
 
-type Outcome = "next" | "stop" | "reload"
+/** `drain`: the process is stopping (actors/Shutdown.ts); no further attempt starts. */
+type Outcome = "next" | "stop" | "reload" | "drain" | "handover"
+
+/** What `work` answers when the process is stopping. */
+const STOPPED = -2
 
 /** Open deliveries have their DeliveryQueued plus one event per failed attempt. */
 const requestOf = (row: DeliveryRow, events: ReadonlyArray<Delivery.DeliveryEvent>): AppendRequest => ({
@@ -86,6 +94,7 @@ export const make = Effect.gen(function*() {
   const http = yield* OutboundHttp
   const runner = yield* Runner
   const leases = yield* Leases
+  const shutdown = yield* Shutdown
   const layerScope = yield* Effect.scope
   const sources = yield* WebhookSources
   const settings = yield* webhookSettings
@@ -140,14 +149,14 @@ export const make = Effect.gen(function*() {
     }
   })
 
-  /** The envelope a delivery carries: remembered at enqueue, else rebuilt from its source event. */
+  /** The envelope a delivery carries: remembered at enqueue, else rebuilt from its source event; or why there is none. */
   const envelopeOf = Effect.fnUntraced(function*(row: DeliveryRow) {
     const remembered = attempts.remembered(row.deliveryId)
     if (remembered !== undefined) return remembered
     const recorded = yield* store.readStream(row.sourceStreamId, row.sourceVersion)
     const source = recorded.find((event) => event.version === row.sourceVersion)
-    const event = source === undefined ? undefined : sourceFor(sources, source)?.fromEvent(source)
-    return event === undefined ? undefined : envelopeFor(event)
+    const event = source === undefined ? "source_unavailable" as const : rebuildFrom(sources, source)
+    return typeof event === "string" ? event : envelopeFor(event)
   })
 
   /** Works on the head delivery until it is finished, or the endpoint stops the lane. */
@@ -155,6 +164,7 @@ export const make = Effect.gen(function*() {
     const changed = state.changed
     let row = first
     while (true) {
+      if (shutdown.stopping()) return "drain" as Outcome
       const since = changed.generation()
       const endpoint = yield* endpoints.current(endpointId)
       if (endpoint === undefined || !endpoint.active) {
@@ -171,13 +181,21 @@ export const make = Effect.gen(function*() {
         continue
       }
       const envelope = yield* envelopeOf(row)
-      if (envelope === undefined) {
-        yield* append(row, Delivery.decide({ type: "Abandon", at: yield* Clock.currentTimeMillis, reason: "source_unavailable" }, row))
+      if (envelope === "elsewhere") {
+        // Another live process holds this event's payload (a trigger event it took): the lane
+        // stops and frees its lease, which that process keeps asking for (triggers/TriggerFanout.ts).
+        yield* records.settle(pending)
+        return "handover" as Outcome
+      }
+      if (typeof envelope === "string") {
+        // Nothing to send (a trigger event's payload gone with a restart): failed, the reason as its last attempt.
+        yield* append(row, Delivery.decide({ type: "Abandon", at: yield* Clock.currentTimeMillis, reason: envelope }, row))
         return "next" as Outcome
       }
-      const { startedAt, endedAt, outcome } = yield* attempts.attempt(state.incarnation, endpoint, envelope)
+      const { startedAt, endedAt, outcome } = yield* attempts.attempt(state.incarnation, endpoint, envelope, row.deliveryId)
       const events = Delivery.decide({ type: "RecordAttempt", outcome, startedAt, endedAt, delays }, row)
       if (events[0]?.type === "DeliveryAttemptSucceeded") {
+        recordDelivery("succeeded")
         yield* records.behind(pending, row, events)
         return "next" as Outcome
       }
@@ -187,7 +205,16 @@ export const make = Effect.gen(function*() {
       )
       if (!appended) return "reload" as Outcome
       const next = events.reduce<Delivery.Progress>(Delivery.advance, row)
+      yield* Effect.logWarning("webhook delivery attempt failed", {
+        endpointId,
+        deliveryId: row.deliveryId,
+        eventId: envelope.eventId,
+        attempt: next.attempts.length,
+        error: "statusCode" in outcome ? `status ${outcome.statusCode}` : outcome.error,
+        nextRetryAt: next.nextRetryAt ?? "none (given up)"
+      })
       if (Delivery.isFinished(next.status)) {
+        recordDelivery("failed")
         attempts.forget(row.deliveryId)
         return "next" as Outcome
       }
@@ -208,11 +235,12 @@ export const make = Effect.gen(function*() {
     const wake = state.wake
     let known = false
     let last = ""
-    /** False when the lane must read the view again. */
+    /** False when the lane must read the view again; `handover` when another process must run it. */
     const run = Effect.fnUntraced(function*(rows: ReadonlyArray<DeliveryRow>, handed: boolean) {
       for (const row of rows) {
         if (handed && row.sourcePosition <= last) continue
         const outcome = yield* drive(endpointId, state, row, pending)
+        if (outcome === "handover") return outcome
         if (outcome !== "next") return false
         if (row.sourcePosition > last) last = row.sourcePosition
         if (pending.records.length >= MAX_BEHIND) yield* records.settle(pending)
@@ -220,6 +248,11 @@ export const make = Effect.gen(function*() {
       return true
     })
     while (true) {
+      if (shutdown.stopping()) {
+        // Stopping: the records of attempts made are written; the rest waits for the next process.
+        yield* records.settle(pending)
+        return STOPPED
+      }
       const since = wake.generation()
       if (state.stale) {
         state.stale = false
@@ -229,7 +262,9 @@ export const make = Effect.gen(function*() {
         const rows = state.handed
         state.handed = []
         if (rows.length > 0) {
-          known = yield* run(rows, true)
+          const ran = yield* run(rows, true)
+          if (ran === "handover") return STOPPED
+          known = ran
           continue
         }
         // Idle: records settle before the lease could pass to a peer.
@@ -240,7 +275,9 @@ export const make = Effect.gen(function*() {
       }
       yield* records.settle(pending)
       const batch = yield* openDeliveries(endpointId, BATCH)
-      known = (yield* run(batch, false)) && batch.length < BATCH
+      const ran = yield* run(batch, false)
+      if (ran === "handover") return STOPPED
+      known = ran && batch.length < BATCH
     }
   })
 
@@ -266,7 +303,7 @@ export const make = Effect.gen(function*() {
       )
       if (lastSeen !== -1) state.failures = 0
       // Checked and removed in one synchronous step, so no notify falls in between.
-      if (state.wake.generation() === lastSeen) {
+      if (lastSeen === STOPPED || shutdown.stopping() || state.wake.generation() === lastSeen) {
         lanes.states.delete(endpointId)
         return
       }
@@ -295,6 +332,16 @@ export const make = Effect.gen(function*() {
       existing.wake.notify()
       return Effect.void
     })
+
+  // A stop wakes every lane (one sleeping until a retry time too): each finishes the attempt it
+  // is making, writes its records and ends; the stop waits for the last one.
+  yield* shutdown.onStop("webhook lanes", Effect.gen(function*() {
+    for (const state of current?.states.values() ?? []) {
+      state.changed.notify()
+      state.wake.notify()
+    }
+    while ((current?.states.size ?? 0) > 0) yield* Effect.sleep(10)
+  }))
 
   return WebhookLanes.of({
     notify,

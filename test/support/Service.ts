@@ -2,7 +2,7 @@
  * Running the service for tests: in this process on a random port (fast, inspectable), or as a
  * real child process that a test can kill -9 and restart.
  */
-import { Effect, Layer, ManagedRuntime } from "effect"
+import { Effect, Layer, ManagedRuntime, References } from "effect"
 import { HttpServer } from "effect/http"
 import { spawn, type ChildProcess } from "node:child_process"
 import { fileURLToPath } from "node:url"
@@ -10,6 +10,9 @@ import { afterAll } from "vitest"
 import { AppLive } from "../../src/App.ts"
 import { configLayer, type Env } from "./Config.ts"
 import { freePort } from "./Ports.ts"
+
+/** Every service the whole application provides. */
+export type AppServices = Layer.Success<typeof AppLive>
 
 export const KEY = "test_key_unpinned_0001"
 export const PINNED_KEY = "test_key_pinned_u1_0001"
@@ -43,9 +46,16 @@ export const makeClient = (baseUrl: string): Client => ({
 })
 
 export interface InProcessService extends Client {
-  readonly runtime: ManagedRuntime.ManagedRuntime<unknown, unknown>
+  /** The running service's runtime: tests reach its services (the event store, secrets) through it. */
+  readonly runtime: ManagedRuntime.ManagedRuntime<AppServices, unknown>
   readonly close: () => Promise<void>
 }
+
+/**
+ * In-process services log warnings and errors only: a line per request (at info) would fill the
+ * test output. A test that reads the info lines provides its own level in `around`.
+ */
+const QUIET = Layer.succeed(References.MinimumLogLevel, "Warn")
 
 /**
  * Starts the whole service in this process on a random port; `around` is provided to it, as the
@@ -59,11 +69,11 @@ export const startService = async (env: Env = {}, around: Layer.Layer<never> = L
     SERVICE_LEASE_TTL_MS: TEST_LEASE_TTL_MS,
     ...env
   })
-  const runtime = ManagedRuntime.make(AppLive.pipe(Layer.provideMerge(config), Layer.provide(around)))
+  const runtime = ManagedRuntime.make(AppLive.pipe(Layer.provideMerge(config), Layer.provide(Layer.merge(QUIET, around))))
   const address = await runtime.runPromise(Effect.map(HttpServer.HttpServer, (server) => server.address))
   if (address._tag === "UnixPathAddress") throw new Error("expected a TCP address")
   const client = makeClient(`http://127.0.0.1:${address.port}`)
-  return { ...client, runtime: runtime as ManagedRuntime.ManagedRuntime<unknown, unknown>, close: () => runtime.dispose() }
+  return { ...client, runtime, close: () => runtime.dispose() }
 }
 
 export interface ChildService extends Client {

@@ -70,6 +70,6 @@ export const expectEnvelope = async (response: Response, status: number, code: s
 }
 
 export const withFiles = <A, E>(service: InProcessService, f: (files: StagedFilesShape) => Effect.Effect<A, E>) =>
-  service.runtime.runPromise(Effect.flatMap(StagedFiles, f) as Effect.Effect<A, E, unknown>)
+  service.runtime.runPromise(Effect.flatMap(StagedFiles, f))
 
 export const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))

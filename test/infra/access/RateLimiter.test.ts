@@ -4,6 +4,7 @@ import { SqlClient } from "effect/sql"
 import { afterEach, vi } from "vitest"
 import { nextUtcMidnight } from "../../../domain/TokenBucket.ts"
 import { runMigrations } from "../../../infra/eventlog/PgMigrations.ts"
+import * as PgRateLimiter from "../../../infra/access/PgRateLimiter.ts"
 import * as RateLimiter from "../../../infra/access/RateLimiter.ts"
 import { migrations as allMigrations } from "../../../src/App.ts"
 import { configLayer, type Env } from "../../support/Config.ts"
@@ -12,7 +13,7 @@ import { freshDatabaseLayer, postgresAvailable } from "../../support/Database.ts
 type Make<R> = (env: Env) => Layer.Layer<RateLimiter.RateLimiter, unknown, R>
 
 const memory: Make<never> = (env) => RateLimiter.layerMemory.pipe(Layer.provide(configLayer(env)))
-const pg: Make<SqlClient.SqlClient> = (env) => RateLimiter.layerPg.pipe(Layer.provide(configLayer(env)))
+const pg: Make<SqlClient.SqlClient> = (env) => PgRateLimiter.layerPg.pipe(Layer.provide(configLayer(env)))
 
 const withLimiter = <A, E, R, R2>(
   make: Make<R>,

@@ -118,6 +118,28 @@ describe.skipIf(!postgresAvailable)("runner leases on Postgres", () => {
     await runtime.dispose()
   }, 30_000)
 
+  it("the rows a killed process left behind (its runner and its keyed leases) are swept when a runner starts", async () => {
+    await runSql(url, `INSERT INTO runners (runner_id, expires_at, host, pid) VALUES
+      ('run_killed_long_ago', now() - interval '1 hour', 'gone', 1),
+      ('run_just_expired', now() - interval '1 millisecond', 'gone', 2)`)
+    await runSql(url, `INSERT INTO actor_leases (lease_key, runner_id) VALUES ('lane/orphan', 'run_killed_long_ago')`)
+    const runtime = runnerOn(url)
+    const id = await currentId(runtime)
+    const runners = async () => (await runSql<{ runner_id: string }>(url, `SELECT runner_id FROM runners ORDER BY runner_id`)).map((r) => r.runner_id)
+    let left = await runners()
+    for (let i = 0; i < 50 && left.includes("run_killed_long_ago"); i++) {
+      await sleep(100)
+      left = await runners()
+    }
+    // Expired for longer than a TTL: gone, with its leases. Just expired: kept a while (a process
+    // reading owners may still be deciding about it; it protects nothing either way).
+    expect(left).toEqual(expect.arrayContaining([id, "run_just_expired"]))
+    expect(left).not.toContain("run_killed_long_ago")
+    expect(await runSql(url, `SELECT lease_key FROM actor_leases WHERE lease_key = 'lane/orphan'`)).toEqual([])
+    await runtime.dispose()
+    await runSql(url, `DELETE FROM runners WHERE runner_id = 'run_just_expired'`)
+  }, 30_000)
+
   it("a keyed lease has one holder at a time and passes on when its holder's lease lapses", async () => {
     const a = runnerOn(url)
     const b = runnerOn(url)

@@ -5,7 +5,7 @@
 import { PgClient } from "@effect/sql-pg"
 import { Effect, Layer, ManagedRuntime, Redacted } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { decide, type ExecutionEvent, fold, STREAM_TYPE, streamId } from "../../../domain/executions/Execution.ts"
+import { decide, executionCodec, fold, STREAM_TYPE, streamId } from "../../../domain/executions/Execution.ts"
 import { StateConflict } from "../../../domain/Errors.ts"
 import { EventStore, type Json } from "../../../infra/eventlog/EventStore.ts"
 import { Executions } from "../../../infra/executions/Executions.ts"
@@ -73,14 +73,14 @@ describe.skipIf(!postgresAvailable)("execution actor with a peer on Postgres", (
       const events = yield* store.readStream(streamId(waiting))
       const started = decide(
         { _tag: "StartDispatch", now: Date.now(), owner: "peer_owner" },
-        fold(events.map((e) => e.data as unknown as ExecutionEvent))
+        fold(events.map(executionCodec.decode))
       )
       if (started instanceof StateConflict) return yield* Effect.die(started)
       yield* store.append([{
         streamId: streamId(waiting),
         streamType: STREAM_TYPE,
         expectedVersion: events.length,
-        events: started.map((event) => ({ eventId: newId("evt"), type: event.type, schemaVersion: 1, data: event as unknown as Json }))
+        events: started.map((event) => executionCodec.encode(event, newId("evt")))
       }])
       // A permit frees: the dispatch here takes it, then finds the execution started elsewhere.
       yield* executions.cancel(PROJECT, undefined, running[0]!)

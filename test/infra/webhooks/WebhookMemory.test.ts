@@ -1,10 +1,8 @@
 /**
  * Webhook delivery in memory mode, in this process (see `startMemoryWebhookService`).
  */
-import type { ManagedRuntime } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { verifyWebhook } from "../../../client/Webhooks.ts"
-import type { EventStore } from "../../../infra/eventlog/EventStore.ts"
 import { appendTerminal } from "../../support/Executions.ts"
 import type { InProcessService } from "../../support/Service.ts"
 import { eventually, type Receiver } from "../../support/WebhookReceiver.ts"
@@ -25,7 +23,7 @@ describe("webhook delivery (memory)", () => {
 
   // The service's runtime provides the event store (AppLive keeps InfraLive's services).
   const append = (outcome: "succeeded" | "failed") =>
-    (service.runtime as unknown as ManagedRuntime.ManagedRuntime<EventStore, unknown>).runPromise(appendTerminal("proj_p1", outcome))
+    service.runtime.runPromise(appendTerminal("proj_p1", outcome))
 
   it("delivers in order with a failing head and signs every request", async () => {
     const endpoint = await createEndpoint(service, "p1", receiver.url("/m"))
@@ -48,7 +46,7 @@ describe("webhook delivery (memory)", () => {
     receiver.respond = () => ({ status: 200 })
     const events = []
     for (let i = 0; i < 5; i++) {
-      events.push(await (service.runtime as unknown as ManagedRuntime.ManagedRuntime<EventStore, unknown>).runPromise(appendTerminal("proj_p2", "succeeded")))
+      events.push(await service.runtime.runPromise(appendTerminal("proj_p2", "succeeded")))
     }
     await eventually(async () => {
       const list = await deliveriesOf(service, "p2", endpoint.endpointId)
@@ -78,7 +76,7 @@ describe("webhook delivery (memory)", () => {
 
   it("subscriptions follow endpoints created, patched and deactivated after the project's events were dispatched", async () => {
     const run = (outcome: "succeeded" | "failed") =>
-      (service.runtime as unknown as ManagedRuntime.ManagedRuntime<EventStore, unknown>).runPromise(appendTerminal("proj_p3", outcome))
+      service.runtime.runPromise(appendTerminal("proj_p3", outcome))
     receiver.respond = () => ({ status: 200 })
     const seen = (path: string) => receiver.received.filter((r) => r.path === path).map((r) => r.headers["service-webhook-id"])
     // The dispatcher has seen this project with no endpoint at all.

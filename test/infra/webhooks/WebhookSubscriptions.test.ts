@@ -5,8 +5,8 @@
  */
 import { Effect } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { ENDPOINT_STREAM_TYPE, type EndpointEvent } from "../../../domain/webhooks/WebhookEndpoint.ts"
-import type { Json, RecordedEvent } from "../../../infra/eventlog/EventStore.ts"
+import { ENDPOINT_STREAM_TYPE, endpointCodec, type EndpointEvent } from "../../../domain/webhooks/WebhookEndpoint.ts"
+import type { RecordedEvent } from "../../../infra/eventlog/EventStore.ts"
 import { memoryViewStore, MemoryTables, type ViewStoreShape } from "../../../infra/eventlog/ViewStore.ts"
 import { ENDPOINTS_TABLE, webhookEndpointsProjection } from "../../../infra/webhooks/WebhookProjections.ts"
 import { makeSubscriptionIndex } from "../../../infra/webhooks/WebhookSubscriptions.ts"
@@ -30,10 +30,7 @@ describe("subscription index", () => {
       streamType: ENDPOINT_STREAM_TYPE,
       version: 1,
       position: { tx: BigInt(seq), seq: BigInt(seq) },
-      eventId: `evt_${seq}`,
-      type: data.type,
-      schemaVersion: 1,
-      data: data as unknown as Json,
+      ...endpointCodec.encode(data, `evt_${seq}`),
       metadata: {},
       createdAt: Date.now()
     }

@@ -1,0 +1,136 @@
+/**
+ * Reading a request's body once, at the edge, with a byte ceiling enforced while it streams in
+ * (Node's request read directly in the common case), and the request handed on with that body
+ * already read, so that the API decodes the same bytes without reading the stream again.
+ */
+import { Effect, Stream } from "effect"
+import type { HttpServerRequest } from "effect/http"
+import { IncomingMessage } from "node:http"
+import { malformedBody } from "./Envelope.ts"
+
+/**
+ * Reads at most `limit` bytes: the body, `undefined` when it is longer, `null` when the request
+ * broke off.
+ */
+export const readLimited = (request: HttpServerRequest.HttpServerRequest, limit: number): Effect.Effect<Buffer | undefined | null> => {
+  const source = (request as { readonly source?: unknown }).source
+  return source instanceof IncomingMessage
+    ? Effect.andThen(
+      // A client that sent `Expect: 100-continue` waits for this before it sends the body.
+      Effect.sync(() => (request as { readonly writeContinue?: () => void }).writeContinue?.()),
+      readIncoming(source, limit)
+    )
+    : readStream(request, limit).pipe(Effect.orElseSucceed(() => null))
+}
+
+/** Node's request read directly (the common case): no stream adapter per request. */
+const readIncoming = (message: IncomingMessage, limit: number) =>
+  Effect.callback<Buffer | undefined | null>((resume) => {
+    const chunks: Array<Buffer> = []
+    let size = 0
+    const cleanup = () => {
+      message.off("data", onData)
+      message.off("end", onEnd)
+      message.off("error", onError)
+      message.off("close", onError)
+    }
+    const onData = (chunk: Buffer) => {
+      size += chunk.length
+      if (size <= limit) return void chunks.push(chunk)
+      cleanup()
+      message.pause()
+      resume(Effect.succeed(undefined))
+    }
+    const onEnd = () => {
+      cleanup()
+      resume(Effect.succeed(Buffer.concat(chunks, size)))
+    }
+    const onError = () => {
+      cleanup()
+      resume(Effect.succeed(null))
+    }
+    message.on("data", onData)
+    message.on("end", onEnd)
+    message.on("error", onError)
+    // A connection that closes before the end of the body: nothing more is coming.
+    message.on("close", onError)
+    return Effect.sync(cleanup)
+  })
+
+const readStream = (request: HttpServerRequest.HttpServerRequest, limit: number) =>
+  Effect.suspend(() => {
+    const chunks: Array<Uint8Array> = []
+    let size = 0
+    return request.stream.pipe(
+      Stream.runForEachWhile((chunk) =>
+        Effect.sync(() => {
+          size += chunk.length
+          if (size > limit) return false
+          chunks.push(chunk)
+          return true
+        })
+      ),
+      Effect.map(() => (size > limit ? undefined : Buffer.concat(chunks, size)))
+    )
+  })
+
+const BODY = Symbol("app/http/Edge/body")
+
+interface Buffered {
+  readonly [BODY]: { readonly bytes: Uint8Array; readonly text: string }
+}
+
+/** One decoder for every request: `decode` without `stream` keeps no state between calls. */
+export const utf8 = new TextDecoder()
+
+const textOf = (self: Buffered) => self[BODY].text
+
+/**
+ * What a request with an already-read body answers instead of reading its stream. The text is
+ * decoded once, when the edge checks it (domain/Storable.ts); the ArrayBuffer copy is made on
+ * first use only: a staged file's body is tens of megabytes, and the API reads only the text.
+ */
+const bodyAccessors: PropertyDescriptorMap = {
+  arrayBuffer: {
+    get(this: Buffered) {
+      const bytes = this[BODY].bytes
+      return Effect.sync(() => bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.byteLength) as ArrayBuffer)
+    }
+  },
+  text: {
+    get(this: Buffered) {
+      return Effect.sync(() => textOf(this))
+    }
+  },
+  json: {
+    get(this: Buffered) {
+      return Effect.try({
+        try: () => {
+          const value = textOf(this)
+          return value === "" ? null : JSON.parse(value)
+        },
+        catch: () => malformedBody()
+      })
+    }
+  },
+  stream: {
+    get(this: Buffered) {
+      return Stream.make(this[BODY].bytes)
+    }
+  }
+}
+
+/** One prototype per request class, so every wrapped request has the same shape. */
+const bufferedPrototypes = new WeakMap<object, object>()
+
+/** The same request (its own fields copied), with a body that has already been read. */
+export const withBody = (request: HttpServerRequest.HttpServerRequest, body: Uint8Array, text: string): HttpServerRequest.HttpServerRequest => {
+  const base = Object.getPrototypeOf(request) as object
+  let prototype = bufferedPrototypes.get(base)
+  if (prototype === undefined) {
+    prototype = Object.create(base, bodyAccessors) as object
+    bufferedPrototypes.set(base, prototype)
+  }
+  const wrapped = Object.assign(Object.create(prototype) as object, request)
+  return Object.assign(wrapped, { [BODY]: { bytes: body, text } }) as HttpServerRequest.HttpServerRequest
+}
