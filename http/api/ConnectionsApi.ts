@@ -3,8 +3,8 @@
  * at rest and never returned.
  */
 import { Schema } from "effect"
-import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema } from "effect/http-api"
-import { pageQuery } from "./Query.ts"
+import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/http-api"
+import { described, pageQuery } from "./Query.ts"
 
 export const AuthClass = Schema.Literals(["none", "api_key", "bearer", "oauth2"])
 
@@ -38,12 +38,19 @@ export class ConnectionsApi extends HttpApiGroup.make("connections")
       payload: CreateConnection,
       headers: { "x-service-user-id": Schema.optionalKey(Schema.String) },
       success: Connection.pipe(HttpApiSchema.status(201))
-    }),
+    }).annotateMerge(described(
+      "Create a connection",
+      "A user's credentials for a toolkit, sealed at rest and never returned. Tools of the toolkit use it when an " +
+        "execute request names it in `connectionId`."
+    )),
     HttpApiEndpoint.get("list", "/v1/connections", {
       query: { ...pageQuery, userId: Schema.optionalKey(Schema.String) },
       headers: { "x-service-user-id": Schema.optionalKey(Schema.String) },
       success: Schema.Struct({ connections: Schema.Array(Connection), nextCursor: Schema.optionalKey(Schema.String) })
-    }),
-    HttpApiEndpoint.get("get", "/v1/connections/:connectionId", { params: ConnectionIdParam, success: Connection }),
+    }).annotateMerge(described("List connections", "A pinned key sees only its user's connections.")),
+    HttpApiEndpoint.get("get", "/v1/connections/:connectionId", { params: ConnectionIdParam, success: Connection })
+      .annotateMerge(described("Get a connection", "Its metadata; never its credentials.")),
     HttpApiEndpoint.delete("delete", "/v1/connections/:connectionId", { params: ConnectionIdParam })
-  ) {}
+      .annotateMerge(described("Delete a connection", "Later executions naming it fail; finished records are kept."))
+  )
+  .annotateMerge(OpenApi.annotations({ description: "User-scoped provider credentials (an extension, decisions.md section 4)." })) {}

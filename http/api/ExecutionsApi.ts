@@ -2,11 +2,12 @@
  * Executions (decisions.md section 3): execute sync or async, list, get one, cancel.
  */
 import { Schema } from "effect"
-import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema } from "effect/http-api"
+import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/http-api"
 import { ExecutionMode, ExecutionPage, ExecutionRecord, ExecutionStatus } from "../../domain/executions/ExecutionRecord.ts"
+import { StateConflict } from "../../domain/Errors.ts"
 import { JsonObject } from "../../domain/JsonObject.ts"
 import { UsesExecuteBucket } from "./Middleware.ts"
-import { pageQuery } from "./Query.ts"
+import { described, pageQuery } from "./Query.ts"
 
 const Identifier = Schema.String.check(Schema.isPattern(/^[A-Za-z0-9_.-]{1,64}$/))
 
@@ -33,7 +34,15 @@ export class ExecutionsApi extends HttpApiGroup.make("executions")
       },
       // 200 with a terminal record; 202 with the current record (async, or sync past its wait).
       success: [ExecutionRecord, ExecutionRecord.pipe(HttpApiSchema.status(202))]
-    }).annotate(UsesExecuteBucket, true),
+    }).annotate(UsesExecuteBucket, true).annotateMerge(described(
+      "Execute a tool",
+      "Runs a catalog tool for a user of the project. `sync` (the default) waits for the terminal record and answers 200; " +
+        "past the wait (SERVICE_EXECUTE_SYNC_WAIT_MS) or with `mode: \"async\"` it answers 202 with the current record, " +
+        "to be read with GET /v1/executions/{executionId}. A failed tool is a 200 with a `failed` record, not an HTTP error. " +
+        "The same `idempotencyKey` (body or `Idempotency-Key` header) with the same tool and input returns the first " +
+        "execution, marked `replayed`; with other input it is refused (422). Takes a token from the execute bucket " +
+        "(60/minute, burst 120 per project)."
+    )),
     HttpApiEndpoint.get("list", "/v1/executions", {
       query: {
         ...pageQuery,
@@ -43,13 +52,22 @@ export class ExecutionsApi extends HttpApiGroup.make("executions")
       },
       headers: { "x-service-user-id": Schema.optionalKey(Schema.String) },
       success: ExecutionPage
-    }),
+    }).annotateMerge(described(
+      "List executions",
+      "Newest first, filtered by status, tool and user. A pinned key sees only its user's executions."
+    )),
     HttpApiEndpoint.get("get", "/v1/executions/:executionId", {
       params: ExecutionIdParam,
       success: ExecutionRecord
-    }),
+    }).annotateMerge(described("Get an execution", "The public record: never the input, idempotency identity, file bytes or credentials.")),
     HttpApiEndpoint.post("cancel", "/v1/executions/:executionId/cancel", {
       params: ExecutionIdParam,
-      success: ExecutionRecord
-    })
-  ) {}
+      success: ExecutionRecord,
+      error: StateConflict
+    }).annotateMerge(described(
+      "Cancel an execution",
+      "A pending or running execution becomes `cancelled`, with `cancellation.dispatchMayHaveBegun` telling whether the " +
+        "provider may have seen it. Cancelling a cancelled execution returns it unchanged; a succeeded or failed one is 409."
+    ))
+  )
+  .annotateMerge(OpenApi.annotations({ description: "Run catalog tools and read their records." })) {}

@@ -87,6 +87,8 @@ const matches = (route: Route, path: string): boolean => {
 
 let service: InProcessService
 let publicRoutes: ReadonlyArray<Route>
+/** `/openapi.json`'s path items, as patterns: every error answer's status must be declared there. */
+let documented: ReadonlyArray<{ readonly pattern: RegExp; readonly item: Record<string, { readonly responses: Record<string, unknown> }> }>
 
 beforeAll(async () => {
   service = await startService({
@@ -102,7 +104,20 @@ beforeAll(async () => {
     return { route, open: answer.status !== 401 }
   }))
   publicRoutes = probes.filter((p) => p.open).map((p) => p.route)
+  const document = await (await fetch(`${service.baseUrl}/openapi.json`)).json() as { paths: Record<string, never> }
+  documented = Object.entries(document.paths).map(([template, item]) => ({
+    pattern: new RegExp("^" + template.replace(/\{\w+\}/g, "[^/]+") + "/?$"),
+    item
+  }))
 })
+
+/** The statuses the document declares for a request: its operation's, or (405) any of its path's. */
+const declaredStatuses = (method: string, path: string): ReadonlyArray<string> | undefined => {
+  const item = documented.find((entry) => entry.pattern.test(path))?.item
+  if (item === undefined) return undefined
+  const operation = item[method === "HEAD" ? "get" : method.toLowerCase()]
+  return operation !== undefined ? Object.keys(operation.responses) : Object.values(item).flatMap((op) => Object.keys(op.responses))
+}
 afterAll(() => service.close())
 
 const VALID_KEYS = new Set([KEY, PINNED_KEY, OTHER_KEY])
@@ -157,6 +172,11 @@ const checkAnswer = (req: FuzzRequest, answer: Answer) => {
     const unread = req.chunked && !presentsValidKey(req.headers.authorization)
     expect(unread ? [401, 413, 415] : [413, 415], context).toContain(answer.status)
   }
+
+  // The status is one the OpenAPI document declares for this operation (documented routes only:
+  // not /mcp, the dashboard, or the document and its page themselves).
+  const documentedStatuses = parsable && declared.length > 0 ? declaredStatuses(req.method, path) : undefined
+  if (documentedStatuses !== undefined) expect(documentedStatuses, context).toContain(String(answer.status))
 
   if (answer.status < 400 || req.method === "HEAD") return
   const parsed = JSON.parse(answer.body) as { error: Record<string, unknown>; requestId: unknown }

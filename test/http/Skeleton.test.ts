@@ -30,6 +30,13 @@ describe("edge", () => {
     expect(await response.json()).toEqual({ status: "ok" })
   })
 
+  it("public paths stay public with the trailing slash the route table accepts", async () => {
+    for (const path of ["/health/", "/openapi.json/", "/docs/"]) {
+      const response = await service.fetch(path, { key: null, method: "HEAD" })
+      expect(response.status, path).toBe(200)
+    }
+  })
+
   it("unknown routes are 404 envelopes", async () => {
     await expectEnvelope(await service.fetch("/v1/nothing-here"), 404, "not_found")
     await expectEnvelope(await service.fetch("/", { key: null }), 404, "not_found")

@@ -1,0 +1,311 @@
+/**
+ * The OpenAPI 3.1 document served at `/openapi.json` (and read by `/docs`): Effect's document
+ * generated from the contract (`Api`), completed with what the endpoint schemas alone do not say.
+ *
+ * - Errors: every error answer is the normalized envelope (`ErrorEnvelope`), never an internal
+ *   tagged error. Each operation lists the statuses it can answer: the edge's own for every route
+ *   (400, 413 and 415 for whatever body is sent, 405, 500), authentication and the project rate
+ *   limit for keyed routes (401, 403, 422 for a malformed `X-Service-User-Id`, 429), 422 where a
+ *   route takes a body, 404 where a path names a resource, and the failures its endpoint declares
+ *   in the contract (`error:`, each class carrying its `httpApiStatus`).
+ * - Query limits are documented as the integers they are (1..100, default 100), not strings.
+ * - `POST /v1/execute`: the request body lists, per catalog tool, the input schema it takes.
+ * - Examples for execute and webhook bodies, typed against their schemas.
+ * - The push ingest route, served beside the API (http/server/IngestHttp.ts).
+ * - `webhooks`: the delivery each endpoint receives, with its envelope and signature headers.
+ */
+import { Schema, SchemaAST } from "effect"
+import { HttpMethod } from "effect/http"
+import { type HttpApiEndpoint, OpenApi } from "effect/http-api"
+import { listTools, listTriggers } from "../../domain/catalog/index.ts"
+import { NormalizedError } from "../../domain/Errors.ts"
+import type { ExecutionRecord } from "../../domain/executions/ExecutionRecord.ts"
+import { Api } from "./Api.ts"
+import type { ExecuteRequest } from "./ExecutionsApi.ts"
+import { Authentication } from "./Middleware.ts"
+import { DEFAULT_LIMIT, MAX_LIMIT, MIN_LIMIT } from "./Query.ts"
+import type { CreatedWebhookEndpoint, CreateWebhookRequest } from "./WebhooksApi.ts"
+
+type Json = Record<string, any>
+
+/** `{error: {code, message, retryable, retryAfter?}, requestId}`: the body of every error answer. */
+export const ErrorEnvelope = Schema.Struct({
+  error: NormalizedError,
+  requestId: Schema.String.annotate({ description: "`req_<id>`, also sent as the `Request-Id` header." })
+}).annotate({
+  description: "Every error answer. Clients act on `error.code` and `error.retryable`, not on the HTTP status alone."
+})
+
+/** The request body of every webhook delivery (spec, "Webhook event envelope"). */
+export const WebhookEnvelope = Schema.Struct({
+  id: Schema.String.annotate({ description: "The event id, stable across retries: deduplicate on it. Same as `Service-Webhook-Id`." }),
+  type: Schema.String.annotate({
+    description: "`execution.succeeded`, `execution.failed`, `execution.cancelled`, `voice.session.event`, " +
+      "`voice.transcript.ready`, `voice.observer.failed`, or `trigger.<toolkit>.<name>`."
+  }),
+  createdAt: Schema.String.annotate({ description: "ISO 8601 time of the event." }),
+  projectId: Schema.String,
+  data: Schema.Json.annotate({
+    description: "Depends on `type`: for `execution.*`, the terminal execution record; for `trigger.*`, the provider event."
+  })
+})
+export type WebhookEnvelope = typeof WebhookEnvelope.Type
+
+/** What each error status means here, and the codes it carries (decisions.md section 2). */
+const STATUS_TEXT: Readonly<Record<number, string>> = {
+  400: "The body is not valid JSON (`invalid_input`).",
+  401: "No key, or a key that is not valid (`auth_missing`, `auth_expired`). Carries `WWW-Authenticate: Bearer`.",
+  403: "The key may not do this: a user-pinned key on a project-wide route or naming another user (`auth_insufficient_scope`).",
+  404: "No such resource in this project: missing, expired, another project's, or a malformed id (`not_found`).",
+  405: "The path exists but not with this method (`invalid_input`). Carries `Allow`.",
+  409: "The resource's state forbids the command (`invalid_input`).",
+  413: "The body exceeds the route's ceiling (`invalid_input`); the connection is closed.",
+  415: "The body is not `application/json` (`invalid_input`).",
+  422: "The request does not match its schema, names something unknown, or holds what cannot be stored (`invalid_input`).",
+  429: "The project's rate limit (`rate_limited`); `Retry-After` and `error.retryAfter` say when to retry.",
+  500: "An internal failure (`provider_unavailable`, retryable); the request may be retried.",
+  501: "Not supported by this deployment (`not_supported`).",
+  502: "The provider failed or refused (`provider_unavailable`, `provider_error`).",
+  504: "The provider did not answer in time (`timeout`)."
+}
+
+const STATUS_HEADERS: Readonly<Record<number, Json>> = {
+  401: { "WWW-Authenticate": { schema: { type: "string", const: "Bearer" } } },
+  405: { Allow: { description: "The methods the path serves.", schema: { type: "string" } } },
+  429: { "Retry-After": { description: "Whole seconds to wait.", schema: { type: "integer", minimum: 1 } } }
+}
+
+const REQUEST_ID_HEADER: Json = { "Request-Id": { description: "`req_<id>`, the same as the body's `requestId`.", schema: { type: "string" } } }
+const RATE_LIMIT_HEADERS: Json = {
+  "RateLimit-Limit": { description: "The bucket's capacity.", schema: { type: "integer" } },
+  "RateLimit-Remaining": { description: "Whole requests left.", schema: { type: "integer" } },
+  "RateLimit-Reset": { description: "Unix seconds when the bucket is full again.", schema: { type: "integer" } }
+}
+
+const httpApiStatus = SchemaAST.resolveAt<number>("httpApiStatus")
+
+/** The statuses an endpoint can answer with the envelope (see the header). */
+export const errorStatuses = (endpoint: HttpApiEndpoint.Top, keyed: boolean): ReadonlyArray<number> => {
+  // A body is checked wherever one is sent, even to a route that takes none.
+  const statuses = new Set<number>([400, 405, 413, 415, 500])
+  if (keyed) for (const status of [401, 403, 422, 429]) statuses.add(status)
+  if (HttpMethod.hasBody(endpoint.method) && endpoint.payload.size > 0) statuses.add(422)
+  if (endpoint.path.includes(":")) statuses.add(404)
+  for (const error of endpoint.error) {
+    const status = httpApiStatus(error.ast)
+    if (status !== undefined) statuses.add(status)
+  }
+  return [...statuses].toSorted((a, b) => a - b)
+}
+
+const errorResponse = (status: number): Json => ({
+  description: STATUS_TEXT[status] ?? "An error.",
+  headers: { ...REQUEST_ID_HEADER, ...STATUS_HEADERS[status] },
+  content: { "application/json": { schema: { $ref: "#/components/schemas/ErrorEnvelope" } } }
+})
+
+/** A schema as JSON Schema, its definitions moved into the document's components. */
+const jsonSchema = (spec: Json, schema: Schema.Top): Json => {
+  const document = Schema.toJsonSchemaDocument(schema)
+  const rewrite = (value: unknown): unknown =>
+    Array.isArray(value)
+      ? value.map(rewrite)
+      : typeof value === "object" && value !== null
+      ? Object.fromEntries(Object.entries(value).map(([key, inner]) =>
+        key === "$ref" && typeof inner === "string"
+          ? [key, inner.replace("#/$defs/", "#/components/schemas/")]
+          : [key, rewrite(inner)]
+      ))
+      : value
+  for (const [name, definition] of Object.entries(document.definitions)) spec.components.schemas[name] = rewrite(definition)
+  return rewrite(document.schema) as Json
+}
+
+const EXECUTE_REQUEST_EXAMPLE: ExecuteRequest = { tool: "demo.echo", input: { message: "hello" }, userId: "user_1", mode: "sync" }
+const EXECUTION_EXAMPLE: ExecutionRecord = {
+  executionId: "exe_01m88zvhq45dhmh41k4zhc3rcpfzssw8",
+  projectId: "proj_dev",
+  userId: "user_1",
+  tool: "demo.echo",
+  toolVersion: "1.0.0",
+  catalogVersion: "2026-11-22.1",
+  mode: "sync",
+  createdAt: "2026-11-25T09:16:13.924Z",
+  startedAt: "2026-11-25T09:16:13.924Z",
+  completedAt: "2026-11-25T09:16:13.925Z",
+  latencyMs: 1,
+  status: "succeeded",
+  output: { message: "hello" }
+}
+const PENDING_EXAMPLE: ExecutionRecord = {
+  executionId: "exe_01m88zvhqkr49exg9181dec0bdhrv94m",
+  projectId: "proj_dev",
+  userId: "user_1",
+  tool: "demo.sleep",
+  toolVersion: "1.0.0",
+  catalogVersion: "2026-11-22.1",
+  mode: "async",
+  status: "pending",
+  createdAt: "2026-11-25T09:16:13.939Z"
+}
+const CREATE_WEBHOOK_EXAMPLE: typeof CreateWebhookRequest.Type = { url: "https://example.com/hooks", events: ["execution.completed"] }
+const CREATED_WEBHOOK_EXAMPLE: typeof CreatedWebhookEndpoint.Type = {
+  endpointId: "whe_01m88zvhr8rnvrf3cj0q9abnyacw16g7",
+  url: "https://example.com/hooks",
+  events: ["execution.completed"],
+  active: true,
+  createdAt: "2026-11-25T09:16:13.960Z",
+  updatedAt: "2026-11-25T09:16:13.960Z",
+  secretPrefix: "whsec_UsYz",
+  secret: "whsec_UsYzYGqoRIovvP6Bn-6HCCQdZNjm5eFjP4j5l9xKBD8"
+}
+export const WEBHOOK_ENVELOPE_EXAMPLE: WebhookEnvelope = {
+  id: "evt_01m88zvhr9b6c2yq3n0k8t5w7xs4d1fe",
+  type: "execution.succeeded",
+  createdAt: EXECUTION_EXAMPLE.completedAt ?? "",
+  projectId: "proj_dev",
+  data: EXECUTION_EXAMPLE
+}
+
+/** Examples by operation id and where they go: the request body, or the answer of a status. */
+export const EXAMPLES: Readonly<Record<string, { readonly request?: unknown; readonly responses?: Readonly<Record<string, unknown>> }>> = {
+  "executions.execute": { request: EXECUTE_REQUEST_EXAMPLE, responses: { 200: EXECUTION_EXAMPLE, 202: PENDING_EXAMPLE } },
+  "executions.get": { responses: { 200: EXECUTION_EXAMPLE } },
+  "webhooks.create": { request: CREATE_WEBHOOK_EXAMPLE, responses: { 201: CREATED_WEBHOOK_EXAMPLE } }
+}
+
+const setExample = (content: Json | undefined, example: unknown) => {
+  const media = content?.["application/json"]
+  if (media !== undefined) media.example = example
+}
+
+/** The execute body's `input`, per tool: one alternative for each catalog tool. */
+const toolInputs = (): Json => ({
+  oneOf: listTools().map((tool) => ({
+    title: tool.name,
+    properties: { tool: { const: tool.name }, input: tool.inputSchema }
+  }))
+})
+
+const SIGNATURE_HEADERS: Json = [
+  { name: "Service-Webhook-Id", description: "The event id (the envelope's `id`), stable across retries.", schema: { type: "string" } },
+  { name: "Service-Webhook-Timestamp", description: "Decimal Unix seconds of this attempt.", schema: { type: "string", pattern: "^[0-9]+$" } },
+  {
+    name: "Service-Webhook-Signature",
+    description: "`v1=` and the lowercase hex HMAC-SHA256, keyed by the endpoint's secret, of `<timestamp>.<raw body>`. " +
+      "Verify against the exact raw body in constant time, and refuse timestamps more than five minutes away.",
+    schema: { type: "string", pattern: "^v1=[0-9a-f]{64}$" }
+  },
+  { name: "Service-Timestamp", description: "Compatibility copy of `Service-Webhook-Timestamp`.", schema: { type: "string" } },
+  { name: "Service-Signature", description: "Compatibility copy of `Service-Webhook-Signature`.", schema: { type: "string" } }
+].map((header) => ({ ...header, in: "header", required: true }))
+
+const webhookOperation = (type: string, summary: string): Json => ({ post: {
+  summary,
+  description: "Sent to every active endpoint subscribed to this type, one delivery at a time per endpoint, at least once. " +
+    "Any 2xx acknowledges it; anything else, a timeout (10 s) or a transport failure is retried after 30 s, 2 min, " +
+    "10 min and 1 h, five attempts in all.",
+  operationId: `webhook.${type}`,
+  parameters: SIGNATURE_HEADERS,
+  requestBody: {
+    required: true,
+    content: { "application/json": { schema: { $ref: "#/components/schemas/WebhookEnvelope" }, example: { ...WEBHOOK_ENVELOPE_EXAMPLE, type } } }
+  },
+  responses: { "2XX": { description: "Acknowledged." }, default: { description: "Not acknowledged: retried on the schedule." } }
+} })
+
+const INGEST_PATH: Json = {
+  post: {
+    tags: ["subscriptions"],
+    operationId: "ingest",
+    summary: "Receive a provider's push event",
+    description: "For providers, not API clients: no API key; the secret in the path authenticates, so treat the whole URL as a " +
+      "secret. Any bad credential (missing, inactive or polling subscription, wrong secret) answers the same 404. " +
+      "`{type: \"url_verification\", challenge}` is answered with the challenge; an `event_callback` is accepted for delivery.",
+    security: [],
+    parameters: [
+      { name: "subscriptionId", in: "path", required: true, schema: { type: "string" } },
+      { name: "secret", in: "path", required: true, schema: { type: "string" } }
+    ],
+    requestBody: { required: true, content: { "application/json": { schema: { type: "object" } } } },
+    responses: {
+      200: {
+        description: "A URL verification, answered.",
+        content: { "application/json": { schema: { type: "object", properties: { challenge: { type: "string" } }, required: ["challenge"] } } }
+      },
+      202: {
+        description: "Accepted into the webhook pipeline.",
+        content: {
+          "application/json": {
+            schema: {
+              type: "object",
+              properties: { kind: { const: "accepted" }, accepted: { type: "integer" }, duplicates: { type: "integer" } },
+              required: ["kind", "accepted", "duplicates"]
+            }
+          }
+        }
+      },
+      ...Object.fromEntries([400, 404, 405, 413, 415, 422, 500].map((status) => [status, errorResponse(status)]))
+    }
+  }
+}
+
+/** Whether the endpoint takes a key: group middleware is applied to each of its endpoints. */
+const isKeyed = (endpoint: HttpApiEndpoint.Top): boolean => endpoint.middlewares.has(Authentication)
+
+const openApiPath = (path: string): string => path.replace(/:(\w+)/g, "{$1}")
+
+/** The document: generated from `api`, then completed as the header says. */
+export const makeDocument = (api: typeof Api): Json => {
+  const spec: Json = OpenApi.fromApi(api)
+  // The generated error schemas describe internal tagged errors; the wire has the envelope.
+  for (const name of Object.keys(spec.components.schemas)) if (name.endsWith("Encoded")) delete spec.components.schemas[name]
+  spec.components.schemas.ErrorEnvelope = jsonSchema(spec, ErrorEnvelope)
+  spec.components.schemas.WebhookEnvelope = jsonSchema(spec, WebhookEnvelope)
+
+  for (const group of Object.values(api.groups)) {
+    for (const endpoint of Object.values(group.endpoints)) {
+      const operation = spec.paths[openApiPath(endpoint.path)]?.[endpoint.method.toLowerCase()]
+      if (operation === undefined) continue
+      const keyed = isKeyed(endpoint)
+      const successes = Object.entries(operation.responses as Json).filter(([status]) => Number(status) < 400)
+      for (const [, response] of successes) response.headers = { ...REQUEST_ID_HEADER, ...(keyed ? RATE_LIMIT_HEADERS : {}) }
+      operation.responses = Object.fromEntries([
+        ...successes,
+        ...errorStatuses(endpoint, keyed).map((status) => [String(status), errorResponse(status)])
+      ])
+      for (const parameter of operation.parameters ?? []) {
+        if (parameter.in === "query" && parameter.name === "limit") {
+          parameter.schema = { type: "integer", minimum: MIN_LIMIT, maximum: MAX_LIMIT, default: DEFAULT_LIMIT }
+        }
+      }
+      const examples = EXAMPLES[operation.operationId]
+      if (examples?.request !== undefined) setExample(operation.requestBody?.content, examples.request)
+      for (const [status, example] of Object.entries(examples?.responses ?? {})) setExample(operation.responses[status]?.content, example)
+    }
+  }
+
+  const executeOperation = spec.paths["/v1/execute"]?.post
+  const execute = executeOperation?.requestBody?.content?.["application/json"]
+  if (execute !== undefined) execute.schema = { allOf: [execute.schema, toolInputs()] }
+  const accepted = executeOperation?.responses?.["202"]
+  if (accepted !== undefined) {
+    accepted.headers.Location = { description: "`/v1/executions/{executionId}`, to read the record until it is terminal.", schema: { type: "string" } }
+  }
+  spec.paths["/v1/ingest/{subscriptionId}/{secret}"] = INGEST_PATH
+
+  spec.webhooks = {
+    "execution.succeeded": webhookOperation("execution.succeeded", "An execution succeeded"),
+    "execution.failed": webhookOperation("execution.failed", "An execution failed"),
+    "execution.cancelled": webhookOperation("execution.cancelled", "An execution was cancelled"),
+    ...Object.fromEntries(listTriggers().map((trigger) => [
+      `trigger.${trigger.name}`,
+      webhookOperation(`trigger.${trigger.name}`, `Trigger event ${trigger.name}`)
+    ]))
+  }
+  return spec
+}
+
+let cached: Json | undefined
+/** The service's document, built once. */
+export const openApiDocument = (): Json => (cached ??= makeDocument(Api))

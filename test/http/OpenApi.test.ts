@@ -1,0 +1,277 @@
+/**
+ * `/openapi.json` and `/docs` (http/api/OpenApiDocument.ts, http/server/Docs.ts): the document
+ * is valid OpenAPI 3.1, documents every route with the envelope on every error status, its
+ * examples match its own schemas, real error answers carry statuses it declares, and the docs
+ * page renders in Chromium with no request to another host, served compressed.
+ */
+import { Validator } from "@seriousme/openapi-schema-validator"
+import { Ajv2020 } from "ajv/dist/2020.js"
+import { Schema } from "effect"
+import { brotliDecompressSync } from "node:zlib"
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { ExecutionRecord } from "../../domain/executions/ExecutionRecord.ts"
+import { ExecuteRequest } from "../../http/api/ExecutionsApi.ts"
+import { EXAMPLES, WEBHOOK_ENVELOPE_EXAMPLE, WebhookEnvelope } from "../../http/api/OpenApiDocument.ts"
+import { CreatedWebhookEndpoint, CreateWebhookRequest } from "../../http/api/WebhooksApi.ts"
+import { routes } from "../../http/server/Server.ts"
+import { type Browser, launch } from "../dashboard/Browser.ts"
+import { type InProcessService, OTHER_KEY, PINNED_KEY, startService } from "../support/Service.ts"
+
+type Json = Record<string, any>
+
+let service: InProcessService
+let document: Json
+
+const RATE_BURST = 60
+
+beforeAll(async () => {
+  service = await startService({ SERVICE_RATE_LIMIT_REQUEST_BURST: String(RATE_BURST) })
+  const response = await service.fetch("/openapi.json", { key: null })
+  expect(response.status).toBe(200)
+  document = await response.json() as Json
+})
+afterAll(() => service.close())
+
+const openApiPath = (path: string) => path.replace(/:(\w+)/g, "{$1}")
+
+/** The operation a request path and method are answered by, where the document has one. */
+const operationFor = (method: string, path: string): Json | undefined => {
+  for (const [template, item] of Object.entries<Json>(document.paths)) {
+    const pattern = new RegExp("^" + template.replace(/\{\w+\}/g, "[^/]+") + "$")
+    if (pattern.test(path)) return item[method.toLowerCase()]
+  }
+  return undefined
+}
+
+/** A validator for schemas of this document ($refs into its components resolve). */
+const ajv = () => {
+  const instance = new Ajv2020({ strict: false, allErrors: true })
+  instance.addSchema({ $id: "doc", components: document.components })
+  return instance
+}
+const asSchema = (schema: Json): Json =>
+  JSON.parse(JSON.stringify(schema).replaceAll("\"#/components/", "\"doc#/components/")) as Json
+
+describe("the OpenAPI document", () => {
+  it("is valid OpenAPI 3.1", async () => {
+    expect(document.openapi).toBe("3.1.0")
+    const result = await new Validator().validate(structuredClone(document))
+    expect(result.errors ?? []).toEqual([])
+    expect(result.valid).toBe(true)
+  })
+
+  it("documents every API route with a summary, a description and the envelope on each error status", () => {
+    const apiRoutes = routes.filter((route) => route.path.startsWith("/v1/") || route.path === "/health")
+    expect(apiRoutes.length).toBeGreaterThan(20)
+    for (const route of apiRoutes) {
+      const operation = document.paths[openApiPath(route.path)]?.[route.method.toLowerCase()] as Json | undefined
+      expect(operation, `${route.method} ${route.path}`).toBeDefined()
+      expect(operation?.summary ?? "", `${route.method} ${route.path}`).toMatch(/\w/)
+      expect(operation?.description ?? "", `${route.method} ${route.path}`).toMatch(/\w/)
+      const statuses = Object.keys(operation?.responses ?? {}).map(Number)
+      expect(statuses, `${route.method} ${route.path}`).toEqual(expect.arrayContaining([405, 500]))
+      for (const status of statuses.filter((s) => s >= 400)) {
+        expect(operation?.responses[status].content["application/json"].schema, `${route.path} ${status}`)
+          .toEqual({ $ref: "#/components/schemas/ErrorEnvelope" })
+      }
+    }
+    // No internal tagged error is left for a generated client to expect.
+    expect(Object.keys(document.components.schemas).filter((name) => name.endsWith("Encoded"))).toEqual([])
+  })
+
+  it("says which statuses keyed routes and body routes answer", () => {
+    const execute = document.paths["/v1/execute"].post
+    expect(Object.keys(execute.responses)).toEqual(
+      expect.arrayContaining(["200", "202", "400", "401", "403", "405", "413", "415", "422", "429", "500"])
+    )
+    expect(Object.keys(document.paths["/v1/executions/{executionId}/cancel"].post.responses)).toContain("409")
+    expect(Object.keys(document.paths["/health"].get.responses)).not.toContain("401")
+    expect(execute.responses["429"].headers["Retry-After"]).toBeDefined()
+    expect(document.paths["/v1/executions"].get.parameters.find((p: Json) => p.name === "limit").schema)
+      .toEqual({ type: "integer", minimum: 1, maximum: 100, default: 100 })
+  })
+
+  it("gives the execute body the input schema of each catalog tool", () => {
+    const schema = document.paths["/v1/execute"].post.requestBody.content["application/json"].schema
+    const validate = ajv().compile(asSchema(schema))
+    expect(validate({ tool: "demo.echo", input: { message: "hi" } })).toBe(true)
+    expect(validate({ tool: "demo.sleep", input: { ms: "long" } })).toBe(false)
+    expect(validate({ tool: "demo.echo", input: {}, surplus: 1 })).toBe(false)
+  })
+
+  it("has examples that match both its own schemas and the contract's", () => {
+    const validator = ajv()
+    let checked = 0
+    for (const [operationId, examples] of Object.entries(EXAMPLES)) {
+      const [path, method] = Object.entries<Json>(document.paths).flatMap(([p, item]) =>
+        Object.entries<Json>(item).filter(([, op]) => op.operationId === operationId).map(([m]) => [p, m] as const)
+      )[0] ?? []
+      expect(path, operationId).toBeDefined()
+      const operation = document.paths[path as string][method as string]
+      if (examples.request !== undefined) {
+        const media = operation.requestBody.content["application/json"]
+        expect(media.example).toEqual(examples.request)
+        expect(validator.validate(asSchema(media.schema), media.example), `${operationId} request`).toBe(true)
+        checked++
+      }
+      for (const status of Object.keys(examples.responses ?? {})) {
+        const media = operation.responses[status].content["application/json"]
+        expect(validator.validate(asSchema(media.schema), media.example), `${operationId} ${status}`).toBe(true)
+        checked++
+      }
+    }
+    expect(checked).toBe(6)
+    // The same examples decode with the contract's schemas.
+    Schema.decodeUnknownSync(ExecuteRequest)(EXAMPLES["executions.execute"]?.request)
+    Schema.decodeUnknownSync(ExecutionRecord)(EXAMPLES["executions.execute"]?.responses?.[200])
+    Schema.decodeUnknownSync(CreateWebhookRequest)(EXAMPLES["webhooks.create"]?.request)
+    Schema.decodeUnknownSync(CreatedWebhookEndpoint)(EXAMPLES["webhooks.create"]?.responses?.[201])
+    Schema.decodeUnknownSync(WebhookEnvelope)(WEBHOOK_ENVELOPE_EXAMPLE)
+  })
+
+  it("documents deliveries as webhooks: the envelope and the signature headers", () => {
+    const types = Object.keys(document.webhooks)
+    expect(types).toEqual(expect.arrayContaining(["execution.succeeded", "execution.failed", "execution.cancelled", "trigger.github.issue_opened"]))
+    const delivery = document.webhooks["execution.succeeded"].post
+    expect(delivery.requestBody.content["application/json"].schema).toEqual({ $ref: "#/components/schemas/WebhookEnvelope" })
+    expect(delivery.parameters.map((p: Json) => p.name)).toEqual(expect.arrayContaining([
+      "Service-Webhook-Id",
+      "Service-Webhook-Timestamp",
+      "Service-Webhook-Signature",
+      "Service-Timestamp",
+      "Service-Signature"
+    ]))
+    expect(document.components.schemas.WebhookEnvelope.required).toEqual(["id", "type", "createdAt", "projectId", "data"])
+  })
+})
+
+describe("real error answers", () => {
+  const json = { "content-type": "application/json" }
+  interface Sample {
+    readonly label: string
+    readonly path: string
+    readonly init?: Parameters<InProcessService["fetch"]>[1]
+    readonly status: number
+  }
+  /** Each request and the status it gets; every one must be declared for its operation. */
+  const samples: ReadonlyArray<Sample> = [
+    { label: "no key", path: "/v1/me", init: { key: null }, status: 401 },
+    { label: "unknown key", path: "/v1/executions", init: { key: "not_a_key_000000000000" }, status: 401 },
+    { label: "pinned key on a project-wide route", path: "/v1/webhooks", init: { key: PINNED_KEY }, status: 403 },
+    { label: "pinned key naming another user", path: "/v1/executions", init: { key: PINNED_KEY, headers: { "x-service-user-id": "user_2" } }, status: 403 },
+    { label: "unknown execution", path: "/v1/executions/exe_missing", status: 404 },
+    { label: "unknown tool", path: "/v1/execute", init: { method: "POST", json: { tool: "demo.nothing", input: {}, userId: "user_1" } }, status: 422 },
+    {
+      label: "unknown attachment",
+      path: "/v1/execute",
+      init: { method: "POST", json: { tool: "demo.echo", input: {}, userId: "user_1", attachments: ["file_missing"] } },
+      status: 422
+    },
+    { label: "method not served", path: "/v1/me", init: { method: "DELETE" }, status: 405 },
+    { label: "malformed JSON", path: "/v1/webhooks", init: { method: "POST", headers: json, body: "{" }, status: 400 },
+    { label: "body too large", path: "/v1/execute", init: { method: "POST", headers: json, body: " ".repeat(1024 * 1024 + 1) }, status: 413 },
+    { label: "not JSON", path: "/v1/execute", init: { method: "POST", headers: { "content-type": "text/plain" }, body: "x" }, status: 415 },
+    { label: "schema failure", path: "/v1/execute", init: { method: "POST", json: { tool: 1 } }, status: 422 },
+    { label: "bad limit", path: "/v1/executions?limit=0", status: 422 },
+    { label: "bad cursor", path: "/v1/files?cursor=%25%25%25", status: 422 },
+    { label: "malformed user header", path: "/v1/me", init: { headers: { "x-service-user-id": "a b" } }, status: 422 },
+    { label: "wrong ingest secret", path: "/v1/ingest/trgsub_missing/secret", init: { method: "POST", key: null, json: {} }, status: 404 }
+  ]
+
+  /** The status is declared for the operation the request reached, or on its path (405). */
+  const checkDeclared = async (label: string, method: string, path: string, response: Response) => {
+    const operation = operationFor(response.status === 405 ? "GET" : method, path)
+    expect(operation, `${label}: ${method} ${path}`).toBeDefined()
+    expect(Object.keys(operation?.responses ?? {}), `${label}: ${response.status}`).toContain(String(response.status))
+    const body = await response.json()
+    const envelope = ajv().compile(asSchema(document.components.schemas.ErrorEnvelope))
+    expect(envelope(body), `${label}: ${JSON.stringify(body)}`).toBe(true)
+  }
+
+  it.each(samples)("$label: $status, declared, with the envelope", async ({ label, path, init, status }) => {
+    const response = await service.fetch(path, init)
+    expect(response.status, label).toBe(status)
+    await checkDeclared(label, init?.method ?? "GET", path.split("?", 1)[0] ?? path, response)
+  })
+
+  it("a cancel of a finished execution: 409, declared", async () => {
+    const done = await (await service.fetch("/v1/execute", { method: "POST", json: { tool: "demo.echo", input: {}, userId: "user_1" } })).json() as Json
+    expect(done.status).toBe("succeeded")
+    const response = await service.fetch(`/v1/executions/${done.executionId}/cancel`, { method: "POST" })
+    expect(response.status).toBe(409)
+    await checkDeclared("cancel", "POST", `/v1/executions/${done.executionId}/cancel`, response)
+  })
+
+  it("the project rate limit: 429, declared with Retry-After", async () => {
+    let limited: Response | undefined
+    for (let i = 0; i < RATE_BURST + 10 && limited === undefined; i++) {
+      const response = await service.fetch("/v1/me", { key: OTHER_KEY })
+      if (response.status === 429) limited = response
+      else await response.arrayBuffer()
+    }
+    expect(limited?.status).toBe(429)
+    expect(document.paths["/v1/me"].get.responses["429"].headers["Retry-After"]).toBeDefined()
+    await checkDeclared("rate limit", "GET", "/v1/me", limited as Response)
+  })
+})
+
+describe("serving the document and the docs page", () => {
+  it("/openapi.json is compressed by Accept-Encoding, with an ETag that answers 304", async () => {
+    const plain = await fetch(`${service.baseUrl}/openapi.json`, { headers: { "accept-encoding": "identity" } })
+    const text = await plain.text()
+    expect(plain.headers.get("content-encoding")).toBeNull()
+    const etag = plain.headers.get("etag")
+    expect(etag).toMatch(/^".+"$/)
+    const again = await fetch(`${service.baseUrl}/openapi.json`, { headers: { "if-none-match": etag ?? "" } })
+    expect(again.status).toBe(304)
+    // fetch() would decode brotli itself; node:http shows the bytes as sent.
+    const { request } = await import("node:http")
+    const raw = await new Promise<{ encoding: string | undefined; body: Buffer }>((resolve, reject) => {
+      request(`${service.baseUrl}/openapi.json`, { headers: { "accept-encoding": "br" } }, (res) => {
+        const chunks: Array<Buffer> = []
+        res.on("data", (c: Buffer) => chunks.push(c)).on("end", () => resolve({ encoding: res.headers["content-encoding"], body: Buffer.concat(chunks) }))
+      }).on("error", reject).end()
+    })
+    expect(raw.encoding).toBe("br")
+    expect(brotliDecompressSync(raw.body).toString()).toBe(text)
+    expect(raw.body.length).toBeLessThan(text.length / 4)
+  })
+
+  it("/docs is compressed, and answers 405 to other methods", async () => {
+    const head = await fetch(`${service.baseUrl}/docs`, { method: "HEAD", headers: { "accept-encoding": "br, gzip" } })
+    expect(head.status).toBe(200)
+    expect(head.headers.get("content-encoding")).toBe("br")
+    expect(Number(head.headers.get("content-length"))).toBeLessThan(1_000_000)
+    expect(head.headers.get("content-security-policy")).toContain("default-src 'none'")
+    const post = await fetch(`${service.baseUrl}/docs`, { method: "POST" })
+    expect(post.status).toBe(405)
+    expect(post.headers.get("allow")).toContain("GET")
+  })
+
+  describe("in Chromium", () => {
+    let browser: Browser
+    beforeAll(async () => {
+      browser = await launch()
+    }, 60_000)
+    afterAll(() => browser?.close())
+
+    it("/docs renders the API with no request to another host", async () => {
+      const page = await browser.context.newPage()
+      const requests: Array<string> = []
+      const errors: Array<string> = []
+      page.on("request", (request) => requests.push(request.url()))
+      page.on("pageerror", (error) => errors.push(error.message))
+      await page.goto(`${service.baseUrl}/docs`, { waitUntil: "networkidle" })
+      // The first group is open: its operation's summary shows; the others open on a click.
+      await page.getByText("Who am I").first().waitFor({ timeout: 20_000 })
+      await page.getByText("executions", { exact: true }).first().click()
+      await page.getByText("Execute a tool").first().waitFor({ timeout: 20_000 })
+      await page.waitForLoadState("networkidle")
+      const origin = new URL(service.baseUrl).origin
+      const elsewhere = requests.filter((url) => !url.startsWith(origin) && !url.startsWith("data:") && !url.startsWith("blob:"))
+      expect(elsewhere).toEqual([])
+      expect(errors).toEqual([])
+      await page.close()
+    }, 60_000)
+  })
+})
