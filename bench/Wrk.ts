@@ -10,6 +10,8 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 
 export interface WrkResult {
+  /** Requests answered in the run (wrk's "N requests in"). */
+  readonly requests: number
   readonly requestsPerSecond: number
   readonly p50Ms: number
   readonly p99Ms: number
@@ -30,13 +32,15 @@ export const runWrk = (url: string, script: string, options: { readonly seconds:
   return new Promise((resolve, reject) =>
     execFile("wrk", ["-t1", `-c${options.connections}`, `-d${options.seconds}s`, "--latency", "-s", file, url], { maxBuffer: 1 << 20 }, (error, stdout) => {
       if (error !== null) return reject(error)
+      const requests = /(\d+) requests in/.exec(stdout)
       const rate = /Requests\/sec:\s+([\d.]+)/.exec(stdout)
       const p50 = /\s50%\s+([\d.]+)(us|ms|s)/.exec(stdout)
       const p99 = /\s99%\s+([\d.]+)(us|ms|s)/.exec(stdout)
       const non2xx = /Non-2xx or 3xx responses:\s+(\d+)/.exec(stdout)
       const errors = /Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)/.exec(stdout)
-      if (rate === null || p50 === null || p99 === null) return reject(new Error(`unexpected wrk output:\n${stdout}`))
+      if (requests === null || rate === null || p50 === null || p99 === null) return reject(new Error(`unexpected wrk output:\n${stdout}`))
       resolve({
+        requests: Number(requests[1]),
         requestsPerSecond: Number(rate[1]),
         p50Ms: ms(p50[1]!, p50[2]!),
         p99Ms: ms(p99[1]!, p99[2]!),

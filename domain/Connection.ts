@@ -41,7 +41,9 @@ export const connectionCodec = envelopeTypedStreamCodec(CONNECTION_STREAM_TYPE, 
 /** The fields each auth class takes: required ones, then optional ones; nothing else. */
 const CREDENTIAL_FIELDS: Record<AuthClass, { readonly required: ReadonlyArray<string>; readonly optional: ReadonlyArray<string> }> = {
   none: { required: [], optional: [] },
-  bearer: { required: ["token"], optional: [] },
+  // A Slack bot connection may carry its app's signing secret: push ingest then checks
+  // Slack's request signature (decisions.md section 5).
+  bearer: { required: ["token"], optional: ["signingSecret"] },
   api_key: { required: ["apiKey"], optional: [] },
   oauth2: { required: ["accessToken"], optional: ["refreshToken"] }
 }

@@ -73,7 +73,8 @@ export type DeliveryGivenUp = typeof DeliveryGivenUp.Type
 export const DeliveryAbandoned = Schema.Struct({
   type: Schema.Literal("DeliveryAbandoned"),
   at: Schema.String,
-  reason: Schema.Literals(["endpoint_inactive", "endpoint_deleted", "source_unavailable"])
+  // `payload_unavailable`: a trigger event's payload, kept only in the process that took it, is gone.
+  reason: Schema.Literals(["endpoint_inactive", "endpoint_deleted", "source_unavailable", "payload_unavailable"])
 })
 export type DeliveryAbandoned = typeof DeliveryAbandoned.Type
 

@@ -7,6 +7,7 @@ import { ConnectionsApi } from "./ConnectionsApi.ts"
 import { Authentication, ErrorEnvelope, RateLimit } from "./Middleware.ts"
 import { FilesApi } from "./FilesApi.ts"
 import { ExecutionsApi } from "./ExecutionsApi.ts"
+import { SubscriptionsApi, TriggerEventsApi, WebhookRecoveryApi } from "./SubscriptionsApi.ts"
 import { HealthApi, SystemApi } from "./SystemApi.ts"
 import { WebhooksApi } from "./WebhooksApi.ts"
 
@@ -17,6 +18,9 @@ export class Api extends HttpApi.make("service")
   .add(FilesApi.middleware(RateLimit).middleware(Authentication))
   .add(WebhooksApi.middleware(RateLimit).middleware(Authentication))
   .add(ExecutionsApi.middleware(RateLimit).middleware(Authentication))
+  .add(SubscriptionsApi.middleware(RateLimit).middleware(Authentication))
+  .add(TriggerEventsApi.middleware(RateLimit).middleware(Authentication))
+  .add(WebhookRecoveryApi.middleware(RateLimit).middleware(Authentication))
   .middleware(ErrorEnvelope)
   .add(HealthApi.middleware(ErrorEnvelope))
   .annotate(HttpApi.ParseOptions, { onExcessProperty: "error" })

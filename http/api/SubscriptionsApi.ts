@@ -1,14 +1,15 @@
 /**
- * Routes that are specified but not served yet: trigger subscriptions and trigger-event history
- * (spec, "Subscriptions", "Trigger event history"; decisions.md section 5) and the webhook
- * recovery extension (decisions.md section 9). The groups are declared here, and NOT added to
- * `Api.ts`, so that the client library can type and decode these routes now; the server team adds
- * each group to `Api.ts` with its handlers when the route exists, and the contract does not move.
+ * Trigger subscriptions and trigger-event history (spec, "Subscriptions", "Trigger event
+ * history"; decisions.md section 5) and the webhook recovery extension (decisions.md section 9).
+ * Declared before they were served, so that the client library could type them first; `Api.ts`
+ * adds each group, and the handlers live in http/server/. The push ingest route is served beside
+ * the API (http/server/IngestHttp.ts): it takes no API key and answers provider bodies.
  */
 import { Schema } from "effect"
-import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema } from "effect/http-api"
+import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/http-api"
+import { StateConflict } from "../../domain/Errors.ts"
 import { JsonObject } from "../../domain/JsonObject.ts"
-import { pageQuery } from "./Query.ts"
+import { described, pageQuery } from "./Query.ts"
 import { WebhookDelivery } from "./WebhooksApi.ts"
 
 const Identifier = Schema.String.check(Schema.isPattern(/^[A-Za-z0-9_.-]{1,64}$/))
@@ -83,22 +84,40 @@ export class SubscriptionsApi extends HttpApiGroup.make("subscriptions")
       payload: CreateSubscriptionRequest,
       headers: { "x-service-user-id": Schema.optionalKey(Schema.String) },
       success: CreatedSubscription.pipe(HttpApiSchema.status(201))
-    }),
+    }).annotateMerge(described(
+      "Subscribe a user to a trigger",
+      "A catalog trigger, the user (body, X-Service-User-Id, or the pinned key's), its connection when the toolkit takes " +
+        "one, 1 to 20 webhook endpoints subscribed to the trigger or `trigger.*`, the trigger's filters, and for a polling " +
+        "trigger its cadence. A push subscription's answer holds its secret ingest URL, shown this once."
+    )),
     HttpApiEndpoint.get("list", "/v1/subscriptions", {
       query: { ...pageQuery, userId: Schema.optionalKey(Schema.String) },
       headers: { "x-service-user-id": Schema.optionalKey(Schema.String) },
       success: SubscriptionPage
-    }),
-    HttpApiEndpoint.get("get", "/v1/subscriptions/:subscriptionId", { params: SubscriptionIdParam, success: Subscription }),
+    }).annotateMerge(described(
+      "List subscriptions",
+      "Newest first. A pinned key lists its user's; an unpinned key the named user's, or the whole project's. Never an ingest URL."
+    )),
+    HttpApiEndpoint.get("get", "/v1/subscriptions/:subscriptionId", { params: SubscriptionIdParam, success: Subscription })
+      .annotateMerge(described("Get a subscription", "Without its ingest URL; another user's (for a pinned key) or project's is 404.")),
     HttpApiEndpoint.post("rotateSecret", "/v1/subscriptions/:subscriptionId/rotate-secret", {
       params: SubscriptionIdParam,
       success: RotatedIngestUrl
-    }),
+    }).annotateMerge(described(
+      "Rotate a subscription's ingest secret",
+      "A new ingest URL, shown this once; the old one stops authenticating at once. Polling subscriptions have none (422)."
+    )),
     HttpApiEndpoint.delete("remove", "/v1/subscriptions/:subscriptionId", {
       params: SubscriptionIdParam,
       success: HttpApiSchema.NoContent
-    })
-  ) {}
+    }).annotateMerge(described(
+      "Delete a subscription",
+      "Ingestion and polling stop; its dedup claims and polling cursor go; its history rows stay until they expire."
+    ))
+  )
+  .annotateMerge(OpenApi.annotations({
+    description: "Trigger subscriptions: a user's events of a catalog trigger, pushed to a secret ingest URL or polled, delivered as signed webhooks."
+  })) {}
 
 // --- Trigger event history ------------------------------------------------------------------
 
@@ -149,8 +168,13 @@ export class TriggerEventsApi extends HttpApiGroup.make("triggerEvents")
     HttpApiEndpoint.get("list", "/v1/trigger-events", {
       query: { ...pageQuery, subscriptionId: Schema.optionalKey(ResourceId), trigger: Schema.optionalKey(TriggerName) },
       success: TriggerEventPage
-    })
-  ) {}
+    }).annotateMerge(described(
+      "List trigger events",
+      "One row per arrival, duplicates included, newest first, for 7 days: dedup and delivery status, targets. Metadata " +
+        "only: never a payload, a provider event id or a secret. Unpinned keys only."
+    ))
+  )
+  .annotateMerge(OpenApi.annotations({ description: "The history of trigger arrivals. Unpinned keys only." })) {}
 
 // --- Webhook recovery (decisions.md section 9, an extension) --------------------------------
 
@@ -171,11 +195,20 @@ export class WebhookRecoveryApi extends HttpApiGroup.make("webhookRecovery")
   .add(
     HttpApiEndpoint.post("resend", "/v1/webhooks/:endpointId/deliveries/:deliveryId/resend", {
       params: { ...EndpointIdParam, deliveryId: ResourceId },
-      success: WebhookDelivery.pipe(HttpApiSchema.status(202))
-    }),
+      success: WebhookDelivery.pipe(HttpApiSchema.status(202)),
+      error: StateConflict
+    }).annotateMerge(described(
+      "Resend a delivery",
+      "A new delivery of the same event (same eventId) at the end of the endpoint's queue. A trigger event whose payload " +
+        "is gone (payloads are kept only by the process that received them) is 409."
+    )),
     HttpApiEndpoint.post("recover", "/v1/webhooks/:endpointId/recover", {
       params: EndpointIdParam,
       payload: RecoverRequest,
       success: RecoverResult.pipe(HttpApiSchema.status(202))
-    })
-  ) {}
+    }).annotateMerge(described(
+      "Recover failed deliveries",
+      "Every delivery of the endpoint that failed and was queued since `since` is queued again; the answer counts them."
+    ))
+  )
+  .annotateMerge(OpenApi.annotations({ description: "Resending deliveries (an extension). Unpinned keys only." })) {}

@@ -5,7 +5,6 @@
 import { Effect } from "effect"
 import { HttpApiBuilder } from "effect/http-api"
 import { InvalidInput } from "../../domain/Errors.ts"
-import { StoreUnavailable } from "../../infra/eventlog/EventStore.ts"
 import { ViewStore } from "../../infra/eventlog/ViewStore.ts"
 import { type EndpointRow } from "../../infra/webhooks/WebhookProjections.ts"
 import { DELIVERIES_TABLE, deliveryFromRow, publicDelivery } from "../../infra/webhooks/WebhookProjections.ts"
@@ -15,6 +14,7 @@ import { Caller } from "../api/Caller.ts"
 import { makeCursors } from "./Cursor.ts"
 import { DEFAULT_LIMIT } from "../api/Query.ts"
 import { requireUnpinned } from "./Users.ts"
+import { storeFailuresAsDefects } from "./StoreDefects.ts"
 
 const publicEndpoint = (endpoint: EndpointRow) => ({
   endpointId: endpoint.endpointId,
@@ -27,9 +27,6 @@ const publicEndpoint = (endpoint: EndpointRow) => ({
 })
 
 /** A storage fault is a defect here; the envelope answers it without details. */
-const orDie = <A, E, R>(self: Effect.Effect<A, E | StoreUnavailable, R>): Effect.Effect<A, Exclude<E, StoreUnavailable>, R> =>
-  Effect.catchIf(self, (error): error is StoreUnavailable => error instanceof StoreUnavailable, (error) => Effect.die(error.cause)) as Effect.Effect<A, Exclude<E, StoreUnavailable>, R>
-
 const projectCaller = Effect.gen(function*() {
   const caller = yield* Caller
   yield* requireUnpinned(caller)
@@ -50,7 +47,7 @@ export const WebhooksHttp = HttpApiBuilder.group(Api, "webhooks", (handlers) =>
           active: payload.active ?? true
         })
         return { ...publicEndpoint(endpoint), secret }
-      }, orDie))
+      }, storeFailuresAsDefects))
       .handle("list", Effect.fnUntraced(function*({ query }) {
         const projectId = yield* projectCaller
         const scope = `webhooks:${projectId}`
@@ -67,27 +64,27 @@ export const WebhooksHttp = HttpApiBuilder.group(Api, "webhooks", (handlers) =>
           webhooks: page.map(publicEndpoint),
           ...(rows.length > limit && last !== undefined ? { nextCursor: cursors.encode(scope, [last.endpointId]) } : {})
         }
-      }, orDie))
+      }, storeFailuresAsDefects))
       .handle("get", Effect.fnUntraced(function*({ params }) {
         const projectId = yield* projectCaller
         return publicEndpoint(yield* endpoints.get(projectId, params.endpointId))
-      }, orDie))
+      }, storeFailuresAsDefects))
       .handle("update", Effect.fnUntraced(function*({ params, payload }) {
         const projectId = yield* projectCaller
         if (payload.url === undefined && payload.events === undefined && payload.active === undefined) {
           return yield* new InvalidInput({ message: "Give at least one of url, events, active." })
         }
         return publicEndpoint(yield* endpoints.update(projectId, params.endpointId, payload))
-      }, orDie))
+      }, storeFailuresAsDefects))
       .handle("rotateSecret", Effect.fnUntraced(function*({ params }) {
         const projectId = yield* projectCaller
         const { endpoint, secret } = yield* endpoints.rotateSecret(projectId, params.endpointId)
         return { endpointId: endpoint.endpointId, secret, secretPrefix: endpoint.secretPrefix }
-      }, orDie))
+      }, storeFailuresAsDefects))
       .handle("remove", Effect.fnUntraced(function*({ params }) {
         const projectId = yield* projectCaller
         yield* endpoints.remove(projectId, params.endpointId)
-      }, orDie))
+      }, storeFailuresAsDefects))
       .handle("deliveries", Effect.fnUntraced(function*({ params, query }) {
         const projectId = yield* projectCaller
         yield* endpoints.get(projectId, params.endpointId)
@@ -108,5 +105,5 @@ export const WebhooksHttp = HttpApiBuilder.group(Api, "webhooks", (handlers) =>
             ? { nextCursor: cursors.encode(scope, [last.sourcePosition, last.deliveryId]) }
             : {})
         }
-      }, orDie))
+      }, storeFailuresAsDefects))
   }))

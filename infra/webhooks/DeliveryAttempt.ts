@@ -10,11 +10,13 @@
  */
 import { Clock, Effect } from "effect"
 import { createSecretKey, type KeyObject } from "node:crypto"
-import type * as Delivery from "../../domain/webhooks/WebhookDelivery.ts"
+import * as Delivery from "../../domain/webhooks/WebhookDelivery.ts"
 import { deliveryHeaders } from "../../domain/webhooks/WebhookSignature.ts"
 import type { SecretsShape } from "../access/Secrets.ts"
 import type { Incarnation } from "../actors/index.ts"
 import { BoundedCache } from "../BoundedCache.ts"
+import { recordAttempt } from "../observability/Metrics.ts"
+import { spanned } from "../observability/Tracing.ts"
 import type { OutboundHttp } from "../outbound/OutboundHttp.ts"
 import type { EndpointRow } from "./WebhookProjections.ts"
 import { envelopeOf, type WebhookEvent } from "./WebhookSources.ts"
@@ -56,7 +58,14 @@ export const makeDeliveryAttempts = (deps: {
     return key === "unavailable" ? undefined : key
   }
 
-  const attempt = Effect.fnUntraced(function*(incarnation: Incarnation, endpoint: EndpointRow, envelope: Envelope) {
+  /** One attempt: a span when traces are exported, and the attempt metrics. */
+  const attempt = (incarnation: Incarnation, endpoint: EndpointRow, envelope: Envelope, deliveryId: string) =>
+    attemptOnce(incarnation, endpoint, envelope).pipe(
+      Effect.tap((result) => Effect.sync(() => recordAttempt(Delivery.isSuccess(result.outcome), (result.endedAt - result.startedAt) / 1000))),
+      spanned("webhook.delivery_attempt", { "webhook.endpoint_id": endpoint.endpointId, "webhook.delivery_id": deliveryId, "webhook.event_id": envelope.eventId }, "client")
+    )
+
+  const attemptOnce = Effect.fnUntraced(function*(incarnation: Incarnation, endpoint: EndpointRow, envelope: Envelope) {
     const startedAt = yield* Clock.currentTimeMillis
     const secret = signingKey(endpoint.sealedSecret)
     if (secret === undefined) return { startedAt, endedAt: startedAt, outcome: { error: "secret_unavailable" } } satisfies AttemptResult

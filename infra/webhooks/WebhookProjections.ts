@@ -5,7 +5,7 @@
  */
 import { Schema } from "effect"
 import type { DeliveryQueued, DeliveryRecord } from "../../domain/webhooks/WebhookDelivery.ts"
-import { Attempt, DELIVERY_STREAM_TYPE, deliveryCodec, DeliveryStatus, SourceRef } from "../../domain/webhooks/WebhookDelivery.ts"
+import { Attempt, DELIVERY_STREAM_TYPE, deliveryCodec, DeliveryStatus, deliveryStreamId, SourceRef } from "../../domain/webhooks/WebhookDelivery.ts"
 import type { Endpoint } from "../../domain/webhooks/WebhookEndpoint.ts"
 import { ENDPOINT_STREAM_TYPE, endpointCodec } from "../../domain/webhooks/WebhookEndpoint.ts"
 import type { Json, RecordedEvent } from "../eventlog/EventStore.ts"
@@ -151,7 +151,14 @@ export const webhookDeliveriesProjection: Projection = {
       queued_at: "text"
     },
     primaryKey: ["delivery_id"],
-    indexes: [["endpoint_id", "source_position", "delivery_id"], ["open", "endpoint_id", "source_position"]]
+    indexes: [["endpoint_id", "source_position", "delivery_id"], ["open", "endpoint_id", "source_position"]],
+    // Memory mode drops finished deliveries queued before the retention window
+    // (infra/eventlog/MemoryRetention.ts); open ones stay until they finish.
+    retention: {
+      since: (row) => Date.parse(String(row.queued_at)),
+      finished: (row) => row.open === false,
+      stream: (row) => deliveryStreamId(String(row.delivery_id))
+    }
   }],
   project: deliveryChanges
 }

@@ -25,6 +25,13 @@ export interface WebhookSource {
   readonly streamTypes: ReadonlyArray<string>
   /** The webhook event a recorded event stands for, if any. */
   readonly fromEvent: (event: RecordedEvent) => WebhookEvent | undefined
+  /**
+   * For a source whose deliveries are queued by its own feature rather than the dispatcher
+   * (triggers: only the endpoints a subscription names), and whose payloads are not in the log:
+   * the event a delivery sends, rebuilt for its lane; undefined when the payload is gone;
+   * `elsewhere` when another live process holds it (that process should run the lane).
+   */
+  readonly rebuild?: ((event: RecordedEvent) => WebhookEvent | undefined | "elsewhere") | undefined
 }
 
 export const EXECUTION_STREAM_TYPE = "execution"
@@ -60,10 +67,20 @@ export const envelopeOf = (event: WebhookEvent) => ({
   data: event.data
 })
 
-/** The sources this process delivers from; features register theirs in src/Webhooks.ts. */
+/** The sources this process delivers from; features register theirs in infra/webhooks/index.ts. */
 export class WebhookSources extends Context.Service<WebhookSources, ReadonlyArray<WebhookSource>>()("app/infra/WebhookSources") {}
 
 export const sourceFor = (sources: ReadonlyArray<WebhookSource>, event: RecordedEvent): WebhookSource | undefined =>
   sources.find((source) => source.streamTypes.includes(event.streamType))
 
 export const layer = (sources: ReadonlyArray<WebhookSource>): Layer.Layer<WebhookSources> => Layer.succeed(WebhookSources, sources)
+
+/** The event a delivery sends, rebuilt from its source event for a lane, or why it cannot be. */
+export const rebuildFrom = (
+  sources: ReadonlyArray<WebhookSource>,
+  event: RecordedEvent
+): WebhookEvent | "source_unavailable" | "payload_unavailable" | "elsewhere" => {
+  const source = sourceFor(sources, event)
+  if (source?.rebuild !== undefined) return source.rebuild(event) ?? "payload_unavailable"
+  return source?.fromEvent(event) ?? "source_unavailable"
+}

@@ -17,13 +17,23 @@ import * as WebhookEndpointReads from "./WebhookEndpointReads.ts"
 import * as WebhookEndpoints from "./WebhookEndpoints.ts"
 import * as WebhookLane from "./WebhookLane.ts"
 import { webhookDeliveriesProjection, webhookEndpointsProjection } from "./WebhookProjections.ts"
+import * as WebhookRecovery from "./WebhookRecovery.ts"
 import * as WebhookSources from "./WebhookSources.ts"
+import { layer as TriggerPayloadsLive, TriggerPayloads } from "../triggers/TriggerPayloads.ts"
+import { triggerSource } from "../triggers/TriggerSource.ts"
 
 export { WebhookLanes } from "./WebhookLane.ts"
 export { WebhookEndpoints } from "./WebhookEndpoints.ts"
+export { WebhookRecovery } from "./WebhookRecovery.ts"
 
-/** Sources of delivered events; later features (voice, triggers) add theirs here. */
-export const SourcesLive = WebhookSources.layer([WebhookSources.executionSource])
+/**
+ * Sources of delivered events; later features (voice) add theirs here. Trigger events are
+ * rebuilt from this process's payloads (infra/triggers/TriggerSource.ts).
+ */
+export const SourcesLive = Layer.effect(
+  WebhookSources.WebhookSources,
+  TriggerPayloads.useSync((payloads) => [WebhookSources.executionSource, triggerSource(payloads)])
+).pipe(Layer.provide(TriggerPayloadsLive))
 
 const CheckpointsLive = onStorage(WebhookDispatcher.checkpointsMemory, WebhookDispatcher.checkpointsPg)
 
@@ -41,7 +51,7 @@ const EndpointWakes = Layer.effectDiscard(
   })
 )
 
-export const layer = Layer.mergeAll(WebhookDispatcher.layer, EndpointWakes).pipe(
+export const layer = Layer.mergeAll(WebhookDispatcher.layer, EndpointWakes, WebhookRecovery.layer).pipe(
   Layer.provideMerge(WebhookLane.layer),
   Layer.provide(EndpointReadsLive),
   Layer.provideMerge(WebhookEndpoints.layer),

@@ -1,0 +1,208 @@
+/**
+ * Trigger ingestion benchmark (issue "Trigger subscriptions", item 8), `wrk` driving the ingest
+ * URL, the service as a child process, in memory and on Postgres:
+ *
+ * - throughput: `wrk -t1 -c64` POSTs `event_callback`s with distinct event ids to one push
+ *   subscription whose one endpoint is inactive (every event is admitted, recorded and fanned
+ *   out to no target, so only ingestion is measured); the figure is 202s per second (target: at
+ *   least 3,000/s on Postgres), and "no losses" means every 202 has its accepted history row (at
+ *   most one row per connection more: requests in flight when wrk stopped);
+ * - latency: 200 events/s across 100 subscriptions, each naming its own endpoint of 100 on a local
+ *   HTTPS receiver (a worker thread); wrk paces its connections with Lua's `delay()`. The latency
+ *   is from the event's receivedAt (the service's clock when it took the request, the envelope's
+ *   createdAt) to its arrival at the receiver (target: p99 under 100 ms); wrk's own p99 is the
+ *   ingest answer's.
+ *
+ * The service's CPU per event (and Postgres's, when it runs here) is printed with the latency.
+ *
+ *   node bench/scenarios/triggers.ts   (BENCH_SECONDS=10, BENCH_TRIGGER_TARGETS=memory,postgres, BENCH_TRIGGER_RATE=200,
+ *                                       BENCH_TRIGGER_NODE_OPTIONS="--cpu-prof" to profile the service)
+ */
+import { fileURLToPath } from "node:url"
+import { createTestDatabase, dropTestDatabase, postgresAvailable, runSql } from "../../test/support/Database.ts"
+import { type ChildService, startProcess } from "../../test/support/Service.ts"
+import { allHistory, createTriggerEndpoint, ingestPath, subscribe } from "../../test/support/Triggers.ts"
+import { makeCertificate } from "../../test/support/WebhookReceiver.ts"
+import { freePort } from "../../test/support/Webhooks.ts"
+import { postgresCpu, processCpu } from "../ProcessCpu.ts"
+import { startReceiverThread } from "../WebhookReceiverThread.ts"
+import { runWrk, type WrkResult } from "../Wrk.ts"
+
+const SECONDS = Number(process.env.BENCH_SECONDS ?? "10")
+const TARGETS = (process.env.BENCH_TRIGGER_TARGETS ?? "memory,postgres").split(",")
+const RATE = Number(process.env.BENCH_TRIGGER_RATE ?? "200")
+const ENDPOINTS = 100
+const CONNECTIONS = 64
+const PACED_CONNECTIONS = 20
+const KEY = "bench_key_triggers_00001"
+const ROOMY = {
+  SERVICE_API_KEYS: `${KEY}=proj_bench`,
+  SERVICE_RATE_LIMIT_REQUEST_BURST: "100000000",
+  SERVICE_RATE_LIMIT_REQUESTS_PER_MINUTE: "100000000",
+  SERVICE_WEBHOOK_ALLOW_PRIVATE_NETWORKS: "true",
+  SERVICE_WEBHOOK_MAX_ENDPOINTS_PER_PROJECT: "1000"
+}
+
+const wrk = (url: string, script: string, connections: number, seconds: number): Promise<WrkResult> =>
+  runWrk(url, script, { connections, seconds })
+
+const callback = (prefix: string) =>
+  `string.format('{"type":"event_callback","event_id":"Ev${prefix}_%d","event_time":1700000000,"event":{"type":"ping","n":%d}}', n, n)`
+
+/** Distinct event ids (one Lua state: -t1), all to one ingest path. */
+const throughputScript = (path: string, prefix: string) => `
+local n = 0
+wrk.method = "POST"
+wrk.headers["Content-Type"] = "application/json"
+request = function()
+  n = n + 1
+  return wrk.format(nil, "${path}", nil, ${callback(prefix)})
+end
+`
+
+/** Round-robin over the paths, each connection waiting `gap` ms after each answer. */
+const pacedScript = (paths: ReadonlyArray<string>, prefix: string, gapMs: number) => `
+local n = 0
+local paths = { ${paths.map((path) => `"${path}"`).join(", ")} }
+wrk.method = "POST"
+wrk.headers["Content-Type"] = "application/json"
+request = function()
+  n = n + 1
+  return wrk.format(nil, paths[(n % #paths) + 1], nil, ${callback(prefix)})
+end
+delay = function()
+  return ${gapMs}
+end
+`
+
+const percentile = (sorted: ReadonlyArray<number>, p: number) => sorted.length === 0 ? 0 : sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!
+const sleep = (msToWait: number) => new Promise((resolve) => setTimeout(resolve, msToWait))
+
+interface Target {
+  readonly name: string
+  readonly service: ChildService
+  /** Accepted history rows of a subscription, and those still selecting. */
+  readonly rows: (subscriptionId: string) => Promise<{ readonly accepted: number; readonly selecting: number }>
+  readonly close: () => Promise<void>
+}
+
+const start = async (name: string, certPath: string): Promise<Target | undefined> => {
+  const env = { ...ROOMY, NODE_EXTRA_CA_CERTS: certPath, ...(process.env.BENCH_TRIGGER_NODE_OPTIONS ? { NODE_OPTIONS: process.env.BENCH_TRIGGER_NODE_OPTIONS } : {}) }
+  if (name === "memory") {
+    const service = await startProcess(env, await freePort())
+    return {
+      name,
+      service,
+      rows: async (subscriptionId) => {
+        const rows = await allHistory(service, `?subscriptionId=${subscriptionId}`, KEY)
+        return { accepted: rows.filter((row) => row.dedupStatus === "accepted").length, selecting: rows.filter((row) => row.deliveryStatus === "selecting").length }
+      },
+      close: () => service.stop()
+    }
+  }
+  if (!postgresAvailable) return undefined
+  const url = await createTestDatabase("benchtrg")
+  const service = await startProcess({ ...env, SERVICE_DATABASE_URL: url, SERVICE_SECRET_KEY: Buffer.alloc(32, 4).toString("base64") }, await freePort())
+  return {
+    name,
+    service,
+    rows: async (subscriptionId) => {
+      const [row] = await runSql<{ accepted: string; selecting: string }>(url, `
+        SELECT count(*) FILTER (WHERE e.dedup_status = 'accepted')::text AS accepted,
+               count(*) FILTER (WHERE p.phase = 'selecting')::text AS selecting
+        FROM v_trigger_events e JOIN v_trigger_event_progress p USING (arrival_id) WHERE e.subscription_id = '${subscriptionId}'`)
+      return { accepted: Number(row?.accepted ?? 0), selecting: Number(row?.selecting ?? 0) }
+    },
+    close: async () => {
+      await service.stop()
+      await dropTestDatabase(url)
+    }
+  }
+}
+
+export interface TriggerFigures {
+  readonly target: string
+  readonly accepted: WrkResult & { readonly perSecond: number; readonly rows: number; readonly lost: number; readonly extra: number }
+  readonly paced: WrkResult & { readonly cpuUs: number; readonly pgUs: number; readonly delivered: number; readonly p50Ms: number; readonly p99Ms: number; readonly ingestP50Ms: number; readonly ingestP99Ms: number }
+}
+
+export const run = async (): Promise<ReadonlyArray<TriggerFigures>> => {
+  const certificate = makeCertificate()
+  const receiver = await startReceiverThread(certificate)
+  const figures: Array<TriggerFigures> = []
+  try {
+    for (const name of TARGETS) {
+      const target = await start(name, certificate.certPath)
+      if (target === undefined) continue
+      try {
+        const { service } = target
+        // Throughput: one subscription, its endpoint inactive.
+        const idle = await createTriggerEndpoint(service, "https://127.0.0.1:1/never", { key: KEY, active: false })
+        const subscription = await subscribe(service, { trigger: "demo.event", userId: "bench", webhookEndpointIds: [idle.endpointId] }, KEY)
+        await wrk(service.baseUrl, throughputScript(ingestPath(subscription), `warm${name}`), CONNECTIONS, 2)
+        const warm = await target.rows(subscription.subscriptionId)
+        const burst = await wrk(service.baseUrl, throughputScript(ingestPath(subscription), `run${name}`), CONNECTIONS, SECONDS)
+        let counted = await target.rows(subscription.subscriptionId)
+        for (let i = 0; i < 100 && counted.selecting > 0; i++) {
+          await sleep(100)
+          counted = await target.rows(subscription.subscriptionId)
+        }
+        const ok = burst.requests - burst.non2xx
+        const rows = counted.accepted - warm.accepted
+        const accepted = { ...burst, perSecond: Math.round((ok / SECONDS) * 10) / 10, rows, lost: Math.max(0, ok - rows), extra: Math.max(0, rows - ok) }
+        // Latency: 100 subscriptions, one endpoint each, on the receiver.
+        const paths: Array<string> = []
+        for (let i = 0; i < ENDPOINTS; i++) {
+          const endpoint = await createTriggerEndpoint(service, receiver.url(`/${name}/${i}`), { key: KEY, events: ["trigger.demo.event"] })
+          paths.push(ingestPath(await subscribe(service, { trigger: "demo.event", userId: "bench", webhookEndpointIds: [endpoint.endpointId] }, KEY)))
+        }
+        await receiver.reset()
+        const cpu0 = processCpu(service.process.pid!)
+        const pg0 = postgresCpu()
+        const gap = Math.max(1, Math.round((PACED_CONNECTIONS * 1000) / RATE))
+        const paced = await wrk(service.baseUrl, pacedScript(paths, `paced${name}`, gap), PACED_CONNECTIONS, SECONDS)
+        const expected = paced.requests - paced.non2xx
+        for (let i = 0; i < 100 && receiver.received() < expected; i++) await sleep(100)
+        const cpuUs = ((processCpu(service.process.pid!) - cpu0) * 1e6) / Math.max(1, expected)
+        const pgUs = ((postgresCpu() - pg0) * 1e6) / Math.max(1, expected)
+        const arrivals = await receiver.arrivals()
+        const receivedAt = new Map((await allHistory(service, "?trigger=demo.event", KEY)).map((row) => [row.eventId, Date.parse(row.receivedAt)]))
+        const latencies = arrivals.flatMap((arrival) => {
+          const at = receivedAt.get(arrival.eventId)
+          return at === undefined ? [] : [arrival.at - at]
+        }).toSorted((a, b) => a - b)
+        figures.push({
+          target: name,
+          accepted,
+          paced: { ...paced, cpuUs, pgUs, delivered: arrivals.length, p50Ms: percentile(latencies, 50), p99Ms: percentile(latencies, 99), ingestP50Ms: paced.p50Ms, ingestP99Ms: paced.p99Ms }
+        })
+      } finally {
+        await target.close()
+      }
+    }
+  } finally {
+    await receiver.close()
+  }
+  return figures
+}
+
+export const print = (figures: ReadonlyArray<TriggerFigures>) => {
+  for (const f of figures) {
+    const a = f.accepted
+    process.stdout.write(
+      `triggers ingest   ${f.target.padEnd(9)} ${String(a.perSecond).padStart(8)} accepted/s  wrk p50 ${a.p50Ms.toFixed(1)} ms p99 ${a.p99Ms.toFixed(1)} ms` +
+        `  202s=${a.requests - a.non2xx} rows=${a.rows} lost=${a.lost} (in flight at the end: ${a.extra}) non2xx=${a.non2xx} socket errors=${a.errors}` +
+        `  target >= 3000/s with no losses${f.target === "postgres" ? `: ${a.perSecond >= 3000 && a.lost === 0 ? "met" : "MISSED"}` : ""}\n`
+    )
+    const p = f.paced
+    process.stdout.write(
+      `triggers latency  ${f.target.padEnd(9)} ${String(Math.round(p.requestsPerSecond)).padStart(8)} events/s   ${ENDPOINTS} endpoints  ingest → receiver p50 ${p.p50Ms} ms p99 ${p.p99Ms} ms` +
+        `  (ingest answer p50 ${p.ingestP50Ms.toFixed(1)} ms, p99 ${p.ingestP99Ms.toFixed(1)} ms)  service CPU ${Math.round(p.cpuUs)} us/event (Postgres ${Math.round(p.pgUs)})  delivered ${p.delivered}/${p.requests - p.non2xx}  target p99 < 100 ms: ${p.p99Ms < 100 ? "met" : "MISSED"}\n`
+    )
+  }
+}
+
+if (process.argv[1] === fileURLToPath(import.meta.url)) {
+  print(await run())
+  process.exit(0)
+}

@@ -1,0 +1,90 @@
+/**
+ * The polling policy of `github.issue_opened` (decisions.md section 5), pure: which listed issues
+ * are new, how the cursor moves, and when to poll next.
+ *
+ * The cursor's `since` is the newest `updated_at` seen. GitHub's `since` is inclusive, so an
+ * unchanged repository answers the same list again, the same ETag, hence 304: `since` moves only
+ * when something changed. Issues created before the subscription (the baseline) are never
+ * delivered, nor are issues created well before the newest one already seen (an old issue that
+ * was merely updated); the dedup claim on the issue id catches the overlap between polls.
+ */
+export interface PollCursor {
+  /** ISO time sent as `since`. */
+  readonly since: string
+  /** The ETag of the first page answered for `since`. */
+  readonly etag?: string | undefined
+  /** The subscription's creation: issues created before it are not delivered. */
+  readonly baseline: string
+  /** The newest `created_at` among issues seen. */
+  readonly watermark?: string | undefined
+}
+
+/** How far before the watermark an issue may have been created and still be new (replication lag). */
+export const WATERMARK_OVERLAP_MS = 10 * 60 * 1000
+/** The longest wait between polls when the provider keeps failing without saying how long. */
+export const MAX_BACKOFF_MS = 15 * 60 * 1000
+/** A provider's own wait is followed up to this long. */
+export const MAX_PROVIDER_WAIT_MS = 60 * 60 * 1000
+
+export const initialCursor = (subscriptionCreatedAt: string): PollCursor => ({ since: subscriptionCreatedAt, baseline: subscriptionCreatedAt })
+
+export interface ListedIssue {
+  readonly createdAt: string
+  readonly updatedAt: string
+}
+
+/** Whether a listed issue (not a pull request) may be delivered under `cursor`. */
+export const isNewIssue = (cursor: PollCursor, issue: ListedIssue): boolean => {
+  const created = Date.parse(issue.createdAt)
+  if (Number.isNaN(created) || created < Date.parse(cursor.baseline)) return false
+  return cursor.watermark === undefined || created >= Date.parse(cursor.watermark) - WATERMARK_OVERLAP_MS
+}
+
+const later = (a: string | undefined, b: string): string => (a === undefined || Date.parse(b) > Date.parse(a) ? b : a)
+
+/**
+ * The cursor after a poll that listed `issues` (pull requests included: they move `since` too)
+ * with `etag` on its first page. Nothing listed keeps the cursor, and its ETag.
+ */
+export const advanceCursor = (cursor: PollCursor, issues: ReadonlyArray<ListedIssue>, etag: string | undefined): PollCursor => {
+  if (issues.length === 0) return etag === undefined ? cursor : { ...cursor, etag }
+  let since = cursor.since
+  let watermark = cursor.watermark
+  for (const issue of issues) {
+    if (!Number.isNaN(Date.parse(issue.updatedAt))) since = later(since, issue.updatedAt)
+    if (!Number.isNaN(Date.parse(issue.createdAt))) watermark = later(watermark, issue.createdAt)
+  }
+  // The ETag belongs to the question asked: a new `since` asks another one.
+  const sameQuestion = since === cursor.since
+  return { since, baseline: cursor.baseline, ...(watermark !== undefined ? { watermark } : {}), ...(sameQuestion && etag !== undefined ? { etag } : {}) }
+}
+
+export type PollOutcome =
+  | { readonly kind: "listed" }
+  | { readonly kind: "not_modified" }
+  /** 401, or a 403 that is no rate limit: the subscription stays active, polled at its cadence. */
+  | { readonly kind: "refused" }
+  /** 429, a rate-limiting 403, 5xx or a transport failure; `waitMs` when the provider said how long. */
+  | { readonly kind: "backoff"; readonly waitMs?: number | undefined }
+
+/**
+ * Milliseconds until the next poll, and the count of consecutive back-offs after this one: the
+ * cadence, or the provider's wait (Retry-After, X-RateLimit-Reset), or else a doubling from twice
+ * the cadence up to 15 minutes.
+ */
+export const nextPoll = (outcome: PollOutcome, intervalMs: number, failures: number): { readonly delayMs: number; readonly failures: number } => {
+  if (outcome.kind !== "backoff") return { delayMs: intervalMs, failures: 0 }
+  const count = failures + 1
+  if (outcome.waitMs !== undefined) return { delayMs: Math.min(MAX_PROVIDER_WAIT_MS, Math.max(outcome.waitMs, 1_000)), failures: count }
+  return { delayMs: Math.min(MAX_BACKOFF_MS, intervalMs * 2 ** Math.min(count, 20)), failures: count }
+}
+
+/** The `rel="next"` URL of a Link header (RFC 8288), if any. */
+export const nextLink = (header: string | undefined): string | undefined => {
+  if (header === undefined) return undefined
+  for (const part of header.split(",")) {
+    const match = /^\s*<([^>]*)>\s*;(.*)$/.exec(part)
+    if (match !== null && /(?:^|;)\s*rel\s*=\s*"?(?:[^";]*\s)?next(?:\s[^";]*)?"?\s*(?:;|$)/i.test(match[2]!)) return match[1]
+  }
+  return undefined
+}

@@ -1,0 +1,120 @@
+/**
+ * Push ingestion (spec, "Provider push ingestion"; decisions.md section 5). The path's secret is
+ * the credential: a missing, deleted or polling subscription, a wrong or rotated secret and a bad
+ * provider signature all answer one and the same refusal (`refused`), decided before the body is
+ * looked at, and the secret is compared by its SHA-256 in constant time. When the subscription's
+ * connection carries a `signingSecret` credential, Slack's `v0` signature is required too.
+ *
+ * Then the body: `url_verification` answers its challenge; an `event_callback` is normalized by
+ * the subscription's trigger and matched against its filters (an event it does not take is
+ * acknowledged and not recorded), then admitted (Admission.ts). Anything else is invalid.
+ */
+import { Clock, Context, Effect, Layer, Schema } from "effect"
+import { timingSafeEqual } from "node:crypto"
+import { normalizePushed, parsePushBody, verifySlackSignature } from "../../domain/triggers/PushBody.ts"
+import { INGEST_SECRET_PATTERN, type Subscription } from "../../domain/triggers/Subscription.ts"
+import { Secrets } from "../access/Secrets.ts"
+import { BoundedCache } from "../BoundedCache.ts"
+import { TABLE as CONNECTIONS_TABLE } from "../connections/ConnectionsProjection.ts"
+import type { StoreUnavailable } from "../eventlog/EventStore.ts"
+import { ViewStore } from "../eventlog/ViewStore.ts"
+import { Admission } from "./Admission.ts"
+import { secretHash, Subscriptions } from "./Subscriptions.ts"
+
+export interface IngestRequest {
+  readonly subscriptionId: string
+  readonly secret: string
+  readonly rawBody: string
+  readonly slackSignature: string | undefined
+  readonly slackTimestamp: string | undefined
+}
+
+export type IngestAnswer =
+  | { readonly _tag: "Refused" }
+  | { readonly _tag: "Invalid"; readonly message: string }
+  | { readonly _tag: "Challenge"; readonly challenge: string }
+  | { readonly _tag: "Accepted"; readonly accepted: number; readonly duplicates: number }
+
+export interface TriggerIngestShape {
+  readonly ingest: (request: IngestRequest) => Effect.Effect<IngestAnswer, StoreUnavailable>
+}
+
+export class TriggerIngest extends Context.Service<TriggerIngest, TriggerIngestShape>()("app/infra/triggers/TriggerIngest") {}
+
+const SUBSCRIPTION_ID = /^trgsub_[0-9a-z]{32}$/
+
+const refused: IngestAnswer = { _tag: "Refused" }
+const invalid = (message: string): IngestAnswer => ({ _tag: "Invalid", message })
+
+const sameHash = (expected: string | undefined, secret: string): boolean => {
+  const given = Buffer.from(secretHash(secret), "hex")
+  // A subscription without a hash (polling) is compared against itself: same work, no match.
+  const stored = expected === undefined ? undefined : Buffer.from(expected, "hex")
+  const against = stored !== undefined && stored.length === given.length ? stored : given
+  return timingSafeEqual(against, given) && against === stored
+}
+
+const Credentials = Schema.Record(Schema.String, Schema.String)
+const decodeCredentials = Schema.decodeUnknownOption(Schema.fromJsonString(Credentials))
+
+export const make = Effect.gen(function*() {
+  const subscriptions = yield* Subscriptions
+  const admission = yield* Admission
+  const views = yield* ViewStore
+  const secrets = yield* Secrets
+  // Opening sealed credentials costs more than the lookup; a new secret is a new sealed text.
+  const opened = new BoundedCache<string, { readonly signingSecret?: string | undefined }>({ maxWeight: 1_000 })
+
+  /** The connection's signing secret; `false` when the connection is gone or cannot be opened. */
+  const signingSecretOf = Effect.fnUntraced(function*(subscription: Subscription) {
+    if (subscription.connectionId === undefined) return undefined
+    const row = yield* views.get(CONNECTIONS_TABLE, { connectionId: subscription.connectionId })
+    const sealed = row?.credentials
+    if (row === undefined || row.projectId !== subscription.projectId || typeof sealed !== "string") return false as const
+    let entry = opened.get(sealed)
+    if (entry === undefined) {
+      const text = secrets.open(sealed)
+      const credentials = text === undefined ? undefined : decodeCredentials(text)
+      if (credentials === undefined || credentials._tag === "None") return false as const
+      entry = { signingSecret: credentials.value.signingSecret }
+      opened.set(sealed, entry)
+    }
+    return entry.signingSecret
+  })
+
+  const authenticate = Effect.fnUntraced(function*(request: IngestRequest) {
+    if (!SUBSCRIPTION_ID.test(request.subscriptionId) || !INGEST_SECRET_PATTERN.test(request.secret)) return undefined
+    const subscription = yield* subscriptions.find(request.subscriptionId)
+    if (subscription === undefined || subscription.deliveryMode !== "push" || subscription.status !== "active") return undefined
+    if (!sameHash(subscription.secretHash, request.secret)) return undefined
+    const signingSecret = yield* signingSecretOf(subscription)
+    if (signingSecret === false) return undefined
+    if (signingSecret !== undefined) {
+      const now = yield* Clock.currentTimeMillis
+      const signed = verifySlackSignature(signingSecret, { signature: request.slackSignature, timestamp: request.slackTimestamp }, request.rawBody, now)
+      if (!signed) return undefined
+    }
+    return subscription
+  })
+
+  const ingest = Effect.fnUntraced(function*(request: IngestRequest) {
+    const subscription = yield* authenticate(request)
+    if (subscription === undefined) return refused
+    const body = parsePushBody(request.rawBody)
+    if (body === undefined) {
+      return invalid("The body must be a provider callback: {type: \"url_verification\", challenge} or {type: \"event_callback\", event_id, event_time, event}.")
+    }
+    if (body.kind === "verification") return { _tag: "Challenge", challenge: body.challenge } satisfies IngestAnswer
+    const payload = normalizePushed(subscription.trigger, body.event, subscription.filters)
+    if (payload === undefined) return { _tag: "Accepted", accepted: 0, duplicates: 0 } satisfies IngestAnswer
+    const result = yield* admission.admit({ subscription, dedupKey: body.eventId, occurredAtMs: body.occurredAtMs, payload }, "record")
+    return { _tag: "Accepted", accepted: result === "accepted" ? 1 : 0, duplicates: result === "duplicate" ? 1 : 0 } satisfies IngestAnswer
+  })
+
+  return TriggerIngest.of({ ingest })
+})
+
+export const layer = Layer.effect(TriggerIngest, make)
+
+/** `/v1/ingest/<subscriptionId>/<secret>` with the secret hidden: what a log line may show. */
+export const redactIngestPath = (path: string): string => path.replace(/^(\/v1\/ingest\/[^/]*\/).*$/, "$1[redacted]")

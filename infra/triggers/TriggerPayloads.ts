@@ -1,0 +1,60 @@
+/**
+ * Trigger payloads, kept in this process only (spec, "Delivery rules" 9; decisions.md section 5):
+ * never written to the database, held while their deliveries may still need them, and bounded
+ * in bytes (SERVICE_TRIGGER_PAYLOAD_CACHE_BYTES, 256 MiB by default): the least recently used go
+ * first, and anything older than the whole retry schedule goes anyway. A delivery whose payload is
+ * gone, after a restart or an eviction, fails with `payload_unavailable`.
+ *
+ * Each entry is the webhook event the payload's deliveries send, keyed by its eventId.
+ */
+import { Context, Effect, Layer } from "effect"
+import { BoundedCache } from "../BoundedCache.ts"
+import type { WebhookEvent } from "../webhooks/WebhookSources.ts"
+import { payloadCacheBytes } from "./TriggerSettings.ts"
+
+/** Longer than the five attempts' default schedule (1 h 12 min 30 s) with room to spare. */
+export const PAYLOAD_TTL_MS = 3 * 60 * 60 * 1000
+/** What an entry costs beyond its JSON text: the objects around it. */
+const ENTRY_OVERHEAD_BYTES = 512
+
+export interface TriggerPayloadsShape {
+  readonly get: (eventId: string) => WebhookEvent | undefined
+  readonly set: (event: WebhookEvent) => void
+  readonly bytes: () => number
+  /** Takes note of an incarnation of this process that admits events (their `owner`). */
+  readonly own: (incarnationId: string) => void
+  /** The live incarnations of every process, as last read (TriggerFanout.ts refreshes it). */
+  readonly setAlive: (incarnationIds: ReadonlySet<string>) => void
+  /**
+   * The event, or `elsewhere` when the incarnation that admitted it is another process's and is
+   * alive (its payload is there), or undefined when the payload is gone.
+   */
+  readonly locate: (eventId: string, owner: string | undefined) => WebhookEvent | "elsewhere" | undefined
+}
+
+export class TriggerPayloads extends Context.Service<TriggerPayloads, TriggerPayloadsShape>()("app/infra/triggers/TriggerPayloads") {}
+
+export const makePayloads = (maxBytes: number): TriggerPayloadsShape => {
+  const cache = new BoundedCache<string, { readonly event: WebhookEvent; readonly bytes: number }>({
+    maxWeight: maxBytes,
+    weigh: (entry) => entry.bytes,
+    ttlMs: PAYLOAD_TTL_MS
+  })
+  const mine = new Set<string>()
+  let alive: ReadonlySet<string> = new Set()
+  return {
+    get: (eventId) => cache.get(eventId)?.event,
+    set: (event) => cache.set(event.eventId, { event, bytes: 2 * JSON.stringify(event.data).length + ENTRY_OVERHEAD_BYTES }),
+    bytes: () => cache.totalWeight,
+    own: (incarnationId) => void mine.add(incarnationId),
+    setAlive: (incarnationIds) => void (alive = incarnationIds),
+    locate: (eventId, owner) => {
+      const event = cache.get(eventId)?.event
+      if (event !== undefined) return event
+      return owner !== undefined && !mine.has(owner) && alive.has(owner) ? "elsewhere" : undefined
+    }
+  }
+}
+
+/** One cache per process: the webhook lanes and the triggers feature share this layer's instance. */
+export const layer = Layer.effect(TriggerPayloads, Effect.map(Effect.orDie(payloadCacheBytes), makePayloads))

@@ -1,0 +1,48 @@
+import { describe, expect, it } from "vitest"
+import { advanceCursor, initialCursor, isNewIssue, MAX_BACKOFF_MS, nextLink, nextPoll } from "../../../domain/triggers/Polling.ts"
+
+const baseline = "2026-01-01T00:00:00.000Z"
+
+describe("polling policy", () => {
+  it("the baseline: issues created before the subscription are never new", () => {
+    const cursor = initialCursor(baseline)
+    expect(cursor).toEqual({ since: baseline, baseline })
+    expect(isNewIssue(cursor, { createdAt: "2025-12-31T23:59:59Z", updatedAt: "2026-01-02T00:00:00Z" })).toBe(false)
+    expect(isNewIssue(cursor, { createdAt: "2026-01-01T00:00:01Z", updatedAt: "2026-01-01T00:00:01Z" })).toBe(true)
+  })
+
+  it("since follows the newest updated_at; an old issue updated later is not new", () => {
+    const cursor = advanceCursor(initialCursor(baseline), [
+      { createdAt: "2026-01-02T00:00:00Z", updatedAt: "2026-01-02T00:00:00Z" },
+      { createdAt: "2026-01-03T00:00:00Z", updatedAt: "2026-01-04T00:00:00Z" }
+    ], '"etag-1"')
+    expect(cursor).toEqual({ since: "2026-01-04T00:00:00Z", baseline, watermark: "2026-01-03T00:00:00Z" })
+    expect(isNewIssue(cursor, { createdAt: "2026-01-02T00:00:00Z", updatedAt: "2026-01-05T00:00:00Z" })).toBe(false)
+    expect(isNewIssue(cursor, { createdAt: "2026-01-02T23:55:00Z", updatedAt: "2026-01-05T00:00:00Z" })).toBe(true)
+  })
+
+  it("the ETag is kept while the question (since) stays the same, so an unchanged list is a 304", () => {
+    const first = advanceCursor(initialCursor(baseline), [], '"empty"')
+    expect(first.etag).toBe('"empty"')
+    const seen = [{ createdAt: "2026-01-02T00:00:00Z", updatedAt: "2026-01-02T00:00:00Z" }]
+    const moved = advanceCursor(first, seen, '"a"')
+    expect(moved.etag).toBeUndefined()
+    expect(advanceCursor(moved, seen, '"b"').etag).toBe('"b"')
+  })
+
+  it("the cadence, the provider's wait, or doubling up to 15 minutes", () => {
+    expect(nextPoll({ kind: "listed" }, 60_000, 3)).toEqual({ delayMs: 60_000, failures: 0 })
+    expect(nextPoll({ kind: "not_modified" }, 60_000, 0)).toEqual({ delayMs: 60_000, failures: 0 })
+    expect(nextPoll({ kind: "refused" }, 60_000, 2)).toEqual({ delayMs: 60_000, failures: 0 })
+    expect(nextPoll({ kind: "backoff" }, 60_000, 0)).toEqual({ delayMs: 120_000, failures: 1 })
+    expect(nextPoll({ kind: "backoff" }, 60_000, 1)).toEqual({ delayMs: 240_000, failures: 2 })
+    expect(nextPoll({ kind: "backoff" }, 60_000, 9)).toEqual({ delayMs: MAX_BACKOFF_MS, failures: 10 })
+    expect(nextPoll({ kind: "backoff", waitMs: 7_000 }, 60_000, 0)).toEqual({ delayMs: 7_000, failures: 1 })
+  })
+
+  it("reads the next page from a Link header", () => {
+    expect(nextLink('<https://api/x?page=2>; rel="next", <https://api/x?page=5>; rel="last"')).toBe("https://api/x?page=2")
+    expect(nextLink('<https://api/x?page=1>; rel="prev"')).toBeUndefined()
+    expect(nextLink(undefined)).toBeUndefined()
+  })
+})

@@ -1,0 +1,135 @@
+/**
+ * `github.issue_opened` pollers against a local fake GitHub (decisions.md section 5), the service
+ * in this process in memory: the request (since, sort, per_page, token), ETag and 304, pages,
+ * pull requests and pre-baseline issues skipped, labels, back-off on 429 (Retry-After) and 5xx
+ * (doubling), the cadence kept on 401, and deletion stopping the poller.
+ */
+import { afterEach, describe, expect, it } from "vitest"
+import { type FakeGithub, startFakeGithub } from "../../support/FakeGithub.ts"
+import { type InProcessService, startService } from "../../support/Service.ts"
+import { allHistory, createConnection, createTriggerEndpoint, type CreatedSubscription, history, subscribe } from "../../support/Triggers.ts"
+import { eventually } from "../../support/WebhookReceiver.ts"
+
+const URL_OK = "https://93.184.215.14/hooks"
+
+interface Setup {
+  readonly github: FakeGithub
+  readonly service: InProcessService
+  readonly subscription: CreatedSubscription
+}
+
+const started: Array<Setup> = []
+afterEach(async () => {
+  for (const { service, github } of started.splice(0)) {
+    await service.close()
+    await github.close()
+  }
+})
+
+const setup = async (options: { readonly filters?: Record<string, unknown>; readonly token?: string; readonly before?: (github: FakeGithub) => void } = {}): Promise<Setup> => {
+  const github = await startFakeGithub()
+  options.before?.(github)
+  const service = await startService({
+    SERVICE_GITHUB_API_URL: github.url,
+    SERVICE_TRIGGER_MIN_POLL_SECONDS: "1",
+    SERVICE_RATE_LIMIT_REQUEST_BURST: "10000"
+  })
+  const endpoint = await createTriggerEndpoint(service, URL_OK, { active: false })
+  const connection = await createConnection(service, { userId: "u1", toolkit: "github", authClass: "bearer", credentials: { token: options.token ?? "gh-token" } })
+  const subscription = await subscribe(service, {
+    trigger: "github.issue_opened",
+    userId: "u1",
+    connectionId: connection.connectionId,
+    webhookEndpointIds: [endpoint.endpointId],
+    filters: options.filters ?? { owner: "octo", repo: "hello" },
+    pollIntervalSeconds: 1
+  })
+  const result = { github, service, subscription }
+  started.push(result)
+  return result
+}
+
+const gaps = (times: ReadonlyArray<number>) => times.slice(1).map((at, i) => at - times[i]!)
+
+describe("github.issue_opened pollers", () => {
+  it("ask with since, sort, per_page and the token; keep the ETag (304); read every page; skip pull requests and issues before the baseline", async () => {
+    const { github, service, subscription } = await setup({
+      before: (fake) => void fake.addIssue({ title: "before the subscription", createdAt: new Date(Date.now() - 60_000).toISOString() })
+    })
+    await eventually(() => (github.requests.length >= 2 ? true : undefined), 10_000, "two polls")
+    const [first, second] = github.requests
+    expect(first?.path).toBe("/repos/octo/hello/issues")
+    expect(first?.query).toEqual({ state: "all", sort: "created", direction: "asc", since: subscription.createdAt, per_page: "100" })
+    expect(first?.headers.authorization).toBe("Bearer gh-token")
+    expect(first?.headers["if-none-match"]).toBeUndefined()
+    expect(second?.headers["if-none-match"]).toBeDefined()
+    expect(second?.status).toBe(304)
+    // The old issue, updated after the baseline, is still no new issue.
+    github.touch({ ...github.addIssue({ title: "also old", createdAt: new Date(Date.now() - 120_000).toISOString() }) })
+    const opened = Array.from({ length: 150 }, (_, i) => github.addIssue({ title: `new ${i}` }))
+    github.addIssue({ title: "a pull request", pullRequest: true })
+    const rows = await eventually(async () => {
+      const found = await allHistory(service, `?subscriptionId=${subscription.subscriptionId}`)
+      return found.length >= 150 ? found : undefined
+    }, 15_000, "150 issues")
+    await new Promise((resolve) => setTimeout(resolve, 2_500))
+    expect(await allHistory(service, `?subscriptionId=${subscription.subscriptionId}`)).toHaveLength(150)
+    expect(rows.every((row) => row.deliveryMode === "polling" && row.dedupStatus === "accepted" && row.trigger === "github.issue_opened")).toBe(true)
+    expect(rows.map((row) => row.occurredAt).toSorted()).toEqual(opened.map((issue) => new Date(issue.created_at).toISOString()).toSorted())
+    expect(github.requests.some((request) => request.query.page === "2")).toBe(true)
+    // Once seen, nothing changes: the next polls are 304s again.
+    expect(github.requests.at(-1)?.status).toBe(304)
+  }, 40_000)
+
+  it("deliver only issues carrying every filtered label", async () => {
+    const { github, service, subscription } = await setup({ filters: { owner: "octo", repo: "hello", labels: ["bug", "p1"] } })
+    await eventually(() => (github.requests.length >= 1 ? true : undefined), 10_000, "a poll")
+    github.addIssue({ labels: ["bug"] })
+    const wanted = github.addIssue({ labels: ["p1", "bug", "ui"] })
+    github.addIssue({})
+    const rows = await eventually(async () => {
+      const found = await history(service, `?subscriptionId=${subscription.subscriptionId}`)
+      return found.length >= 1 ? found : undefined
+    }, 10_000, "the labelled issue")
+    await new Promise((resolve) => setTimeout(resolve, 2_000))
+    expect(await history(service, `?subscriptionId=${subscription.subscriptionId}`)).toHaveLength(1)
+    expect(rows[0]?.occurredAt).toBe(new Date(wanted.created_at).toISOString())
+  }, 30_000)
+
+  it("back off on 429 (Retry-After) and on 5xx (doubling), then return to the cadence", async () => {
+    const { github } = await setup()
+    await eventually(() => (github.requests.length >= 1 ? true : undefined), 10_000, "a poll")
+    github.failNext([{ status: 503 }, { status: 500 }, { status: 429, headers: { "retry-after": "3" } }])
+    await eventually(() => (github.requests.length >= 7 ? true : undefined), 30_000, "polls after the failures")
+    const statuses = github.requests.map((request) => request.status)
+    const firstFailure = statuses.indexOf(503)
+    expect(statuses.slice(firstFailure, firstFailure + 4)).toEqual([503, 500, 429, 304])
+    const times = github.requests.map((request) => request.at)
+    const [afterFirst5xx, afterSecond5xx, afterRateLimit, back] = gaps(times.slice(firstFailure, firstFailure + 5))
+    expect(afterFirst5xx).toBeGreaterThanOrEqual(1_900)
+    expect(afterFirst5xx).toBeLessThan(3_500)
+    expect(afterSecond5xx).toBeGreaterThanOrEqual(3_900)
+    expect(afterRateLimit).toBeGreaterThanOrEqual(2_900)
+    expect(afterRateLimit).toBeLessThan(3_900)
+    expect(back).toBeLessThan(2_000)
+  }, 45_000)
+
+  it("keep the cadence when GitHub refuses the token (401), and the subscription stays active", async () => {
+    const { github, service, subscription } = await setup({ token: "wrong-token" })
+    await eventually(() => (github.requests.length >= 4 ? true : undefined), 10_000, "four polls")
+    expect(github.requests.every((request) => request.status === 401)).toBe(true)
+    for (const gap of gaps(github.requests.map((request) => request.at))) expect(gap).toBeLessThan(1_800)
+    const got = (await (await service.fetch(`/v1/subscriptions/${subscription.subscriptionId}`)).json()) as { status: string }
+    expect(got.status).toBe("active")
+  }, 30_000)
+
+  it("stop when the subscription is deleted", async () => {
+    const { github, service, subscription } = await setup()
+    await eventually(() => (github.requests.length >= 2 ? true : undefined), 10_000, "two polls")
+    expect((await service.fetch(`/v1/subscriptions/${subscription.subscriptionId}`, { method: "DELETE" })).status).toBe(204)
+    await new Promise((resolve) => setTimeout(resolve, 1_000))
+    const count = github.requests.length
+    await new Promise((resolve) => setTimeout(resolve, 2_500))
+    expect(github.requests.length).toBe(count)
+  }, 30_000)
+})
