@@ -7,6 +7,8 @@ import { fileURLToPath } from "node:url"
 
 export interface Server {
   readonly baseUrl: string
+  /** The child's process id (its CPU time is read from /proc). */
+  readonly pid: number | undefined
   readonly stop: () => Promise<void>
 }
 
@@ -33,6 +35,7 @@ const start = (args: ReadonlyArray<string>, env: Readonly<Record<string, string>
       output = "x".repeat(64 * 1024 + 1)
       resolve({
         baseUrl: `http://127.0.0.1:${match[1]}`,
+        pid: child.pid,
         stop: async () => {
           child.kill("SIGTERM")
           const killer = setTimeout(() => child.kill("SIGKILL"), 5_000)

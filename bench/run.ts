@@ -1,7 +1,10 @@
 /**
  * `npm run bench`: starts the raw node:http baseline and the service (in memory, and on a
  * throwaway Postgres database when one is reachable) as child processes on loopback, runs every
- * scenario of `scenarios/index.ts` with a load generator in a worker thread, and prints a table.
+ * scenario of `scenarios/index.ts` under `wrk` (bench/WrkLoad.ts; without wrk, loudly, the Node
+ * load generator in a worker thread), and prints a table. The memory service runs twice: as
+ * configured, and with SERVICE_HTTP_END_OF_TURN=false (answers written as each finishes rather
+ * than together at the end of the loop's turn), so the batching is judged in the same run.
  *
  * BENCH_SECONDS (default 5) per measurement after a BENCH_WARMUP_SECONDS (default 1) warm-up,
  * BENCH_CONNECTIONS (default 32) concurrent keep-alive connections, BENCH_SCENARIOS (comma
@@ -9,6 +12,7 @@
  */
 import { createBenchDatabase, type BenchDatabase } from "./Database.ts"
 import { measure } from "./load.ts"
+import { hasWrk, measureWrk, warnFallback } from "./WrkLoad.ts"
 import { type Server, startRawServer, startService } from "./Processes.ts"
 import type { BenchContext, Measurement, Target } from "./Scenario.ts"
 import { scenarios as allScenarios } from "./scenarios/index.ts"
@@ -47,13 +51,17 @@ const main = async () => {
   const servers: Array<Server> = []
   let database: BenchDatabase | undefined
   try {
-    log(`bench: ${scenarios.map((s) => s.name).join(", ")}; ${seconds} s per measurement after ${warmupSeconds} s warm-up, ${connections} connections`)
+    warnFallback()
+    log(`bench: ${scenarios.map((s) => s.name).join(", ")}; ${seconds} s per measurement after ${warmupSeconds} s warm-up, ${connections} connections, ${hasWrk ? "wrk" : "Node load generator"}`)
     const raw = await startRawServer()
     servers.push(raw)
     const targets: Array<Target> = []
     const memory = await startService(serviceEnv)
     servers.push(memory)
     targets.push({ name: "memory", baseUrl: memory.baseUrl, key: KEY })
+    const unbatched = await startService({ ...serviceEnv, SERVICE_HTTP_END_OF_TURN: "false" })
+    servers.push(unbatched)
+    targets.push({ name: "memory, no end-of-turn", baseUrl: unbatched.baseUrl, key: KEY })
     database = process.env.BENCH_POSTGRES === "off" ? undefined : await createBenchDatabase()
     if (database === undefined) log("bench: no reachable Postgres, measuring the memory service only")
     else {
@@ -71,7 +79,8 @@ const main = async () => {
       connections,
       targets,
       rawBaseUrl: raw.baseUrl,
-      load: (spec) => measure({ seconds, warmupSeconds, connections, ...spec })
+      load: (spec) =>
+        hasWrk ? measureWrk({ seconds, warmupSeconds, connections, ...spec }) : measure({ seconds, warmupSeconds, connections, ...spec })
     }
     const rows: Array<Measurement> = []
     for (const scenario of scenarios) {

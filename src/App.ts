@@ -13,11 +13,13 @@ import * as Database from "../infra/eventlog/Database.ts"
 import * as Eventlog from "../infra/eventlog/index.ts"
 import * as Executions from "../infra/executions/index.ts"
 import * as Files from "../infra/files/index.ts"
+import * as Observability from "../infra/observability/index.ts"
+import * as Triggers from "../infra/triggers/index.ts"
 import * as Webhooks from "../infra/webhooks/index.ts"
 import { HttpServerLive } from "../http/server/Server.ts"
 import * as Mcp from "../mcp/index.ts"
 
-const features = [Eventlog, Actors, Access, Files, Connections, Executions, Webhooks, Mcp] as const
+const features = [Eventlog, Actors, Access, Files, Connections, Executions, Webhooks, Triggers, Mcp, Observability] as const
 
 /** Every schema step of every feature (applied in id order) and every projection. */
 export const migrations = features.flatMap((feature) => feature.migrations)
@@ -37,7 +39,9 @@ export const FeaturesLive = Layer.mergeAll(
   Connections.layer,
   Executions.layer,
   Webhooks.layer,
-  Mcp.layer
+  Triggers.layer,
+  Mcp.layer,
+  Observability.layer
 ).pipe(Layer.provideMerge(ProjectionsLive), Layer.provideMerge(DatabaseLive))
 
 const ListenLog = Layer.effectDiscard(

@@ -5,16 +5,21 @@
  * first, so that the first failure a user sees is their typo, not a connection error.
  */
 import { Effect } from "effect"
-import { bootstrapKeys, rateLimits, secretKey } from "../infra/access/AccessSettings.ts"
+import { bootstrapKeys, previousSecretKey, rateLimits, secretKey } from "../infra/access/AccessSettings.ts"
+import { retentionSetting } from "../infra/eventlog/MemoryRetention.ts"
+import { logFormat } from "../infra/observability/Logging.ts"
+import { readySettings } from "../infra/observability/Readiness.ts"
+import { telemetrySettings } from "../infra/observability/Telemetry.ts"
 import { leaseTimings } from "../infra/actors/Runner.ts"
 import { syncWaitSetting } from "../infra/executions/Executions.ts"
 import { fileSettings } from "../infra/files/StagedFiles.ts"
 import { allowPrivateNetworks } from "../infra/outbound/OutboundHttp.ts"
 import { providerUrls } from "../infra/providers/index.ts"
-import { databaseUrl, httpUrl, integer, oneOf, optionalId } from "../infra/Settings.ts"
+import { databaseUrl, httpUrl, oneOf, optionalId } from "../infra/Settings.ts"
 import { maxEndpointsSetting } from "../infra/webhooks/WebhookEndpoints.ts"
 import { webhookSettings } from "../infra/webhooks/WebhookSettings.ts"
-import { portSetting, serverLimits } from "../http/server/Server.ts"
+import { triggerSettings } from "../infra/triggers/TriggerSettings.ts"
+import { endOfTurnSetting, portSetting, serverLimits } from "../http/server/Server.ts"
 
 export const preflight = Effect.gen(function*() {
   const port = yield* portSetting
@@ -32,6 +37,12 @@ export const preflight = Effect.gen(function*() {
   yield* syncWaitSetting
   yield* leaseTimings
   yield* optionalId("SERVICE_USER_ID")
-  yield* integer("SERVICE_TRIGGER_MIN_POLL_SECONDS", 30, 1, 86_400)
+  yield* triggerSettings
   yield* oneOf("SERVICE_MCP_TOOLS", ["catalog", "search"], "catalog")
+  yield* previousSecretKey
+  yield* logFormat
+  yield* telemetrySettings
+  yield* readySettings
+  yield* retentionSetting
+  yield* endOfTurnSetting
 })

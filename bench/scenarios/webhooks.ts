@@ -20,7 +20,6 @@ import { Effect, Layer, ManagedRuntime } from "effect"
 import { HttpServer } from "effect/http"
 import { getCACertificates, setDefaultCACertificates } from "node:tls"
 import { fileURLToPath } from "node:url"
-import { EventStore } from "../../infra/eventlog/EventStore.ts"
 import { postgresCpu, processCpu } from "../ProcessCpu.ts"
 import type { Measurement } from "../Scenario.ts"
 import { AppLive } from "../../src/App.ts"
@@ -72,11 +71,10 @@ const memoryTarget = async (cert: string, certPath: string): Promise<Target> => 
   const runtime = ManagedRuntime.make(AppLive.pipe(Layer.provide(config)))
   const address = await runtime.runPromise(Effect.map(HttpServer.HttpServer, (server) => server.address))
   if (address._tag === "UnixPathAddress") throw new Error("expected a TCP address")
-  const store = runtime as unknown as ManagedRuntime.ManagedRuntime<EventStore, unknown>
   return {
     name: "memory",
     client: makeClient(`http://127.0.0.1:${address.port}`),
-    append: (project) => store.runPromise(appendTerminal(`proj_${project}`, "succeeded")),
+    append: (project) => runtime.runPromise(appendTerminal(`proj_${project}`, "succeeded")),
     cpu: threadCpu,
     close: async () => {
       await runtime.dispose()

@@ -37,15 +37,21 @@ export type IdempotencyDecision =
   | { readonly _tag: "Replay"; readonly executionId: string }
   | { readonly _tag: "Mismatch" }
 
-/** How a request's input compares with a claim's: its MAC, and (for older claims) its plain hash. */
+/**
+ * How a request's input compares with a claim's: its MAC, its MAC under the previous secret key
+ * while a rotation is under way (a claim made before it), and (for older claims) its plain hash.
+ */
 export interface InputDigest {
   readonly mac: string
+  readonly previousMac?: (() => string | undefined) | undefined
   readonly hash: () => string
 }
 
 /** What a request with this key and input does at `now`. */
 export const decide = (state: IdempotencyState, input: InputDigest, now: number): IdempotencyDecision => {
   if (state === undefined || now - state.claimedAtMs >= WINDOW_MS) return { _tag: "Claim" }
-  const same = state.inputMac !== undefined ? state.inputMac === input.mac : state.inputHash === input.hash()
+  const same = state.inputMac !== undefined
+    ? state.inputMac === input.mac || (input.previousMac !== undefined && state.inputMac === input.previousMac())
+    : state.inputHash === input.hash()
   return same ? { _tag: "Replay", executionId: state.executionId } : { _tag: "Mismatch" }
 }

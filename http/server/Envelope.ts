@@ -46,6 +46,29 @@ export const methodNotAllowed = (allowed: ReadonlyArray<string>) =>
 export const routeNotFound = () => new EdgeFailure(404, normalized("not_found", "No such route."))
 const internal = () => new EdgeFailure(500, { code: "provider_unavailable", message: "Internal error.", retryable: true })
 
+/**
+ * The store does not answer (Postgres restarting, a connection cut): 503 with a retryable
+ * envelope and `Retry-After`, so that clients retry instead of reporting a failure. Nothing was
+ * accepted: an answer other than this one means the request's effect was recorded.
+ */
+export const storeUnavailable = () =>
+  new EdgeFailure(503, normalized("provider_unavailable", "The service's store is unavailable; retry shortly.", 1), { "retry-after": "1" })
+
+/** SQL failures that a retry may not meet again: lost connections, deadlocks, timeouts. */
+const TRANSIENT_SQL = new Set(["ConnectionError", "DeadlockError", "SerializationError", "LockTimeoutError", "StatementTimeoutError"])
+/** SQLSTATE classes of the same: connection exceptions, operator intervention, resources. */
+const TRANSIENT_SQLSTATE = /^(08|57P|53)/
+
+const isStoreOutage = (failure: unknown, depth = 0): boolean => {
+  if (depth > 4 || typeof failure !== "object" || failure === null) return false
+  const error = failure as { readonly _tag?: unknown; readonly reason?: { readonly _tag?: unknown }; readonly cause?: unknown; readonly code?: unknown }
+  // The store's own failure is an outage only when what it wraps is one (a dropped table is not).
+  if (error._tag === "StoreUnavailable") return isStoreOutage(error.cause, depth + 1)
+  if (error._tag === "SqlError" && typeof error.reason?._tag === "string" && TRANSIENT_SQL.has(error.reason._tag)) return true
+  if (typeof error.code === "string" && (TRANSIENT_SQLSTATE.test(error.code) || error.code.startsWith("ECONN") || error.code === "EPIPE")) return true
+  return isStoreOutage(error.cause, depth + 1) || isStoreOutage(error.reason, depth + 1)
+}
+
 export const envelopeResponse = (requestId: string, status: number, error: NormalizedError, headers: Record<string, string> = {}) => {
   const response = HttpServerResponse.jsonUnsafe({ error, requestId }, { status })
   return Object.keys(headers).length === 0 ? response : HttpServerResponse.setHeaders(response, headers)
@@ -67,6 +90,7 @@ export const classify = (failure: unknown): EdgeFailure | undefined => {
   if (HttpApiSchemaError.is(failure)) {
     return isJsonSyntaxFailure(failure) ? malformedBody() : new EdgeFailure(422, normalized("invalid_input", schemaMessage(failure)))
   }
+  if (isStoreOutage(failure)) return storeUnavailable()
   if (isServiceFailure(failure)) {
     const error = toNormalized(failure)
     const status = STATUS.get(failure._tag) ?? 500

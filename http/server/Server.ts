@@ -3,12 +3,12 @@
  * server (or an in-process web handler in tests) runs per request.
  */
 import { Clock, Context, Effect, FileSystem, Layer, Path, Random, References, Scheduler, Scope, Tracer } from "effect"
-import { Etag, HttpPlatform, HttpRouter, HttpServer } from "effect/http"
-import { HttpApiBuilder, HttpApiScalar } from "effect/http-api"
+import { Etag, HttpMiddleware, HttpPlatform, HttpRouter, HttpServer } from "effect/http"
+import { HttpApiBuilder } from "effect/http-api"
 import { NodeHttpServer } from "@effect/platform-node"
 import { createServer } from "node:http"
 import { devKeyWanted } from "../../infra/access/DevKey.ts"
-import { integer, raw } from "../../infra/Settings.ts"
+import { boolean, integer, raw } from "../../infra/Settings.ts"
 import { ApiKeys } from "../../infra/access/ApiKeys.ts"
 import { Connections } from "../../infra/connections/Connections.ts"
 import { Executions } from "../../infra/executions/Executions.ts"
@@ -20,6 +20,7 @@ import { WebhookEndpoints } from "../../infra/webhooks/WebhookEndpoints.ts"
 import { Api } from "../api/Api.ts"
 import { ConnectionsHttp } from "./ConnectionsHttp.ts"
 import { isDashboardPath, serveDashboard } from "./Dashboard.ts"
+import { DOCS_PATH, DocsRoutes, OPENAPI_PATH } from "./Docs.ts"
 import { answerClientError, makeEdge, type Route } from "./Edge.ts"
 import { makeGate } from "./Gate.ts"
 import { makeMcpMount, MCP_PATH } from "./McpMount.ts"
@@ -29,6 +30,17 @@ import { ExecutionsHttp } from "./ExecutionsHttp.ts"
 import { FilesHttp } from "./FilesHttp.ts"
 import { HealthHttp, SystemHttp } from "./SystemHttp.ts"
 import { WebhooksHttp } from "./WebhooksHttp.ts"
+import { trackServer } from "./Drain.ts"
+import type { InFlight } from "./RequestLog.ts"
+import { makeHealthMounts } from "./Health.ts"
+import { Shutdown } from "../../infra/actors/Shutdown.ts"
+import { Gauges, Readiness } from "../../infra/observability/index.ts"
+import { INGEST_ROUTE, isIngestPath, makeIngestRoute } from "./IngestHttp.ts"
+import { SubscriptionsHttp } from "./SubscriptionsHttp.ts"
+import { TriggerEventsHttp } from "./TriggerEventsHttp.ts"
+import { WebhookRecoveryHttp } from "./WebhookRecoveryHttp.ts"
+import { WebhookRecovery } from "../../infra/webhooks/WebhookRecovery.ts"
+import { Subscriptions, TriggerHistory } from "../../infra/triggers/index.ts"
 
 /** JSON bodies of ordinary routes are small; staged files set their own ceiling. */
 export const DEFAULT_BODY_LIMIT = 1024 * 1024
@@ -40,18 +52,17 @@ const apiRoutes = (): ReadonlyArray<Route> =>
 
 export const routes: ReadonlyArray<Route> = [
   ...apiRoutes(),
-  { method: "GET", path: "/openapi.json" },
-  { method: "GET", path: "/docs" }
+  INGEST_ROUTE,
+  { method: "GET", path: OPENAPI_PATH },
+  { method: "GET", path: DOCS_PATH }
 ]
 
-const ApiLive = HttpApiBuilder.layer(Api, { openapiPath: "/openapi.json" }).pipe(
-  Layer.provide([HealthHttp, SystemHttp, ConnectionsHttp, FilesHttp, WebhooksHttp, ExecutionsHttp]),
+const ApiLive = HttpApiBuilder.layer(Api).pipe(
+  Layer.provide([HealthHttp, SystemHttp, ConnectionsHttp, FilesHttp, WebhooksHttp, ExecutionsHttp, SubscriptionsHttp, TriggerEventsHttp, WebhookRecoveryHttp]),
   Layer.provide([ErrorEnvelopeLive, AuthenticationLive, RateLimitLive])
 )
 
-const DocsLive = HttpApiScalar.layer(Api, { path: "/docs" })
-
-export const AppRoutes = Layer.mergeAll(ApiLive, DocsLive)
+export const AppRoutes = Layer.mergeAll(ApiLive, DocsRoutes)
 
 /**
  * Runs `effect` in a context of `keys`' services alone; its requirements must be among them.
@@ -100,26 +111,30 @@ const serverServices = [
 ] as const
 
 const buildRoutes = HttpRouter.toHttpEffect(AppRoutes).pipe(
-  withOnly(...serverServices, ApiKeys, Connections, Executions, RateLimiter, Secrets, StagedFiles, ViewStore, WebhookEndpoints)
+  withOnly(...serverServices, ApiKeys, Connections, Executions, RateLimiter, Secrets, StagedFiles, ViewStore, WebhookEndpoints, WebhookRecovery, Subscriptions, TriggerHistory)
 )
 
-/** Paths answered without a key: the API's description and its docs. */
-const PUBLIC_PATHS = new Set(["/openapi.json", "/docs", "/health"])
+/** Paths answered without a key: the API's description and its docs (and ingest, whose path holds its secret). */
+const PUBLIC_PATHS = new Set([OPENAPI_PATH, DOCS_PATH, "/health"])
 
 /** The per-request effect: routes behind the edge. */
-export const makeHttpApp = Effect.gen(function*() {
+export const makeHttpApp = (inFlight?: InFlight) => Effect.gen(function*() {
   const app = yield* buildRoutes
   const fileCeiling = uploadCeiling((yield* fileSettings).maxBytes)
   const edge = makeEdge({
     routes,
-    authenticate: (path) => !PUBLIC_PATHS.has(path),
+    // The route table takes a trailing slash (`/health/`): so does this check.
+    authenticate: (path) => !PUBLIC_PATHS.has(path.length > 1 && path.endsWith("/") ? path.slice(0, -1) : path) && !isIngestPath(path),
     gate: makeGate(yield* ApiKeys),
-    mounts: new Map([[MCP_PATH, makeMcpMount(yield* McpGateway)]]),
+    mounts: new Map([[MCP_PATH, makeMcpMount(yield* McpGateway)], ...makeHealthMounts(yield* Readiness, yield* Gauges)]),
     bodyLimit: (method, path) => (method === "POST" && path === "/v1/files" ? fileCeiling : DEFAULT_BODY_LIMIT),
     // The dashboard's static files: public, outside the API's routes and body rules.
-    staticFiles: { matches: isDashboardPath, serve: serveDashboard }
+    staticFiles: { matches: isDashboardPath, serve: serveDashboard },
+    closing: (yield* Shutdown).stopping,
+    endOfTurn: yield* endOfTurnSetting,
+    ...(inFlight !== undefined ? { inFlight } : {})
   })
-  return edge(app)
+  return edge((yield* makeIngestRoute)(app))
 })
 
 /**
@@ -128,6 +143,9 @@ export const makeHttpApp = Effect.gen(function*() {
  * service to the network.
  */
 export const portSetting = integer("SERVICE_PORT", 8080, 0, 65535)
+
+/** SERVICE_HTTP_END_OF_TURN: answers leave together at the end of the loop's turn (EndOfTurn.ts); `false` writes each as it finishes. */
+export const endOfTurnSetting = boolean("SERVICE_HTTP_END_OF_TURN", true)
 
 export const listenSettings = Effect.gen(function*() {
   const port = yield* portSetting
@@ -168,10 +186,20 @@ const makeNodeServer = (limits: Effect.Success<typeof serverLimits>) => () => {
 export const HttpServerLive = Layer.unwrap(
   Effect.gen(function*() {
     const listen = yield* listenSettings
-    const app = yield* makeHttpApp
-    const serve = Layer.effectDiscard(HttpServer.HttpServer.use((server) => server.serve(app).pipe(withOnly(...serverServices))))
-    return serve.pipe(
-      Layer.provideMerge(NodeHttpServer.layer(makeNodeServer(yield* serverLimits), listen))
+    const node = trackServer(makeNodeServer(yield* serverLimits))
+    const app = yield* makeHttpApp(node.inFlight)
+    const shutdown = yield* Shutdown
+    // Effect's own server span records the whole URL (the ingest path holds a secret): the edge
+    // makes the request's span instead (RequestLog.ts).
+    const serve = Layer.effectDiscard(HttpServer.HttpServer.use((server) =>
+      server.serve(app).pipe(Effect.provideService(HttpMiddleware.TracerDisabledWhen, () => true), withOnly(...serverServices, HttpMiddleware.TracerDisabledWhen))
+    ))
+    // Built last, so it runs first when the service stops: requests and attempts in flight
+    // finish before the server and the features close (Drain.ts).
+    const drain = Layer.effectDiscard(Effect.addFinalizer(() => node.drain(shutdown)))
+    return drain.pipe(
+      Layer.provideMerge(serve),
+      Layer.provideMerge(NodeHttpServer.layer(node.create, listen))
     )
   })
 ).pipe(Layer.provide(NodeHttpServer.layerHttpServices))

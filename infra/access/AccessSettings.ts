@@ -57,6 +57,17 @@ export const secretKey = (required: boolean) =>
       : new Rejected("expected 32 bytes encoded as base64")
   })
 
+/**
+ * SERVICE_SECRET_KEY_PREVIOUS: the key being rotated away from (32 bytes, base64), optional.
+ * What it sealed still opens while `secrets reseal` moves it under SERVICE_SECRET_KEY.
+ */
+export const previousSecretKey = parsed("SERVICE_SECRET_KEY_PREVIOUS", (raw): Redacted.Redacted<Uint8Array> | undefined | Rejected => {
+  if (raw === undefined) return undefined
+  const canonical = /^[A-Za-z0-9+/]*={0,2}$/.test(raw) && raw.length % 4 === 0
+  const bytes = Buffer.from(raw, "base64")
+  return canonical && bytes.length === 32 ? Redacted.make<Uint8Array>(new Uint8Array(bytes)) : new Rejected("expected 32 bytes encoded as base64")
+})
+
 export interface RateLimitSettings {
   readonly requestsPerMinute: number
   readonly requestBurst: number

@@ -2,11 +2,16 @@
  * Keys derived from SERVICE_SECRET_KEY: sealing (AES-256-GCM) for webhook signing secrets and
  * connection credentials at rest, and a MAC key for tamper-evident list cursors. Each purpose
  * gets its own subkey, so a cursor MAC can never open a sealed secret.
+ *
+ * Rotation (docs/operations.md): with SERVICE_SECRET_KEY_PREVIOUS set, what the previous key
+ * sealed or MACed still opens and verifies, while everything new is sealed under the current
+ * key; `secrets reseal` (src/cli/Secrets.ts) then re-seals the old values, after which the
+ * previous key can go. Whether the key opens the data at all is checked at start (KeyCheck.ts).
  */
 import { Context, Effect, Layer, Redacted } from "effect"
 import { createCipheriv, createDecipheriv, createHmac, createSecretKey, hkdfSync, randomBytes, timingSafeEqual } from "node:crypto"
 import { isDurable } from "../eventlog/Database.ts"
-import { secretKey } from "./AccessSettings.ts"
+import { previousSecretKey, secretKey } from "./AccessSettings.ts"
 
 export interface SecretsShape {
   /** Seals UTF-8 text: `v1.<iv>.<ciphertext>.<tag>`, base64url parts. */
@@ -15,6 +20,8 @@ export interface SecretsShape {
   readonly open: (sealed: string) => string | undefined
   /** A MAC over `data` for `purpose`, base64url. */
   readonly mac: (purpose: string, data: string) => string
+  /** The MAC under the previous key, while one is configured (a claim made before a rotation). */
+  readonly previousMac: (purpose: string, data: string) => string | undefined
   /** Compares in constant time; `length` truncates the expected MAC to the given characters. */
   readonly verifyMac: (purpose: string, data: string, mac: string, length?: number) => boolean
 }
@@ -24,22 +31,26 @@ export class Secrets extends Context.Service<Secrets, SecretsShape>()("app/infra
 const subkey = (master: Uint8Array, purpose: string) =>
   Buffer.from(hkdfSync("sha256", master, Buffer.alloc(0), `service/${purpose}`, 32))
 
-export const makeSecrets = (master: Uint8Array): SecretsShape => {
+/** What the sealed format looks like: `v1.<iv: 12 bytes>.<ciphertext>.<tag: 16 bytes>`, base64url parts. */
+export const SEALED = /^v1\.[A-Za-z0-9_-]{16}\.[A-Za-z0-9_-]*\.[A-Za-z0-9_-]{22}$/
+
+/** One master key's subkeys. */
+const keysOf = (master: Uint8Array) => {
   // A KeyObject, made once: creating ciphers from it is ~5x cheaper than from raw bytes.
   const sealKey = createSecretKey(subkey(master, "seal/v1"))
   // A KeyObject, made once: an HMAC keyed by raw bytes builds one on every call (a third of the
   // cost of a small MAC).
   const macKey = createSecretKey(subkey(master, "mac/v1"))
-  const mac = (purpose: string, data: string) =>
-    createHmac("sha256", macKey).update(purpose).update("\u0000").update(data).digest("base64url")
   return {
-    seal: (plaintext) => {
+    mac: (purpose: string, data: string) =>
+      createHmac("sha256", macKey).update(purpose).update("\u0000").update(data).digest("base64url"),
+    seal: (plaintext: string) => {
       const iv = randomBytes(12)
       const cipher = createCipheriv("aes-256-gcm", sealKey, iv)
       const body = Buffer.concat([cipher.update(plaintext, "utf8"), cipher.final()])
       return ["v1", iv.toString("base64url"), body.toString("base64url"), cipher.getAuthTag().toString("base64url")].join(".")
     },
-    open: (sealed) => {
+    open: (sealed: string): string | undefined => {
       const [version, iv, body, tag] = sealed.split(".")
       if (version !== "v1" || iv === undefined || body === undefined || tag === undefined) return undefined
       try {
@@ -49,22 +60,59 @@ export const makeSecrets = (master: Uint8Array): SecretsShape => {
       } catch {
         return undefined
       }
-    },
-    mac,
-    verifyMac: (purpose, data, given, length) => {
-      const full = mac(purpose, data)
-      const expected = Buffer.from(length === undefined ? full : full.slice(0, length))
-      const actual = Buffer.from(given)
-      return expected.length === actual.length && timingSafeEqual(expected, actual)
     }
   }
 }
 
+const sameMac = (expected: string, given: string, length: number | undefined) => {
+  const a = Buffer.from(length === undefined ? expected : expected.slice(0, length))
+  const b = Buffer.from(given)
+  return a.length === b.length && timingSafeEqual(a, b)
+}
+
+/** What `reseal` found a sealed value to be. */
+export type Resealed =
+  | { readonly _tag: "Current" }
+  | { readonly _tag: "Resealed"; readonly sealed: string }
+  | { readonly _tag: "Unreadable" }
+
+export interface KeyRing extends SecretsShape {
+  /** True when the previous key (not the current one) opens `sealed`. */
+  readonly openedByPrevious: (sealed: string) => boolean
+  /** `sealed` under the current key: as it is, re-sealed from the previous key, or unreadable. */
+  readonly reseal: (sealed: string) => Resealed
+}
+
+/** The current key, and the previous one while a rotation is under way. */
+export const makeKeyRing = (master: Uint8Array, previousMaster?: Uint8Array): KeyRing => {
+  const current = keysOf(master)
+  const previous = previousMaster === undefined ? undefined : keysOf(previousMaster)
+  const open = (sealed: string) => current.open(sealed) ?? previous?.open(sealed)
+  return {
+    seal: current.seal,
+    open,
+    mac: current.mac,
+    previousMac: (purpose, data) => previous?.mac(purpose, data),
+    verifyMac: (purpose, data, given, length) =>
+      sameMac(current.mac(purpose, data), given, length) ||
+      (previous !== undefined && sameMac(previous.mac(purpose, data), given, length)),
+    openedByPrevious: (sealed) => current.open(sealed) === undefined && previous?.open(sealed) !== undefined,
+    reseal: (sealed) => {
+      if (current.open(sealed) !== undefined) return { _tag: "Current" }
+      const plaintext = previous?.open(sealed)
+      return plaintext === undefined ? { _tag: "Unreadable" } : { _tag: "Resealed", sealed: current.seal(plaintext) }
+    }
+  }
+}
+
+export const makeSecrets = (master: Uint8Array, previousMaster?: Uint8Array): SecretsShape => makeKeyRing(master, previousMaster)
+
+/** The key ring of SERVICE_SECRET_KEY (and SERVICE_SECRET_KEY_PREVIOUS), as configured. */
+export const keyRing = Effect.gen(function*() {
+  const key = yield* secretKey(yield* isDurable)
+  const previous = yield* previousSecretKey
+  return makeKeyRing(Redacted.value(key), previous === undefined ? undefined : Redacted.value(previous))
+})
+
 /** SERVICE_SECRET_KEY, required with a database and generated for this process without one. */
-export const layer = Layer.effect(
-  Secrets,
-  Effect.gen(function*() {
-    const key = yield* secretKey(yield* isDurable)
-    return makeSecrets(Redacted.value(key))
-  })
-)
+export const layer = Layer.effect(Secrets, keyRing)

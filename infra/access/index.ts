@@ -3,9 +3,12 @@
  * and the secret key's uses (sealing, cursor MACs).
  */
 import { Layer } from "effect"
+import { onStorage } from "../eventlog/Database.ts"
 import type { Migration } from "../eventlog/PgMigrations.ts"
 import type { Projection } from "../eventlog/Projection.ts"
 import * as ApiKeys from "./ApiKeys.ts"
+import * as KeyCheck from "./KeyCheck.ts"
+import * as PgRateLimiter from "./PgRateLimiter.ts"
 import * as RateLimiter from "./RateLimiter.ts"
 import * as Secrets from "./Secrets.ts"
 
@@ -13,7 +16,12 @@ export { ApiKeys } from "./ApiKeys.ts"
 export { RateLimiter } from "./RateLimiter.ts"
 export { Secrets } from "./Secrets.ts"
 
-export const layer = Layer.mergeAll(ApiKeys.layer, RateLimiter.layer, Secrets.layer)
+/** The key check runs with the layer: a key that does not open the data stops the start (KeyCheck.ts). */
+export const layer = Layer.mergeAll(ApiKeys.layer, onStorage(RateLimiter.layerMemory, PgRateLimiter.layerPg), Secrets.layer, KeyCheck.layer)
 
-export const migrations: ReadonlyArray<Migration> = [...ApiKeys.accessMigrations, ...RateLimiter.rateLimitMigrations]
+export const migrations: ReadonlyArray<Migration> = [
+  ...ApiKeys.accessMigrations,
+  ...PgRateLimiter.rateLimitMigrations,
+  ...KeyCheck.keyCheckMigrations
+]
 export const projections: ReadonlyArray<Projection> = []

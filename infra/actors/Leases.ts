@@ -34,14 +34,16 @@ export const layerMemory: Layer.Layer<Leases> = Layer.succeed(Leases, {
 /** Keys per statement at most. */
 const MAX_BATCH = 500
 
+/** `previous`: the holder before this statement, so that a takeover can be logged. */
 const ACQUIRE = `
-  WITH wanted AS (SELECT DISTINCT k FROM unnest($1::text[]) AS u(k))
+  WITH wanted AS (SELECT DISTINCT k FROM unnest($1::text[]) AS u(k)),
+  prior AS (SELECT lease_key, runner_id FROM actor_leases WHERE lease_key IN (SELECT k FROM wanted))
   INSERT INTO actor_leases (lease_key, runner_id)
   SELECT k, $2 FROM wanted
   ON CONFLICT (lease_key) DO UPDATE SET runner_id = EXCLUDED.runner_id, acquired_at = now()
     WHERE actor_leases.runner_id = EXCLUDED.runner_id
        OR NOT EXISTS (SELECT 1 FROM runners r WHERE r.runner_id = actor_leases.runner_id AND r.expires_at > now())
-  RETURNING lease_key`
+  RETURNING lease_key, (SELECT p.runner_id FROM prior p WHERE p.lease_key = actor_leases.lease_key) AS previous`
 
 const RELEASE = `DELETE FROM actor_leases WHERE lease_key = ANY($1::text[]) AND runner_id = $2`
 
@@ -64,7 +66,11 @@ export const layerPg: Layer.Layer<Leases, never, SqlClient.SqlClient> = Layer.ef
     const acquire = yield* makeBatcher<Ask, boolean, StoreUnavailable>({
       maxBatch: MAX_BATCH,
       serve: inOrder((asks) =>
-        byHolder(asks, (holder, keys) => sql.unsafe<{ lease_key: string }>(ACQUIRE, [keys, holder])).pipe(
+        byHolder(asks, (holder, keys) => sql.unsafe<{ lease_key: string; previous: string | null }>(ACQUIRE, [keys, holder])).pipe(
+          // A lease held by another incarnation (whose runner lease lapsed) changed hands: say so.
+          Effect.tap((results) =>
+            Effect.forEach(results.flatMap(([holder, rows]) => rows.filter((row) => row.previous !== null && row.previous !== holder)), (row) =>
+              Effect.logInfo("lease taken over", { lease: row.lease_key, from: row.previous }), { discard: true })),
           Effect.map((results) => {
             const granted = new Set(results.flatMap(([holder, rows]) => rows.map((row) => `${holder}\u0000${row.lease_key}`)))
             return asks.map((ask) => granted.has(`${ask.holder}\u0000${ask.key}`))

@@ -10,13 +10,19 @@ import { PgClient } from "@effect/sql-pg"
 import { Context, Effect, Layer, type Redacted } from "effect"
 import { SqlClient } from "effect/sql"
 import { databaseUrl } from "../Settings.ts"
-import { type Migration, runMigrations } from "./PgMigrations.ts"
+import { checkSchemaVersion, type Migration, runMigrations } from "./PgMigrations.ts"
 import { type Projection, Projections } from "./Projection.ts"
 import { ensureProjectionTables } from "./ProjectionAdmin.ts"
 
 export type Storage =
   | { readonly _tag: "Memory" }
-  | { readonly _tag: "Postgres"; readonly sql: SqlClient.SqlClient; readonly pg: PgClient.PgClient }
+  | {
+    readonly _tag: "Postgres"
+    readonly sql: SqlClient.SqlClient
+    readonly pg: PgClient.PgClient
+    /** Ids of the migrations this code knows: readiness compares them with those applied. */
+    readonly migrationIds: ReadonlyArray<number>
+  }
 
 export class Database extends Context.Service<Database, Storage>()("app/infra/eventlog/Database") {}
 
@@ -26,9 +32,12 @@ export interface SchemaParts {
   readonly projections: ReadonlyArray<Projection>
 }
 
+/** Connections of the pool every feature shares. */
+export const POOL_SIZE = 16
+
 /** The pool every feature shares. */
 export const pgClientLayer = (url: Redacted.Redacted<string>) =>
-  PgClient.layer({ url, maxConnections: 16, applicationName: "service" })
+  PgClient.layer({ url, maxConnections: POOL_SIZE, applicationName: "service" })
 
 export const layerMemory: Layer.Layer<Database> = Layer.succeed(Database, { _tag: "Memory" })
 
@@ -37,10 +46,17 @@ export const layerPostgres = (url: Redacted.Redacted<string>, parts: SchemaParts
   Layer.effect(
     Database,
     Effect.gen(function*() {
+      // A database migrated by a newer version is refused before anything is applied to it.
+      yield* checkSchemaVersion(parts.migrations)
       const applied = yield* runMigrations(parts.migrations)
       if (applied.length > 0) yield* Effect.logInfo(`applied migrations: ${applied.join(", ")}`)
       yield* ensureProjectionTables.pipe(Effect.provideService(Projections, parts.projections))
-      return { _tag: "Postgres" as const, sql: yield* SqlClient.SqlClient, pg: yield* PgClient.PgClient }
+      return {
+        _tag: "Postgres" as const,
+        sql: yield* SqlClient.SqlClient,
+        pg: yield* PgClient.PgClient,
+        migrationIds: parts.migrations.map((migration) => migration.id)
+      }
     })
   ).pipe(Layer.provide(pgClientLayer(url)))
 

@@ -3,7 +3,7 @@
  * projections are applied to the memory tables in the same synchronous step as the append, so
  * the guarantees match the Postgres store's single commit.
  */
-import { Context, Duration, Effect, Layer } from "effect"
+import { Clock, Context, Duration, Effect, Layer } from "effect"
 import {
   type AppendRequest,
   ConcurrencyConflict,
@@ -18,6 +18,7 @@ import {
 } from "./EventStore.ts"
 import { projectAll, Projections } from "./Projection.ts"
 import { MemoryTables, memoryViewStore, ViewStore } from "./ViewStore.ts"
+import { recordAppend } from "../observability/Metrics.ts"
 
 /**
  * Wakes followers when something is appended; a waiter also gives up after `maxWait`. Wake-ups
@@ -87,22 +88,44 @@ class MemoryEvent extends EventFields implements RecordedEvent {
   }
 }
 
-export const makeMemoryEventStore = (tables: MemoryTables, projections: Projections["Service"]) => {
-  const log: Array<RecordedEvent> = []
+/**
+ * What memory retention (MemoryRetention.ts) does to the log: streams forgotten whole, and the
+ * head of the global log (what followers read) trimmed by age. Positions stay as they were: the
+ * log remembers how many events it has dropped from its head.
+ */
+export interface MemoryLogShape {
+  /** Drops these streams' events from `readStream` (the global log keeps them until trimmed). */
+  readonly forget: (streamIds: Iterable<string>) => void
+  /** Drops streams of `streamType` whose last event is older than `beforeMs`; answers how many. */
+  readonly forgetIdle: (streamType: string, beforeMs: number) => number
+  /** Drops events older than `beforeMs` from the head of the global log; answers how many. */
+  readonly trimHead: (beforeMs: number) => number
+  /** Events in the global log, and streams kept. */
+  readonly sizes: () => { readonly events: number; readonly streams: number }
+}
+
+export class MemoryLog extends Context.Service<MemoryLog, MemoryLogShape>()("app/infra/MemoryLog") {}
+
+export const makeMemoryEventStore = (tables: MemoryTables, projections: Projections["Service"]) =>
+  makeMemoryLog(tables, projections).store
+
+export const makeMemoryLog = (tables: MemoryTables, projections: Projections["Service"]) => {
+  let log: Array<RecordedEvent> = []
+  /** Events dropped from the head of `log`: event n sits at index n - 1 - dropped. */
+  let dropped = 0
   // The stream's id is kept once and shared by its events.
   const streams = new Map<string, { id: string; type: string; events: Array<RecordedEvent> }>()
   const wakeup = new Wakeup("1 second")
   const inline = projections.filter((p) => p.mode === "inline")
 
   const append = (requests: ReadonlyArray<AppendRequest>) =>
-    Effect.suspend(() => {
+    Effect.flatMap(Clock.currentTimeMillis, (now) => {
       for (const request of requests) {
         const current = streams.get(request.streamId)?.events.length ?? 0
         if (current !== request.expectedVersion) {
           return Effect.fail(new ConcurrencyConflict({ streamId: request.streamId, expectedVersion: request.expectedVersion }))
         }
       }
-      const now = Date.now()
       const recorded: Array<RecordedEvent> = []
       for (const request of requests) {
         let stream = streams.get(request.streamId)
@@ -111,47 +134,80 @@ export const makeMemoryEventStore = (tables: MemoryTables, projections: Projecti
           streams.set(request.streamId, stream)
         }
         for (const event of request.events) {
-          const record = new MemoryEvent(stream, stream.events.length + 1, event, now, log.length + 1)
+          const record = new MemoryEvent(stream, stream.events.length + 1, event, now, dropped + log.length + 1)
           stream.events.push(record)
           log.push(record)
           recorded.push(record)
         }
       }
       for (const projection of inline) tables.apply(projectAll(projection, recorded))
+      recordAppend(recorded.length)
       wakeup.notify()
       return Effect.succeed(recorded as ReadonlyArray<RecordedEvent>)
     })
 
-  // Memory positions are dense: event n sits at index n - 1.
+  // Memory positions are dense: event n sits at index n - 1 - dropped. A follower behind the
+  // trimmed head (more than the retention window) goes on from the oldest event kept.
   const readAll = (after: Position, limit: number) =>
-    Effect.sync(() => log.slice(Number(after.seq), Number(after.seq) + limit) as ReadonlyArray<RecordedEvent>)
+    Effect.sync(() => {
+      const from = Math.max(0, Number(after.seq) - dropped)
+      return log.slice(from, from + limit) as ReadonlyArray<RecordedEvent>
+    })
 
   const store: EventStoreShape = {
     append,
     readStream: (streamId, fromVersion = 1) =>
       Effect.sync(() => (streams.get(streamId)?.events ?? []).slice(Math.max(0, fromVersion - 1))),
     readAll,
-    head: Effect.sync(() => log[log.length - 1]?.position ?? { tx: 0n, seq: 0n }),
+    head: Effect.sync(() => log[log.length - 1]?.position ?? { tx: BigInt(dropped), seq: BigInt(dropped) }),
     follow: (after, options) => followByPolling(readAll, after, wakeup, options?.batchSize ?? 500),
     streamIds: (streamType) =>
       Effect.sync(() => [...streams.entries()].filter(([, s]) => s.type === streamType).map(([id]) => id))
   }
-  return store
+  const maintenance: MemoryLogShape = {
+    forget: (streamIds) => {
+      for (const id of streamIds) streams.delete(id)
+    },
+    forgetIdle: (streamType, beforeMs) => {
+      let count = 0
+      for (const [id, stream] of streams) {
+        const last = stream.events[stream.events.length - 1]
+        if (stream.type === streamType && last !== undefined && last.createdAt < beforeMs) {
+          streams.delete(id)
+          count++
+        }
+      }
+      return count
+    },
+    trimHead: (beforeMs) => {
+      let count = 0
+      while (count < log.length && log[count]!.createdAt < beforeMs) count++
+      if (count > 0) {
+        log = log.slice(count)
+        dropped += count
+      }
+      return count
+    },
+    sizes: () => ({ events: log.length, streams: streams.size })
+  }
+  return { store, maintenance }
 }
 
 /** The memory tables themselves, for the in-process projection runner and tests. */
 export class MemoryTablesService extends Context.Service<MemoryTablesService, MemoryTables>()("app/infra/MemoryTables") {}
 
 /** Event store, view store and memory tables, all in this process. */
-export const layerMemory: Layer.Layer<EventStore | ViewStore | MemoryTablesService, never, Projections> = Layer.effectContext(
+export const layerMemory: Layer.Layer<EventStore | ViewStore | MemoryTablesService | MemoryLog, never, Projections> = Layer.effectContext(
   Effect.gen(function*() {
     const projections = yield* Projections
     const keys = new Map<string, ReadonlyArray<string>>()
     for (const projection of projections) for (const table of projection.tables) keys.set(table.name, table.primaryKey)
     const tables = new MemoryTables(keys)
-    return Context.make(EventStore, makeMemoryEventStore(tables, projections)).pipe(
+    const { store, maintenance } = makeMemoryLog(tables, projections)
+    return Context.make(EventStore, store).pipe(
       Context.add(ViewStore, memoryViewStore(tables)),
-      Context.add(MemoryTablesService, tables)
+      Context.add(MemoryTablesService, tables),
+      Context.add(MemoryLog, maintenance)
     )
   })
 )

@@ -5,7 +5,7 @@
  * (src/App.ts) hands them all to `Database.layer`, which applies the new ones in id order at
  * start-up. Ids are global, kept forever and never reused: a step once shipped is never edited.
  */
-import { Effect } from "effect"
+import { Effect, Schema } from "effect"
 import { SqlClient } from "effect/sql"
 import type { SqlError } from "effect/sql/SqlError"
 
@@ -84,8 +84,56 @@ export const eventLogMigrations: ReadonlyArray<Migration> = [
       // about half at 70, all at 50, which measured no faster for a table twice the size).
       `ALTER TABLE streams SET (fillfactor = 70)`
     ]
+  },
+  {
+    id: 720,
+    name: "events_reseal_in_place",
+    statements: [
+      // The one exception to append-only: `secrets reseal` (src/cli/Secrets.ts) rewrites sealed
+      // values under the current secret key. It changes no fact: the same plaintext, the same
+      // event, position and time; only `data` may differ, and only in a transaction that says
+      // it is re-sealing.
+      `CREATE OR REPLACE FUNCTION events_append_only() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN
+          IF TG_OP = 'UPDATE' AND current_setting('service.resealing', true) = 'on'
+             AND (NEW.global_position, NEW.tx_id, NEW.stream_id, NEW.stream_version, NEW.event_id,
+                  NEW.event_type, NEW.schema_version, NEW.metadata, NEW.created_at)
+                 IS NOT DISTINCT FROM
+                 (OLD.global_position, OLD.tx_id, OLD.stream_id, OLD.stream_version, OLD.event_id,
+                  OLD.event_type, OLD.schema_version, OLD.metadata, OLD.created_at) THEN
+            RETURN NEW;
+          END IF;
+          RAISE EXCEPTION 'events is append-only';
+        END $$`
+    ]
   }
 ]
+
+/**
+ * The database holds migrations this code does not know: a newer version of the service
+ * migrated it. Running older code on it could write what the newer one no longer reads.
+ */
+export class SchemaTooNew extends Schema.TaggedError<SchemaTooNew>()("SchemaTooNew", {
+  unknown: Schema.Array(Schema.String)
+}) {
+  override get message() {
+    return `the database was migrated by a newer version of the service (migrations ${this.unknown.join(", ")} are unknown to this one); run that version or a newer one`
+  }
+}
+
+/** Fails with SchemaTooNew when `schema_migrations` holds an id that `migrations` lacks. */
+export const checkSchemaVersion = (
+  migrations: ReadonlyArray<Migration>
+): Effect.Effect<void, SqlError | SchemaTooNew, SqlClient.SqlClient> =>
+  Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    const exists = yield* sql<{ present: boolean }>`SELECT to_regclass('schema_migrations') IS NOT NULL AS present`
+    if (exists[0]?.present !== true) return
+    const known = new Set(migrations.map((migration) => migration.id))
+    const applied = yield* sql<{ id: number; name: string }>`SELECT id, name FROM schema_migrations ORDER BY id`
+    const unknown = applied.filter((row) => !known.has(Number(row.id))).map((row) => `${row.id}_${row.name}`)
+    if (unknown.length > 0) return yield* new SchemaTooNew({ unknown })
+  })
 
 export const runMigrations = (
   migrations: ReadonlyArray<Migration>

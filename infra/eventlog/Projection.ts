@@ -20,6 +20,22 @@ export interface TableSpec {
   readonly primaryKey: ReadonlyArray<string>
   /** Secondary indexes, each a column list (a leading `-` on a column means descending). */
   readonly indexes?: ReadonlyArray<ReadonlyArray<string>>
+  /**
+   * Memory mode only (MemoryRetention.ts): rows that may be dropped once older than the retention
+   * window, with the stream each row was projected from. Postgres keeps everything.
+   */
+  readonly retention?: Retention
+}
+
+export interface Retention {
+  /** The row's age in milliseconds since the epoch (when it was made, or finished). */
+  readonly since: (row: Row) => number
+  /** Only finished rows go: a running execution or an open delivery stays, however old. */
+  readonly finished: (row: Row) => boolean
+  /** The stream the row comes from; its events go with it. */
+  readonly stream: (row: Row) => string
+  /** Other streams of these types whose last event is older than the window go too. */
+  readonly alsoStreams?: ReadonlyArray<{ readonly streamType: string; readonly minimumAgeMs: number }>
 }
 
 export type RowChange =

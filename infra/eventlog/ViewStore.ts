@@ -255,6 +255,29 @@ export class MemoryTables {
     })
   }
 
+  /**
+   * Removes the rows of `table` that `drop` accepts, visiting them in insertion order and
+   * stopping at the first for which it answers "stop"; answers the removed rows.
+   */
+  removeWhile(table: string, drop: (row: Row) => boolean | "stop"): ReadonlyArray<Row> {
+    const rows = this.table(table)
+    const removed: Array<Row> = []
+    for (const [key, row] of rows) {
+      const verdict = drop(row)
+      if (verdict === "stop") break
+      if (verdict) {
+        this.put(table, rows, key, undefined)
+        removed.push(row)
+      }
+    }
+    return removed
+  }
+
+  /** Rows held, per table (the memory benchmark reports heap per retained row). */
+  sizes(): ReadonlyMap<string, number> {
+    return new Map([...this.tables].map(([name, rows]) => [name, rows.size]))
+  }
+
   clear(tables: ReadonlyArray<string>): void {
     for (const table of tables) {
       this.tables.delete(table)

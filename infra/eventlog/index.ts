@@ -6,6 +6,7 @@
 import { Layer } from "effect"
 import { onStorage } from "./Database.ts"
 import { layerMemory } from "./MemoryEventStore.ts"
+import * as MemoryRetention from "./MemoryRetention.ts"
 import { layerPgEventStore } from "./PgEventStore.ts"
 import { eventLogMigrations, type Migration } from "./PgMigrations.ts"
 import type { Projection } from "./Projection.ts"
@@ -16,8 +17,11 @@ export { EventStore } from "./EventStore.ts"
 export { Projections } from "./Projection.ts"
 export { ViewStore } from "./ViewStore.ts"
 
-/** EventStore and ViewStore on the storage in use; the projections come from the composition root. */
-export const layer = onStorage(layerMemory, Layer.merge(layerPgEventStore, layerPgViewStore))
+/**
+ * EventStore and ViewStore on the storage in use (with memory retention, in memory); the
+ * projections come from the composition root.
+ */
+export const layer = Layer.merge(onStorage(layerMemory, Layer.merge(layerPgEventStore, layerPgViewStore)), MemoryRetention.layer)
 
 export const migrations: ReadonlyArray<Migration> = eventLogMigrations
 export const projections: ReadonlyArray<Projection> = []

@@ -178,7 +178,11 @@ export const make = Effect.gen(function*() {
       const executionId = newId("exe")
       if (claimStream !== undefined) {
         const text = claimText(tool.name, input)
-        const compared = { mac: secrets.mac("idempotency-input/v1", text), hash: () => sha256(text) }
+        const compared = {
+          mac: secrets.mac("idempotency-input/v1", text),
+          previousMac: () => secrets.previousMac("idempotency-input/v1", text),
+          hash: () => sha256(text)
+        }
         const claims = yield* orDie(store.readStream(claimStream))
         const state = claims.reduce<Idempotency.IdempotencyState>(
           (s, e) => Idempotency.evolve(s, Idempotency.idempotencyCodec.decode(e)),

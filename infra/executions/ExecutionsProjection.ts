@@ -5,13 +5,16 @@
  * newest first.
  */
 import { Schema } from "effect"
-import { executionCodec, pendingRecord, STREAM_TYPE } from "../../domain/executions/Execution.ts"
-import { ExecutionRecord } from "../../domain/executions/ExecutionRecord.ts"
+import { executionCodec, pendingRecord, STREAM_TYPE, streamId } from "../../domain/executions/Execution.ts"
+import { ExecutionRecord, TERMINAL } from "../../domain/executions/ExecutionRecord.ts"
+import { STREAM_TYPE as IDEMPOTENCY_STREAM_TYPE, WINDOW_MS } from "../../domain/executions/Idempotency.ts"
 import { parseTime } from "../../domain/Time.ts"
 import type { RecordedEvent } from "../eventlog/EventStore.ts"
 import type { Projection, Row, RowChange, TableSpec } from "../eventlog/Projection.ts"
 
 export const TABLE = "executions"
+
+const TERMINAL_STATUSES: ReadonlySet<string> = TERMINAL
 
 export const executionsTable: TableSpec = {
   name: TABLE,
@@ -26,7 +29,15 @@ export const executionsTable: TableSpec = {
   },
   primaryKey: ["project_id", "execution_id"],
   // Newest first within a project is the primary key read backwards: no index of its own.
-  indexes: [["project_id", "user_id", "-execution_id"], ["status", "execution_id"]]
+  indexes: [["project_id", "user_id", "-execution_id"], ["status", "execution_id"]],
+  // Memory mode drops terminal executions past the retention window, and idempotency claims
+  // once their own window has passed too (infra/eventlog/MemoryRetention.ts).
+  retention: {
+    since: (row) => Number(row.created_ms),
+    finished: (row) => TERMINAL_STATUSES.has(String(row.status)),
+    stream: (row) => streamId(String(row.execution_id)),
+    alsoStreams: [{ streamType: IDEMPOTENCY_STREAM_TYPE, minimumAgeMs: WINDOW_MS }]
+  }
 }
 
 export const rowOf = (record: ExecutionRecord) => ({

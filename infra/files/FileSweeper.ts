@@ -24,8 +24,12 @@ export const drainExpired = Effect.gen(function*() {
 
 const logFailure = (cause: unknown) => Effect.logWarning("staged file sweep failed; retrying at the next interval", cause)
 
-/** The sweeper as a scoped background fiber: it stops when the layer is released. */
-export const layerSweeper = (options: { readonly interval?: Duration.Input } = {}): Layer.Layer<never, never, StagedFiles> =>
+/**
+ * The sweeper as a scoped background fiber: it stops when the layer is released. With `drain`
+ * (memory mode) each interval removes every expired file, not one batch: memory must not grow
+ * with a steady upload rate above a batch a minute, and there is no lock to hold short.
+ */
+export const layerSweeper = (options: { readonly interval?: Duration.Input; readonly drain?: boolean } = {}): Layer.Layer<never, never, StagedFiles> =>
   Layer.effectDiscard(
     Effect.gen(function*() {
       const files = yield* StagedFiles
@@ -35,7 +39,7 @@ export const layerSweeper = (options: { readonly interval?: Duration.Input } = {
         Effect.catch(logFailure)
       )
       const periodic = Effect.sleep(interval).pipe(
-        Effect.andThen(files.sweep(SWEEP_BATCH)),
+        Effect.andThen(options.drain === true ? Effect.asVoid(drainExpired.pipe(Effect.provideService(StagedFiles, files))) : Effect.asVoid(files.sweep(SWEEP_BATCH))),
         Effect.catch(logFailure),
         Effect.forever
       )

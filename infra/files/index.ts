@@ -12,8 +12,8 @@ import { layerMemory } from "./StagedFiles.ts"
 
 export { StagedFiles } from "./StagedFiles.ts"
 
-/** The store, with its sweeper running for as long as the service does. */
-export const layer = layerSweeper().pipe(Layer.provideMerge(onStorage(layerMemory, layerPg)))
+/** The store, with its sweeper running for as long as the service does (draining all, in memory). */
+export const layer = onStorage(layerSweeper({ drain: true }), layerSweeper()).pipe(Layer.provideMerge(onStorage(layerMemory, layerPg)))
 
 export const migrations: ReadonlyArray<Migration> = fileMigrations
 export const projections: ReadonlyArray<Projection> = []

@@ -26,6 +26,8 @@ const tail = Command.make(
         const start = explicit !== undefined ? parsePosition(explicit) : fromStart ? START : yield* store.head
         if (start === undefined) return yield* Effect.fail(new Error("--from takes a position like 731:42"))
         const type = Option.getOrUndefined(streamType)
+        // On stderr, so the JSON lines on stdout stay clean: where following starts.
+        yield* Effect.sync(() => process.stderr.write(`following after ${start.tx}:${start.seq}\n`))
         yield* store.follow(start).pipe(
           Stream.filter((e) => type === undefined || e.streamType === type),
           Stream.runForEach((e) =>

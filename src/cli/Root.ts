@@ -1,28 +1,45 @@
 /**
- * The one entry point: `serve`, `migrate`, `keys`, `projections`, `events`, each with --help.
+ * The command line (started by src/main.ts): `serve`, `migrate`, `keys`, `projections`, `events`, `secrets`, each with
+ * --help. Every command logs through the service's loggers (infra/observability/Logging.ts). A
+ * failed start is one line and exit 1 (cli/StartupFailure.ts); SIGTERM or SIGINT stops the
+ * service cleanly (http/server/Drain.ts) and exits 0.
  */
 import { NodeRuntime, NodeServices } from "@effect/platform-node"
-import { Effect, Layer } from "effect"
+import { Cause, Effect, Exit, Layer, Runtime } from "effect"
 import { Command } from "effect/cli"
-import { AppLive } from "./App.ts"
-import { preflight } from "./Preflight.ts"
-import { events } from "./cli/Events.ts"
-import { keys } from "./cli/Keys.ts"
-import { migrate } from "./cli/Migrate.ts"
-import { projections } from "./cli/Projections.ts"
-import { reportingConfig } from "./cli/Shared.ts"
+import * as Logging from "../../infra/observability/Logging.ts"
+import * as Telemetry from "../../infra/observability/Telemetry.ts"
+import { AppLive } from "../App.ts"
+import { preflight } from "../Preflight.ts"
+import { events } from "./Events.ts"
+import { keys } from "./Keys.ts"
+import { migrate } from "./Migrate.ts"
+import { projections } from "./Projections.ts"
+import { secrets } from "./Secrets.ts"
+import { reportingConfig } from "./Shared.ts"
+import { reportingStartup } from "./StartupFailure.ts"
 
-const serve = Command.make("serve", {}, () => reportingConfig(Effect.andThen(preflight, Layer.launch(AppLive)))).pipe(
+/** The service, its OTLP export around it; after a stop, one last line once every layer has closed. */
+const service = Layer.launch(AppLive.pipe(Layer.provide(Telemetry.layer))).pipe(
+  Effect.onInterrupt(() => Effect.logInfo("stopped: requests answered, leases released"))
+)
+
+const serve = Command.make("serve", {}, () => reportingStartup(reportingConfig(Effect.andThen(preflight, service)))).pipe(
   Command.withDescription("Run the service (in memory without SERVICE_DATABASE_URL, on Postgres with it)")
 )
 
 const root = Command.make("service").pipe(
   Command.withDescription("Runs catalog tools, stages files and delivers signed webhooks."),
-  Command.withSubcommands([serve, migrate, keys, projections, events])
+  Command.withSubcommands([serve, migrate, keys, projections, events, secrets])
 )
+
+/** A stop asked for by a signal is a clean end: exit 0, not 130. */
+const teardown: Runtime.Teardown = (exit, onExit) =>
+  Exit.isFailure(exit) && Cause.hasInterruptsOnly(exit.cause) ? onExit(0) : Runtime.defaultTeardown(exit, onExit)
 
 root.pipe(
   Command.run({ version: "0.1.0" }),
   Effect.provide(NodeServices.layer),
-  NodeRuntime.runMain({ disableErrorReporting: false })
+  Effect.provide(Logging.layer),
+  NodeRuntime.runMain({ disableErrorReporting: false, teardown })
 )

@@ -224,7 +224,14 @@ describe.skipIf(!postgresAvailable)("command line on Postgres", () => {
         let out = ""
         let err = ""
         const timer = setTimeout(() => reject(new Error(`no events printed in 20 s: ${out}${err}`)), 20_000)
-        child.stderr.on("data", (chunk: Buffer) => (err += chunk.toString()))
+        child.stderr.on("data", (chunk: Buffer) => {
+          err += chunk.toString()
+          // The follower has read its starting position: what is appended now comes after it.
+          if (!started && err.includes("following after ")) {
+            started = true
+            whileRunning().catch(reject)
+          }
+        })
         child.stdout.on("data", (chunk: Buffer) => {
           out += chunk.toString()
           const json = out.split("\n").filter((line) => line.includes(`"stream":"${streamId}"`))
@@ -234,12 +241,6 @@ describe.skipIf(!postgresAvailable)("command line on Postgres", () => {
           }
         })
         child.once("exit", (code) => reject(new Error(`tail exited with ${code}: ${out}${err}`)))
-        // Give the follower a moment to start at the head before appending.
-        setTimeout(() => {
-          if (started) return
-          started = true
-          whileRunning().catch(reject)
-        }, 1_500)
       })
       return lines.map((line) => JSON.parse(line) as Record<string, unknown>)
     } finally {

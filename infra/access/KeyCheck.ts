@@ -1,0 +1,92 @@
+/**
+ * Data sealed under one secret key is never silently unreadable (decisions.md section 9). A
+ * service started with a key that does not open the data already in its database would accept
+ * requests and then fail every webhook signature and every connection with "secret
+ * unavailable", one by one. So at start, with a database, the key must open a sealed check value
+ * kept in `secret_key_check` (written at the first start), or the service refuses to start with
+ * one line saying so.
+ *
+ * A database that holds sealed data from before the check existed gets its check value only
+ * after one of those values opened under the key (or the previous key, during a rotation).
+ * `secrets reseal` re-seals the check value with everything else, so the previous key can go.
+ */
+import { Effect, Layer, Schema } from "effect"
+import { SqlClient } from "effect/sql"
+import type { SqlError } from "effect/sql/SqlError"
+import { onStorage } from "../eventlog/Database.ts"
+import type { Migration } from "../eventlog/PgMigrations.ts"
+import { keyRing, type KeyRing, SEALED } from "./Secrets.ts"
+
+export const keyCheckMigrations: ReadonlyArray<Migration> = [{
+  id: 721,
+  name: "secret_key_check",
+  statements: [
+    `CREATE TABLE secret_key_check (
+      id integer PRIMARY KEY CHECK (id = 1),
+      sealed text NOT NULL,
+      created_at timestamptz NOT NULL DEFAULT now()
+    )`
+  ]
+}]
+
+/** What the check value holds, sealed. */
+const CHECK_TEXT = "service/secret-key-check/v1"
+
+export class SecretKeyMismatch extends Schema.TaggedError<SecretKeyMismatch>()("SecretKeyMismatch", {
+  detail: Schema.String
+}) {
+  override get message() {
+    return `SERVICE_SECRET_KEY: ${this.detail}; start with the key that sealed it, or rotate: that key as SERVICE_SECRET_KEY_PREVIOUS, the new one as SERVICE_SECRET_KEY, then \`secrets reseal\``
+  }
+}
+
+/** Every sealed value inside a JSON value. */
+export const sealedValuesIn = (value: unknown, into: Array<string> = []): Array<string> => {
+  if (typeof value === "string") {
+    if (SEALED.test(value)) into.push(value)
+  } else if (Array.isArray(value)) {
+    for (const item of value) sealedValuesIn(item, into)
+  } else if (typeof value === "object" && value !== null) {
+    for (const item of Object.values(value)) sealedValuesIn(item, into)
+  }
+  return into
+}
+
+/** Sealed values already in the log, when there is a log: a few, to try the key on. */
+const sealedInLog = (sql: SqlClient.SqlClient) =>
+  Effect.gen(function*() {
+    const exists = yield* sql<{ present: boolean }>`SELECT to_regclass('events') IS NOT NULL AS present`
+    if (exists[0]?.present !== true) return []
+    const rows = yield* sql<{ data: unknown }>`SELECT data FROM events WHERE data::text LIKE '%"v1.%' LIMIT 20`
+    return rows.flatMap((row) => sealedValuesIn(typeof row.data === "string" ? JSON.parse(row.data) : row.data))
+  })
+
+/** Fails with SecretKeyMismatch unless the configured keys open the database's sealed data. */
+export const verifyKey = (sql: SqlClient.SqlClient, ring: KeyRing): Effect.Effect<void, SqlError | SecretKeyMismatch> =>
+  Effect.gen(function*() {
+    const stored = yield* sql<{ sealed: string }>`SELECT sealed FROM secret_key_check WHERE id = 1`
+    const check = stored[0]?.sealed
+    if (check === undefined) {
+      const found = yield* sealedInLog(sql)
+      if (found.length > 0 && !found.some((sealed) => ring.open(sealed) !== undefined)) {
+        return yield* new SecretKeyMismatch({ detail: "it does not open the secrets already sealed in this database" })
+      }
+      yield* sql`INSERT INTO secret_key_check (id, sealed) VALUES (1, ${ring.seal(CHECK_TEXT)}) ON CONFLICT (id) DO NOTHING`
+      // Another process may have written its own first: verify what is there now.
+      return yield* verifyKey(sql, ring)
+    }
+    if (ring.open(check) !== CHECK_TEXT) {
+      return yield* new SecretKeyMismatch({ detail: "it does not open the data sealed in this database (sealed under another key)" })
+    }
+    if (ring.openedByPrevious(check)) {
+      yield* Effect.logInfo("secret key rotation under way: data sealed under SERVICE_SECRET_KEY_PREVIOUS is still read; run `secrets reseal` to re-seal it")
+    }
+  })
+
+/** With a database: the key check, before the service serves anything. */
+export const layer = onStorage(
+  Layer.empty,
+  Layer.effectDiscard(Effect.gen(function*() {
+    yield* verifyKey(yield* SqlClient.SqlClient, yield* keyRing)
+  }))
+)

@@ -1,0 +1,62 @@
+/**
+ * A clean stop (decisions.md section 9: SIGTERM): the process stops taking new work, lets what
+ * is in flight finish within a deadline (10 s), and only then lets its layers close, which
+ * interrupts what is left and gives its leases up (Runner.ts).
+ *
+ * Why a service of its own: the HTTP server and the actors stop together, each in its own way.
+ * Closing the layers alone would interrupt a webhook attempt mid-flight (its receiver may have
+ * taken it, and the next process would send it again) and cut requests that were being
+ * answered. So each participant registers what "finish" means for it (a lane: send no new
+ * attempt, write the records of those made, stop), and the HTTP server's drain
+ * (http/server/Drain.ts) runs them all while it finishes its own requests.
+ */
+import { Context, Effect, Layer, Scope } from "effect"
+
+export interface ShutdownShape {
+  /** True once the stop has begun: no new attempt, no new lane; readiness answers 503. */
+  readonly stopping: () => boolean
+  /**
+   * Registers `finish` for as long as the current scope lives: when the stop begins it runs
+   * with the others, and must end once the participant's work in flight is done.
+   */
+  readonly onStop: (name: string, finish: Effect.Effect<void>) => Effect.Effect<void, never, Scope.Scope>
+  /**
+   * Begins the stop and waits, at most `withinMs`, for every participant to finish; answers the
+   * names of those that did not.
+   */
+  readonly stop: (withinMs: number) => Effect.Effect<ReadonlyArray<string>>
+}
+
+export class Shutdown extends Context.Service<Shutdown, ShutdownShape>()("app/infra/actors/Shutdown") {}
+
+export const make = (): ShutdownShape => {
+  let stopping = false
+  const participants = new Map<symbol, { readonly name: string; readonly finish: Effect.Effect<void> }>()
+  return {
+    stopping: () => stopping,
+    onStop: (name, finish) =>
+      Effect.acquireRelease(
+        Effect.sync(() => {
+          const id = Symbol(name)
+          participants.set(id, { name, finish })
+          return id
+        }),
+        (id) => Effect.sync(() => void participants.delete(id))
+      ).pipe(Effect.asVoid),
+    stop: (withinMs) =>
+      Effect.suspend(() => {
+        stopping = true
+        const unfinished = new Set([...participants.values()].map((p) => p.name))
+        return Effect.forEach(
+          [...participants.values()],
+          (participant) => Effect.tap(participant.finish, () => Effect.sync(() => void unfinished.delete(participant.name))),
+          { concurrency: "unbounded", discard: true }
+        ).pipe(
+          Effect.timeoutOption(withinMs),
+          Effect.map(() => [...unfinished])
+        )
+      })
+  }
+}
+
+export const layer: Layer.Layer<Shutdown> = Layer.sync(Shutdown, make)

@@ -1,0 +1,163 @@
+/**
+ * How the service writes its logs (decisions.md section 9): one line per entry on stdout, as a
+ * JSON object (`SERVICE_LOG_FORMAT=json`, the default when stdout is not a terminal, so that a
+ * log shipper reads it as is) or as text for a person (`pretty`, the default on a terminal).
+ *
+ * Why a logger of our own rather than Effect's console loggers: every line passes one redaction
+ * step (credentials in URLs, the ingest path's secret, keys and signing secrets that a message
+ * or a cause might quote), structured fields become top-level JSON fields (a request line is
+ * `{"level":"info","message":"request","method":"GET","route":"/v1/me",…}`), and lines are
+ * written together at the end of the event loop's turn: one write per turn instead of one per
+ * line under load. The buffer is flushed synchronously when the process exits.
+ */
+import { Cause, Effect, Layer, Logger, References } from "effect"
+import { oneOf } from "../Settings.ts"
+
+export type LogFormat = "json" | "pretty"
+
+/** SERVICE_LOG_FORMAT: `json` or `pretty`; by default pretty on a terminal, JSON elsewhere. */
+export const logFormat = oneOf<LogFormat>("SERVICE_LOG_FORMAT", ["json", "pretty"], process.stdout.isTTY === true ? "pretty" : "json")
+
+/** Field names whose values are never written. */
+const SECRET_FIELD = /authorization|secret|password|passwd|token|credential|api[_-]?key|cookie/i
+
+const REDACTED = "[redacted]"
+
+/**
+ * What a line may quote that must not be written: a password in a URL, the secret segment of an
+ * ingest path, API keys (`sk_…`) and webhook signing secrets (`whsec_…`) past their prefix, and
+ * bearer tokens.
+ */
+const SECRET_TEXT: ReadonlyArray<readonly [RegExp, string]> = [
+  [/(\b[a-z][a-z0-9+.-]*:\/\/[^\s:/@"]+:)[^\s@/"]+@/gi, `$1${REDACTED}@`],
+  [/(\/v1\/ingest\/[^/\s"?]+\/)[^/\s"?]+/g, `$1${REDACTED}`],
+  [/\b(sk_[A-Za-z0-9]{4})[A-Za-z0-9_-]+/g, `$1…${REDACTED}`],
+  [/\b(whsec_[A-Za-z0-9]{4})[A-Za-z0-9_+/=-]+/g, `$1…${REDACTED}`],
+  [/(\bBearer\s+)[^\s"]+/gi, `$1${REDACTED}`]
+]
+
+/** A cheap test first: most lines quote nothing that needs redaction. */
+const MAYBE_SECRET = /:\/\/|\/v1\/ingest\/|sk_|whsec_|bearer/i
+
+export const redactText = (text: string): string => {
+  if (!MAYBE_SECRET.test(text)) return text
+  let result = text
+  for (const [pattern, replacement] of SECRET_TEXT) result = result.replace(pattern, replacement)
+  return result
+}
+
+const isPlainObject = (value: unknown): value is Record<string, unknown> =>
+  typeof value === "object" && value !== null && !Array.isArray(value) && Object.getPrototypeOf(value) === Object.prototype
+
+const fieldValue = (key: string, value: unknown): unknown => {
+  if (SECRET_FIELD.test(key)) return REDACTED
+  if (value instanceof Error) return value.message
+  if (typeof value === "bigint") return value.toString()
+  return value
+}
+
+/**
+ * An entry as one flat record: the first text of the message is `message`, plain objects among
+ * its parts become fields, anything else is kept under `details`.
+ */
+export interface LogRecord {
+  readonly time: string
+  readonly level: string
+  readonly message: string
+  readonly fields: Record<string, unknown>
+  readonly cause: string | undefined
+}
+
+export const toRecord = (options: Logger.Options<unknown>): LogRecord => {
+  const parts = Array.isArray(options.message) ? options.message : [options.message]
+  const fields: Record<string, unknown> = {}
+  let message: string | undefined
+  const details: Array<unknown> = []
+  for (const part of parts) {
+    if (message === undefined && typeof part === "string") message = part
+    else if (isPlainObject(part)) for (const key in part) fields[key] = fieldValue(key, part[key])
+    else if (part instanceof Error) details.push(part.message)
+    else if (part !== undefined) details.push(part)
+  }
+  const annotations = options.fiber.getRef(References.CurrentLogAnnotations)
+  for (const key in annotations) if (!(key in fields)) fields[key] = fieldValue(key, annotations[key])
+  if (details.length > 0) fields.details = details.length === 1 ? details[0] : details
+  return {
+    time: options.date.toISOString(),
+    level: options.logLevel.toLowerCase(),
+    message: message ?? "",
+    fields,
+    cause: options.cause.reasons.length > 0 ? Cause.pretty(options.cause) : undefined
+  }
+}
+
+/** JSON of a value; one holding a bigint somewhere below is written with it as a string. */
+const safeJson = (value: unknown): string => {
+  try {
+    return JSON.stringify(value) ?? "null"
+  } catch {
+    return JSON.stringify(value, (_key, inner: unknown) => (typeof inner === "bigint" ? inner.toString() : inner)) ?? "null"
+  }
+}
+
+/** The line built field by field: no intermediate object per line. */
+export const formatJsonLine = (record: LogRecord): string => {
+  let line = `{"time":"${record.time}","level":"${record.level}","message":${JSON.stringify(record.message)}`
+  for (const key in record.fields) line += `,${JSON.stringify(key)}:${safeJson(record.fields[key])}`
+  if (record.cause !== undefined) line += `,"cause":${JSON.stringify(record.cause)}`
+  return redactText(`${line}}`)
+}
+
+const LEVEL_WIDTH = 5
+
+const pretty = (value: unknown): string => {
+  if (typeof value === "string") return /[\s"=]/.test(value) ? JSON.stringify(value) : value
+  return typeof value === "object" && value !== null ? safeJson(value as Record<string, unknown>) : String(value)
+}
+
+export const formatPrettyLine = (record: LogRecord): string => {
+  let line = `${record.time} ${record.level.toUpperCase().padEnd(LEVEL_WIDTH)} ${record.message}`
+  for (const key in record.fields) line += ` ${key}=${pretty(record.fields[key])}`
+  if (record.cause !== undefined) line += `\n  ${record.cause.split("\n").join("\n  ")}`
+  return redactText(line)
+}
+
+/** Lines waiting for the end of the turn; written together, in order. */
+let pending: Array<string> = []
+let scheduled = false
+
+const flush = (): void => {
+  scheduled = false
+  if (pending.length === 0) return
+  const text = pending.join("")
+  pending = []
+  process.stdout.write(text)
+}
+
+let exitHooked = false
+
+const writeLine = (line: string): void => {
+  pending.push(`${line}\n`)
+  if (!exitHooked) {
+    exitHooked = true
+    process.once("exit", flush)
+  }
+  if (scheduled) return
+  scheduled = true
+  setImmediate(flush)
+}
+
+/** The logger of `format`, writing to stdout. */
+export const lineLogger = (format: LogFormat): Logger.Logger<unknown, void> =>
+  Logger.make((options) => writeLine((format === "json" ? formatJsonLine : formatPrettyLine)(toRecord(options))))
+
+/**
+ * The service's loggers in place of Effect's default one. A bad SERVICE_LOG_FORMAT falls back to
+ * the default here; the preflight (src/Preflight.ts) reports it as one line and stops.
+ */
+export const layer: Layer.Layer<never> = Layer.unwrap(
+  logFormat.pipe(
+    Effect.orElseSucceed((): LogFormat => (process.stdout.isTTY === true ? "pretty" : "json")),
+    Effect.map((format) => Logger.layer([lineLogger(format)]))
+  )
+)

@@ -1,0 +1,60 @@
+/**
+ * OTLP export of traces, metrics and logs (decisions.md section 9) through `effect/observability`,
+ * on when OTEL_EXPORTER_OTLP_ENDPOINT is set. The standard OpenTelemetry variables apply where
+ * they mean something here: OTEL_EXPORTER_OTLP_PROTOCOL (`http/protobuf`, the default, or
+ * `http/json`), OTEL_EXPORTER_OTLP_HEADERS (`key=value,…`), OTEL_SERVICE_NAME (default
+ * `service`), OTEL_SDK_DISABLED, and the export intervals OTEL_BSP_SCHEDULE_DELAY (traces, 5 s),
+ * OTEL_METRIC_EXPORT_INTERVAL (metrics, 10 s) and OTEL_BLRP_SCHEDULE_DELAY (logs, 1 s).
+ *
+ * Why not `Otlp.layerFromConfig`: it also requires OTEL_<SIGNAL>_EXPORTER=otlp for each signal,
+ * where the decision is that the endpoint alone turns export on.
+ *
+ * The layer wraps the whole service (src/main.ts), so spans and logs of every layer are
+ * exported and the exporters flush last when the process stops.
+ */
+import { Effect, Layer } from "effect"
+import { FetchHttpClient } from "effect/http"
+import { Otlp, OtlpExporter, OtlpSerialization } from "effect/observability"
+import { boolean, httpUrl, integer, list, oneOf, raw } from "../Settings.ts"
+
+export const telemetrySettings = Effect.gen(function*() {
+  const endpoint = yield* httpUrl("OTEL_EXPORTER_OTLP_ENDPOINT", "")
+  return {
+    endpoint: endpoint === "" || (yield* boolean("OTEL_SDK_DISABLED", false)) ? undefined : endpoint,
+    protocol: yield* oneOf("OTEL_EXPORTER_OTLP_PROTOCOL", ["http/protobuf", "http/json"], "http/protobuf"),
+    headers: Object.fromEntries((yield* list("OTEL_EXPORTER_OTLP_HEADERS")).flatMap((pair) => {
+      const eq = pair.indexOf("=")
+      return eq <= 0 ? [] : [[pair.slice(0, eq).trim(), decodeURIComponent(pair.slice(eq + 1).trim())]]
+    })),
+    serviceName: (yield* raw("OTEL_SERVICE_NAME")) ?? "service",
+    tracesEveryMs: yield* integer("OTEL_BSP_SCHEDULE_DELAY", 5_000, 10, 600_000),
+    metricsEveryMs: yield* integer("OTEL_METRIC_EXPORT_INTERVAL", 10_000, 10, 600_000),
+    logsEveryMs: yield* integer("OTEL_BLRP_SCHEDULE_DELAY", 1_000, 10, 600_000)
+  }
+})
+
+/** True when telemetry leaves the process; Gauges.ts then refreshes the gauges by itself. */
+export const exportEnabled = Effect.map(telemetrySettings, (settings) => settings.endpoint !== undefined)
+
+/** The OTLP exporters, or nothing without an endpoint. A bad value is reported by the preflight. */
+export const layer: Layer.Layer<OtlpExporter.Flusher> = Layer.unwrap(
+  telemetrySettings.pipe(
+    Effect.map((settings): Layer.Layer<OtlpExporter.Flusher> => {
+      if (settings.endpoint === undefined) return OtlpExporter.layerFlusher
+      return Otlp.layer({
+        baseUrl: settings.endpoint,
+        resource: { serviceName: settings.serviceName, serviceVersion: "0.1.0" },
+        headers: settings.headers,
+        loggerMergeWithExisting: true,
+        tracerExportInterval: settings.tracesEveryMs,
+        metricsExportInterval: settings.metricsEveryMs,
+        loggerExportInterval: settings.logsEveryMs,
+        shutdownTimeout: 3_000
+      }).pipe(
+        Layer.provide(settings.protocol === "http/json" ? OtlpSerialization.layerJson : OtlpSerialization.layerProtobuf),
+        Layer.provide(FetchHttpClient.layer)
+      )
+    }),
+    Effect.orElseSucceed(() => OtlpExporter.layerFlusher)
+  )
+)

@@ -1,0 +1,126 @@
+/**
+ * Resending and recovering deliveries (decisions.md section 9, an extension after Svix's
+ * "resend" and "recover"). A resend queues a new delivery of the same event (same eventId, so
+ * receivers deduplicate it) at the tail of the endpoint's lane: its position is the log's head
+ * when it is queued, so it goes after everything open then. Recover resends every failed
+ * delivery of the endpoint queued since a time, oldest first.
+ *
+ * The event must still be buildable: a trigger event's payload lives only in the process that
+ * took it (infra/triggers/TriggerPayloads.ts), and one whose payload is gone cannot be resent
+ * (409 for a resend; skipped, not counted, by recover).
+ */
+import { Clock, Context, Effect, Layer } from "effect"
+import { NotFound, StateConflict } from "../../domain/Errors.ts"
+import { isoTime } from "../../domain/Time.ts"
+import * as Delivery from "../../domain/webhooks/WebhookDelivery.ts"
+import { type AppendRequest, EventStore, type StoreUnavailable } from "../eventlog/EventStore.ts"
+import { ViewStore } from "../eventlog/ViewStore.ts"
+import { newId } from "../Ids.ts"
+import { WebhookEndpoints } from "./WebhookEndpoints.ts"
+import { WebhookLanes } from "./WebhookLane.ts"
+import { DELIVERIES_TABLE, deliveryFromRow, type DeliveryRow, deliveryRowOf, publicDelivery } from "./WebhookProjections.ts"
+import { rebuildFrom, type WebhookEvent, WebhookSources } from "./WebhookSources.ts"
+
+export interface WebhookRecoveryShape {
+  /** The new delivery; 404 for an unknown endpoint or delivery, 409 when the event cannot be built any more. */
+  readonly resend: (projectId: string, endpointId: string, deliveryId: string) =>
+    Effect.Effect<Delivery.DeliveryRecord, NotFound | StateConflict | StoreUnavailable>
+  /** How many failed deliveries queued since `sinceMs` were queued again. */
+  readonly recover: (projectId: string, endpointId: string, sinceMs: number) => Effect.Effect<number, NotFound | StoreUnavailable>
+}
+
+export class WebhookRecovery extends Context.Service<WebhookRecovery, WebhookRecoveryShape>()("app/infra/webhooks/WebhookRecovery") {}
+
+const PAGE = 200
+
+const gone = () => new StateConflict({ message: "The event can no longer be sent: a trigger event's payload is kept only by the process that received it, until it restarts." })
+const noDelivery = () => new NotFound({ message: "No such delivery." })
+
+export const make = Effect.gen(function*() {
+  const store = yield* EventStore
+  const views = yield* ViewStore
+  const endpoints = yield* WebhookEndpoints
+  const lanes = yield* WebhookLanes
+  const sources = yield* WebhookSources
+
+  const eventOf = Effect.fnUntraced(function*(row: DeliveryRow) {
+    const recorded = yield* store.readStream(row.sourceStreamId, row.sourceVersion)
+    const source = recorded.find((event) => event.version === row.sourceVersion)
+    const event = source === undefined ? undefined : rebuildFrom(sources, source)
+    // `elsewhere`: another live process holds the payload; its lane will send it.
+    return typeof event === "object" || event === "elsewhere" ? event : undefined
+  })
+
+  /** Queues new deliveries of these events, in order, at the lane's tail. */
+  const requeue = Effect.fnUntraced(function*(endpointId: string, items: ReadonlyArray<{ readonly row: DeliveryRow; readonly event: WebhookEvent | "elsewhere" }>) {
+    if (items.length === 0) return []
+    const head = yield* store.head
+    const tail = Delivery.positionKey(head.tx, head.seq)
+    const queuedAt = isoTime(yield* Clock.currentTimeMillis)
+    // After the head and in the given order: positions are compared as text, and `<tail>:<n>`
+    // sorts after `<tail>` and before any later event's position.
+    const queued = items.map(({ row }, i): Delivery.DeliveryQueued => ({
+      type: "DeliveryQueued",
+      deliveryId: newId("whd"),
+      endpointId,
+      projectId: row.projectId,
+      eventId: row.eventId,
+      eventType: row.eventType,
+      source: { streamId: row.sourceStreamId, version: row.sourceVersion, position: `${tail}:${String(i).padStart(6, "0")}` },
+      queuedAt
+    }))
+    const requests = queued.map((q): AppendRequest => ({
+      streamId: Delivery.deliveryStreamId(q.deliveryId),
+      streamType: Delivery.DELIVERY_STREAM_TYPE,
+      expectedVersion: 0,
+      events: [Delivery.deliveryCodec.encode(q, `evt_q_${q.deliveryId.slice(4)}`)]
+    }))
+    yield* store.append(requests).pipe(Effect.catchTag("ConcurrencyConflict", (conflict) => Effect.die(conflict)))
+    queued.forEach((q, i) => {
+      const event = items[i]!.event
+      if (event !== "elsewhere") lanes.remember(q.deliveryId, event)
+    })
+    yield* lanes.notify(endpointId)
+    return queued
+  })
+
+  const resend = Effect.fn("WebhookRecovery.resend")(function*(projectId: string, endpointId: string, deliveryId: string) {
+    yield* endpoints.get(projectId, endpointId)
+    const found = yield* views.get(DELIVERIES_TABLE, { delivery_id: deliveryId })
+    const row = found === undefined ? undefined : deliveryFromRow(found)
+    if (row === undefined || row.endpointId !== endpointId) return yield* noDelivery()
+    const event = yield* eventOf(row)
+    if (event === undefined) return yield* gone()
+    const [queued] = yield* requeue(endpointId, [{ row, event }])
+    return publicDelivery(deliveryRowOf(queued!))
+  })
+
+  const recover = Effect.fn("WebhookRecovery.recover")(function*(projectId: string, endpointId: string, sinceMs: number) {
+    yield* endpoints.get(projectId, endpointId)
+    const since = isoTime(sinceMs)
+    let after: ReadonlyArray<string> | undefined
+    let count = 0
+    while (true) {
+      const rows = yield* views.list(DELIVERIES_TABLE, {
+        where: [{ column: "endpoint_id", op: "=", value: endpointId }, { column: "open", op: "=", value: false }],
+        orderBy: [{ column: "source_position", direction: "asc" }, { column: "delivery_id", direction: "asc" }],
+        after,
+        limit: PAGE
+      })
+      const failed = rows.map(deliveryFromRow).filter((row) => row.status === "failed" && row.queuedAt >= since)
+      const items: Array<{ row: DeliveryRow; event: WebhookEvent | "elsewhere" }> = []
+      for (const row of failed) {
+        const event = yield* eventOf(row)
+        if (event !== undefined) items.push({ row, event })
+      }
+      count += (yield* requeue(endpointId, items)).length
+      const last = rows.length === 0 ? undefined : deliveryFromRow(rows[rows.length - 1]!)
+      if (rows.length < PAGE || last === undefined) return count
+      after = [last.sourcePosition, last.deliveryId]
+    }
+  })
+
+  return WebhookRecovery.of({ resend, recover })
+})
+
+export const layer = Layer.effect(WebhookRecovery, make)

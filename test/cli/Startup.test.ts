@@ -1,0 +1,128 @@
+/**
+ * Every start-up failure is one line naming its cause and a non-zero exit (decisions.md section
+ * 9), through a real process: a database that does not answer or does not exist, a port in
+ * use, a schema migrated by a newer version, a secret key that does not open the data. And a
+ * clean stop (SIGTERM) exits 0 with a log line.
+ */
+import { spawn } from "node:child_process"
+import { createServer, type Server } from "node:net"
+import { fileURLToPath } from "node:url"
+import { afterAll, describe, expect, it } from "vitest"
+import { createTestDatabase, dropTestDatabase, postgresAvailable, runSql, TEST_DATABASE_URL } from "../support/Database.ts"
+import { freePort } from "../support/Ports.ts"
+import { startProcess } from "../support/Service.ts"
+
+const MAIN = fileURLToPath(new URL("../../src/main.ts", import.meta.url))
+const KEY_A = Buffer.alloc(32, 21).toString("base64")
+const KEY_B = Buffer.alloc(32, 22).toString("base64")
+
+interface Run {
+  readonly code: number | null
+  readonly stdout: string
+  readonly stderr: string
+}
+
+const serve = (env: Readonly<Record<string, string>>): Promise<Run> =>
+  new Promise((resolve, reject) => {
+    const clean = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith("SERVICE_")))
+    const child = spawn(process.execPath, [MAIN, "serve"], {
+      env: { ...clean, SERVICE_HOST: "127.0.0.1", SERVICE_API_KEYS: "test_key_unpinned_0001=proj_test", ...env },
+      stdio: ["ignore", "pipe", "pipe"]
+    })
+    let stdout = ""
+    let stderr = ""
+    child.stdout.on("data", (chunk: Buffer) => (stdout += chunk.toString()))
+    child.stderr.on("data", (chunk: Buffer) => (stderr += chunk.toString()))
+    const timer = setTimeout(() => {
+      child.kill("SIGKILL")
+      reject(new Error(`serve did not stop in 30 s:\n${stdout}\n${stderr}`))
+    }, 30_000)
+    child.once("exit", (code) => {
+      clearTimeout(timer)
+      resolve({ code, stdout, stderr })
+    })
+  })
+
+const oneLine = (run: Run, ...fragments: ReadonlyArray<string>) => {
+  expect(run.code).not.toBe(0)
+  expect(run.code).not.toBeNull()
+  const lines = run.stderr.split("\n").filter((line) => line.trim() !== "")
+  expect(lines).toHaveLength(1)
+  for (const fragment of fragments) expect(lines[0]).toContain(fragment)
+  return lines[0]!
+}
+
+const databaseUrl = (name: string) => {
+  const url = new URL(TEST_DATABASE_URL)
+  url.pathname = `/${name}`
+  return url.toString()
+}
+
+describe("start-up failures", () => {
+  it("a database that does not answer", async () => {
+    const run = await serve({ SERVICE_DATABASE_URL: "postgres://postgres@127.0.0.1:1/nowhere", SERVICE_SECRET_KEY: KEY_A, SERVICE_PORT: "0" })
+    oneLine(run, "SERVICE_DATABASE_URL", "127.0.0.1:1/nowhere", "unreachable", "connection refused")
+  })
+
+  it("a port already in use", async () => {
+    const blocker: Server = createServer()
+    const port = await freePort()
+    await new Promise<void>((resolve) => blocker.listen(port, "127.0.0.1", resolve))
+    try {
+      const run = await serve({ SERVICE_PORT: String(port) })
+      oneLine(run, "SERVICE_PORT", `port ${port}`, "already in use")
+    } finally {
+      await new Promise((resolve) => blocker.close(resolve))
+    }
+  })
+})
+
+describe.skipIf(!postgresAvailable)("start-up failures on Postgres", () => {
+  const databases: Array<string> = []
+  afterAll(async () => {
+    for (const url of databases) await dropTestDatabase(url)
+  })
+
+  it("a database that does not exist", async () => {
+    const run = await serve({ SERVICE_DATABASE_URL: databaseUrl("no_such_database_here"), SERVICE_SECRET_KEY: KEY_A, SERVICE_PORT: "0" })
+    oneLine(run, "SERVICE_DATABASE_URL", "does not exist", "no_such_database_here")
+  })
+
+  it("a schema migrated by a newer version than this code knows", async () => {
+    const url = await createTestDatabase("newer")
+    databases.push(url)
+    const first = await startProcess({ SERVICE_DATABASE_URL: url, SERVICE_SECRET_KEY: KEY_A }, await freePort())
+    await first.stop()
+    await runSql(url, "INSERT INTO schema_migrations (id, name) VALUES (999999, 'from_the_future')")
+    const run = await serve({ SERVICE_DATABASE_URL: url, SERVICE_SECRET_KEY: KEY_A, SERVICE_PORT: "0" })
+    oneLine(run, "newer version", "999999_from_the_future")
+    // Nothing was applied or changed by the refused start.
+    const rows = await runSql<{ n: string }>(url, "SELECT count(*)::text AS n FROM schema_migrations WHERE id = 999999")
+    expect(rows[0]?.n).toBe("1")
+  })
+
+  it("a secret key that does not open the data sealed in the database", async () => {
+    const url = await createTestDatabase("keycheck")
+    databases.push(url)
+    const first = await startProcess({ SERVICE_DATABASE_URL: url, SERVICE_SECRET_KEY: KEY_A }, await freePort())
+    await first.stop()
+    const run = await serve({ SERVICE_DATABASE_URL: url, SERVICE_SECRET_KEY: KEY_B, SERVICE_PORT: "0" })
+    oneLine(run, "SERVICE_SECRET_KEY", "does not open")
+    // The right key as the previous one (a rotation under way) starts.
+    const rotating = await startProcess({ SERVICE_DATABASE_URL: url, SERVICE_SECRET_KEY: KEY_B, SERVICE_SECRET_KEY_PREVIOUS: KEY_A }, await freePort())
+    await rotating.stop()
+  })
+
+  it("SIGTERM stops cleanly: exit 0 and a line saying so", async () => {
+    const url = await createTestDatabase("sigterm")
+    databases.push(url)
+    const child = await startProcess({ SERVICE_DATABASE_URL: url, SERVICE_SECRET_KEY: KEY_A }, await freePort())
+    const exited = new Promise<number | null>((resolve) => child.process.once("exit", (code) => resolve(code)))
+    child.process.kill("SIGTERM")
+    expect(await exited).toBe(0)
+    expect(child.output()).toContain("stopped: requests answered, leases released")
+    // Its runner lease is gone at once: peers need not wait for it to expire.
+    const runners = await runSql<{ n: string }>(url, "SELECT count(*)::text AS n FROM runners")
+    expect(runners[0]?.n).toBe("0")
+  })
+})

@@ -1,0 +1,135 @@
+/**
+ * The secret key end to end (decisions.md section 9): data sealed under one key is never
+ * silently unreadable. A service refuses a key that does not open its database; with the new key
+ * and SERVICE_SECRET_KEY_PREVIOUS it goes on signing webhooks and using connections sealed under
+ * the old one; `secrets reseal` moves every sealed value under the new key, after which the old
+ * key is not needed for anything.
+ */
+import { spawn } from "node:child_process"
+import { createServer, type Server } from "node:http"
+import type { AddressInfo } from "node:net"
+import { getCACertificates, setDefaultCACertificates } from "node:tls"
+import { fileURLToPath } from "node:url"
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { verifyWebhook } from "../../client/Webhooks.ts"
+import { sealedValuesIn } from "../../infra/access/KeyCheck.ts"
+import { makeKeyRing } from "../../infra/access/Secrets.ts"
+import { createTestDatabase, dropTestDatabase, postgresAvailable, runSql } from "../support/Database.ts"
+import { startService } from "../support/Service.ts"
+import { eventually, makeCertificate, type Receiver, startReceiver } from "../support/WebhookReceiver.ts"
+import { createEndpoint, KEYS, keyOf } from "../support/Webhooks.ts"
+
+const MAIN = fileURLToPath(new URL("../../src/main.ts", import.meta.url))
+const OLD = Buffer.alloc(32, 31)
+const NEW = Buffer.alloc(32, 32)
+const TOKEN = "xoxb-rotated-credential-5150"
+
+const cli = (args: ReadonlyArray<string>, env: Readonly<Record<string, string>>) =>
+  new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) => {
+    const clean = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith("SERVICE_")))
+    const child = spawn(process.execPath, [MAIN, ...args], { env: { ...clean, ...env }, stdio: ["ignore", "pipe", "pipe"] })
+    let stdout = ""
+    let stderr = ""
+    child.stdout.on("data", (chunk: Buffer) => (stdout += chunk.toString()))
+    child.stderr.on("data", (chunk: Buffer) => (stderr += chunk.toString()))
+    child.once("exit", (code) => resolve({ code, stdout, stderr }))
+  })
+
+describe.skipIf(!postgresAvailable)("secret key rotation (Postgres)", () => {
+  let url: string
+  let receiver: Receiver
+  let slack: Server
+  const slackAuthorizations: Array<string | undefined> = []
+  const original = getCACertificates("default")
+
+  beforeAll(async () => {
+    url = await createTestDatabase("rotation")
+    const certificate = makeCertificate()
+    setDefaultCACertificates([...original, certificate.cert])
+    receiver = await startReceiver(certificate)
+    slack = createServer((request, response) => {
+      slackAuthorizations.push(request.headers.authorization)
+      request.resume()
+      request.on("end", () => response.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify({ ok: true, channel: "C1", ts: "1.2" })))
+    })
+    await new Promise<void>((resolve) => slack.listen(0, "127.0.0.1", resolve))
+  })
+  afterAll(async () => {
+    await receiver?.close()
+    slack?.close()
+    setDefaultCACertificates(original)
+    if (url !== undefined) await dropTestDatabase(url)
+  })
+
+  const env = (key: Buffer, previous?: Buffer) => ({
+    SERVICE_DATABASE_URL: url,
+    SERVICE_SECRET_KEY: key.toString("base64"),
+    ...(previous !== undefined ? { SERVICE_SECRET_KEY_PREVIOUS: previous.toString("base64") } : {}),
+    SERVICE_API_KEYS: KEYS,
+    SERVICE_WEBHOOK_ALLOW_PRIVATE_NETWORKS: "true",
+    SERVICE_WEBHOOK_RETRY_DELAYS_MS: "0,100,100,100,100",
+    SERVICE_SLACK_API_URL: `http://127.0.0.1:${(slack.address() as AddressInfo).port}`
+  })
+
+  /** Runs a slack message (the connection's credential) and a demo.echo (a delivery); checks both. */
+  const exercise = async (service: Awaited<ReturnType<typeof startService>>, secret: string, marker: string) => {
+    const key = keyOf("p1")
+    const posted = await service.fetch("/v1/execute", { method: "POST", key, json: { tool: "slack.post_message", userId: "u1", input: { channel: "C1", text: marker } } })
+    expect(((await posted.json()) as { status: string }).status).toBe("succeeded")
+    expect(slackAuthorizations.at(-1)).toBe(`Bearer ${TOKEN}`)
+    const echoed = await service.fetch("/v1/execute", { method: "POST", key, json: { tool: "demo.echo", userId: "u1", input: { marker } } })
+    const executionId = ((await echoed.json()) as { executionId: string }).executionId
+    const delivery = await eventually(() => receiver.received.find((r) => r.rawBody.includes(executionId) && r.rawBody.includes("demo.echo")), 15_000, "the delivery")
+    expect(verifyWebhook(secret, delivery.headers, delivery.rawBody).ok).toBe(true)
+  }
+
+  it("refuses a key that does not open the data; reads old data with the previous key; reseal moves all of it under the new key", async () => {
+    // Under the old key: an endpoint (its signing secret), a connection (its credential), an
+    // async execution (its sealed input).
+    const first = await startService(env(OLD))
+    const endpoint = await createEndpoint(first, "p1", receiver.url("/rotation"))
+    const connection = await first.fetch("/v1/connections", {
+      method: "POST",
+      key: keyOf("p1"),
+      json: { userId: "u1", toolkit: "slack", authClass: "bearer", credentials: { token: TOKEN } }
+    })
+    expect(connection.status).toBe(201)
+    const queued = await first.fetch("/v1/execute", { method: "POST", key: keyOf("p1"), json: { tool: "demo.echo", userId: "u1", input: { sealed: "input" }, mode: "async" } })
+    expect(queued.status).toBe(202)
+    await exercise(first, endpoint.secret, "old key")
+    await first.close()
+
+    // The new key alone does not open what the old one sealed: no start.
+    await expect(startService(env(NEW))).rejects.toThrow(/SERVICE_SECRET_KEY: it does not open the data sealed in this database/)
+
+    // New key, old key as the previous one: everything still opens; new secrets seal under the new key.
+    const rotating = await startService(env(NEW, OLD))
+    await exercise(rotating, endpoint.secret, "rotating")
+    await rotating.close()
+
+    const resealed = await cli(["secrets", "reseal"], { SERVICE_DATABASE_URL: url, SERVICE_SECRET_KEY: NEW.toString("base64"), SERVICE_SECRET_KEY_PREVIOUS: OLD.toString("base64") })
+    expect(resealed.stderr).toBe("")
+    expect(resealed.code).toBe(0)
+    expect(resealed.stdout).toMatch(/re-sealed \d+ values/)
+    expect(resealed.stdout).toContain("SERVICE_SECRET_KEY_PREVIOUS may be removed")
+
+    // Every sealed value in the log and in every table opens under the new key alone.
+    const onlyNew = makeKeyRing(new Uint8Array(NEW))
+    const events = await runSql<{ data: unknown }>(url, "SELECT data FROM events")
+    const tables = await runSql<{ row: unknown }>(url, `
+      SELECT to_jsonb(t) AS row FROM v_webhook_endpoints t UNION ALL SELECT to_jsonb(t) FROM v_connections t
+      UNION ALL SELECT to_jsonb(t) FROM secret_key_check t`)
+    const sealed = [...events.map((row) => row.data), ...tables.map((row) => row.row)].flatMap((value) => sealedValuesIn(value))
+    expect(sealed.length).toBeGreaterThanOrEqual(6)
+    expect(sealed.filter((value) => onlyNew.open(value) === undefined)).toEqual([])
+
+    // A second run finds nothing left to do.
+    const again = await cli(["secrets", "reseal"], { SERVICE_DATABASE_URL: url, SERVICE_SECRET_KEY: NEW.toString("base64"), SERVICE_SECRET_KEY_PREVIOUS: OLD.toString("base64") })
+    expect(again.stdout).toMatch(/re-sealed 0 values/)
+
+    // The old key is gone: the service starts, signs and uses credentials as before.
+    const after = await startService(env(NEW))
+    await exercise(after, endpoint.secret, "new key only")
+    await after.close()
+  }, 120_000)
+})

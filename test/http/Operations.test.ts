@@ -1,0 +1,135 @@
+/**
+ * The operator's view of a running service (decisions.md section 9), in memory and in process:
+ * the probes, the Prometheus text, one log line per request (with nothing secret in it), a
+ * failed delivery attempt logged at warn, and the JSON line format.
+ */
+import { Layer, Logger, References } from "effect"
+import { getCACertificates, setDefaultCACertificates } from "node:tls"
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { formatJsonLine, redactText, toRecord } from "../../infra/observability/Logging.ts"
+import { type InProcessService, KEY, startService } from "../support/Service.ts"
+import { eventually, makeCertificate, type Receiver, startReceiver } from "../support/WebhookReceiver.ts"
+import { createEndpoint, deliveriesOf, KEYS, keyOf } from "../support/Webhooks.ts"
+
+interface Logged {
+  readonly level: string
+  readonly message: string
+  readonly fields: Record<string, unknown>
+  readonly line: string
+}
+
+const collector = (into: Array<Logged>) =>
+  Logger.layer([Logger.make((options) => {
+    const record = toRecord(options)
+    into.push({ level: record.level, message: record.message, fields: record.fields, line: formatJsonLine(record) })
+  })])
+
+describe("operations (memory, in process)", () => {
+  const logged: Array<Logged> = []
+  let service: InProcessService
+  let receiver: Receiver
+  const original = getCACertificates("default")
+
+  beforeAll(async () => {
+    const certificate = makeCertificate()
+    setDefaultCACertificates([...original, certificate.cert])
+    receiver = await startReceiver(certificate)
+    service = await startService(
+      {
+        SERVICE_API_KEYS: `${KEYS},test_key_unpinned_0001=proj_test`,
+        SERVICE_WEBHOOK_ALLOW_PRIVATE_NETWORKS: "true",
+        SERVICE_WEBHOOK_RETRY_DELAYS_MS: "0,100,100,100,100"
+      },
+      Layer.mergeAll(collector(logged), Layer.succeed(References.MinimumLogLevel, "Info"))
+    )
+  })
+  afterAll(async () => {
+    await service.close()
+    await receiver.close()
+    setDefaultCACertificates(original)
+  })
+
+  it("/healthz and /readyz answer {status, checks} without a key; other methods are refused", async () => {
+    const health = await service.fetch("/healthz", { key: null })
+    expect(health.status).toBe(200)
+    expect(await health.json()).toEqual({ status: "ok", checks: { process: { status: "ok" } } })
+    const ready = await service.fetch("/readyz", { key: null })
+    expect(ready.status).toBe(200)
+    const body = (await ready.json()) as { status: string; checks: Record<string, { status: string }> }
+    expect(body.status).toBe("ok")
+    expect(Object.keys(body.checks).toSorted()).toEqual(["lifecycle", "migrations", "projections", "store"])
+    expect(Object.values(body.checks).every((check) => check.status === "ok")).toBe(true)
+    expect((await service.fetch("/readyz", { method: "POST", key: null })).status).toBe(405)
+  })
+
+  it("/metrics serves Prometheus text: requests by route and status with latency histograms, executions and deliveries by outcome, lane gauges", async () => {
+    const endpoint = await createEndpoint(service, "p1", receiver.url("/ok"))
+    await service.fetch("/v1/me")
+    await service.fetch("/v1/executions/exe_missing")
+    const ok = await service.fetch("/v1/execute", { method: "POST", key: keyOf("p1"), json: { tool: "demo.echo", userId: "u1", input: { a: 1 } } })
+    expect(ok.status).toBe(200)
+    await service.fetch("/v1/execute", { method: "POST", key: keyOf("p1"), json: { tool: "demo.fail", userId: "u1", input: { code: "provider_error" } } })
+    await eventually(async () => (await deliveriesOf(service, "p1", endpoint.endpointId)).filter((d) => d.status === "succeeded").length === 2)
+
+    const response = await service.fetch("/metrics", { key: null })
+    expect(response.status).toBe(200)
+    expect(response.headers.get("content-type")).toContain("text/plain")
+    const text = await response.text()
+    expect(text).toMatch(/http_server_requests_total\{method="GET",route="\/v1\/me",status="200"\} [1-9]/)
+    // The route is the template, never the path with its id.
+    expect(text).toMatch(/http_server_requests_total\{method="GET",route="\/v1\/executions\/:executionId",status="404"\} [1-9]/)
+    expect(text).not.toContain("exe_missing")
+    expect(text).toMatch(/http_server_request_duration_seconds_bucket\{method="GET",route="\/v1\/me",status="200",le="0.005"\}/)
+    expect(text).toMatch(/http_server_request_duration_seconds_count\{method="POST",route="\/v1\/execute",status="200"\} [1-9]/)
+    expect(text).toMatch(/executions_total\{tool="demo.echo",outcome="succeeded"\} [1-9]/)
+    expect(text).toMatch(/executions_total\{tool="demo.fail",outcome="provider_error"\} [1-9]/)
+    expect(text).toMatch(/webhook_deliveries_total\{outcome="succeeded"\} [1-9]/)
+    expect(text).toMatch(/webhook_delivery_attempts_total\{outcome="succeeded"\} [1-9]/)
+    for (const gauge of ["webhook_lane_depth", "webhook_lane_oldest_pending_seconds", "projection_lag_events", "eventlog_events_appended_total", "nodejs_heap_used_bytes"]) {
+      expect(text).toContain(`# TYPE ${gauge} `)
+    }
+  })
+
+  it("one line per request at info: method, route template, status, duration, request id; no credential, no ingest secret", async () => {
+    logged.length = 0
+    const me = await service.fetch("/v1/me", { headers: { "x-probe": "1" } })
+    const requestId = me.headers.get("request-id")
+    const ingest = await service.fetch("/v1/ingest/sub_0123456789/very-secret-path-value-42", { method: "POST", key: null, json: {} })
+    expect(ingest.status).toBe(404)
+    await eventually(() => logged.filter((entry) => entry.message === "request").length >= 2)
+    const lines = logged.filter((entry) => entry.message === "request")
+    const meLine = lines.find((entry) => entry.fields.requestId === requestId)
+    expect(meLine?.level).toBe("info")
+    expect(meLine?.fields).toMatchObject({ method: "GET", route: "/v1/me", status: 200 })
+    expect(typeof meLine?.fields.durationMs).toBe("number")
+    const ingestLine = lines.find((entry) => entry.fields.route === "/v1/ingest/:subscriptionId/:secret")
+    expect(ingestLine?.fields).toMatchObject({ method: "POST", status: 404 })
+    for (const entry of logged) {
+      expect(entry.line).not.toContain("very-secret-path-value-42")
+      expect(entry.line).not.toContain(KEY)
+    }
+  })
+
+  it("a failed delivery attempt is logged at warn with its endpoint, delivery, sanitized error and next retry", async () => {
+    receiver.respond = (request) => ({ status: request.path === "/failing" ? 503 : 200 })
+    const endpoint = await createEndpoint(service, "p2", receiver.url("/failing"))
+    logged.length = 0
+    await service.fetch("/v1/execute", { method: "POST", key: keyOf("p2"), json: { tool: "demo.echo", userId: "u1", input: {} } })
+    const warning = await eventually(() => logged.find((entry) => entry.message === "webhook delivery attempt failed"))
+    expect(warning.level).toBe("warn")
+    expect(warning.fields).toMatchObject({ endpointId: endpoint.endpointId, attempt: 1, error: "status 503" })
+    expect(String(warning.fields.deliveryId)).toMatch(/^whd_/)
+    expect(Date.parse(String(warning.fields.nextRetryAt))).toBeGreaterThan(0)
+    expect(warning.line).not.toContain(endpoint.secret)
+  })
+})
+
+describe("log lines", () => {
+  it("redact credentials a message may quote: URL passwords, ingest secrets, keys, signing secrets, bearer tokens", () => {
+    const text = redactText(
+      "postgres://svc:hunter2@db:5432/x /v1/ingest/sub_1/s3cr3t sk_abcdefghijklmnop whsec_abcdefghijkl Bearer tok123"
+    )
+    for (const secret of ["hunter2", "s3cr3t", "efghijklmnop", "efghijkl", "tok123"]) expect(text).not.toContain(secret)
+    expect(text).toContain("/v1/ingest/sub_1/[redacted]")
+  })
+})

@@ -1,0 +1,143 @@
+/**
+ * Postgres goes away under load and comes back (decisions.md section 9): a server of the test's
+ * own (test/support/OwnPostgres.ts) is stopped for three seconds while executions and
+ * deliveries flow through a real service process. Meanwhile the service answers 503 with a
+ * retryable envelope, and `/readyz` says the store is failing; it reconnects by itself, and
+ * every execution it accepted (answered 200 or 202) is recorded, finished and delivered.
+ */
+import { Agent, request } from "node:http"
+import { afterAll, describe, expect, it } from "vitest"
+import { freePort } from "../support/Ports.ts"
+import { type ChildService, startProcess } from "../support/Service.ts"
+import { type OwnPostgres, ownPostgresAvailable, startOwnPostgres } from "../support/OwnPostgres.ts"
+import { eventually, makeCertificate, type Receiver, startReceiver } from "../support/WebhookReceiver.ts"
+import { createEndpoint, keyOf, serviceEnv } from "../support/Webhooks.ts"
+
+interface Outcome {
+  readonly at: number
+  readonly status?: number
+  readonly body?: string
+  readonly retryAfter?: string | undefined
+  readonly error?: string
+}
+
+const call = (agent: Agent, port: number, method: string, path: string, key: string | undefined, body?: unknown): Promise<Outcome> =>
+  new Promise((resolve) => {
+    const payload = body === undefined ? undefined : JSON.stringify(body)
+    const headers: Record<string, string> = {}
+    if (key !== undefined) headers.authorization = `Bearer ${key}`
+    if (payload !== undefined) {
+      headers["content-type"] = "application/json"
+      headers["content-length"] = String(Buffer.byteLength(payload))
+    }
+    const req = request({ host: "127.0.0.1", port, path, method, agent, headers }, (res) => {
+      let text = ""
+      res.on("data", (chunk: Buffer) => (text += chunk.toString()))
+      res.on("end", () => resolve({ at: Date.now(), status: res.statusCode ?? 0, body: text, retryAfter: res.headers["retry-after"] }))
+    })
+    req.on("error", (error: NodeJS.ErrnoException) => resolve({ at: Date.now(), error: error.code ?? error.message }))
+    req.end(payload)
+  })
+
+describe.skipIf(!ownPostgresAvailable)("Postgres restarting under load (its own server, a real service process)", () => {
+  let postgres: OwnPostgres | undefined
+  let receiver: Receiver | undefined
+  let service: ChildService | undefined
+
+  afterAll(async () => {
+    if (service !== undefined && service.process.exitCode === null) await service.kill9()
+    await receiver?.close()
+    await postgres?.destroy()
+  })
+
+  it("answers 503 (retryable) while it is away, /readyz tells the truth, reconnects, loses nothing it accepted", async () => {
+    postgres = await startOwnPostgres()
+    const certificate = makeCertificate()
+    receiver = await startReceiver(certificate)
+    const port = await freePort()
+    service = await startProcess(serviceEnv(postgres.url, certificate, {
+      SERVICE_RATE_LIMIT_EXECUTE_BURST: "100000",
+      SERVICE_RATE_LIMIT_EXECUTE_PER_MINUTE: "1000000"
+    }), port)
+    const projects = ["p1", "p2", "p3", "p4", "p5", "p6"]
+    for (const project of projects) await createEndpoint(service, project, receiver.url(`/hook/${project}`))
+
+    const agent = new Agent({ keepAlive: true, maxSockets: 16 })
+    const outcomes: Array<Outcome> = []
+    const probes: Array<Outcome & { readonly store?: string | undefined }> = []
+    const traffic = { running: true }
+    const worker = async (n: number) => {
+      const project = projects[n % projects.length]!
+      for (let i = 0; traffic.running; i++) {
+        // Sync runs, and async ones that finish after their 202.
+        const body = i % 5 === 0
+          ? { tool: "demo.sleep", userId: `u${n}`, input: { ms: 50 }, mode: "async" }
+          : { tool: "demo.echo", userId: `u${n}`, input: { n, i } }
+        outcomes.push(await call(agent, port, "POST", "/v1/execute", keyOf(project), body))
+        await new Promise((resolve) => setTimeout(resolve, 5))
+      }
+    }
+    const prober = async () => {
+      while (traffic.running) {
+        const probe = await call(agent, port, "GET", "/readyz", undefined)
+        const store = probe.body === undefined ? undefined : (JSON.parse(probe.body) as { checks: { store: { status: string } } }).checks.store.status
+        probes.push({ ...probe, store })
+        await new Promise((resolve) => setTimeout(resolve, 100))
+      }
+    }
+    const load = [...Array.from({ length: 12 }, (_, n) => worker(n)), prober()]
+
+    await new Promise((resolve) => setTimeout(resolve, 2_000))
+    const stopping = Date.now()
+    await postgres.stop()
+    const down = Date.now()
+    await new Promise((resolve) => setTimeout(resolve, 3_000))
+    const starting = Date.now()
+    await postgres.start()
+    const up = Date.now()
+    // Back: the service reconnects by itself and serves again.
+    await eventually(() => outcomes.some((o) => o.at > up && o.status === 200), 30_000, "a successful execution after the restart")
+    await new Promise((resolve) => setTimeout(resolve, 2_000))
+    traffic.running = false
+    await Promise.all(load)
+    agent.destroy()
+
+    // No request was cut: every one was answered.
+    expect(outcomes.filter((o) => o.error !== undefined)).toEqual([])
+    // Accepted, unavailable, or (async runs waiting out the outage hold demo's concurrency cap) 429.
+    expect(outcomes.filter((o) => ![200, 202, 429, 503].includes(o.status ?? 0)).map((o) => o.body)).toEqual([])
+    const unavailable = outcomes.filter((o) => o.status === 503)
+    expect(unavailable.length).toBeGreaterThan(0)
+    for (const answer of unavailable) {
+      const body = JSON.parse(answer.body ?? "{}") as { error: { code: string; retryable: boolean }; requestId: string }
+      expect(body.error).toMatchObject({ code: "provider_unavailable", retryable: true })
+      expect(body.requestId).toMatch(/^req_/)
+      expect(answer.retryAfter).toBe("1")
+    }
+    // While the server was down, readiness said so; before and after, it was ready.
+    const whileDown = probes.filter((p) => p.at > down + 200 && p.at < starting)
+    expect(whileDown.length).toBeGreaterThan(5)
+    expect(whileDown.filter((p) => p.status !== 503 || p.store !== "failing")).toEqual([])
+    expect(probes.filter((p) => p.at < stopping).every((p) => p.status === 200)).toBe(true)
+    await eventually(async () => (await call(new Agent(), port, "GET", "/readyz", undefined)).status === 200, 15_000, "ready again")
+
+    // Every accepted execution is recorded and finishes; each one's event reaches the receiver.
+    const accepted = outcomes.filter((o) => o.status === 200 || o.status === 202).map((o) => {
+      const body = JSON.parse(o.body ?? "{}") as { executionId: string; projectId: string }
+      return { executionId: body.executionId, project: body.projectId.replace(/^proj_/, "") }
+    })
+    expect(accepted.length).toBeGreaterThan(100)
+    const client = service
+    await eventually(async () => {
+      for (const { executionId, project } of accepted) {
+        const record = await client.fetch(`/v1/executions/${executionId}`, { key: keyOf(project) })
+        if (record.status !== 200) throw new Error(`accepted execution ${executionId} answered ${record.status}`)
+        const status = ((await record.json()) as { status: string }).status
+        if (status !== "succeeded") return undefined
+      }
+      return true
+    }, 60_000, "every accepted execution to succeed")
+    const delivered = () => new Set(receiver!.received.map((r) => (JSON.parse(r.rawBody) as { data: { executionId: string } }).data.executionId))
+    await eventually(() => accepted.every(({ executionId }) => delivered().has(executionId)), 60_000, "a delivery for every accepted execution")
+  }, 180_000)
+})

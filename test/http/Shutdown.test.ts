@@ -1,0 +1,125 @@
+/**
+ * SIGTERM under load (decisions.md section 9): the process stops accepting, answers every
+ * request it had received, lets its webhook attempts in flight finish and records them, gives
+ * its leases up and exits 0 within the 10 s bound. Clients see answers or refused connections,
+ * never a reset; and once a second process has taken over, every event reached the receiver
+ * exactly once: the stop lost none and sent none twice.
+ */
+import { Agent, request } from "node:http"
+import { afterAll, describe, expect, it } from "vitest"
+import { createTestDatabase, dropTestDatabase, postgresAvailable } from "../support/Database.ts"
+import { freePort } from "../support/Ports.ts"
+import { type ChildService, startProcess } from "../support/Service.ts"
+import { eventually, makeCertificate, type Receiver, startReceiver } from "../support/WebhookReceiver.ts"
+import { createEndpoint, keyOf, serviceEnv } from "../support/Webhooks.ts"
+
+interface Outcome {
+  readonly status?: number
+  readonly body?: string
+  readonly error?: string
+}
+
+/** One POST over a keep-alive agent: its answer, or the error code of its failure. */
+const post = (agent: Agent, port: number, path: string, key: string, body: unknown): Promise<Outcome> =>
+  new Promise((resolve) => {
+    const payload = JSON.stringify(body)
+    const req = request({
+      host: "127.0.0.1",
+      port,
+      path,
+      method: "POST",
+      agent,
+      headers: { authorization: `Bearer ${key}`, "content-type": "application/json", "content-length": String(Buffer.byteLength(payload)) }
+    }, (res) => {
+      let text = ""
+      res.on("data", (chunk: Buffer) => (text += chunk.toString()))
+      res.on("end", () => resolve({ status: res.statusCode ?? 0, body: text }))
+      res.on("error", (error: NodeJS.ErrnoException) => resolve({ error: error.code ?? error.message }))
+    })
+    req.on("error", (error: NodeJS.ErrnoException) => resolve({ error: error.code ?? error.message }))
+    req.end(payload)
+  })
+
+describe.skipIf(!postgresAvailable)("SIGTERM under load (Postgres, real processes)", () => {
+  let url: string | undefined
+  let receiver: Receiver | undefined
+  const children: Array<ChildService> = []
+
+  afterAll(async () => {
+    for (const child of children) if (child.process.exitCode === null) await child.kill9()
+    await receiver?.close()
+    if (url !== undefined) await dropTestDatabase(url)
+  })
+
+  it("answers what it received, finishes its attempts, exits 0; nothing reset, no delivery lost or sent twice", async () => {
+    url = await createTestDatabase("sigterm_load")
+    const certificate = makeCertificate()
+    // Slow answers keep attempts in flight when the signal arrives.
+    receiver = await startReceiver(certificate, () => ({ status: 200, delayMs: 150 }))
+    const env = serviceEnv(url, certificate, {
+      SERVICE_RATE_LIMIT_EXECUTE_BURST: "100000",
+      SERVICE_RATE_LIMIT_EXECUTE_PER_MINUTE: "1000000"
+    })
+    const port = await freePort()
+    const first = await startProcess(env, port)
+    children.push(first)
+    // Twelve projects (two clients each, within demo's concurrency cap), an endpoint each:
+    // twelve lanes, each with an attempt in flight most of the time.
+    const projects = Array.from({ length: 12 }, (_, i) => `p${i + 1}`)
+    await Promise.all(projects.map((project) => createEndpoint(first, project, receiver!.url(`/hook/${project}`))))
+
+    const agent = new Agent({ keepAlive: true, maxSockets: 24 })
+    const outcomes: Array<Outcome> = []
+    const load = { stopped: false }
+    const loop = async (worker: number) => {
+      for (let i = 0; !load.stopped; i++) {
+        // Mostly quick sync runs; some slower ones are mid-request when the signal arrives.
+        const input = i % 4 === 0 ? { tool: "demo.sleep", userId: `u${worker}`, input: { ms: 200 }, mode: "sync" } : { tool: "demo.echo", userId: `u${worker}`, input: { worker, i } }
+        const outcome = await post(agent, port, "/v1/execute", keyOf(projects[worker % projects.length]!), input)
+        outcomes.push(outcome)
+        // Refused: the server no longer accepts; this client is done.
+        if (outcome.error === "ECONNREFUSED") return
+      }
+    }
+    const workers = Array.from({ length: 24 }, (_, worker) => loop(worker))
+    await new Promise((resolve) => setTimeout(resolve, 2_000))
+    const exited = new Promise<number | null>((resolve) => first.process.once("exit", (code) => resolve(code)))
+    const signalledAt = Date.now()
+    first.process.kill("SIGTERM")
+    const code = await exited
+    const tookMs = Date.now() - signalledAt
+    load.stopped = true
+    await Promise.all(workers)
+    agent.destroy()
+
+    expect(code).toBe(0)
+    expect(tookMs).toBeLessThan(12_000)
+    expect(first.output()).toContain("stopped: requests answered, leases released")
+    const errors = outcomes.filter((o) => o.error !== undefined)
+    // Every failure is a refused connection: no request was reset or cut.
+    expect(errors.filter((o) => o.error !== "ECONNREFUSED")).toEqual([])
+    const answered = outcomes.filter((o) => o.status !== undefined)
+    expect(answered.length).toBeGreaterThan(50)
+    expect(answered.filter((o) => o.status !== 200)).toEqual([])
+    const executionIds = answered.map((o) => (JSON.parse(o.body ?? "{}") as { executionId: string }).executionId)
+
+    // A second process takes over and delivers what is left.
+    const second = await startProcess(env, await freePort())
+    children.push(second)
+    const expected = executionIds.length
+    await eventually(() => receiver!.received.length >= expected, 60_000, `${expected} deliveries`)
+    await new Promise((resolve) => setTimeout(resolve, 1_000))
+    const perDelivery = new Map<string, number>()
+    for (const received of receiver.received) {
+      const event = JSON.parse(received.rawBody) as { id: string; data: { executionId: string } }
+      const key = `${received.path} ${event.id}`
+      perDelivery.set(key, (perDelivery.get(key) ?? 0) + 1)
+    }
+    const duplicates = [...perDelivery].filter(([, count]) => count > 1)
+    expect(duplicates).toEqual([])
+    const delivered = new Set(receiver.received.map((r) => (JSON.parse(r.rawBody) as { data: { executionId: string } }).data.executionId))
+    expect(executionIds.filter((id) => !delivered.has(id))).toEqual([])
+    expect(perDelivery.size).toBe(expected)
+    await second.stop()
+  }, 120_000)
+})

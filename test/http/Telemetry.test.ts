@@ -1,0 +1,104 @@
+/**
+ * OTLP export (decisions.md section 9): with OTEL_EXPORTER_OTLP_ENDPOINT set, a real service
+ * process sends traces, metrics and logs to it: a span per request (named by method, with the
+ * route template), per execution and per delivery attempt. The receiver is a small HTTP server
+ * in the test that records OTLP/HTTP posts (JSON here; protobuf is the default on the wire).
+ */
+import { createServer, type Server } from "node:http"
+import type { AddressInfo } from "node:net"
+import { afterAll, describe, expect, it } from "vitest"
+import { freePort } from "../support/Ports.ts"
+import { type ChildService, startProcess } from "../support/Service.ts"
+import { eventually, makeCertificate, type Receiver, startReceiver } from "../support/WebhookReceiver.ts"
+import { createEndpoint, KEYS, keyOf } from "../support/Webhooks.ts"
+
+interface Posted {
+  readonly path: string
+  readonly contentType: string | undefined
+  readonly body: string
+}
+
+interface OtlpSpan {
+  readonly name: string
+  readonly attributes?: ReadonlyArray<{ readonly key: string; readonly value: Record<string, unknown> }>
+}
+
+const startOtlpReceiver = async () => {
+  const posted: Array<Posted> = []
+  const server: Server = createServer((request, response) => {
+    const chunks: Array<Buffer> = []
+    request.on("data", (chunk: Buffer) => chunks.push(chunk))
+    request.on("end", () => {
+      posted.push({ path: request.url ?? "", contentType: request.headers["content-type"], body: Buffer.concat(chunks).toString("utf8") })
+      response.writeHead(200, { "content-type": "application/json" }).end("{}")
+    })
+  })
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve))
+  return { posted, url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, close: () => new Promise<void>((resolve) => server.close(() => resolve())) }
+}
+
+const spansOf = (posted: ReadonlyArray<Posted>): ReadonlyArray<OtlpSpan> =>
+  posted.filter((p) => p.path === "/v1/traces").flatMap((p) => {
+    const body = JSON.parse(p.body) as { resourceSpans: ReadonlyArray<{ scopeSpans: ReadonlyArray<{ spans: ReadonlyArray<OtlpSpan> }> }> }
+    return body.resourceSpans.flatMap((r) => r.scopeSpans.flatMap((s) => s.spans))
+  })
+
+const attribute = (span: OtlpSpan, key: string): unknown => {
+  const found = span.attributes?.find((a) => a.key === key)?.value
+  return found === undefined ? undefined : Object.values(found)[0]
+}
+
+describe("OTLP export (a real service process)", () => {
+  let otlp: Awaited<ReturnType<typeof startOtlpReceiver>> | undefined
+  let receiver: Receiver | undefined
+  let service: ChildService | undefined
+
+  afterAll(async () => {
+    await service?.stop()
+    await receiver?.close()
+    await otlp?.close()
+  })
+
+  it("sends spans per request, execution and delivery attempt, the metrics, and the logs; no secret of a path", async () => {
+    otlp = await startOtlpReceiver()
+    const certificate = makeCertificate()
+    receiver = await startReceiver(certificate)
+    service = await startProcess({
+      SERVICE_API_KEYS: KEYS,
+      NODE_EXTRA_CA_CERTS: certificate.certPath,
+      SERVICE_WEBHOOK_ALLOW_PRIVATE_NETWORKS: "true",
+      OTEL_EXPORTER_OTLP_ENDPOINT: otlp.url,
+      OTEL_EXPORTER_OTLP_PROTOCOL: "http/json",
+      OTEL_SERVICE_NAME: "service-under-test",
+      OTEL_BSP_SCHEDULE_DELAY: "200",
+      OTEL_METRIC_EXPORT_INTERVAL: "300",
+      OTEL_BLRP_SCHEDULE_DELAY: "200"
+    }, await freePort())
+    await createEndpoint(service, "p1", receiver.url("/otlp"))
+    expect((await service.fetch("/v1/me", { key: keyOf("p1") })).status).toBe(200)
+    const executed = await service.fetch("/v1/execute", { method: "POST", key: keyOf("p1"), json: { tool: "demo.echo", userId: "u1", input: { traced: true } } })
+    expect(executed.status).toBe(200)
+    expect((await service.fetch("/v1/ingest/sub_0123456789/path-secret-never-exported", { method: "POST", key: null, json: {} })).status).toBe(404)
+    await eventually(() => receiver!.received.length >= 1, 10_000, "the delivery")
+
+    const spans = await eventually(() => {
+      const all = spansOf(otlp!.posted)
+      return all.some((s) => s.name === "webhook.delivery_attempt") && all.some((s) => s.name === "execution") &&
+          all.some((s) => attribute(s, "http.route") === "/v1/ingest/:subscriptionId/:secret")
+        ? all
+        : undefined
+    }, 15_000, "the spans")
+    const me = spans.find((s) => s.name === "HTTP GET" && attribute(s, "http.route") === "/v1/me")
+    expect(me).toBeDefined()
+    expect(attribute(me!, "http.response.status_code")).toBe(200)
+    const execution = spans.find((s) => s.name === "execution")
+    expect(attribute(execution!, "execution.tool")).toBe("demo.echo")
+    const attempt = spans.find((s) => s.name === "webhook.delivery_attempt")
+    expect(String(attribute(attempt!, "webhook.delivery_id"))).toMatch(/^whd_/)
+
+    await eventually(() => otlp!.posted.some((p) => p.path === "/v1/metrics" && p.body.includes("http_server_requests_total")), 15_000, "the metrics")
+    await eventually(() => otlp!.posted.some((p) => p.path === "/v1/logs" && p.body.includes("request")), 15_000, "the logs")
+    expect(otlp.posted.some((p) => p.body.includes("service-under-test"))).toBe(true)
+    for (const post of otlp.posted) expect(post.body).not.toContain("path-secret-never-exported")
+  }, 60_000)
+})
