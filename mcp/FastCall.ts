@@ -11,14 +11,14 @@
  */
 import { Effect } from "effect"
 import { CallToolRequestSchema, ErrorCode } from "@modelcontextprotocol/sdk/types.js"
+import { jsonResponse } from "./HttpAnswers.ts"
 import type { McpSession } from "./McpSessions.ts"
 import type { makeToolCalls } from "./ToolCalls.ts"
 
 const isObject = (value: unknown): value is { readonly [key: string]: unknown } =>
   typeof value === "object" && value !== null && !Array.isArray(value)
 
-const answer = (body: unknown) =>
-  new Response(JSON.stringify(body), { status: 200, headers: { "content-type": "application/json" } })
+const answer = (body: unknown) => jsonResponse(JSON.stringify(body), 200)
 
 /** The answer to `body` when it is a plain JSON tools/call; undefined for the SDK path. */
 export const fastCall = (

@@ -11,8 +11,31 @@ import { normalized, type NormalizedError } from "../domain/Errors.ts"
 /** JSON bodies of `/mcp` are small (decisions.md section 2). */
 export const BODY_LIMIT = 1024 * 1024
 
-const json = (body: unknown, status: number, headers: Record<string, string> = {}) =>
-  new Response(JSON.stringify(body), { status, headers: { "content-type": "application/json", ...headers } })
+/**
+ * The text of the JSON responses made here, so that the mount (http/server/McpMount.ts) sends it
+ * without reading the web body back; and the bodies the mount has already read from Node, so that
+ * `readLimited` does not read them through a web stream.
+ */
+const jsonTexts = new WeakMap<Response, string>()
+const prereadBodies = new WeakMap<Request, Uint8Array>()
+
+/** A JSON answer whose text the mount can take as it is. */
+export const jsonResponse = (text: string, status: number, headers: Record<string, string> = {}): Response => {
+  const response = new Response(text, { status, headers: { "content-type": "application/json", ...headers } })
+  jsonTexts.set(response, text)
+  return response
+}
+
+/** The text of a JSON answer made by `jsonResponse`, if it is one. */
+export const jsonTextOf = (response: Response): string | undefined => jsonTexts.get(response)
+
+/** A request whose body was read already (by the mount, from Node): `readLimited` answers it. */
+export const withPrereadBody = (request: Request, body: Uint8Array): Request => {
+  prereadBodies.set(request, body)
+  return request
+}
+
+const json = (body: unknown, status: number, headers: Record<string, string> = {}) => jsonResponse(JSON.stringify(body), status, headers)
 
 export const envelope = (requestId: string, status: number, error: NormalizedError, headers: Record<string, string> = {}) =>
   json({ error, requestId }, status, headers)
@@ -60,8 +83,17 @@ export const rpcError = (status: number, code: number, message: string, id: RpcI
 
 export const sessionNotFound = (id: RpcId = null) => rpcError(404, -32001, "Session not found", id)
 
-/** The same response with more headers (a `Response`'s own headers may be immutable). */
+/**
+ * The response with more headers: set in place (responses made in this process have mutable
+ * headers), or on a copy when its headers are immutable (a fetched response's).
+ */
 export const withHeaders = (response: Response, headers: Record<string, string>): Response => {
+  try {
+    for (const name in headers) response.headers.set(name, headers[name]!)
+    return response
+  } catch {
+    // Immutable headers: the first `set` threw, so nothing was changed.
+  }
   const merged = new Headers(response.headers)
   for (const [name, value] of Object.entries(headers)) merged.set(name, value)
   return new Response(response.body, { status: response.status, statusText: response.statusText, headers: merged })
@@ -72,6 +104,8 @@ export const withHeaders = (response: Response, headers: Record<string, string>)
  * it is longer, `null` when it broke off.
  */
 export const readLimited = async (request: Request, limit: number): Promise<Uint8Array | undefined | null> => {
+  const preread = prereadBodies.get(request)
+  if (preread !== undefined) return preread.byteLength > limit ? undefined : preread
   const declared = Number(request.headers.get("content-length") ?? Number.NaN)
   if (declared > limit) return undefined
   if (request.body === null) return new Uint8Array(0)

@@ -12,7 +12,7 @@ import { Effect } from "effect"
 import { HttpServerRequest, HttpServerResponse } from "effect/http"
 import { IncomingMessage, type ServerResponse } from "node:http"
 import type { McpGateway } from "../../mcp/index.ts"
-import { BODY_LIMIT } from "../../mcp/HttpAnswers.ts"
+import { BODY_LIMIT, jsonTextOf, withPrereadBody } from "../../mcp/HttpAnswers.ts"
 import { EdgeFailure } from "./Envelope.ts"
 import { normalized } from "../../domain/Errors.ts"
 
@@ -60,7 +60,7 @@ const toWebRequest = Effect.fnUntraced(function*(request: HttpServerRequest.Http
     const body = yield* readBody(source, BODY_LIMIT)
     if (body !== undefined) {
       const url = `http://${request.headers["host"] ?? "localhost"}${request.url}`
-      return new Request(url, { method: "POST", headers: headersOf(request), body, signal })
+      return withPrereadBody(new Request(url, { method: "POST", headers: headersOf(request), signal }), body)
     }
   }
   return yield* HttpServerRequest.toWeb(request, { signal }).pipe(
@@ -71,11 +71,13 @@ const toWebRequest = Effect.fnUntraced(function*(request: HttpServerRequest.Http
 /** The gateway's answer: text when it is one JSON document, a stream when it is SSE. */
 const fromWebResponse = (response: Response) => {
   const type = response.headers.get("content-type") ?? ""
+  const known = jsonTextOf(response)
   if (response.body === null || type.startsWith("text/event-stream")) return Effect.succeed(HttpServerResponse.fromWeb(response))
   const headers: Record<string, string> = {}
   response.headers.forEach((value, name) => {
     if (name !== "content-type" && name !== "content-length") headers[name] = value
   })
+  if (known !== undefined) return Effect.succeed(HttpServerResponse.text(known, { status: response.status, headers, contentType: type }))
   return Effect.map(
     Effect.promise(() => response.text()),
     (text) => HttpServerResponse.text(text, { status: response.status, headers, contentType: type || "application/json" })
