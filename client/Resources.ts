@@ -54,7 +54,7 @@ export type WebhookPage = typeof WebhookPage.Type
 export const DeliveryPage = Schema.Struct({ deliveries: Schema.Array(WebhookDelivery), nextCursor: Schema.optionalKey(Schema.String) })
 export type DeliveryPage = typeof DeliveryPage.Type
 
-// Coming soon: specified routes the server does not serve yet (http/api/SubscriptionsApi.ts).
+// Trigger subscriptions, trigger events and webhook recovery (http/api/SubscriptionsApi.ts).
 export {
   CreatedSubscription,
   RecoverResult,

@@ -105,20 +105,18 @@ export interface ServiceClientShape {
     /** The endpoint's delivery records, newest first: metadata and attempts, never payloads. */
     readonly listDeliveries: (endpointId: string, query?: PageQuery) => Op<DeliveryPage>
     /**
-     * COMING SOON (decisions.md 9; not served yet, answers 404 until it is): a new delivery of the
-     * same event, same `eventId`, at the tail of the endpoint's lane. 409 when a trigger event's
-     * payload is gone.
+     * A new delivery of the same event (decisions.md 9, unpinned keys), same `eventId`, at the
+     * tail of the endpoint's lane. 409 when a trigger event's payload is gone.
      */
     readonly resendDelivery: (endpointId: string, deliveryId: string) => Op<WebhookDelivery>
     /**
-     * COMING SOON (decisions.md 9; not served yet, answers 404 until it is): queues the
-     * endpoint's failed deliveries since `since` again; answers how many.
+     * Queues the endpoint's failed deliveries since `since` again (decisions.md 9, unpinned keys);
+     * answers how many. Each call queues them again: a second call with the same `since` resends.
      */
     readonly recover: (endpointId: string, options: RecoverOptions) => Op<RecoverResult>
   }
   /**
-   * COMING SOON: trigger subscriptions (spec "Subscriptions", decisions.md 5). The server does not
-   * serve these routes yet; until it does, every call fails with a 404 `ServiceError`.
+   * Trigger subscriptions (spec "Subscriptions", decisions.md 5).
    */
   readonly subscriptions: {
     /** Push subscriptions answer their secret `ingestUrl` this once; polling ones `pollIntervalSeconds`. */
@@ -130,8 +128,7 @@ export interface ServiceClientShape {
     readonly delete: (subscriptionId: string) => Op<void>
   }
   /**
-   * COMING SOON: trigger event history (spec "Trigger event history"), unpinned keys only. The
-   * server does not serve this route yet; until it does, calls fail with a 404 `ServiceError`.
+   * Trigger event history (spec "Trigger event history"), unpinned keys only.
    */
   readonly triggerEvents: {
     readonly list: (query?: TriggerEventListQuery) => Op<TriggerEventPage>
