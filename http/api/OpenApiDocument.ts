@@ -26,6 +26,7 @@ import { Authentication } from "./Middleware.ts"
 import { DEFAULT_LIMIT, MAX_LIMIT, MIN_LIMIT } from "./Query.ts"
 import type { CreatedWebhookEndpoint, CreateWebhookRequest } from "./WebhooksApi.ts"
 
+// oxlint-disable-next-line typescript/no-explicit-any -- the document is walked and edited as plain JSON
 type Json = Record<string, any>
 
 /** `{error: {code, message, retryable, retryAfter?}, requestId}`: the body of every error answer. */
@@ -104,19 +105,21 @@ const errorResponse = (status: number): Json => ({
   content: { "application/json": { schema: { $ref: "#/components/schemas/ErrorEnvelope" } } }
 })
 
+/** JSON Schema references to `$defs` pointed at the document's components instead. */
+const rewrite = (value: unknown): unknown =>
+  Array.isArray(value)
+    ? value.map(rewrite)
+    : typeof value === "object" && value !== null
+    ? Object.fromEntries(Object.entries(value).map(([key, inner]) =>
+      key === "$ref" && typeof inner === "string"
+        ? [key, inner.replace("#/$defs/", "#/components/schemas/")]
+        : [key, rewrite(inner)]
+    ))
+    : value
+
 /** A schema as JSON Schema, its definitions moved into the document's components. */
 const jsonSchema = (spec: Json, schema: Schema.Top): Json => {
   const document = Schema.toJsonSchemaDocument(schema)
-  const rewrite = (value: unknown): unknown =>
-    Array.isArray(value)
-      ? value.map(rewrite)
-      : typeof value === "object" && value !== null
-      ? Object.fromEntries(Object.entries(value).map(([key, inner]) =>
-        key === "$ref" && typeof inner === "string"
-          ? [key, inner.replace("#/$defs/", "#/components/schemas/")]
-          : [key, rewrite(inner)]
-      ))
-      : value
   for (const [name, definition] of Object.entries(document.definitions)) spec.components.schemas[name] = rewrite(definition)
   return rewrite(document.schema) as Json
 }

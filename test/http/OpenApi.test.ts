@@ -17,6 +17,7 @@ import { routes } from "../../http/server/Server.ts"
 import { type Browser, launch } from "../dashboard/Browser.ts"
 import { type InProcessService, OTHER_KEY, PINNED_KEY, startService } from "../support/Service.ts"
 
+// oxlint-disable-next-line typescript/no-explicit-any -- the document is walked and edited as plain JSON
 type Json = Record<string, any>
 
 let service: InProcessService
