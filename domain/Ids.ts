@@ -70,7 +70,8 @@ export const encodeIdBody = (timeMs: number, random: Uint8Array, prefix = "", ra
     }
     acc &= (1 << bits) - 1
   }
-  return String.fromCharCode(...codes.subarray(0, length))
+  // Applied, not spread: spreading a typed array walks its iterator, five times slower.
+  return Reflect.apply(String.fromCharCode, null, codes.subarray(0, length))
 }
 
 /** The creation time encoded in an id body (its first 10 characters). */

@@ -140,7 +140,10 @@ export const makeMemoryLog = (tables: MemoryTables, projections: Projections["Se
           recorded.push(record)
         }
       }
-      for (const projection of inline) tables.apply(projectAll(projection, recorded))
+      for (const projection of inline) {
+        const changes = projectAll(projection, recorded)
+        if (changes.length > 0) tables.apply(changes)
+      }
       recordAppend(recorded.length)
       wakeup.notify()
       return Effect.succeed(recorded as ReadonlyArray<RecordedEvent>)
