@@ -16,7 +16,7 @@
  *
  * Standalone: `node bench/scenarios/webhooks.ts` prints the rows.
  */
-import { Effect, Layer, ManagedRuntime } from "effect"
+import { Effect, Layer, ManagedRuntime, References } from "effect"
 import { HttpServer } from "effect/http"
 import { getCACertificates, setDefaultCACertificates } from "node:tls"
 import { fileURLToPath } from "node:url"
@@ -68,7 +68,9 @@ const memoryTarget = async (cert: string, certPath: string): Promise<Target> => 
   const original = getCACertificates("default")
   setDefaultCACertificates([...original, cert])
   const config = configLayer({ ...serviceEnv(certPath), SERVICE_HOST: "127.0.0.1", SERVICE_PORT: "0" })
-  const runtime = ManagedRuntime.make(AppLive.pipe(Layer.provide(config)))
+  // Warnings only: a line per request of the service would be written (and paid for) by the
+  // benchmark's own process, which also runs the load.
+  const runtime = ManagedRuntime.make(AppLive.pipe(Layer.provide(config), Layer.provide(Layer.succeed(References.MinimumLogLevel, "Warn"))))
   const address = await runtime.runPromise(Effect.map(HttpServer.HttpServer, (server) => server.address))
   if (address._tag === "UnixPathAddress") throw new Error("expected a TCP address")
   return {
