@@ -2,21 +2,11 @@ import { Effect } from "effect"
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http"
 import type { AddressInfo } from "node:net"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { createClient, makeServiceClient, ServiceClient, ServiceError } from "../../client/index.ts"
+import { createClient, makeServiceClient, ServiceClient } from "../../client/index.ts"
 import { type InProcessService, KEY, PINNED_KEY, startService } from "../support/Service.ts"
+import { rejection } from "./Rejection.ts"
 
 const TOKEN = "ghp_client_test_secret_0042"
-
-/** Rejections of the Promise facade, as the ServiceError they must be. */
-const rejection = async (promise: Promise<unknown>): Promise<ServiceError> => {
-  try {
-    await promise
-  } catch (error) {
-    expect(error).toBeInstanceOf(ServiceError)
-    return error as ServiceError
-  }
-  throw new Error("expected a rejection")
-}
 
 describe("client against the service", () => {
   let service: InProcessService

@@ -13,6 +13,7 @@ import { type Client, createClient, type Fetch, makeServiceClient, ServiceClient
 import { type InProcessService, KEY, OTHER_KEY, PINNED_KEY, TEST_KEYS } from "../support/Service.ts"
 import { eventually, type Receiver } from "../support/WebhookReceiver.ts"
 import { startMemoryWebhookService } from "../support/Webhooks.ts"
+import { rejection } from "./Rejection.ts"
 
 // The base URL the service puts in ingest URLs; the tests post to the port they started.
 const PUBLIC_BASE = "https://hooks.service.example"
@@ -45,17 +46,6 @@ const recordingFetch = () => {
     return response
   }
   return { fetch: fetchImpl, sent }
-}
-
-/** Rejections of the Promise client, as the ServiceError they must be. */
-const rejection = async (promise: Promise<unknown>): Promise<ServiceError> => {
-  try {
-    await promise
-  } catch (error) {
-    expect(error).toBeInstanceOf(ServiceError)
-    return error as ServiceError
-  }
-  throw new Error("expected a rejection")
 }
 
 describe("client: subscriptions, trigger events, resend and recover against the service", () => {

@@ -7,22 +7,13 @@
 import { Effect } from "effect"
 import { getCACertificates, setDefaultCACertificates } from "node:tls"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { createClient, makeServiceClient, ServiceError, verifyWebhook } from "../../client/index.ts"
+import { createClient, makeServiceClient, verifyWebhook } from "../../client/index.ts"
 import { type InProcessService, KEY, PINNED_KEY, startService } from "../support/Service.ts"
 import { eventually, makeCertificate, type Receiver, startReceiver } from "../support/WebhookReceiver.ts"
+import { rejection } from "./Rejection.ts"
 
 // A public literal address: create-time checks need no DNS, and nothing is ever sent to it.
 const URL_OK = "https://93.184.215.14/hooks"
-
-const rejection = async (promise: Promise<unknown>): Promise<ServiceError> => {
-  try {
-    await promise
-  } catch (error) {
-    expect(error).toBeInstanceOf(ServiceError)
-    return error as ServiceError
-  }
-  throw new Error("expected a rejection")
-}
 
 describe("client webhooks against the service", () => {
   let service: InProcessService
