@@ -104,3 +104,20 @@ export const usePaged = <T,>(
     }
   }
 }
+
+/**
+ * An action a view runs on a button press, with the problem it last met: cleared when the next
+ * action starts, set when one fails.
+ */
+export const useAction = () => {
+  const [problem, setProblem] = useState<Problem | undefined>(undefined)
+  const act = async (action: () => Promise<void>) => {
+    setProblem(undefined)
+    try {
+      await action()
+    } catch (error) {
+      setProblem(toProblem(error))
+    }
+  }
+  return { problem, act }
+}

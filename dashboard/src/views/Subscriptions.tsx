@@ -6,7 +6,7 @@
 import { useMemo, useState } from "preact/hooks"
 import { type CreatedSubscription, findToolkit, listTriggers, type Subscription } from "../../../client/index.ts"
 import { type Client, isPinned, type Me, type Problem, toProblem } from "../api.ts"
-import { PAGE_SIZE, usePaged, useResource } from "../data.ts"
+import { PAGE_SIZE, useAction, usePaged, useResource } from "../data.ts"
 import { acceptsTrigger } from "../events.ts"
 import { filterFields, filtersFrom, type FilterValues } from "../filterSchema.ts"
 import { ErrorNotice } from "../ui/Feedback.tsx"
@@ -185,15 +185,7 @@ const Row = (
   }
 ) => {
   const [confirming, setConfirming] = useState(false)
-  const [problem, setProblem] = useState<Problem | undefined>(undefined)
-  const act = async (action: () => Promise<void>) => {
-    setProblem(undefined)
-    try {
-      await action()
-    } catch (error) {
-      setProblem(toProblem(error))
-    }
-  }
+  const { problem, act } = useAction()
   const id = subscription.subscriptionId
   return (
     <tr data-subscription-id={id}>

@@ -6,7 +6,7 @@
 import { useState } from "preact/hooks"
 import type { WebhookEndpoint } from "../../../client/index.ts"
 import { type Client, isPinned, type Me, type Problem, toProblem } from "../api.ts"
-import { useResource } from "../data.ts"
+import { useAction, useResource } from "../data.ts"
 import { navigate } from "../router.ts"
 import { ErrorNotice, Loading, PinnedNotice } from "../ui/Feedback.tsx"
 import { Link } from "../ui/Link.tsx"
@@ -66,15 +66,7 @@ const EditEndpoint = (
 const Danger = ({ client, endpointId }: { readonly client: Client; readonly endpointId: string }) => {
   const [secret, setSecret] = useState<string | undefined>(undefined)
   const [confirming, setConfirming] = useState(false)
-  const [problem, setProblem] = useState<Problem | undefined>(undefined)
-  const act = async (action: () => Promise<void>) => {
-    setProblem(undefined)
-    try {
-      await action()
-    } catch (error) {
-      setProblem(toProblem(error))
-    }
-  }
+  const { problem, act } = useAction()
   return (
     <section aria-labelledby="secret-title">
       <h2 id="secret-title">Signing secret and deletion</h2>
