@@ -258,8 +258,8 @@ export const make = Effect.gen(function*() {
     }
   })
 
-  yield* runner.alive.pipe(
-    Effect.tap((alive) => Effect.sync(() => payloads.setAlive(alive))),
+  yield* Effect.flatMap(Clock.currentTimeMillis, (readAtMs) =>
+    Effect.tap(runner.alive, (alive) => Effect.sync(() => payloads.setAlive(alive, readAtMs)))).pipe(
     Effect.ignore,
     Effect.repeat(Schedule.spaced(ALIVE_MS)),
     Effect.forkScoped

@@ -14,6 +14,11 @@ import { payloadCacheBytes } from "./TriggerSettings.ts"
 
 /** Longer than the five attempts' default schedule (1 h 12 min 30 s) with room to spare. */
 export const PAYLOAD_TTL_MS = 3 * 60 * 60 * 1000
+/**
+ * How much newer than an arrival the list of live incarnations must be to say its owner is gone:
+ * the arrival's time is the database's, the list's this process's clock.
+ */
+const ALIVE_MARGIN_MS = 2_000
 /** What an entry costs beyond its JSON text: the objects around it. */
 const ENTRY_OVERHEAD_BYTES = 512
 
@@ -23,13 +28,18 @@ export interface TriggerPayloadsShape {
   readonly bytes: () => number
   /** Takes note of an incarnation of this process that admits events (their `owner`). */
   readonly own: (incarnationId: string) => void
-  /** The live incarnations of every process, as last read (TriggerFanout.ts refreshes it). */
-  readonly setAlive: (incarnationIds: ReadonlySet<string>) => void
   /**
-   * The event, or `elsewhere` when the incarnation that admitted it is another process's and is
-   * alive (its payload is there), or undefined when the payload is gone.
+   * The live incarnations of every process, as read when `readAtMs` began (TriggerFanout.ts
+   * refreshes it every few seconds).
    */
-  readonly locate: (eventId: string, owner: string | undefined) => WebhookEvent | "elsewhere" | undefined
+  readonly setAlive: (incarnationIds: ReadonlySet<string>, readAtMs: number) => void
+  /**
+   * The event, or `elsewhere` when the incarnation that admitted it (at `admittedAtMs`) is
+   * another process's and is alive (its payload is there), or undefined when the payload is gone.
+   * An owner missing from a list read before it admitted the event (a peer that started since)
+   * is not known to be gone: `elsewhere`, and a later ask meets a newer list.
+   */
+  readonly locate: (eventId: string, owner: string | undefined, admittedAtMs: number) => WebhookEvent | "elsewhere" | undefined
 }
 
 export class TriggerPayloads extends Context.Service<TriggerPayloads, TriggerPayloadsShape>()("app/infra/triggers/TriggerPayloads") {}
@@ -42,16 +52,21 @@ export const makePayloads = (maxBytes: number): TriggerPayloadsShape => {
   })
   const mine = new Set<string>()
   let alive: ReadonlySet<string> = new Set()
+  let aliveReadAtMs = Number.NEGATIVE_INFINITY
   return {
     get: (eventId) => cache.get(eventId)?.event,
     set: (event) => cache.set(event.eventId, { event, bytes: 2 * JSON.stringify(event.data).length + ENTRY_OVERHEAD_BYTES }),
     bytes: () => cache.totalWeight,
     own: (incarnationId) => void mine.add(incarnationId),
-    setAlive: (incarnationIds) => void (alive = incarnationIds),
-    locate: (eventId, owner) => {
+    setAlive: (incarnationIds, readAtMs) => {
+      alive = incarnationIds
+      aliveReadAtMs = readAtMs
+    },
+    locate: (eventId, owner, admittedAtMs) => {
       const event = cache.get(eventId)?.event
       if (event !== undefined) return event
-      return owner !== undefined && !mine.has(owner) && alive.has(owner) ? "elsewhere" : undefined
+      if (owner === undefined || mine.has(owner)) return undefined
+      return alive.has(owner) || aliveReadAtMs < admittedAtMs + ALIVE_MARGIN_MS ? "elsewhere" : undefined
     }
   }
 }

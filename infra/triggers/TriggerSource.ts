@@ -20,7 +20,7 @@ import type { TriggerPayloadsShape } from "./TriggerPayloads.ts"
 export const rebuildTriggerEvent = (payloads: TriggerPayloadsShape, recorded: RecordedEvent): WebhookEvent | "elsewhere" | undefined => {
   if (recorded.streamType !== ARRIVAL_STREAM_TYPE) return undefined
   const event = arrivalCodec.decode(recorded)
-  return event.type === "TriggerEventReceived" && event.dedupStatus === "accepted" ? payloads.locate(event.eventId, event.owner) : undefined
+  return event.type === "TriggerEventReceived" && event.dedupStatus === "accepted" ? payloads.locate(event.eventId, event.owner, recorded.createdAt) : undefined
 }
 
 export const triggerSource = (payloads: TriggerPayloadsShape): WebhookSource => ({
