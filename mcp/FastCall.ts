@@ -11,7 +11,7 @@
  */
 import { Effect } from "effect"
 import { CallToolRequestSchema, ErrorCode } from "@modelcontextprotocol/sdk/types.js"
-import { jsonResponse } from "./HttpAnswers.ts"
+import { type JsonAnswer, jsonResponse } from "./HttpAnswers.ts"
 import type { McpSession } from "./McpSessions.ts"
 import type { makeToolCalls } from "./ToolCalls.ts"
 
@@ -26,7 +26,7 @@ export const fastCall = (
   body: unknown,
   session: McpSession,
   headerUserId: string | undefined
-): Effect.Effect<Response> | undefined => {
+): Effect.Effect<JsonAnswer> | undefined => {
   if (!isObject(body) || body.method !== "tools/call" || !(typeof body.id === "string" || typeof body.id === "number")) return undefined
   const parsed = CallToolRequestSchema.safeParse(body)
   if (!parsed.success) return undefined

@@ -1,5 +1,5 @@
 /**
- * The HTTP answers of `/mcp` that are not JSON-RPC results, as web `Response`s.
+ * The HTTP answers of `/mcp` that are not JSON-RPC results (JSON answers, or web `Response`s).
  *
  * Two shapes, by who is answering: refusals of the service (auth, origin, rate limit, body
  * ceiling, method) carry the service's normalized envelope `{error, requestId}` like every `/v1`
@@ -12,28 +12,42 @@ import { normalized, type NormalizedError } from "../domain/Errors.ts"
 export const BODY_LIMIT = 1024 * 1024
 
 /**
- * The text of the JSON responses made here, so that the mount (http/server/McpMount.ts) sends it
- * without reading the web body back; and the bodies the mount has already read from Node, so that
- * `readLimited` does not read them through a web stream.
+ * What the gateway reads of a request. A web `Request` is one; the mount (http/server/McpMount.ts)
+ * passes a lighter one for a plain JSON POST, with the body it has already read from Node.
+ *
+ * Why not always a web `Request`: building one (its `Headers`, its URL, its signal) and the
+ * web `Response` of the answer cost a `tools/call` about a tenth of its CPU (bench/scenarios/mcp.ts).
  */
-const jsonTexts = new WeakMap<Response, string>()
-const prereadBodies = new WeakMap<Request, Uint8Array>()
-
-/** A JSON answer whose text the mount can take as it is. */
-export const jsonResponse = (text: string, status: number, headers: Record<string, string> = {}): Response => {
-  const response = new Response(text, { status, headers: { "content-type": "application/json", ...headers } })
-  jsonTexts.set(response, text)
-  return response
+export interface GatewayRequest {
+  readonly method: string
+  readonly url: string
+  readonly headers: { readonly get: (name: string) => string | null }
+  readonly body: ReadableStream<Uint8Array> | null
+  /** The body, when the mount has read it already. */
+  readonly preread?: Uint8Array | undefined
 }
 
-/** The text of a JSON answer made by `jsonResponse`, if it is one. */
-export const jsonTextOf = (response: Response): string | undefined => jsonTexts.get(response)
-
-/** A request whose body was read already (by the mount, from Node): `readLimited` answers it. */
-export const withPrereadBody = (request: Request, body: Uint8Array): Request => {
-  prereadBodies.set(request, body)
-  return request
+/** A JSON answer of the gateway: its text is sent as it is, with `content-type: application/json`. */
+export class JsonAnswer {
+  readonly text: string
+  readonly status: number
+  /** Lower-case names; `content-type` is implied. */
+  readonly headers: Record<string, string>
+  constructor(text: string, status: number, headers: Record<string, string>) {
+    this.text = text
+    this.status = status
+    this.headers = headers
+  }
 }
+
+/** What the gateway answers: JSON it made itself, or a web `Response` (SSE streams, the SDK's answers, empty bodies). */
+export type Answer = JsonAnswer | Response
+
+export const isAnswer = (value: unknown): value is Answer => value instanceof JsonAnswer || value instanceof Response
+
+/** A JSON answer. */
+export const jsonResponse = (text: string, status: number, headers: Record<string, string> = {}): JsonAnswer =>
+  new JsonAnswer(text, status, { ...headers })
 
 const json = (body: unknown, status: number, headers: Record<string, string> = {}) => jsonResponse(JSON.stringify(body), status, headers)
 
@@ -84,27 +98,32 @@ export const rpcError = (status: number, code: number, message: string, id: RpcI
 export const sessionNotFound = (id: RpcId = null) => rpcError(404, -32001, "Session not found", id)
 
 /**
- * The response with more headers: set in place (responses made in this process have mutable
- * headers), or on a copy when its headers are immutable (a fetched response's).
+ * The answer with more headers: set in place (answers made in this process have mutable headers),
+ * or on a copy when a response's headers are immutable (a fetched response's).
  */
-export const withHeaders = (response: Response, headers: Record<string, string>): Response => {
+export const withHeaders = <A extends Answer>(answer: A, headers: Record<string, string>): A => {
+  if (answer instanceof JsonAnswer) {
+    Object.assign(answer.headers, headers)
+    return answer
+  }
+  const response = answer as Response
   try {
     for (const name in headers) response.headers.set(name, headers[name]!)
-    return response
+    return answer
   } catch {
     // Immutable headers: the first `set` threw, so nothing was changed.
   }
   const merged = new Headers(response.headers)
   for (const [name, value] of Object.entries(headers)) merged.set(name, value)
-  return new Response(response.body, { status: response.status, statusText: response.statusText, headers: merged })
+  return new Response(response.body, { status: response.status, statusText: response.statusText, headers: merged }) as A
 }
 
 /**
  * The body, read up to `limit` bytes while it streams in, before any parsing: `undefined` when
  * it is longer, `null` when it broke off.
  */
-export const readLimited = async (request: Request, limit: number): Promise<Uint8Array | undefined | null> => {
-  const preread = prereadBodies.get(request)
+export const readLimited = async (request: GatewayRequest, limit: number): Promise<Uint8Array | undefined | null> => {
+  const preread = request.preread
   if (preread !== undefined) return preread.byteLength > limit ? undefined : preread
   const declared = Number(request.headers.get("content-length") ?? Number.NaN)
   if (declared > limit) return undefined

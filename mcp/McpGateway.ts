@@ -1,6 +1,6 @@
 /**
  * The MCP gateway's HTTP edge (spec, "MCP gateway"; decisions.md section 7): POST, GET and
- * DELETE `/mcp`, as one `handle(request) => Effect<Response>` that the HTTP server mounts.
+ * DELETE `/mcp`, as one `handle(request) => Effect<Answer>` that the HTTP server mounts.
  *
  * In order, for every request: a `Request-Id`; transport security (`Origin`, and `Host` when the
  * service is bound to loopback: McpSettings.ts), with CORS for allowed origins; the method; the
@@ -35,7 +35,7 @@ import type { makeToolCalls } from "./ToolCalls.ts"
 
 export class McpGateway extends Context.Service<McpGateway, {
   /** Serves POST, GET and DELETE `/mcp` completely: auth, origin, limits and sessions included. */
-  readonly handle: (request: Request) => Effect.Effect<Response>
+  readonly handle: (request: Answers.GatewayRequest) => Effect.Effect<Answers.Answer>
 }>()("app/mcp/McpGateway") {}
 
 const BEARER = /^Bearer[ \t]+(\S+)[ \t]*$/i
@@ -83,7 +83,7 @@ export const makeHandle = (parts: GatewayParts) => {
   const isAllowedOrigin = (origin: string) => settings.allowedOrigins.has(originOf(origin) ?? origin)
 
   /** Origin and Host against DNS rebinding (McpSettings.ts). */
-  const transportRefusal = (request: Request, requestId: string): Response | undefined => {
+  const transportRefusal = (request: Answers.GatewayRequest, requestId: string): Answers.Answer | undefined => {
     const origin = request.headers.get("origin")
     if (origin !== null && !isAllowedOrigin(origin)) {
       return Answers.forbidden(requestId, `Origin ${origin} is not allowed.`)
@@ -94,7 +94,7 @@ export const makeHandle = (parts: GatewayParts) => {
   }
 
   /** The key, the standard token and the user header: a caller, or the refusal. */
-  const admit = Effect.fnUntraced(function*(request: Request, requestId: string) {
+  const admit = Effect.fnUntraced(function*(request: Answers.GatewayRequest, requestId: string) {
     const presented = BEARER.exec(request.headers.get("authorization") ?? "")?.[1]
     if (presented === undefined) {
       return Answers.unauthorized(requestId, "auth_missing", "Send the project API key as Authorization: Bearer <key>.")
@@ -115,7 +115,7 @@ export const makeHandle = (parts: GatewayParts) => {
   })
 
   /** The session a later request names, or the answer for a missing, unknown or foreign one. */
-  const sessionOf = Effect.fnUntraced(function*(request: Request, caller: Caller, id: Answers.RpcId) {
+  const sessionOf = Effect.fnUntraced(function*(request: Answers.GatewayRequest, caller: Caller, id: Answers.RpcId) {
     const sessionId = request.headers.get("mcp-session-id")
     if (sessionId === null) return Answers.rpcError(400, -32000, "Bad Request: Mcp-Session-Id header is required", id)
     const session = isSessionId(sessionId) ? yield* Effect.orDie(sessions.get(sessionId)) : undefined
@@ -158,7 +158,7 @@ export const makeHandle = (parts: GatewayParts) => {
     return session
   })
 
-  const post = Effect.fnUntraced(function*(request: Request, caller: Caller, requestId: string) {
+  const post = Effect.fnUntraced(function*(request: Answers.GatewayRequest, caller: Caller, requestId: string) {
     if (!Answers.isJsonContentType(request.headers.get("content-type"))) return Answers.unsupportedMediaType(requestId)
     const bytes = yield* Effect.promise(() => Answers.readLimited(request, Answers.BODY_LIMIT))
     if (bytes === undefined) return Answers.bodyTooLarge(requestId)
@@ -169,7 +169,7 @@ export const makeHandle = (parts: GatewayParts) => {
     const initializing = messages.some((m) => isObject(m) && m.method === "initialize")
     if (initializing && messages.length > 1) return Answers.rpcError(400, -32600, "Invalid Request: Only one initialization request is allowed")
     const session = initializing ? yield* initialize(body, caller, requestId) : yield* sessionOf(request, caller, idOf(body))
-    if (session instanceof Response) return session
+    if (Answers.isAnswer(session)) return session
     exchange.cancel(session.sessionId, body)
     const sse = (request.headers.get("accept") ?? "").includes("text/event-stream")
     const fast = sse || initializing ? undefined : fastCall(toolCalls, body, session, caller.headerUserId)
@@ -182,12 +182,12 @@ export const makeHandle = (parts: GatewayParts) => {
     return Answers.withHeaders(response, { "mcp-session-id": session.sessionId })
   })
 
-  const get = Effect.fnUntraced(function*(request: Request, caller: Caller) {
+  const get = Effect.fnUntraced(function*(request: Answers.GatewayRequest, caller: Caller) {
     if (!(request.headers.get("accept") ?? "").includes("text/event-stream")) {
       return Answers.rpcError(406, -32000, "Not Acceptable: Client must accept text/event-stream")
     }
     const session = yield* sessionOf(request, caller, null)
-    if (session instanceof Response) return session
+    if (Answers.isAnswer(session)) return session
     const lastEventId = request.headers.get("last-event-id")
     const from = lastEventId === null ? feed.position() : parsePosition(lastEventId)
     if (from === undefined) return Answers.rpcError(400, -32000, "Bad Request: Last-Event-ID is not an event id of this stream")
@@ -201,15 +201,15 @@ export const makeHandle = (parts: GatewayParts) => {
     })
   })
 
-  const remove = Effect.fnUntraced(function*(request: Request, caller: Caller) {
+  const remove = Effect.fnUntraced(function*(request: Answers.GatewayRequest, caller: Caller) {
     const session = yield* sessionOf(request, caller, null)
-    if (session instanceof Response) return session
+    if (Answers.isAnswer(session)) return session
     yield* Effect.orDie(sessions.remove(session.sessionId))
     streams.end(session.sessionId)
     return new Response(null, { status: 204 })
   })
 
-  const serve = Effect.fnUntraced(function*(request: Request, requestId: string) {
+  const serve = Effect.fnUntraced(function*(request: Answers.GatewayRequest, requestId: string) {
     const method = request.method.toUpperCase()
     const refused = transportRefusal(request, requestId)
     if (refused !== undefined) return refused
@@ -217,7 +217,7 @@ export const makeHandle = (parts: GatewayParts) => {
     if (method === "OPTIONS" && origin !== null) return Answers.preflight(origin)
     if (method !== "POST" && method !== "GET" && method !== "DELETE") return Answers.methodNotAllowed(requestId)
     const admitted = yield* admit(request, requestId)
-    if (admitted instanceof Response) return admitted
+    if (Answers.isAnswer(admitted)) return admitted
     const { caller } = admitted
     const response = method === "POST"
       ? yield* post(request, caller, requestId)
@@ -227,7 +227,7 @@ export const makeHandle = (parts: GatewayParts) => {
     return Answers.withHeaders(response, admitted.limits)
   })
 
-  return (request: Request): Effect.Effect<Response> =>
+  return (request: Answers.GatewayRequest): Effect.Effect<Answers.Answer> =>
     Effect.suspend(() => {
       const requestId = newRequestId()
       return serve(request, requestId).pipe(

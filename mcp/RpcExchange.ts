@@ -19,6 +19,7 @@ import { type EventStore, WebStandardStreamableHTTPServerTransport } from "@mode
 import { formatPosition } from "../infra/eventlog/EventStore.ts"
 import type { LogFeedShape } from "./LogFeed.ts"
 import type { RequestFacts } from "./RpcServer.ts"
+import type { GatewayRequest } from "./HttpAnswers.ts"
 
 /** The priming store: every event of the stream carries the position it started from. */
 const primingStore = (eventId: string): EventStore => ({
@@ -96,7 +97,7 @@ export const makeExchange = (servers: (facts: RequestFacts) => Server, feed: Log
     cancel: (sessionId: string, body: unknown) => {
       for (const id of cancelledIds(messagesOf(body))) inflight.get(keyOf(sessionId, id))?.()
     },
-    serve: async (request: Request, body: unknown, facts: RequestFacts, sse: boolean, signal: AbortSignal): Promise<Response> => {
+    serve: async (request: GatewayRequest, body: unknown, facts: RequestFacts, sse: boolean, signal: AbortSignal): Promise<Response> => {
       const server = servers(facts)
       const transport = new WebStandardStreamableHTTPServerTransport(
         sse ? { enableJsonResponse: false, eventStore: primingStore(formatPosition(feed.position())) } : { enableJsonResponse: true }

@@ -1,18 +1,19 @@
 /**
  * `/mcp` on the service's port: the MCP gateway (mcp/) serves every method of the path itself
- * (key, origin, limits, sessions, body ceiling), so the edge hands it the request as is, as a
- * web `Request` whose signal fires when the client goes away, and sends its web `Response` back.
+ * (key, origin, limits, sessions, body ceiling), so the edge hands it the request as is and
+ * sends its answer back.
  *
  * A POST whose client does not want SSE gets its body read at once from Node (up to the
- * gateway's ceiling) and handed over as bytes, and its JSON answer is sent as text: bridging an
+ * gateway's ceiling) and handed over as bytes, and a JSON answer is sent as text: bridging an
  * Effect stream into a web stream and back cost a `tools/call` more CPU than the call itself
- * (bench/scenarios/mcp.ts). SSE answers, and GET streams, are streamed unbuffered.
+ * (bench/scenarios/mcp.ts). Other requests reach the gateway as a web `Request` whose signal
+ * fires when the client goes away; SSE answers, and GET streams, are streamed unbuffered.
  */
 import { Effect } from "effect"
 import { HttpServerRequest, HttpServerResponse } from "effect/http"
 import { IncomingMessage, type ServerResponse } from "node:http"
 import type { McpGateway } from "../../mcp/index.ts"
-import { BODY_LIMIT, jsonTextOf, withPrereadBody } from "../../mcp/HttpAnswers.ts"
+import { type Answer, BODY_LIMIT, type GatewayRequest, JsonAnswer } from "../../mcp/HttpAnswers.ts"
 import { EdgeFailure } from "./Envelope.ts"
 import { normalized } from "../../domain/Errors.ts"
 
@@ -46,38 +47,61 @@ const readBody = (message: IncomingMessage, limit: number) =>
     message.on("data", onData).on("end", onEnd).on("error", onError)
   })
 
-const headersOf = (request: HttpServerRequest.HttpServerRequest) => {
-  const headers = new Headers()
-  for (const [name, value] of Object.entries(request.headers)) if (typeof value === "string") headers.set(name, value)
-  return headers
+/**
+ * A plain JSON POST as the gateway reads it, with its body already read: no web `Request` (its
+ * `Headers`, its URL parsing, its signal) is built for it. The client going away interrupts the
+ * request's fiber, which ends any call it runs.
+ */
+const readRequest = (request: HttpServerRequest.HttpServerRequest, body: Uint8Array): GatewayRequest => ({
+  method: "POST",
+  url: `http://${request.headers["host"] ?? "localhost"}${request.url}`,
+  headers: {
+    get: (name) => {
+      const value: unknown = request.headers[name.toLowerCase()]
+      return typeof value === "string" ? value : null
+    }
+  },
+  body: null,
+  preread: body
+})
+
+/** The web request for the gateway, streaming, whose signal fires when the client goes away. */
+const toWebRequest = (request: HttpServerRequest.HttpServerRequest) => {
+  const controller = new AbortController()
+  // Aborted only when the client went away before the answer was written (an abort makes a
+  // DOMException, which costs more than a small request).
+  const node = nodeResponseOf(request)
+  node?.once("close", () => {
+    if (!node.writableFinished) controller.abort()
+  })
+  return HttpServerRequest.toWeb(request, { signal: controller.signal }).pipe(
+    Effect.mapError(() => new EdgeFailure(400, normalized("invalid_input", "The request target is not valid.")))
+  )
 }
 
-/** The web request for the gateway: buffered for a plain JSON POST, streaming otherwise. */
-const toWebRequest = Effect.fnUntraced(function*(request: HttpServerRequest.HttpServerRequest, signal: AbortSignal) {
+/** The request for the gateway: read at once for a plain JSON POST, streaming otherwise. */
+const gatewayRequest = Effect.fnUntraced(function*(request: HttpServerRequest.HttpServerRequest) {
   const source = request.source
   const wantsStream = (request.headers["accept"] ?? "").includes("text/event-stream")
   if (request.method === "POST" && !wantsStream && source instanceof IncomingMessage) {
     const body = yield* readBody(source, BODY_LIMIT)
-    if (body !== undefined) {
-      const url = `http://${request.headers["host"] ?? "localhost"}${request.url}`
-      return withPrereadBody(new Request(url, { method: "POST", headers: headersOf(request), signal }), body)
-    }
+    if (body !== undefined) return readRequest(request, body)
   }
-  return yield* HttpServerRequest.toWeb(request, { signal }).pipe(
-    Effect.mapError(() => new EdgeFailure(400, normalized("invalid_input", "The request target is not valid.")))
-  )
+  return yield* toWebRequest(request)
 })
 
-/** The gateway's answer: text when it is one JSON document, a stream when it is SSE. */
-const fromWebResponse = (response: Response) => {
+/** The gateway's answer: its text when it made the JSON itself, a stream when it is SSE. */
+const fromAnswer = (answer: Answer) => {
+  if (answer instanceof JsonAnswer) {
+    return Effect.succeed(HttpServerResponse.text(answer.text, { status: answer.status, headers: answer.headers, contentType: "application/json" }))
+  }
+  const response = answer
   const type = response.headers.get("content-type") ?? ""
-  const known = jsonTextOf(response)
   if (response.body === null || type.startsWith("text/event-stream")) return Effect.succeed(HttpServerResponse.fromWeb(response))
   const headers: Record<string, string> = {}
   response.headers.forEach((value, name) => {
     if (name !== "content-type" && name !== "content-length") headers[name] = value
   })
-  if (known !== undefined) return Effect.succeed(HttpServerResponse.text(known, { status: response.status, headers, contentType: type }))
   return Effect.map(
     Effect.promise(() => response.text()),
     (text) => HttpServerResponse.text(text, { status: response.status, headers, contentType: type || "application/json" })
@@ -86,13 +110,5 @@ const fromWebResponse = (response: Response) => {
 
 export const makeMcpMount = (gateway: McpGateway["Service"]) =>
   Effect.fnUntraced(function*(request: HttpServerRequest.HttpServerRequest) {
-    const controller = new AbortController()
-    // Aborted only when the client went away before the answer was written (an abort makes a
-    // DOMException, which costs more than a small request).
-    const node = nodeResponseOf(request)
-    node?.once("close", () => {
-      if (!node.writableFinished) controller.abort()
-    })
-    const web = yield* toWebRequest(request, controller.signal)
-    return yield* fromWebResponse(yield* gateway.handle(web))
+    return yield* fromAnswer(yield* gateway.handle(yield* gatewayRequest(request)))
   })
