@@ -1,18 +1,32 @@
 /**
- * The gateway's common case without the SDK's per-request machinery: one plain `tools/call`
- * answered as JSON (the client did not ask for SSE; no task; no progress token, so no
- * notification can belong to it) runs straight through ToolCalls.ts, the same handler the SDK
- * `Server` calls (RpcServer.ts), and its JSON-RPC answer is written here. Anything else, and any
- * body the SDK's schema refuses, goes through the SDK as before.
+ * The gateway's common requests without the SDK's per-request machinery: a `tools/call` (with or
+ * without a task), `tasks/get`, `tasks/result` and `tasks/cancel`, each one JSON-RPC request
+ * answered as JSON (the client did not ask for SSE) with no progress token, so no notification
+ * can belong to it. They run straight through ToolCalls.ts and TaskRequests.ts, the same
+ * handlers the SDK `Server` calls (RpcServer.ts), and their JSON-RPC answer is written here.
+ * Anything else, and any body the SDK's schema refuses, goes through the SDK as before.
+ *
+ * Like a request the SDK serves, each is tracked by the exchange (RpcExchange.ts) while it runs:
+ * `notifications/cancelled` naming its id, or the process stopping, ends it with the answer the
+ * SDK path gives a cancelled request.
  *
  * Why: a `Server` and a transport per request, the SDK's promise hops and its validation of the
  * message cost the gateway about six times the CPU of `POST /v1/execute` for the same execution
  * (bench/scenarios/mcp.ts under wrk: 1,323-1,423 calls/s against 9,152-9,417 executes/s).
  */
-import { Effect } from "effect"
-import { CallToolRequestSchema, ErrorCode } from "@modelcontextprotocol/sdk/types.js"
-import { type JsonAnswer, jsonResponse } from "./HttpAnswers.ts"
+import { Effect, type Scope } from "effect"
+import {
+  CallToolRequestSchema,
+  CancelTaskRequestSchema,
+  ErrorCode,
+  GetTaskPayloadRequestSchema,
+  GetTaskRequestSchema
+} from "@modelcontextprotocol/sdk/types.js"
+import { type JsonAnswer, jsonResponse, type RpcId } from "./HttpAnswers.ts"
 import type { McpSession } from "./McpSessions.ts"
+import type { RpcFailure } from "./RpcFailure.ts"
+import { LATEST_VERSION } from "./RpcServer.ts"
+import type { TaskRequests } from "./TaskRequests.ts"
 import type { makeToolCalls } from "./ToolCalls.ts"
 
 const isObject = (value: unknown): value is { readonly [key: string]: unknown } =>
@@ -20,37 +34,80 @@ const isObject = (value: unknown): value is { readonly [key: string]: unknown } 
 
 const answer = (body: unknown) => jsonResponse(JSON.stringify(body), 200)
 
-/** The answer to `body` when it is a plain JSON tools/call; undefined for the SDK path. */
-export const fastCall = (
-  toolCalls: ReturnType<typeof makeToolCalls>,
-  body: unknown,
-  session: McpSession,
-  headerUserId: string | undefined
-): Effect.Effect<JsonAnswer> | undefined => {
-  if (!isObject(body) || body.method !== "tools/call" || !(typeof body.id === "string" || typeof body.id === "number")) return undefined
-  const parsed = CallToolRequestSchema.safeParse(body)
-  if (!parsed.success) return undefined
-  const params = parsed.data.params
-  if (params.task !== undefined || params._meta?.progressToken !== undefined) return undefined
-  const id = body.id
-  return toolCalls.call({
-    session,
-    headerUserId,
-    requestId: id,
-    name: params.name,
-    arguments: params.arguments,
-    task: undefined,
-    meta: params._meta,
-    notify: () => Effect.void
-  }).pipe(
-    Effect.map((called) => answer({ jsonrpc: "2.0", id, result: "task" in called ? { task: called.task } : called.result })),
-    Effect.catchTag("RpcFailure", (failure) => Effect.succeed(answer({ jsonrpc: "2.0", id, error: { code: failure.code, message: failure.message } }))),
-    Effect.catchDefect((defect) =>
-      Effect.as(
-        Effect.logError("MCP tools/call failed", defect),
-        answer({ jsonrpc: "2.0", id, error: { code: ErrorCode.InternalError, message: "Internal error." } })
-      )
-    ),
-    Effect.scoped
-  )
+const CANCELLED = { code: ErrorCode.ConnectionClosed, message: "The request was cancelled." }
+
+export interface FastPathParts {
+  readonly toolCalls: ReturnType<typeof makeToolCalls>
+  readonly taskRequests: TaskRequests
+  /** The exchange's tracking of running requests (RpcExchange.ts). */
+  readonly track: (sessionId: string, id: Exclude<RpcId, null>, close: () => void) => () => void
+}
+
+/** The answer to `body` when it is one of the plain requests above; undefined for the SDK path. */
+export type FastPath = (body: unknown, session: McpSession, headerUserId: string | undefined) => Effect.Effect<JsonAnswer> | undefined
+
+export const makeFastPath = ({ taskRequests, toolCalls, track }: FastPathParts): FastPath => {
+  /** The JSON-RPC answer of `result`, ended early by a cancel of `id`. */
+  const respond = <A>(session: McpSession, id: Exclude<RpcId, null>, result: Effect.Effect<A, RpcFailure, Scope.Scope>) => {
+    const cancelled = Effect.callback<JsonAnswer>((resume) => {
+      const untrack = track(session.sessionId, id, () => resume(Effect.succeed(answer({ jsonrpc: "2.0", id, error: CANCELLED }))))
+      return Effect.sync(untrack)
+    })
+    const answered = result.pipe(
+      Effect.map((value) => answer({ jsonrpc: "2.0", id, result: value })),
+      Effect.catchTag("RpcFailure", (failure) => Effect.succeed(answer({ jsonrpc: "2.0", id, error: { code: failure.code, message: failure.message } }))),
+      Effect.catchDefect((defect) =>
+        Effect.as(
+          Effect.logError("MCP request failed", defect),
+          answer({ jsonrpc: "2.0", id, error: { code: ErrorCode.InternalError, message: "Internal error." } })
+        )
+      ),
+      Effect.scoped
+    )
+    return Effect.raceFirst(answered, cancelled)
+  }
+
+  const toolCall = (body: unknown, id: Exclude<RpcId, null>, session: McpSession, headerUserId: string | undefined) => {
+    const parsed = CallToolRequestSchema.safeParse(body)
+    if (!parsed.success) return undefined
+    const params = parsed.data.params
+    if (params._meta?.progressToken !== undefined) return undefined
+    // A session of an older protocol that did not negotiate tasks has its calls' `task` dropped,
+    // as the SDK path does (RpcExchange.ts, `withoutTasks`).
+    const task = session.tasks || session.protocolVersion >= LATEST_VERSION ? params.task : undefined
+    const called = toolCalls.call({
+      session,
+      headerUserId,
+      requestId: id,
+      name: params.name,
+      arguments: params.arguments,
+      task,
+      meta: params._meta,
+      notify: () => Effect.void
+    })
+    return respond(session, id, Effect.map(called, (done) => ("task" in done ? { task: done.task } : done.result)))
+  }
+
+  return (body, session, headerUserId) => {
+    if (!isObject(body) || !(typeof body.id === "string" || typeof body.id === "number")) return undefined
+    const id = body.id
+    switch (body.method) {
+      case "tools/call":
+        return toolCall(body, id, session, headerUserId)
+      case "tasks/get": {
+        const parsed = GetTaskRequestSchema.safeParse(body)
+        return parsed.success ? respond(session, id, taskRequests.get(session, parsed.data.params.taskId)) : undefined
+      }
+      case "tasks/result": {
+        const parsed = GetTaskPayloadRequestSchema.safeParse(body)
+        return parsed.success ? respond(session, id, taskRequests.result(session, parsed.data.params.taskId)) : undefined
+      }
+      case "tasks/cancel": {
+        const parsed = CancelTaskRequestSchema.safeParse(body)
+        return parsed.success ? respond(session, id, taskRequests.cancel(session, parsed.data.params.taskId)) : undefined
+      }
+      default:
+        return undefined
+    }
+  }
 }

@@ -30,8 +30,7 @@ import { isLoopbackHost, type McpSettingsShape, originOf } from "./McpSettings.t
 import { makeExchange, messagesOf, withoutTasks } from "./RpcExchange.ts"
 import { LATEST_VERSION } from "./RpcServer.ts"
 import type { makeSessionStreams } from "./SessionStream.ts"
-import { fastCall } from "./FastCall.ts"
-import type { makeToolCalls } from "./ToolCalls.ts"
+import type { FastPath } from "./FastCall.ts"
 
 export class McpGateway extends Context.Service<McpGateway, {
   /** Serves POST, GET and DELETE `/mcp` completely: auth, origin, limits and sessions included. */
@@ -68,7 +67,7 @@ export interface GatewayParts {
   readonly feed: LogFeedShape
   readonly exchange: ReturnType<typeof makeExchange>
   readonly streams: ReturnType<typeof makeSessionStreams>
-  readonly toolCalls: ReturnType<typeof makeToolCalls>
+  readonly fast: FastPath
 }
 
 interface Caller {
@@ -78,7 +77,7 @@ interface Caller {
 }
 
 export const makeHandle = (parts: GatewayParts) => {
-  const { exchange, feed, keys, limiter, sessions, settings, streams, toolCalls } = parts
+  const { exchange, fast, feed, keys, limiter, sessions, settings, streams } = parts
 
   const isAllowedOrigin = (origin: string) => settings.allowedOrigins.has(originOf(origin) ?? origin)
 
@@ -172,8 +171,8 @@ export const makeHandle = (parts: GatewayParts) => {
     if (Answers.isAnswer(session)) return session
     exchange.cancel(session.sessionId, body)
     const sse = (request.headers.get("accept") ?? "").includes("text/event-stream")
-    const fast = sse || initializing ? undefined : fastCall(toolCalls, body, session, caller.headerUserId)
-    if (fast !== undefined) return Answers.withHeaders(yield* fast, { "mcp-session-id": session.sessionId })
+    const plain = sse || initializing ? undefined : fast(body, session, caller.headerUserId)
+    if (plain !== undefined) return Answers.withHeaders(yield* plain, { "mcp-session-id": session.sessionId })
     const exchanged = session.tasks || session.protocolVersion >= LATEST_VERSION ? body : withoutTasks(body)
     const response = yield* Effect.tryPromise({
       try: (signal) => exchange.serve(request, exchanged, { session, headerUserId: caller.headerUserId }, sse, signal),

@@ -93,6 +93,17 @@ export const makeExchange = (servers: (facts: RequestFacts) => Server, feed: Log
     closeAll: () => {
       for (const close of inflight.values()) close()
     },
+    /**
+     * Makes a request answered outside the SDK (FastCall.ts) reachable by `notifications/cancelled`
+     * and by `closeAll`; answers what takes it off again.
+     */
+    track: (sessionId: string, id: RpcId, close: () => void): (() => void) => {
+      const key = keyOf(sessionId, id)
+      inflight.set(key, close)
+      return () => {
+        if (inflight.get(key) === close) inflight.delete(key)
+      }
+    },
     /** Ends the requests that `notifications/cancelled` messages of the body name. */
     cancel: (sessionId: string, body: unknown) => {
       for (const id of cancelledIds(messagesOf(body))) inflight.get(keyOf(sessionId, id))?.()

@@ -28,15 +28,13 @@ import {
 import { catalogVersion, findToolkit } from "../domain/catalog/index.ts"
 import { isExpired, needsConnection } from "../domain/Connection.ts"
 import type { ConnectionsShape } from "../infra/connections/Connections.ts"
-import type { Executions } from "../infra/executions/Executions.ts"
 import type { McpSession } from "./McpSessions.ts"
 import type { McpSettingsShape } from "./McpSettings.ts"
-import { INVALID_PARAMS, RpcFailure } from "./RpcFailure.ts"
-import { isTerminal, taskOf, type TasksShape } from "./Tasks.ts"
+import type { RpcFailure } from "./RpcFailure.ts"
+import type { TaskRequests } from "./TaskRequests.ts"
 import type { Notification } from "./TaskEvents.ts"
 import type { makeToolCalls } from "./ToolCalls.ts"
 import { listFor } from "./ToolCatalog.ts"
-import { recordResult, withRelatedTask } from "./ToolResults.ts"
 
 export const LATEST_VERSION = "2025-11-25"
 
@@ -58,9 +56,8 @@ const noValidator = {
 
 export interface RpcDeps {
   readonly settings: McpSettingsShape
-  readonly executions: Executions["Service"]
   readonly connections: ConnectionsShape
-  readonly tasks: TasksShape
+  readonly taskRequests: TaskRequests
   readonly toolCalls: ReturnType<typeof makeToolCalls>
   /** The context handlers run in (the gateway's, as its layer was built). */
   readonly context: Context.Context<never>
@@ -81,15 +78,13 @@ const runWith = (context: Context.Context<never>) => {
   }
 }
 
-const taskNotFound = (taskId: string) => new RpcFailure({ code: INVALID_PARAMS, message: `Task not found: ${taskId}` })
-
 export interface RequestFacts {
   readonly session: McpSession
   readonly headerUserId: string | undefined
 }
 
 export const makeRpcServers = (deps: RpcDeps) => {
-  const { connections, executions, settings, tasks, toolCalls } = deps
+  const { connections, settings, taskRequests, toolCalls } = deps
   const run = runWith(deps.context)
 
   /** Toolkits the session's user may use in catalog mode: no connection needed, or a live one. */
@@ -108,38 +103,6 @@ export const makeRpcServers = (deps: RpcDeps) => {
       const manifest = findToolkit(toolkit)
       return manifest !== undefined && (!needsConnection(manifest) || connected.has(toolkit))
     }
-  })
-
-  const findTask = Effect.fnUntraced(function*(session: McpSession, taskId: string) {
-    const binding = yield* tasks.find(session, taskId)
-    if (binding === undefined) return yield* taskNotFound(taskId)
-    const record = yield* Effect.mapError(executions.get(session.projectId, undefined, taskId), () => taskNotFound(taskId))
-    return { binding, record }
-  })
-
-  const taskResult = Effect.fnUntraced(function*(session: McpSession, taskId: string) {
-    const { binding, record } = yield* findTask(session, taskId)
-    const left = binding.createdMs + binding.ttlMs - (yield* Clock.currentTimeMillis)
-    const final = isTerminal(record)
-      ? record
-      : yield* Effect.mapError(executions.awaitTerminal(session.projectId, undefined, taskId, Math.max(0, left)), () => taskNotFound(taskId))
-    if (!isTerminal(final)) return yield* new RpcFailure({ code: INVALID_PARAMS, message: `Task ${taskId} expired before it finished.` })
-    return withRelatedTask(recordResult(final), taskId)
-  })
-
-  const cancelTask = Effect.fnUntraced(function*(session: McpSession, taskId: string) {
-    const { binding, record } = yield* findTask(session, taskId)
-    const terminal = (status: string) =>
-      new RpcFailure({ code: INVALID_PARAMS, message: `Cannot cancel task ${taskId}: it is already ${status}.` })
-    if (isTerminal(record)) return yield* terminal(taskOf(binding, record).status)
-    const cancelled = yield* executions.cancel(session.projectId, undefined, taskId).pipe(
-      // Lost the race to success or failure downstream.
-      Effect.catchTag("StateConflict", () =>
-        Effect.flatMap(Effect.orDie(executions.get(session.projectId, undefined, taskId)), (now) => Effect.fail(terminal(taskOf(binding, now).status)))),
-      Effect.catchTag("NotFound", () => Effect.fail(taskNotFound(taskId)))
-    )
-    if (cancelled.status !== "cancelled") return yield* terminal(taskOf(binding, cancelled).status)
-    return taskOf(binding, cancelled)
   })
 
   /** A `Server` answering one request of `facts.session`. */
@@ -181,10 +144,9 @@ export const makeRpcServers = (deps: RpcDeps) => {
         extra.signal
       )
     })
-    server.setRequestHandler(GetTaskRequestSchema, (request, extra) =>
-      run(Effect.map(findTask(session, request.params.taskId), ({ binding, record }) => taskOf(binding, record)), extra.signal))
-    server.setRequestHandler(GetTaskPayloadRequestSchema, (request, extra) => run(taskResult(session, request.params.taskId), extra.signal))
-    server.setRequestHandler(CancelTaskRequestSchema, (request, extra) => run(cancelTask(session, request.params.taskId), extra.signal))
+    server.setRequestHandler(GetTaskRequestSchema, (request, extra) => run(taskRequests.get(session, request.params.taskId), extra.signal))
+    server.setRequestHandler(GetTaskPayloadRequestSchema, (request, extra) => run(taskRequests.result(session, request.params.taskId), extra.signal))
+    server.setRequestHandler(CancelTaskRequestSchema, (request, extra) => run(taskRequests.cancel(session, request.params.taskId), extra.signal))
     return server
   }
 }

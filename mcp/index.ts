@@ -24,6 +24,8 @@ import { makeExchange } from "./RpcExchange.ts"
 import { makeRpcServers } from "./RpcServer.ts"
 import { makeSessionStreams } from "./SessionStream.ts"
 import { makeTasks } from "./Tasks.ts"
+import { makeTaskRequests } from "./TaskRequests.ts"
+import { makeFastPath } from "./FastCall.ts"
 import { makeToolCalls } from "./ToolCalls.ts"
 import * as Access from "../infra/access/index.ts"
 import * as Connections from "../infra/connections/index.ts"
@@ -46,15 +48,17 @@ export const layer = Layer.effect(
     const feed = yield* makeLogFeed
     const tasks = yield* makeTasks(store, executions, feed)
     const toolCalls = makeToolCalls({ settings, executions, limiter, tasks, feed })
-    const servers = makeRpcServers({ settings, executions, connections, tasks, toolCalls, context })
+    const taskRequests = makeTaskRequests(executions, tasks)
+    const servers = makeRpcServers({ settings, connections, taskRequests, toolCalls, context })
     const exchange = makeExchange(servers, feed)
+    const fast = makeFastPath({ toolCalls, taskRequests, track: exchange.track })
     const streams = makeSessionStreams({ store, feed, sessions, connections, settings, context })
     // On shutdown, open GET streams and running requests end, so the server can drain.
     yield* Effect.addFinalizer(() => Effect.sync(() => {
       streams.endAll()
       exchange.closeAll()
     }))
-    return McpGateway.of({ handle: makeHandle({ settings, keys, limiter, sessions, feed, exchange, streams, toolCalls }) })
+    return McpGateway.of({ handle: makeHandle({ settings, keys, limiter, sessions, feed, exchange, streams, fast }) })
   })
 ).pipe(
   Layer.provide(PgMcpSessions.layer),

@@ -44,12 +44,13 @@ const eventually = async <A>(read: () => A, done: (value: A) => boolean, timeout
   }
 }
 
-describe("MCP tasks", () => {
+// Every case twice: answered by the SDK `Server`, and by the gateway's plain JSON path.
+describe.each([["through the SDK server", false], ["as plain JSON", true]])("MCP tasks, %s", (_path, jsonOnly) => {
   let gw: GatewayUnderTest
   let conn: Connected
   beforeAll(async () => {
     gw = await startGateway()
-    conn = await connect(gw.url, { headers: USER })
+    conn = await connect(gw.url, { headers: USER, jsonOnly })
   })
   afterAll(async () => {
     await conn.close()
@@ -118,7 +119,7 @@ describe("MCP tasks", () => {
 
   it("resolves tasks in the caller's session only: another session's task is -32602", async () => {
     const created = await createTask(conn.client, "demo.echo", {})
-    const other = await connect(gw.url, { headers: USER })
+    const other = await connect(gw.url, { headers: USER, jsonOnly })
     expect(await rpcCode(other.client.experimental.tasks.getTask(created.task.taskId))).toBe(-32602)
     expect(await rpcCode(other.client.experimental.tasks.getTaskResult(created.task.taskId, CallToolResultSchema))).toBe(-32602)
     expect(await rpcCode(other.client.experimental.tasks.cancelTask(created.task.taskId))).toBe(-32602)

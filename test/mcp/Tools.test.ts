@@ -182,6 +182,29 @@ describe("tools in catalog mode", () => {
     expect(replayed.replayed).toBe(true)
   })
 
+  it("ends a call waiting on its tool when the client sends notifications/cancelled for it, whatever the answer's format", async () => {
+    for (const accept of ["application/json", "application/json, text/event-stream"]) {
+      const session = await openSession(gw.url, { headers: USER, capabilities: {} })
+      const started = Date.now()
+      const waiting = post(gw.url, { jsonrpc: "2.0", id: 77, method: "tools/call", params: { name: "demo.sleep", arguments: { ms: 30_000 } } }, {
+        session,
+        accept,
+        headers: USER
+      })
+      // The call is under way (its execution exists) before it is cancelled.
+      await new Promise((resolve) => setTimeout(resolve, 500))
+      const cancel = await post(gw.url, { jsonrpc: "2.0", method: "notifications/cancelled", params: { requestId: 77, reason: "user" } }, { session, headers: USER })
+      expect(cancel.status).toBe(202)
+      const answered = await waiting
+      const message = await messageOf(answered)
+      expect(Date.now() - started, accept).toBeLessThan(10_000)
+      // A JSON answer must say something: the request ended, cancelled. A stream simply ends
+      // without a response, as MCP asks of a cancelled request.
+      if (accept === "application/json") expect(message).toMatchObject({ id: 77, error: { code: -32000 } })
+      else expect(message).not.toHaveProperty("result")
+    }
+  })
+
   it("takes a named connection from _meta and refuses a bad one as isError", async () => {
     const { client, close } = await connect(gw.url, { headers: USER })
     const result = await client.callTool({ name: "demo.echo", arguments: {}, _meta: { "dev.service/connectionId": "conn_00000000000000000000000000000000" } }) as Result

@@ -12,6 +12,18 @@ export interface ConnectOptions {
   readonly headers?: Record<string, string>
   /** `tasks` (the capability), `experimental` (the older alias) or none. */
   readonly tasks?: "tasks" | "experimental" | "none"
+  /**
+   * POSTs accept JSON only, not SSE: the gateway then answers its common requests without the
+   * SDK's `Server` (mcp/FastCall.ts), and everything else through it, as JSON.
+   */
+  readonly jsonOnly?: boolean
+}
+
+const acceptingJsonOnly: typeof fetch = (input, init) => {
+  if (init?.method !== "POST") return fetch(input, init)
+  const headers = new Headers(init.headers)
+  headers.set("accept", "application/json")
+  return fetch(input, { ...init, headers })
 }
 
 export interface Connected {
@@ -28,7 +40,8 @@ export const capabilitiesFor = (tasks: ConnectOptions["tasks"]): ClientCapabilit
 export const connect = async (url: string, options: ConnectOptions = {}): Promise<Connected> => {
   const transport = new StreamableHTTPClientTransport(new URL(url), {
     requestInit: { headers: { authorization: `Bearer ${options.key ?? KEY}`, ...options.headers } },
-    reconnectionOptions: { initialReconnectionDelay: 100, maxReconnectionDelay: 1000, reconnectionDelayGrowFactor: 1.5, maxRetries: 5 }
+    reconnectionOptions: { initialReconnectionDelay: 100, maxReconnectionDelay: 1000, reconnectionDelayGrowFactor: 1.5, maxRetries: 5 },
+    ...(options.jsonOnly === true ? { fetch: acceptingJsonOnly } : {})
   })
   const client = new Client({ name: "gateway-test", version: "1.0.0" }, { capabilities: capabilitiesFor(options.tasks ?? "tasks") })
   await client.connect(transport)
