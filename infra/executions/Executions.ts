@@ -19,6 +19,7 @@ import { ExecutionPermits } from "./ExecutionPermits.ts"
 import { AttachmentFiles, ConnectionResolver } from "./ExecutionPorts.ts"
 import { recordOfRow, TABLE } from "./ExecutionsProjection.ts"
 import { newId } from "../Ids.ts"
+import { BoundedCache } from "../BoundedCache.ts"
 import { Secrets } from "../access/Secrets.ts"
 import { ViewStore } from "../eventlog/ViewStore.ts"
 import type { Filter } from "../eventlog/Projection.ts"
@@ -131,6 +132,8 @@ export const make = Effect.gen(function*() {
   const connections = yield* ConnectionResolver
   const files = yield* AttachmentFiles
   const secrets = yield* Secrets
+  // Idempotency keys known to be claimed (by this process, or found claimed by a conflict).
+  const claimedKeys = new BoundedCache<string, true>({ maxWeight: 20_000, ttlMs: 10 * 60_000 })
 
   const answer = Effect.fnUntraced(function*(record: ExecutionRecord, waitMs: number | undefined) {
     if (waitMs === undefined || isTerminal(record)) return { record, terminal: isTerminal(record) }
@@ -183,7 +186,13 @@ export const make = Effect.gen(function*() {
           previousMac: () => secrets.previousMac("idempotency-input/v1", text),
           hash: () => sha256(text)
         }
-        const claims = yield* orDie(store.readStream(claimStream))
+        // A key this process has not seen claimed is taken as new on the first attempt, unread:
+        // a fresh key (the common case) costs no read before its commit. One claimed elsewhere
+        // makes that commit conflict, once: the next attempt reads the claim and replays or
+        // refuses, and the key is remembered, so its later replays read first and never cost a
+        // commit of everyone's appends again.
+        const unread = attempt === 0 && claimedKeys.get(claimStream, now) === undefined
+        const claims = unread ? [] : yield* orDie(store.readStream(claimStream))
         const state = claims.reduce<Idempotency.IdempotencyState>(
           (s, e) => Idempotency.evolve(s, Idempotency.idempotencyCodec.decode(e)),
           undefined
@@ -235,6 +244,7 @@ export const make = Effect.gen(function*() {
         Effect.onError(() => (tookPermit ? permits.release(permitKey) : Effect.void)),
         orDie
       )
+      if (claimStream !== undefined) claimedKeys.set(claimStream, true, now)
       if (created === undefined) {
         // Another request claimed the key first: release and read the claim again.
         if (tookPermit) yield* permits.release(permitKey)
