@@ -9,6 +9,7 @@ import { SqlClient } from "effect/sql"
 import { onStorage } from "../infra/eventlog/Database.ts"
 import { StoreUnavailable } from "../infra/eventlog/EventStore.ts"
 import type { Migration } from "../infra/eventlog/PgMigrations.ts"
+import { inOrder, makeBatcher } from "../infra/Batcher.ts"
 import { layerMemory, type McpSession, McpSessions } from "./McpSessions.ts"
 
 /** The sessions table (migration ids 600-699 belong to the MCP gateway). */
@@ -69,8 +70,24 @@ const toSession = (row: SessionRow): McpSession => ({
 
 const unavailable = (cause: unknown) => new StoreUnavailable({ cause })
 
+/** Sessions read in one statement at most; more wait for the next. */
+const MAX_READS = 256
+
 export const makePg = Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
+  // Every request names its session: the reads of requests arriving together share one
+  // statement (Batcher.ts), instead of a round trip each.
+  const readRow = yield* makeBatcher<string, SessionRow | undefined, StoreUnavailable>({
+    maxBatch: MAX_READS,
+    serve: inOrder((ids) =>
+      sql.unsafe<SessionRow>("SELECT * FROM mcp_sessions WHERE session_id = ANY($1)", [[...new Set(ids)]]).pipe(
+        Effect.map((rows) => {
+          const byId = new Map(rows.map((row) => [row.session_id, row]))
+          return ids.map((id) => byId.get(id))
+        }),
+        Effect.mapError(unavailable)
+      ))
+  })
   return McpSessions.of({
     create: (session) =>
       sql`INSERT INTO mcp_sessions (session_id, key_hash, project_id, pinned_user_id, user_id, protocol_version,
@@ -82,8 +99,7 @@ export const makePg = Effect.gen(function*() {
         Effect.mapError(unavailable)
       ),
     get: Effect.fnUntraced(function*(sessionId) {
-      const rows = yield* sql<SessionRow>`SELECT * FROM mcp_sessions WHERE session_id = ${sessionId}`
-      const row = rows[0]
+      const row = yield* readRow(sessionId)
       if (row === undefined) return undefined
       const session = toSession(row)
       if (session.expiresMs > (yield* Clock.currentTimeMillis)) return session

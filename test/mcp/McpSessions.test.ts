@@ -40,6 +40,16 @@ const suite = (name: string, layer: () => Layer.Layer<McpSessions>) =>
       expect(await run((s) => s.get(newSessionId()))).toBeUndefined()
     })
 
+    it("answers reads made together each with its own session (the same one twice, unknown and expired ones among them)", async () => {
+      const live = Array.from({ length: 20 }, (_, i) => session({ userId: `user_${i}` }))
+      const expired = session({ expiresMs: Date.now() - 1 })
+      for (const made of [...live, expired]) await run((s) => s.create(made))
+      const unknown = newSessionId()
+      const ids = [...live.map((made) => made.sessionId), unknown, expired.sessionId, live[3]!.sessionId]
+      const read = await run((s) => Effect.forEach(ids, (id) => s.get(id), { concurrency: "unbounded" }))
+      expect(read).toEqual([...live, undefined, undefined, live[3]])
+    })
+
     it("forgets an expired session on read and sweeps expired ones in batches", async () => {
       const expired = session({ expiresMs: Date.now() - 1 })
       await run((s) => s.create(expired))
