@@ -18,7 +18,6 @@ import {
   ConcurrencyConflict,
   EventStore,
   type EventStoreShape,
-  followByPolling,
   LaneFull,
   type PermitLane,
   type Position,
@@ -26,6 +25,7 @@ import {
   StoreUnavailable
 } from "./EventStore.ts"
 import { Wakeup } from "./MemoryEventStore.ts"
+import { makeSharedFeed } from "./SharedFeed.ts"
 import { recordAppend } from "../observability/Metrics.ts"
 import { projectAll, type Projection, Projections, type RowChange } from "./Projection.ts"
 import { applyChanges, changeCtes, specMap } from "./PgViewStore.ts"
@@ -50,6 +50,9 @@ import {
 
 export const NOTIFY_CHANNEL = "app_events"
 const MAX_BATCH = 256
+/** The feed's most recent events kept for the process's followers, and how many one read asks for. */
+const FEED_WINDOW = 2_048
+const FEED_BATCH = 1_000
 
 /** Appended events count towards the append rate (infra/observability/Metrics.ts). */
 const counted = (recorded: ReadonlyArray<RecordedEvent>): ReadonlyArray<RecordedEvent> => {
@@ -226,6 +229,8 @@ export const makePgEventStore = Effect.gen(function*() {
   yield* Effect.forkScoped(listener)
 
   const readAll = (after: Position, limit: number) => readFeed(sql, after, limit).pipe(Effect.mapError(unavailable))
+  // The process's followers share the reads of the feed's tail (SharedFeed.ts).
+  const shared = yield* makeSharedFeed(readAll, wakeup, { keep: FEED_WINDOW, batchSize: FEED_BATCH })
 
   const enqueue = (requests: ReadonlyArray<AppendRequest>, lane: PermitLane | undefined) =>
     requests.length === 0 ? Effect.succeed([]) : Effect.map(commit({ requests, lane }), counted)
@@ -249,7 +254,7 @@ export const makePgEventStore = Effect.gen(function*() {
       Effect.map((rows) => (rows[0] ? { tx: BigInt(rows[0].tx), seq: BigInt(rows[0].seq) } : { tx: 0n, seq: 0n })),
       Effect.mapError(unavailable)
     ),
-    follow: (after, options) => followByPolling(readAll, after, wakeup, options?.batchSize ?? 500),
+    follow: (after, options) => shared.follow(after, options?.batchSize ?? 500),
     streamIds: (streamType) =>
       sql<{ stream_id: string }>`SELECT stream_id FROM streams WHERE stream_type = ${streamType}`.pipe(
         Effect.map((rows) => rows.map((row) => row.stream_id)),

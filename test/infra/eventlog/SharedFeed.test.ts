@@ -1,0 +1,126 @@
+/**
+ * The shared reader of the log's tail (infra/eventlog/SharedFeed.ts), over a log in an array:
+ * every follower sees exactly the feed from where it began, however its position meets the
+ * window; followers at the tail share one read per change; a failed read fails those waiting
+ * on it and nothing after.
+ */
+import { assert, describe, it } from "@effect/vitest"
+import { Effect, Fiber, Stream } from "effect"
+import type { Position, RecordedEvent } from "../../../infra/eventlog/EventStore.ts"
+import { StoreUnavailable } from "../../../infra/eventlog/EventStore.ts"
+import { Wakeup } from "../../../infra/eventlog/MemoryEventStore.ts"
+import { makeSharedFeed } from "../../../infra/eventlog/SharedFeed.ts"
+
+const at = (n: number): Position => ({ tx: BigInt(n), seq: BigInt(n) })
+
+/** A log in an array: position n is the nth event; `reads` counts the statements a database would run. */
+const makeLog = () => {
+  const events: Array<RecordedEvent> = []
+  const signal = new Wakeup("1 second")
+  const state = { reads: 0, failNext: false }
+  const append = (count: number) => {
+    for (let i = 0; i < count; i++) {
+      const n = events.length + 1
+      events.push({ streamId: `s-${n}`, streamType: "test", version: 1, position: at(n), eventId: `evt_${n}`, type: "Thing", schemaVersion: 1, data: { n }, metadata: {}, createdAt: 0 })
+    }
+    signal.notify()
+  }
+  const readAll = (after: Position, limit: number) =>
+    Effect.suspend(() => {
+      state.reads++
+      if (state.failNext) {
+        state.failNext = false
+        return Effect.fail(new StoreUnavailable({ cause: new Error("connection lost") }))
+      }
+      return Effect.succeed(events.filter((event) => event.position.seq > after.seq).slice(0, limit))
+    })
+  return { events, signal, state, append, readAll }
+}
+
+const numbers = (events: ReadonlyArray<RecordedEvent>) => events.map((event) => Number(event.position.seq))
+const range = (from: number, to: number) => Array.from({ length: to - from + 1 }, (_, i) => from + i)
+
+/** Waits until `done` holds, giving the followers' fibers turns meanwhile. */
+const until = (done: () => boolean) =>
+  Effect.gen(function*() {
+    for (let i = 0; i < 2_000 && !done(); i++) yield* Effect.promise(() => new Promise((resolve) => setTimeout(resolve, 1)))
+    assert.isTrue(done(), `condition not reached ${String(done)}`)
+  })
+
+describe("SharedFeed", () => {
+  it.live("gives each follower the feed from its own start, old events and new ones, in order", () =>
+    Effect.gen(function*() {
+      const log = makeLog()
+      log.append(30)
+      const feed = yield* makeSharedFeed(log.readAll, log.signal, { keep: 8, batchSize: 5 })
+      const starts = [0, 12, 30]
+      const seen = starts.map(() => [] as Array<number>)
+      const fibers = yield* Effect.forEach(starts, (start, i) =>
+        Effect.forkChild(Stream.runForEach(feed.follow(at(start), 7), (event) => Effect.sync(() => void seen[i]!.push(Number(event.position.seq))))))
+      for (let round = 0; round < 10; round++) {
+        log.append(round % 3 === 0 ? 25 : 3)
+        yield* until(() => seen.every((numbers) => numbers.at(-1) === log.events.length))
+      }
+      starts.forEach((start, i) => assert.deepStrictEqual(seen[i], range(start + 1, log.events.length)))
+      yield* Effect.forEach(fibers, Fiber.interrupt)
+    }).pipe(Effect.scoped))
+
+  it.live("shares one read per change among the followers at the tail", () =>
+    Effect.gen(function*() {
+      const log = makeLog()
+      log.append(5)
+      const feed = yield* makeSharedFeed(log.readAll, log.signal, { keep: 100, batchSize: 100 })
+      const followers = 6
+      const seen = Array.from({ length: followers }, () => [] as Array<number>)
+      const fibers = yield* Effect.forEach(seen, (numbers) =>
+        Effect.forkChild(Stream.runForEach(feed.follow(at(5), 100), (event) => Effect.sync(() => void numbers.push(Number(event.position.seq))))))
+      // Settled at the tail: every follower waits for the next change.
+      yield* Effect.sleep("50 millis")
+      const before = log.state.reads
+      const rounds = 20
+      for (let round = 0; round < rounds; round++) {
+        log.append(2)
+        yield* until(() => seen.every((numbers) => numbers.at(-1) === log.events.length))
+      }
+      // Each change costs a read that finds it and one that finds nothing more, whatever the
+      // number of followers (each polling alone, that was 2 x 6 reads per change).
+      assert.isAtMost(log.state.reads - before, 2 * rounds + 2)
+      seen.forEach((numbers) => assert.deepStrictEqual(numbers, range(6, log.events.length)))
+      yield* Effect.forEach(fibers, Fiber.interrupt)
+    }).pipe(Effect.scoped))
+
+  it.live("hands a follower that fell behind the window the events it missed, read directly", () =>
+    Effect.gen(function*() {
+      const log = makeLog()
+      const feed = yield* makeSharedFeed(log.readAll, log.signal, { keep: 4, batchSize: 3 })
+      const fast: Array<number> = []
+      const fastFiber = yield* Effect.forkChild(Stream.runForEach(feed.follow(at(0), 3), (event) => Effect.sync(() => void fast.push(Number(event.position.seq)))))
+      log.append(1)
+      yield* until(() => fast.length === 1)
+      // A follower that takes one event and then stops for a while.
+      const slow = yield* Stream.runCollect(Stream.take(feed.follow(at(0), 2), 1))
+      for (let round = 0; round < 10; round++) {
+        log.append(5)
+        yield* until(() => fast.at(-1) === log.events.length)
+      }
+      const rest = yield* Stream.runCollect(Stream.take(feed.follow(slow[0]!.position, 2), log.events.length - 1))
+      assert.deepStrictEqual([...numbers(slow), ...numbers(rest)], range(1, log.events.length))
+      assert.deepStrictEqual(fast, range(1, log.events.length))
+      yield* Fiber.interrupt(fastFiber)
+    }).pipe(Effect.scoped))
+
+  it.live("fails the followers waiting on a read that failed, and serves the next follow", () =>
+    Effect.gen(function*() {
+      const log = makeLog()
+      log.append(2)
+      const feed = yield* makeSharedFeed(log.readAll, log.signal, { keep: 10, batchSize: 10 })
+      const waiting = yield* Effect.forkChild(Stream.runCollect(Stream.take(feed.follow(at(2), 10), 1)))
+      yield* until(() => log.state.reads >= 2)
+      log.state.failNext = true
+      log.append(1)
+      const failed = yield* Fiber.await(waiting)
+      assert.isTrue(failed._tag === "Failure")
+      const again = yield* Stream.runCollect(Stream.take(feed.follow(at(2), 10), 1))
+      assert.deepStrictEqual(numbers(again), [3])
+    }).pipe(Effect.scoped))
+})
