@@ -42,9 +42,16 @@ export const makeSharedFeed = (readAll: EventStoreShape["readAll"], signal: Feed
     let start: Position | undefined
     let head: Position | undefined
     let reading: Deferred.Deferred<void, StoreUnavailable> | undefined
+    /**
+     * The signal's generation taken before the last shared read, when that read reached the
+     * tail (fewer events than asked for): until the signal moves past it, nothing new can be
+     * read, so followers wait instead of asking again (one read per change, not two).
+     */
+    let tailSince: number | undefined
 
     /** Moves the window to an empty one at `position`: a follower found the tail there. */
     const restartAt = (position: Position) => {
+      tailSince = undefined
       window = []
       start = position
       head = position
@@ -66,15 +73,17 @@ export const makeSharedFeed = (readAll: EventStoreShape["readAll"], signal: Feed
       const done = Deferred.makeUnsafe<void, StoreUnavailable>()
       reading = done
       const from = head!
+      const since = signal.generation()
       const read = Effect.exit(readAll(from, options.batchSize)).pipe(
         Effect.flatMap((exit) =>
           Effect.sync(() => {
             reading = undefined
             // The window may have moved meanwhile (a follower found the tail further on): then
             // these events are not next to it, and are left for the next read.
-            if (Exit.isSuccess(exit) && exit.value.length > 0 && head !== undefined && comparePositions(head, from) === 0) {
+            if (Exit.isSuccess(exit) && head !== undefined && comparePositions(head, from) === 0) {
               for (const event of exit.value) window.push(event)
-              head = exit.value[exit.value.length - 1]!.position
+              if (exit.value.length > 0) head = exit.value[exit.value.length - 1]!.position
+              tailSince = exit.value.length < options.batchSize ? since : undefined
               trim()
             }
             Deferred.doneUnsafe(done, Exit.isSuccess(exit) ? Exit.void : exit)
@@ -94,6 +103,13 @@ export const makeSharedFeed = (readAll: EventStoreShape["readAll"], signal: Feed
             return Effect.succeed(window.slice(from, from + limit))
           }
           if (comparePositions(cursor, head) === 0) {
+            if (tailSince !== undefined) {
+              const reached = tailSince
+              return Effect.andThen(signal.wait(reached), Effect.suspend(() => {
+                if (tailSince === reached) tailSince = undefined
+                return next(cursor, limit)
+              }))
+            }
             const before = head
             return Effect.flatMap(readShared, () =>
               head !== undefined && comparePositions(head, before) !== 0 ? next(cursor, limit) : Effect.andThen(signal.wait(since), next(cursor, limit)))
