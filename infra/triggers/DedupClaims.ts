@@ -7,6 +7,13 @@
  * On Postgres the claim is `INSERT ... ON CONFLICT`: concurrent claimers of one key, in this
  * process or another, are ordered by the unique index, and exactly one gets `Claimed`; the others
  * read the winner's ids. Claims asked for while one statement runs share the next (infra/Batcher.ts).
+ *
+ * Its commit does not wait for the disk (`synchronous_commit = off`, that transaction only): no
+ * answer rests on a claim alone. An arrival is answered once its record commits, synchronously,
+ * later; that flush writes the log up to it, the claim included. A claim lost in a crash before
+ * then belongs to an arrival that was never answered, which the provider sends again. One flush
+ * per ingest instead of two: on this machine a flush costs 1.6-2.3 ms, a whole ingest on an
+ * idle service 8.8 ms.
  */
 import { Clock, Context, Effect, Layer, Schedule } from "effect"
 import { SqlClient } from "effect/sql"
@@ -96,10 +103,13 @@ export const layerMemory: Layer.Layer<DedupClaims> = Layer.sync(DedupClaims, () 
   })
 })
 
+// One statement, so its own transaction: `set_config(..., true)` turns the wait for the flush
+// off for that transaction alone (the module's note says why that is safe).
 const CLAIM = `
+  WITH unflushed AS (SELECT set_config('synchronous_commit', 'off', true))
   INSERT INTO trigger_dedup_claims (subscription_id, key_digest, event_id, arrival_id, expires_at)
   SELECT DISTINCT ON (s, k) s, k, e, a, now() + $5::interval
-  FROM unnest($1::text[], $2::text[], $3::text[], $4::text[]) WITH ORDINALITY AS u(s, k, e, a, n)
+  FROM unnest($1::text[], $2::text[], $3::text[], $4::text[]) WITH ORDINALITY AS u(s, k, e, a, n), unflushed
   ORDER BY s, k, n
   ON CONFLICT (subscription_id, key_digest) DO UPDATE
     SET event_id = EXCLUDED.event_id, arrival_id = EXCLUDED.arrival_id, expires_at = EXCLUDED.expires_at
