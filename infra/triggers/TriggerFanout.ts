@@ -169,11 +169,12 @@ export const make = Effect.gen(function*() {
 
   const decideDistinct = Effect.fnUntraced(function*(batch: ReadonlyArray<Pending>): Effect.fn.Return<ReadonlyArray<boolean>, StoreUnavailable> {
     const named = [...new Set(batch.flatMap((pending) => pending.received.requestedWebhookEndpointIds))]
-    const endpoints = new Map((yield* reads.byKeys(ENDPOINTS_TABLE, named)).map((row) => {
+    // Two statements at once: the endpoints named, and the log's head (the deliveries' order).
+    const [rows, head] = yield* Effect.all([reads.byKeys(ENDPOINTS_TABLE, named), store.head], { concurrency: 2 })
+    const endpoints = new Map(rows.map((row) => {
       const endpoint = endpointFromRow(row)
       return [endpoint.endpointId, endpoint] as const
     }))
-    const head = yield* store.head
     const at = isoTime(yield* Clock.currentTimeMillis)
     const plans = batch.map((pending) => plan(pending, (id) => endpoints.get(id), at, Delivery.positionKey(head.tx, head.seq)))
     const committed = yield* commit(plans)
