@@ -170,8 +170,8 @@ export const make = Effect.gen(function*() {
   const decideDistinct = Effect.fnUntraced(function*(batch: ReadonlyArray<Pending>): Effect.fn.Return<ReadonlyArray<boolean>, StoreUnavailable> {
     const named = [...new Set(batch.flatMap((pending) => pending.received.requestedWebhookEndpointIds))]
     // Two statements at once: the endpoints named, and the log's head (the deliveries' order).
-    const [rows, head] = yield* Effect.all([reads.byKeys(ENDPOINTS_TABLE, named), store.head], { concurrency: 2 })
-    const endpoints = new Map(rows.map((row) => {
+    const [endpointRows, head] = yield* Effect.all([reads.byKeys(ENDPOINTS_TABLE, named), store.head], { concurrency: 2 })
+    const endpoints = new Map(endpointRows.map((row) => {
       const endpoint = endpointFromRow(row)
       return [endpoint.endpointId, endpoint] as const
     }))

@@ -37,7 +37,7 @@ const makeLog = () => {
   return { events, signal, state, append, readAll }
 }
 
-const numbers = (events: ReadonlyArray<RecordedEvent>) => events.map((event) => Number(event.position.seq))
+const sequence = (events: ReadonlyArray<RecordedEvent>) => events.map((event) => Number(event.position.seq))
 const range = (from: number, to: number) => Array.from({ length: to - from + 1 }, (_, i) => from + i)
 
 /** Waits until `done` holds, giving the followers' fibers turns meanwhile. */
@@ -104,7 +104,7 @@ describe("SharedFeed", () => {
         yield* until(() => fast.at(-1) === log.events.length)
       }
       const rest = yield* Stream.runCollect(Stream.take(feed.follow(slow[0]!.position, 2), log.events.length - 1))
-      assert.deepStrictEqual([...numbers(slow), ...numbers(rest)], range(1, log.events.length))
+      assert.deepStrictEqual([...sequence(slow), ...sequence(rest)], range(1, log.events.length))
       assert.deepStrictEqual(fast, range(1, log.events.length))
       yield* Fiber.interrupt(fastFiber)
     }).pipe(Effect.scoped))
@@ -121,6 +121,6 @@ describe("SharedFeed", () => {
       const failed = yield* Fiber.await(waiting)
       assert.isTrue(failed._tag === "Failure")
       const again = yield* Stream.runCollect(Stream.take(feed.follow(at(2), 10), 1))
-      assert.deepStrictEqual(numbers(again), [3])
+      assert.deepStrictEqual(sequence(again), [3])
     }).pipe(Effect.scoped))
 })
