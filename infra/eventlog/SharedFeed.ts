@@ -119,8 +119,13 @@ export const makeSharedFeed = (readAll: EventStoreShape["readAll"], signal: Feed
         return Effect.flatMap(readAll(cursor, limit), (events) => {
           if (events.length > 0) return Effect.succeed(events)
           // The tail is here: the window starts at it unless it is at or past it already.
-          if (head === undefined || comparePositions(head, cursor) < 0) restartAt(cursor)
-          return next(cursor, limit)
+          if (head === undefined || comparePositions(head, cursor) < 0) {
+            restartAt(cursor)
+            return next(cursor, limit)
+          }
+          // Nothing after it, yet the window starts further on (a position no event holds):
+          // wait for a change and read again, as a lone follower would, rather than spin.
+          return Effect.andThen(signal.wait(since), next(cursor, limit))
         })
       })
 

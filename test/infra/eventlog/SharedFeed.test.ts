@@ -109,6 +109,23 @@ describe("SharedFeed", () => {
       yield* Fiber.interrupt(fastFiber)
     }).pipe(Effect.scoped))
 
+  it.live("does not spin for a follower behind a window that starts where no event is", () =>
+    Effect.gen(function*() {
+      const log = makeLog()
+      log.append(3)
+      const feed = yield* makeSharedFeed(log.readAll, log.signal, { keep: 10, batchSize: 10 })
+      // A follower from a position past the last event (a checkpoint no event holds) opens the window there.
+      const ahead = yield* Effect.forkChild(Stream.runCollect(Stream.take(feed.follow(at(7), 10), 1)))
+      yield* Effect.sleep("20 millis")
+      const behind = yield* Effect.forkChild(Stream.runCollect(Stream.take(feed.follow(at(3), 10), 1)))
+      yield* Effect.sleep("100 millis")
+      // Waiting, not reading in a loop.
+      assert.isAtMost(log.state.reads, 6)
+      log.append(5)
+      assert.deepStrictEqual(sequence(yield* Fiber.join(behind)), [4])
+      assert.deepStrictEqual(sequence(yield* Fiber.join(ahead)), [8])
+    }).pipe(Effect.scoped))
+
   it.live("fails the followers waiting on a read that failed, and serves the next follow", () =>
     Effect.gen(function*() {
       const log = makeLog()
