@@ -27,10 +27,10 @@ import { headerMatches, keyHash, sessionUser, USER_HEADER } from "./Identity.ts"
 import type { LogFeedShape } from "./LogFeed.ts"
 import { isSessionId, type McpSession, type McpSessions, newSessionId, SESSION_TTL_MS } from "./McpSessions.ts"
 import { isLoopbackHost, type McpSettingsShape, originOf } from "./McpSettings.ts"
-import { makeExchange, messagesOf, withoutTasks } from "./RpcExchange.ts"
+import { keepsTasks, makeExchange, messagesOf, withoutTasks } from "./RpcExchange.ts"
 import { LATEST_VERSION } from "./RpcServer.ts"
 import type { makeSessionStreams } from "./SessionStream.ts"
-import type { FastPath } from "./FastCall.ts"
+import type { FastPath } from "./FastPath.ts"
 
 export class McpGateway extends Context.Service<McpGateway, {
   /** Serves POST, GET and DELETE `/mcp` completely: auth, origin, limits and sessions included. */
@@ -173,7 +173,7 @@ export const makeHandle = (parts: GatewayParts) => {
     const sse = (request.headers.get("accept") ?? "").includes("text/event-stream")
     const plain = sse || initializing ? undefined : fast(body, session, caller.headerUserId)
     if (plain !== undefined) return Answers.withHeaders(yield* plain, { "mcp-session-id": session.sessionId })
-    const exchanged = session.tasks || session.protocolVersion >= LATEST_VERSION ? body : withoutTasks(body)
+    const exchanged = keepsTasks(session) ? body : withoutTasks(body)
     const response = yield* Effect.tryPromise({
       try: (signal) => exchange.serve(request, exchanged, { session, headerUserId: caller.headerUserId }, sse, signal),
       catch: (cause) => cause

@@ -18,7 +18,8 @@ import type { Server } from "@modelcontextprotocol/sdk/server/index.js"
 import { type EventStore, WebStandardStreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js"
 import { formatPosition } from "../infra/eventlog/EventStore.ts"
 import type { LogFeedShape } from "./LogFeed.ts"
-import type { RequestFacts } from "./RpcServer.ts"
+import { LATEST_VERSION, type RequestFacts } from "./RpcServer.ts"
+import type { McpSession } from "./McpSessions.ts"
 import type { GatewayRequest } from "./HttpAnswers.ts"
 
 /** The priming store: every event of the stream carries the position it started from. */
@@ -44,6 +45,12 @@ const cancelledIds = (messages: ReadonlyArray<unknown>): ReadonlyArray<RpcId> =>
     const id = m.params.requestId
     return typeof id === "string" || typeof id === "number" ? [id] : []
   })
+
+/**
+ * Whether a session's calls keep their `task`: one that negotiated tasks, or of a protocol that
+ * has them (where asking for a task unnegotiated is refused, not ignored). Others have it dropped.
+ */
+export const keepsTasks = (session: McpSession): boolean => session.tasks || session.protocolVersion >= LATEST_VERSION
 
 /**
  * The body without `params.task` on tools/call: for a session whose protocol version has no
@@ -94,7 +101,7 @@ export const makeExchange = (servers: (facts: RequestFacts) => Server, feed: Log
       for (const close of inflight.values()) close()
     },
     /**
-     * Makes a request answered outside the SDK (FastCall.ts) reachable by `notifications/cancelled`
+     * Makes a request answered outside the SDK (FastPath.ts) reachable by `notifications/cancelled`
      * and by `closeAll`; answers what takes it off again.
      */
     track: (sessionId: string, id: RpcId, close: () => void): (() => void) => {

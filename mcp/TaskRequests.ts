@@ -2,7 +2,7 @@
  * tasks/get, tasks/result and tasks/cancel (decisions.md section 7): a task is an execution of
  * the session's project that this session created (Tasks.ts); its state is the execution's.
  * Answered the same whether the request came through the SDK `Server` (RpcServer.ts) or the
- * gateway's plain path (FastCall.ts).
+ * gateway's plain path (FastPath.ts).
  */
 import { Clock, Effect } from "effect"
 import type { Executions } from "../infra/executions/Executions.ts"

@@ -40,6 +40,13 @@ const makeLog = () => {
 const sequence = (events: ReadonlyArray<RecordedEvent>) => events.map((event) => Number(event.position.seq))
 const range = (from: number, to: number) => Array.from({ length: to - from + 1 }, (_, i) => from + i)
 
+/** Follows in the background, recording each event's number in `into`. */
+const recording = (events: Stream.Stream<RecordedEvent, StoreUnavailable>, into: Array<number>) =>
+  Effect.forkChild(Stream.runForEach(events, (event) => Effect.sync(() => void into.push(Number(event.position.seq)))))
+
+/** The first `count` events of a follow. */
+const firstOf = (events: Stream.Stream<RecordedEvent, StoreUnavailable>, count = 1) => Stream.runCollect(Stream.take(events, count))
+
 /** Waits until `done` holds, giving the followers' fibers turns meanwhile. */
 const until = (done: () => boolean) =>
   Effect.gen(function*() {
@@ -56,7 +63,7 @@ describe("SharedFeed", () => {
       const starts = [0, 12, 30]
       const seen = starts.map(() => [] as Array<number>)
       const fibers = yield* Effect.forEach(starts, (start, i) =>
-        Effect.forkChild(Stream.runForEach(feed.follow(at(start), 7), (event) => Effect.sync(() => void seen[i]!.push(Number(event.position.seq))))))
+        recording(feed.follow(at(start), 7), seen[i]!))
       for (let round = 0; round < 10; round++) {
         log.append(round % 3 === 0 ? 25 : 3)
         yield* until(() => seen.every((numbers) => numbers.at(-1) === log.events.length))
@@ -73,7 +80,7 @@ describe("SharedFeed", () => {
       const followers = 6
       const seen = Array.from({ length: followers }, () => [] as Array<number>)
       const fibers = yield* Effect.forEach(seen, (numbers) =>
-        Effect.forkChild(Stream.runForEach(feed.follow(at(5), 100), (event) => Effect.sync(() => void numbers.push(Number(event.position.seq))))))
+        recording(feed.follow(at(5), 100), numbers))
       // Settled at the tail: every follower waits for the next change.
       yield* Effect.sleep("50 millis")
       const before = log.state.reads
@@ -94,16 +101,16 @@ describe("SharedFeed", () => {
       const log = makeLog()
       const feed = yield* makeSharedFeed(log.readAll, log.signal, { keep: 4, batchSize: 3 })
       const fast: Array<number> = []
-      const fastFiber = yield* Effect.forkChild(Stream.runForEach(feed.follow(at(0), 3), (event) => Effect.sync(() => void fast.push(Number(event.position.seq)))))
+      const fastFiber = yield* recording(feed.follow(at(0), 3), fast)
       log.append(1)
       yield* until(() => fast.length === 1)
       // A follower that takes one event and then stops for a while.
-      const slow = yield* Stream.runCollect(Stream.take(feed.follow(at(0), 2), 1))
+      const slow = yield* firstOf(feed.follow(at(0), 2))
       for (let round = 0; round < 10; round++) {
         log.append(5)
         yield* until(() => fast.at(-1) === log.events.length)
       }
-      const rest = yield* Stream.runCollect(Stream.take(feed.follow(slow[0]!.position, 2), log.events.length - 1))
+      const rest = yield* firstOf(feed.follow(slow[0]!.position, 2), log.events.length - 1)
       assert.deepStrictEqual([...sequence(slow), ...sequence(rest)], range(1, log.events.length))
       assert.deepStrictEqual(fast, range(1, log.events.length))
       yield* Fiber.interrupt(fastFiber)
@@ -115,9 +122,9 @@ describe("SharedFeed", () => {
       log.append(3)
       const feed = yield* makeSharedFeed(log.readAll, log.signal, { keep: 10, batchSize: 10 })
       // A follower from a position past the last event (a checkpoint no event holds) opens the window there.
-      const ahead = yield* Effect.forkChild(Stream.runCollect(Stream.take(feed.follow(at(7), 10), 1)))
+      const ahead = yield* Effect.forkChild(firstOf(feed.follow(at(7), 10)))
       yield* Effect.sleep("20 millis")
-      const behind = yield* Effect.forkChild(Stream.runCollect(Stream.take(feed.follow(at(3), 10), 1)))
+      const behind = yield* Effect.forkChild(firstOf(feed.follow(at(3), 10)))
       yield* Effect.sleep("100 millis")
       // Waiting, not reading in a loop.
       assert.isAtMost(log.state.reads, 6)
@@ -131,13 +138,13 @@ describe("SharedFeed", () => {
       const log = makeLog()
       log.append(2)
       const feed = yield* makeSharedFeed(log.readAll, log.signal, { keep: 10, batchSize: 10 })
-      const waiting = yield* Effect.forkChild(Stream.runCollect(Stream.take(feed.follow(at(2), 10), 1)))
+      const waiting = yield* Effect.forkChild(firstOf(feed.follow(at(2), 10)))
       yield* until(() => log.state.reads >= 2)
       log.state.failNext = true
       log.append(1)
       const failed = yield* Fiber.await(waiting)
       assert.isTrue(failed._tag === "Failure")
-      const again = yield* Stream.runCollect(Stream.take(feed.follow(at(2), 10), 1))
+      const again = yield* firstOf(feed.follow(at(2), 10))
       assert.deepStrictEqual(sequence(again), [3])
     }).pipe(Effect.scoped))
 })

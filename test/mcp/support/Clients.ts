@@ -14,7 +14,7 @@ export interface ConnectOptions {
   readonly tasks?: "tasks" | "experimental" | "none"
   /**
    * POSTs accept JSON only, not SSE: the gateway then answers its common requests without the
-   * SDK's `Server` (mcp/FastCall.ts), and everything else through it, as JSON.
+   * SDK's `Server` (mcp/FastPath.ts), and everything else through it, as JSON.
    */
   readonly jsonOnly?: boolean
 }

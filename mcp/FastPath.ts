@@ -25,7 +25,7 @@ import {
 import { type JsonAnswer, jsonResponse, type RpcId } from "./HttpAnswers.ts"
 import type { McpSession } from "./McpSessions.ts"
 import type { RpcFailure } from "./RpcFailure.ts"
-import { LATEST_VERSION } from "./RpcServer.ts"
+import { keepsTasks } from "./RpcExchange.ts"
 import type { TaskRequests } from "./TaskRequests.ts"
 import type { makeToolCalls } from "./ToolCalls.ts"
 
@@ -72,9 +72,8 @@ export const makeFastPath = ({ taskRequests, toolCalls, track }: FastPathParts):
     if (!parsed.success) return undefined
     const params = parsed.data.params
     if (params._meta?.progressToken !== undefined) return undefined
-    // A session of an older protocol that did not negotiate tasks has its calls' `task` dropped,
-    // as the SDK path does (RpcExchange.ts, `withoutTasks`).
-    const task = session.tasks || session.protocolVersion >= LATEST_VERSION ? params.task : undefined
+    // Dropped where the SDK path drops it (RpcExchange.ts).
+    const task = keepsTasks(session) ? params.task : undefined
     const called = toolCalls.call({
       session,
       headerUserId,
