@@ -2,16 +2,20 @@
  * Trigger ingestion benchmark (issue "Trigger subscriptions", item 8), `wrk` driving the ingest
  * URL, the service as a child process, in memory and on Postgres:
  *
- * - throughput: `wrk -t1 -c64` POSTs `event_callback`s with distinct event ids to one push
- *   subscription whose one endpoint is inactive (every event is admitted, recorded and fanned
- *   out to no target, so only ingestion is measured); the figure is 202s per second (target: at
- *   least 3,000/s on Postgres), and "no losses" means every 202 has its accepted history row (at
- *   most one row per connection more: requests in flight when wrk stopped);
+ * - throughput: `wrk -t1` at 64 and at 128 connections (BENCH_TRIGGER_CONNECTIONS) POSTs
+ *   `event_callback`s with distinct event ids to a push subscription (a fresh one per run) whose
+ *   one endpoint is inactive (every event is admitted, recorded and fanned out to no target, so
+ *   only ingestion is measured); the figure is 202s per second, with the service's and Postgres's
+ *   CPU per ingest (target: at least 3,000/s on Postgres, judged on the better run), and "no
+ *   losses" means every 202 has its accepted history row (at most one row per connection more:
+ *   requests in flight when wrk stopped);
  * - latency: 200 events/s across 100 subscriptions, each naming its own endpoint of 100 on a local
- *   HTTPS receiver (a worker thread); wrk paces its connections with Lua's `delay()`. The latency
- *   is from the event's receivedAt (the service's clock when it took the request, the envelope's
- *   createdAt) to its arrival at the receiver (target: p99 under 100 ms); wrk's own p99 is the
- *   ingest answer's.
+ *   HTTPS receiver (a worker thread); wrk paces its connections with Lua's `delay()`, the gap
+ *   shortened by the answer time two 3 s warm-ups measured (they also open the lanes' TLS
+ *   connections), so that the rate is 200/s. The latency is from the event's receivedAt (the
+ *   service's clock when it took the request, the envelope's createdAt) to its arrival at the
+ *   receiver (target: p99 under 100 ms); wrk's own p99 is the ingest answer's. An event that
+ *   reaches the receiver twice is counted ("twice").
  *
  * The service's CPU per event (and Postgres's, when it runs here) is printed with the latency.
  *
@@ -32,7 +36,12 @@ const SECONDS = Number(process.env.BENCH_SECONDS ?? "10")
 const TARGETS = (process.env.BENCH_TRIGGER_TARGETS ?? "memory,postgres").split(",")
 const RATE = Number(process.env.BENCH_TRIGGER_RATE ?? "200")
 const ENDPOINTS = 100
-const CONNECTIONS = 64
+/**
+ * Ingest is a closed loop (each connection waits for its answer), so at 64 connections the
+ * service and Postgres leave part of the two cores idle; 128 finds the peak (256 was past it:
+ * longer queues, no more throughput). The target is judged on the better of the two.
+ */
+const CONNECTIONS = (process.env.BENCH_TRIGGER_CONNECTIONS ?? "64,128").split(",").map(Number)
 const PACED_CONNECTIONS = 20
 const KEY = "bench_key_triggers_00001"
 const ROOMY = {
@@ -120,10 +129,49 @@ const start = async (name: string, certPath: string): Promise<Target | undefined
   }
 }
 
+export type Burst = WrkResult & {
+  readonly connections: number
+  readonly perSecond: number
+  readonly rows: number
+  readonly lost: number
+  readonly extra: number
+  readonly cpuUs: number
+  readonly pgUs: number
+}
+
 export interface TriggerFigures {
   readonly target: string
-  readonly accepted: WrkResult & { readonly perSecond: number; readonly rows: number; readonly lost: number; readonly extra: number }
-  readonly paced: WrkResult & { readonly cpuUs: number; readonly pgUs: number; readonly delivered: number; readonly p50Ms: number; readonly p99Ms: number; readonly ingestP50Ms: number; readonly ingestP99Ms: number }
+  /** One per connection count (CONNECTIONS). */
+  readonly bursts: ReadonlyArray<Burst>
+  readonly paced: WrkResult & { readonly cpuUs: number; readonly pgUs: number; readonly delivered: number; readonly duplicates: number; readonly p50Ms: number; readonly p99Ms: number; readonly ingestP50Ms: number; readonly ingestP99Ms: number }
+}
+
+/** wrk at `connections` against one ingest path; every 202 checked against the accepted rows. */
+const burst = async (target: Target, path: string, subscriptionId: string, prefix: string, connections: number): Promise<Burst> => {
+  const { service } = target
+  const before = await target.rows(subscriptionId)
+  const cpu0 = processCpu(service.process.pid!)
+  const pg0 = postgresCpu()
+  const result = await wrk(service.baseUrl, throughputScript(path, prefix), connections, SECONDS)
+  const cpu = processCpu(service.process.pid!) - cpu0
+  const pg = postgresCpu() - pg0
+  let counted = await target.rows(subscriptionId)
+  for (let i = 0; i < 100 && counted.selecting > 0; i++) {
+    await sleep(100)
+    counted = await target.rows(subscriptionId)
+  }
+  const ok = result.requests - result.non2xx
+  const rows = counted.accepted - before.accepted
+  return {
+    ...result,
+    connections,
+    perSecond: Math.round((ok / SECONDS) * 10) / 10,
+    rows,
+    lost: Math.max(0, ok - rows),
+    extra: Math.max(0, rows - ok),
+    cpuUs: (cpu * 1e6) / Math.max(1, ok),
+    pgUs: (pg * 1e6) / Math.max(1, ok)
+  }
 }
 
 export const run = async (): Promise<ReadonlyArray<TriggerFigures>> => {
@@ -136,45 +184,60 @@ export const run = async (): Promise<ReadonlyArray<TriggerFigures>> => {
       if (target === undefined) continue
       try {
         const { service } = target
-        // Throughput: one subscription, its endpoint inactive.
+        // Throughput: a subscription per run (its rows are counted alone), its endpoint inactive.
         const idle = await createTriggerEndpoint(service, "https://127.0.0.1:1/never", { key: KEY, active: false })
-        const subscription = await subscribe(service, { trigger: "demo.event", userId: "bench", webhookEndpointIds: [idle.endpointId] }, KEY)
-        await wrk(service.baseUrl, throughputScript(ingestPath(subscription), `warm${name}`), CONNECTIONS, 2)
-        const warm = await target.rows(subscription.subscriptionId)
-        const burst = await wrk(service.baseUrl, throughputScript(ingestPath(subscription), `run${name}`), CONNECTIONS, SECONDS)
-        let counted = await target.rows(subscription.subscriptionId)
-        for (let i = 0; i < 100 && counted.selecting > 0; i++) {
-          await sleep(100)
-          counted = await target.rows(subscription.subscriptionId)
+        const fresh = () => subscribe(service, { trigger: "demo.event", userId: "bench", webhookEndpointIds: [idle.endpointId] }, KEY)
+        await wrk(service.baseUrl, throughputScript(ingestPath(await fresh()), `warm${name}`), CONNECTIONS[0]!, 2)
+        const bursts: Array<Burst> = []
+        for (const connections of CONNECTIONS) {
+          const subscription = await fresh()
+          bursts.push(await burst(target, ingestPath(subscription), subscription.subscriptionId, `run${connections}${name}`, connections))
         }
-        const ok = burst.requests - burst.non2xx
-        const rows = counted.accepted - warm.accepted
-        const accepted = { ...burst, perSecond: Math.round((ok / SECONDS) * 10) / 10, rows, lost: Math.max(0, ok - rows), extra: Math.max(0, rows - ok) }
         // Latency: 100 subscriptions, one endpoint each, on the receiver.
         const paths: Array<string> = []
+        const pacedSubscriptions: Array<string> = []
         for (let i = 0; i < ENDPOINTS; i++) {
           const endpoint = await createTriggerEndpoint(service, receiver.url(`/${name}/${i}`), { key: KEY, events: ["trigger.demo.event"] })
-          paths.push(ingestPath(await subscribe(service, { trigger: "demo.event", userId: "bench", webhookEndpointIds: [endpoint.endpointId] }, KEY)))
+          const subscription = await subscribe(service, { trigger: "demo.event", userId: "bench", webhookEndpointIds: [endpoint.endpointId] }, KEY)
+          pacedSubscriptions.push(subscription.subscriptionId)
+          paths.push(ingestPath(subscription))
         }
+        // wrk waits `gap` after each answer, so a connection's cycle is the gap plus the answer's
+        // time: a warm-up at the nominal gap (which also opens the lanes' TLS connections) measures
+        // that time, and the run's gap is shortened by it so that the rate is RATE.
+        const cycle = (PACED_CONNECTIONS * 1000) / RATE
+        let gap = Math.round(cycle)
+        for (const round of [1, 2]) {
+          await receiver.reset()
+          const warmPaced = await wrk(service.baseUrl, pacedScript(paths, `warmpaced${round}${name}`, gap), PACED_CONNECTIONS, 3)
+          const answerMs = Math.max(0, (PACED_CONNECTIONS * 1000) / Math.max(1, warmPaced.requestsPerSecond) - gap)
+          gap = Math.max(1, Math.round(cycle - answerMs))
+          for (let i = 0; i < 100 && receiver.received() < warmPaced.requests - warmPaced.non2xx; i++) await sleep(100)
+        }
+        await sleep(500)
         await receiver.reset()
         const cpu0 = processCpu(service.process.pid!)
         const pg0 = postgresCpu()
-        const gap = Math.max(1, Math.round((PACED_CONNECTIONS * 1000) / RATE))
         const paced = await wrk(service.baseUrl, pacedScript(paths, `paced${name}`, gap), PACED_CONNECTIONS, SECONDS)
         const expected = paced.requests - paced.non2xx
         for (let i = 0; i < 100 && receiver.received() < expected; i++) await sleep(100)
+        await sleep(500)
         const cpuUs = ((processCpu(service.process.pid!) - cpu0) * 1e6) / Math.max(1, expected)
         const pgUs = ((postgresCpu() - pg0) * 1e6) / Math.max(1, expected)
         const arrivals = await receiver.arrivals()
-        const receivedAt = new Map((await allHistory(service, "?trigger=demo.event", KEY)).map((row) => [row.eventId, Date.parse(row.receivedAt)]))
+        const distinct = new Set(arrivals.map((arrival) => arrival.eventId)).size
+        const receivedAt = new Map<string, number>()
+        for (const subscriptionId of pacedSubscriptions) {
+          for (const row of await allHistory(service, `?subscriptionId=${subscriptionId}`, KEY)) receivedAt.set(row.eventId, Date.parse(row.receivedAt))
+        }
         const latencies = arrivals.flatMap((arrival) => {
           const at = receivedAt.get(arrival.eventId)
           return at === undefined ? [] : [arrival.at - at]
         }).toSorted((a, b) => a - b)
         figures.push({
           target: name,
-          accepted,
-          paced: { ...paced, cpuUs, pgUs, delivered: arrivals.length, p50Ms: percentile(latencies, 50), p99Ms: percentile(latencies, 99), ingestP50Ms: paced.p50Ms, ingestP99Ms: paced.p99Ms }
+          bursts,
+          paced: { ...paced, cpuUs, pgUs, delivered: distinct, duplicates: arrivals.length - distinct, p50Ms: percentile(latencies, 50), p99Ms: percentile(latencies, 99), ingestP50Ms: paced.p50Ms, ingestP99Ms: paced.p99Ms }
         })
       } finally {
         await target.close()
@@ -188,16 +251,19 @@ export const run = async (): Promise<ReadonlyArray<TriggerFigures>> => {
 
 export const print = (figures: ReadonlyArray<TriggerFigures>) => {
   for (const f of figures) {
-    const a = f.accepted
-    process.stdout.write(
-      `triggers ingest   ${f.target.padEnd(9)} ${String(a.perSecond).padStart(8)} accepted/s  wrk p50 ${a.p50Ms.toFixed(1)} ms p99 ${a.p99Ms.toFixed(1)} ms` +
-        `  202s=${a.requests - a.non2xx} rows=${a.rows} lost=${a.lost} (in flight at the end: ${a.extra}) non2xx=${a.non2xx} socket errors=${a.errors}` +
-        `  target >= 3000/s with no losses${f.target === "postgres" ? `: ${a.perSecond >= 3000 && a.lost === 0 ? "met" : "MISSED"}` : ""}\n`
-    )
+    const best = Math.max(...f.bursts.map((b) => b.perSecond))
+    for (const a of f.bursts) {
+      process.stdout.write(
+        `triggers ingest   ${f.target.padEnd(9)} ${String(a.perSecond).padStart(8)} accepted/s  wrk -c${a.connections} p50 ${a.p50Ms.toFixed(1)} ms p99 ${a.p99Ms.toFixed(1)} ms  service CPU ${Math.round(a.cpuUs)} us/ingest (Postgres ${Math.round(a.pgUs)})` +
+          `  202s=${a.requests - a.non2xx} rows=${a.rows} lost=${a.lost} (in flight at the end: ${a.extra}) non2xx=${a.non2xx} socket errors=${a.errors}\n`
+      )
+    }
+    const lost = f.bursts.reduce((sum, b) => sum + b.lost, 0)
+    if (f.target === "postgres") process.stdout.write(`triggers ingest   ${f.target.padEnd(9)} ${String(best).padStart(8)} accepted/s at best, ${lost} lost  target >= 3000/s with no losses: ${best >= 3000 && lost === 0 ? "met" : "MISSED"}\n`)
     const p = f.paced
     process.stdout.write(
       `triggers latency  ${f.target.padEnd(9)} ${String(Math.round(p.requestsPerSecond)).padStart(8)} events/s   ${ENDPOINTS} endpoints  ingest → receiver p50 ${p.p50Ms} ms p99 ${p.p99Ms} ms` +
-        `  (ingest answer p50 ${p.ingestP50Ms.toFixed(1)} ms, p99 ${p.ingestP99Ms.toFixed(1)} ms)  service CPU ${Math.round(p.cpuUs)} us/event (Postgres ${Math.round(p.pgUs)})  delivered ${p.delivered}/${p.requests - p.non2xx}  target p99 < 100 ms: ${p.p99Ms < 100 ? "met" : "MISSED"}\n`
+        `  (ingest answer p50 ${p.ingestP50Ms.toFixed(1)} ms, p99 ${p.ingestP99Ms.toFixed(1)} ms)  service CPU ${Math.round(p.cpuUs)} us/event (Postgres ${Math.round(p.pgUs)})  delivered ${p.delivered}/${p.requests - p.non2xx} (${p.duplicates} twice)  target p99 < 100 ms: ${p.p99Ms < 100 ? "met" : "MISSED"}\n`
     )
   }
 }
