@@ -231,27 +231,14 @@ export class MemoryTables {
     const afterRow: Row | undefined = after === undefined
       ? undefined
       : Object.fromEntries(query.orderBy.map((order, i) => [order.column, after[i]]))
-    // The first `limit` rows in order, kept sorted while the candidates are visited: a page
-    // costs one pass over them, not a sort of every row after the cursor (paging through n rows
-    // sorted them n/limit times).
     const rows: Array<Row> = []
-    const limit = query.limit
-    if (limit <= 0) return rows
     for (const row of this.candidates(table, where)) {
-      if (rows.length === limit && compareRows(row, rows[limit - 1]!) >= 0) continue
       if (!where.every((filter) => matches(row, filter))) continue
       if (afterRow !== undefined && compareRows(row, afterRow) <= 0) continue
-      let low = 0
-      let high = rows.length
-      while (low < high) {
-        const middle = (low + high) >>> 1
-        if (compareRows(rows[middle]!, row) <= 0) low = middle + 1
-        else high = middle
-      }
-      rows.splice(low, 0, row)
-      if (rows.length > limit) rows.pop()
+      rows.push(row)
     }
-    return rows
+    rows.sort(compareRows)
+    return rows.slice(0, query.limit)
   }
 
   /** Every row of a table in primary-key order (tests compare replayed tables with it). */
