@@ -203,8 +203,8 @@ export const run = async (): Promise<ReadonlyArray<TriggerFigures>> => {
           paths.push(ingestPath(subscription))
         }
         // wrk waits `gap` after each answer, so a connection's cycle is the gap plus the answer's
-        // time: a warm-up at the nominal gap (which also opens the lanes' TLS connections) measures
-        // that time, and the run's gap is shortened by it so that the rate is RATE.
+        // time: each warm-up (the first at the nominal gap; they also open the lanes' TLS
+        // connections) measures that time and shortens the gap by it, so that the rate is RATE.
         const cycle = (PACED_CONNECTIONS * 1000) / RATE
         let gap = Math.round(cycle)
         for (const round of [1, 2]) {
