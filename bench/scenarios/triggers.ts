@@ -146,21 +146,29 @@ export interface TriggerFigures {
   readonly paced: WrkResult & { readonly cpuUs: number; readonly pgUs: number; readonly delivered: number; readonly duplicates: number; readonly p50Ms: number; readonly p99Ms: number; readonly ingestP50Ms: number; readonly ingestP99Ms: number }
 }
 
+/** From now on: the service's and Postgres's CPU, in microseconds per operation, when asked. */
+const cpuMeter = (service: ChildService) => {
+  const cpu0 = processCpu(service.process.pid!)
+  const pg0 = postgresCpu()
+  return (operations: number) => ({
+    cpuUs: ((processCpu(service.process.pid!) - cpu0) * 1e6) / Math.max(1, operations),
+    pgUs: ((postgresCpu() - pg0) * 1e6) / Math.max(1, operations)
+  })
+}
+
 /** wrk at `connections` against one ingest path; every 202 checked against the accepted rows. */
 const burst = async (target: Target, path: string, subscriptionId: string, prefix: string, connections: number): Promise<Burst> => {
   const { service } = target
   const before = await target.rows(subscriptionId)
-  const cpu0 = processCpu(service.process.pid!)
-  const pg0 = postgresCpu()
+  const meter = cpuMeter(service)
   const result = await wrk(service.baseUrl, throughputScript(path, prefix), connections, SECONDS)
-  const cpu = processCpu(service.process.pid!) - cpu0
-  const pg = postgresCpu() - pg0
+  const ok = result.requests - result.non2xx
+  const { cpuUs, pgUs } = meter(ok)
   let counted = await target.rows(subscriptionId)
   for (let i = 0; i < 100 && counted.selecting > 0; i++) {
     await sleep(100)
     counted = await target.rows(subscriptionId)
   }
-  const ok = result.requests - result.non2xx
   const rows = counted.accepted - before.accepted
   return {
     ...result,
@@ -169,8 +177,8 @@ const burst = async (target: Target, path: string, subscriptionId: string, prefi
     rows,
     lost: Math.max(0, ok - rows),
     extra: Math.max(0, rows - ok),
-    cpuUs: (cpu * 1e6) / Math.max(1, ok),
-    pgUs: (pg * 1e6) / Math.max(1, ok)
+    cpuUs,
+    pgUs
   }
 }
 
@@ -178,6 +186,10 @@ export const run = async (): Promise<ReadonlyArray<TriggerFigures>> => {
   const certificate = makeCertificate()
   const receiver = await startReceiverThread(certificate)
   const figures: Array<TriggerFigures> = []
+  /** Waits (10 s at most) until the receiver has had `count` deliveries since its reset. */
+  const delivered = async (count: number) => {
+    for (let i = 0; i < 100 && receiver.received() < count; i++) await sleep(100)
+  }
   try {
     for (const name of TARGETS) {
       const target = await start(name, certificate.certPath)
@@ -212,18 +224,16 @@ export const run = async (): Promise<ReadonlyArray<TriggerFigures>> => {
           const warmPaced = await wrk(service.baseUrl, pacedScript(paths, `warmpaced${round}${name}`, gap), PACED_CONNECTIONS, 3)
           const answerMs = Math.max(0, (PACED_CONNECTIONS * 1000) / Math.max(1, warmPaced.requestsPerSecond) - gap)
           gap = Math.max(1, Math.round(cycle - answerMs))
-          for (let i = 0; i < 100 && receiver.received() < warmPaced.requests - warmPaced.non2xx; i++) await sleep(100)
+          await delivered(warmPaced.requests - warmPaced.non2xx)
         }
         await sleep(500)
         await receiver.reset()
-        const cpu0 = processCpu(service.process.pid!)
-        const pg0 = postgresCpu()
+        const meter = cpuMeter(service)
         const paced = await wrk(service.baseUrl, pacedScript(paths, `paced${name}`, gap), PACED_CONNECTIONS, SECONDS)
         const expected = paced.requests - paced.non2xx
-        for (let i = 0; i < 100 && receiver.received() < expected; i++) await sleep(100)
+        await delivered(expected)
         await sleep(500)
-        const cpuUs = ((processCpu(service.process.pid!) - cpu0) * 1e6) / Math.max(1, expected)
-        const pgUs = ((postgresCpu() - pg0) * 1e6) / Math.max(1, expected)
+        const { cpuUs, pgUs } = meter(expected)
         const arrivals = await receiver.arrivals()
         const distinct = new Set(arrivals.map((arrival) => arrival.eventId)).size
         const receivedAt = new Map<string, number>()
