@@ -20,7 +20,8 @@
  * The service's CPU per event (and Postgres's, when it runs here) is printed with the latency.
  *
  *   node bench/scenarios/triggers.ts   (BENCH_SECONDS=10, BENCH_TRIGGER_TARGETS=memory,postgres, BENCH_TRIGGER_RATE=200,
- *                                       BENCH_TRIGGER_NODE_OPTIONS="--cpu-prof" to profile the service)
+ *                                       BENCH_TRIGGER_NODE_OPTIONS="--cpu-prof" to profile the service,
+ *                                       BENCH_TRIGGER_LATENCY=off for the throughput runs alone)
  */
 import { fileURLToPath } from "node:url"
 import { createTestDatabase, dropTestDatabase, postgresAvailable, runSql } from "../../test/support/Database.ts"
@@ -42,6 +43,8 @@ const ENDPOINTS = 100
  * longer queues, no more throughput). The target is judged on the better of the two.
  */
 const CONNECTIONS = (process.env.BENCH_TRIGGER_CONNECTIONS ?? "64,128").split(",").map(Number)
+/** `off` skips the paced latency run (for profiling the throughput runs alone). */
+const LATENCY = process.env.BENCH_TRIGGER_LATENCY !== "off"
 const PACED_CONNECTIONS = 20
 const KEY = "bench_key_triggers_00001"
 const ROOMY = {
@@ -143,7 +146,8 @@ export interface TriggerFigures {
   readonly target: string
   /** One per connection count (CONNECTIONS). */
   readonly bursts: ReadonlyArray<Burst>
-  readonly paced: WrkResult & { readonly cpuUs: number; readonly pgUs: number; readonly delivered: number; readonly duplicates: number; readonly p50Ms: number; readonly p99Ms: number; readonly ingestP50Ms: number; readonly ingestP99Ms: number }
+  /** Absent when BENCH_TRIGGER_LATENCY=off. */
+  readonly paced?: WrkResult & { readonly cpuUs: number; readonly pgUs: number; readonly delivered: number; readonly duplicates: number; readonly p50Ms: number; readonly p99Ms: number; readonly ingestP50Ms: number; readonly ingestP99Ms: number }
 }
 
 /** From now on: the service's and Postgres's CPU, in microseconds per operation, when asked. */
@@ -204,6 +208,10 @@ export const run = async (): Promise<ReadonlyArray<TriggerFigures>> => {
         for (const connections of CONNECTIONS) {
           const subscription = await fresh()
           bursts.push(await burst(target, ingestPath(subscription), subscription.subscriptionId, `run${connections}${name}`, connections))
+        }
+        if (!LATENCY) {
+          figures.push({ target: name, bursts })
+          continue
         }
         // Latency: 100 subscriptions, one endpoint each, on the receiver.
         const paths: Array<string> = []
@@ -271,6 +279,7 @@ export const print = (figures: ReadonlyArray<TriggerFigures>) => {
     const lost = f.bursts.reduce((sum, b) => sum + b.lost, 0)
     if (f.target === "postgres") process.stdout.write(`triggers ingest   ${f.target.padEnd(9)} ${String(best).padStart(8)} accepted/s at best, ${lost} lost  target >= 3000/s with no losses: ${best >= 3000 && lost === 0 ? "met" : "MISSED"}\n`)
     const p = f.paced
+    if (p === undefined) continue
     process.stdout.write(
       `triggers latency  ${f.target.padEnd(9)} ${String(Math.round(p.requestsPerSecond)).padStart(8)} events/s   ${ENDPOINTS} endpoints  ingest → receiver p50 ${p.p50Ms} ms p99 ${p.p99Ms} ms` +
         `  (ingest answer p50 ${p.ingestP50Ms.toFixed(1)} ms, p99 ${p.ingestP99Ms.toFixed(1)} ms)  service CPU ${Math.round(p.cpuUs)} us/event (Postgres ${Math.round(p.pgUs)})  delivered ${p.delivered}/${p.requests - p.non2xx} (${p.duplicates} twice)  target p99 < 100 ms: ${p.p99Ms < 100 ? "met" : "MISSED"}\n`
