@@ -5,7 +5,9 @@
 import { Context, Effect } from "effect"
 import type { Json } from "./EventStore.ts"
 import type { StoreUnavailable } from "./EventStore.ts"
+import { OrderedIndex } from "./OrderedIndex.ts"
 import type { Filter, ListQuery, Row, RowChange } from "./Projection.ts"
+import { bucketOf, compareJson, isNull, matches } from "./RowOrder.ts"
 
 export interface ViewStoreShape {
   readonly get: (table: string, key: Row) => Effect.Effect<Row | undefined, StoreUnavailable>
@@ -13,53 +15,6 @@ export interface ViewStoreShape {
 }
 
 export class ViewStore extends Context.Service<ViewStore, ViewStoreShape>()("app/infra/ViewStore") {}
-
-/** Code point order, which is the byte order of UTF-8 (UTF-16 units put U+E000 after U+1F600). */
-const compareText = (a: string, b: string): number => {
-  const ia = a[Symbol.iterator]()
-  const ib = b[Symbol.iterator]()
-  while (true) {
-    const x = ia.next()
-    const y = ib.next()
-    if (x.done === true) return y.done === true ? 0 : -1
-    if (y.done === true) return 1
-    const d = (x.value.codePointAt(0) ?? 0) - (y.value.codePointAt(0) ?? 0)
-    if (d !== 0) return d
-  }
-}
-
-const isNull = (v: Json | undefined): v is null | undefined => v === undefined || v === null
-
-/** Sort order as Postgres has it: nulls after every value in ascending order. */
-const compareJson = (a: Json | undefined, b: Json | undefined): number => {
-  if (isNull(a)) return isNull(b) ? 0 : 1
-  if (isNull(b)) return -1
-  if (a === b) return 0
-  if (typeof a === "number" && typeof b === "number") return a - b
-  if (typeof a === "boolean" && typeof b === "boolean") return Number(a) - Number(b)
-  // Byte order, as Postgres compares text under the C collation the tables use.
-  return compareText(typeof a === "string" ? a : JSON.stringify(a), typeof b === "string" ? b : JSON.stringify(b))
-}
-
-/** SQL semantics: a comparison with null matches nothing; `!=` is IS DISTINCT FROM. */
-const matches = (row: Row, filter: Filter): boolean => {
-  const value = row[filter.column]
-  if (filter.op === "!=") return isNull(value) !== isNull(filter.value) || compareJson(value, filter.value) !== 0
-  if (isNull(value) || isNull(filter.value)) return false
-  const c = compareJson(value, filter.value)
-  switch (filter.op) {
-    case "=":
-      return c === 0
-    case "<":
-      return c < 0
-    case "<=":
-      return c <= 0
-    case ">":
-      return c > 0
-    case ">=":
-      return c >= 0
-  }
-}
 
 /**
  * One column of a primary key as text. Each part says how long it is, so the parts of a key never
@@ -71,19 +26,20 @@ const keyPart = (value: Json | undefined): string => {
   return `${json.length}j${json}`
 }
 
-/** Equal under `compareJson` exactly when equal here (for non-null values). */
-const bucketOf = (value: Json): string => (typeof value === "string" ? value : JSON.stringify(value))
-
 /**
  * Plain maps keyed by primary key; the reference semantics for the Postgres store. A column that
  * a list filters with `=` gets a hash index (built at its first such list, then kept with every
- * change), so such lists visit only the rows of the smallest matching bucket instead of the table.
+ * change), which tells the list its smallest matching bucket; the list then walks that bucket in
+ * its order from its cursor (OrderedIndex.ts, built for that column and order at its first use
+ * and kept likewise), so a page visits about as many rows as it answers, not the bucket.
  */
 export class MemoryTables {
   private readonly tables = new Map<string, Map<string, Row>>()
   private readonly keys: ReadonlyMap<string, ReadonlyArray<string>>
   /** table → column → bucket → primary keys of the rows holding that value. */
   private readonly indexes = new Map<string, Map<string, Map<string, Set<string>>>>()
+  /** table → column and order → the bucket's keys in that order. */
+  private readonly ordered = new Map<string, Map<string, OrderedIndex>>()
 
   constructor(primaryKeys: ReadonlyMap<string, ReadonlyArray<string>>) {
     this.keys = primaryKeys
@@ -127,6 +83,8 @@ export class MemoryTables {
     const previous = table.get(key)
     if (next === undefined) table.delete(key)
     else table.set(key, next)
+    const ordered = this.ordered.get(tableName)
+    if (ordered !== undefined) for (const index of ordered.values()) index.change(key, previous, next)
     const indexes = this.indexes.get(tableName)
     if (indexes === undefined) return
     for (const [column, index] of indexes) {
@@ -193,52 +151,77 @@ export class MemoryTables {
     }
   }
 
-  /** The rows a list must visit: the smallest bucket among its `=` filters, else the table. */
-  private candidates(tableName: string, where: ReadonlyArray<Filter>): Iterable<Row> {
-    const table = this.table(tableName)
-    let smallest: Set<string> | undefined
+  /**
+   * The `=` filter whose bucket is smallest (undefined: the list has none); `null` when some `=`
+   * filter matches no row at all.
+   */
+  private narrowest(tableName: string, where: ReadonlyArray<Filter>): Filter | undefined | null {
+    let narrowest: Filter | undefined
+    let smallest = Infinity
     for (const filter of where) {
       if (filter.op !== "=") continue
-      if (isNull(filter.value)) return []
+      if (isNull(filter.value)) return null
       const keys = this.index(tableName, filter.column).get(bucketOf(filter.value))
-      if (keys === undefined) return []
-      if (smallest === undefined || keys.size < smallest.size) smallest = keys
+      if (keys === undefined) return null
+      if (keys.size < smallest) {
+        smallest = keys.size
+        narrowest = filter
+      }
     }
-    if (smallest === undefined) return table.values()
-    const rows: Array<Row> = []
-    for (const key of smallest) {
+    return narrowest
+  }
+
+  private *bucketRows(table: ReadonlyMap<string, Row>, keys: Iterable<string> | undefined): Generator<readonly [string, Row]> {
+    for (const key of keys ?? []) {
       const row = table.get(key)
-      if (row !== undefined) rows.push(row)
+      if (row !== undefined) yield [key, row]
     }
-    return rows
+  }
+
+  private orderedIndex(tableName: string, column: string | undefined, columns: ReadonlyArray<string>): OrderedIndex {
+    let indexes = this.ordered.get(tableName)
+    if (indexes === undefined) {
+      indexes = new Map()
+      this.ordered.set(tableName, indexes)
+    }
+    const signature = JSON.stringify([column ?? null, columns])
+    let index = indexes.get(signature)
+    if (index === undefined) {
+      index = new OrderedIndex(column, columns)
+      indexes.set(signature, index)
+    }
+    return index
   }
 
   get(table: string, key: Row): Row | undefined {
     return this.table(table).get(this.keyOf(table, key))
   }
 
-  list(table: string, query: ListQuery): ReadonlyArray<Row> {
+  list(tableName: string, query: ListQuery): ReadonlyArray<Row> {
     const where = query.where ?? []
-    const direction = query.orderBy[0]?.direction === "asc" ? 1 : -1
-    const compareRows = (a: Row, b: Row): number => {
-      for (const order of query.orderBy) {
-        const c = compareJson(a[order.column], b[order.column])
-        if (c !== 0) return c * direction
-      }
-      return 0
-    }
-    const after = query.after
-    const afterRow: Row | undefined = after === undefined
-      ? undefined
-      : Object.fromEntries(query.orderBy.map((order, i) => [order.column, after[i]]))
+    const narrowest = this.narrowest(tableName, where)
+    if (narrowest === null || query.limit <= 0) return []
+    const direction = query.orderBy[0]?.direction ?? "asc"
+    const index = this.orderedIndex(tableName, narrowest?.column, query.orderBy.map((order) => order.column))
+    const table = this.table(tableName)
+    const bucket = narrowest === undefined ? "" : bucketOf(narrowest.value)
+    index.want(bucket, () => narrowest === undefined ? table : this.bucketRows(table, this.index(tableName, narrowest.column).get(bucket)))
+    // A range on the first order column that the walk moves away from ends it at its first miss:
+    // every later row is further out, or null (which no comparison matches).
+    const first = query.orderBy[0]?.column
+    const bounds = where.filter((filter) =>
+      filter.column === first && (direction === "asc" ? filter.op === "<" || filter.op === "<=" : filter.op === ">" || filter.op === ">=")
+    )
     const rows: Array<Row> = []
-    for (const row of this.candidates(table, where)) {
-      if (!where.every((filter) => matches(row, filter))) continue
-      if (afterRow !== undefined && compareRows(row, afterRow) <= 0) continue
-      rows.push(row)
+    for (const key of index.keys(bucket, direction, query.after)) {
+      const row = table.get(key)
+      if (row === undefined) continue
+      if (where.every((filter) => matches(row, filter))) {
+        rows.push(row)
+        if (rows.length >= query.limit) break
+      } else if (bounds.some((filter) => !isNull(row[filter.column]) && !matches(row, filter))) break
     }
-    rows.sort(compareRows)
-    return rows.slice(0, query.limit)
+    return rows
   }
 
   /** Every row of a table in primary-key order (tests compare replayed tables with it). */
@@ -282,6 +265,7 @@ export class MemoryTables {
     for (const table of tables) {
       this.tables.delete(table)
       this.indexes.delete(table)
+      this.ordered.delete(table)
     }
   }
 }
