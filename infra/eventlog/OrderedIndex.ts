@@ -62,11 +62,11 @@ export class OrderedIndex {
   private readonly byKey = new Map<string, Entry>()
 
   /**
-   * @param column the `=` column that splits the rows into buckets; undefined for one bucket of
-   * the whole table. A row whose value there is null is in no bucket (`=` null matches nothing).
-   * @param columns the order's columns, compared ascending (a descending list walks backwards).
+   * The `=` column that splits the rows into buckets; undefined for one bucket of the whole
+   * table. A row whose value there is null is in no bucket (`=` null matches nothing).
    */
   readonly column: string | undefined
+  /** The order's columns, compared ascending (a descending list walks backwards). */
   readonly columns: ReadonlyArray<string>
 
   constructor(column: string | undefined, columns: ReadonlyArray<string>) {
