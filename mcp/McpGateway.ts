@@ -27,6 +27,7 @@ import { headerMatches, keyHash, sessionUser, USER_HEADER } from "./Identity.ts"
 import type { LogFeedShape } from "./LogFeed.ts"
 import { isSessionId, type McpSession, type McpSessions, newSessionId, SESSION_TTL_MS } from "./McpSessions.ts"
 import { isLoopbackHost, type McpSettingsShape, originOf } from "./McpSettings.ts"
+import * as Rules from "./MessageRules.ts"
 import { keepsTasks, makeExchange, messagesOf, withoutTasks } from "./RpcExchange.ts"
 import { LATEST_VERSION } from "./RpcServer.ts"
 import type { makeSessionStreams } from "./SessionStream.ts"
@@ -55,6 +56,9 @@ const rateHeaders = (decision: Decision): Record<string, string> => ({
   "ratelimit-remaining": String(decision.remaining),
   "ratelimit-reset": String(decision.resetAt)
 })
+
+/** A message refused before any session or handler sees it (MessageRules.ts): 400 with the JSON-RPC error. */
+const refusal = (refused: Rules.Refusal) => Answers.rpcError(400, refused.code, refused.message, refused.id)
 
 /** The id of a single request body, for the error bodies that can name it. */
 const idOf = (body: unknown) => (isObject(body) && (typeof body.id === "string" || typeof body.id === "number") ? body.id : null)
@@ -164,16 +168,29 @@ export const makeHandle = (parts: GatewayParts) => {
     const parsed = bytes === null ? undefined : Answers.parseJson(bytes)
     if (parsed === undefined) return Answers.rpcError(400, -32700, "Parse error: Invalid JSON")
     const body = parsed.value
+    const refused = Rules.notAMessage(body)
+    if (refused !== undefined) return refusal(refused)
     const messages = messagesOf(body)
     const initializing = messages.some((m) => isObject(m) && m.method === "initialize")
     if (initializing && messages.length > 1) return Answers.rpcError(400, -32600, "Invalid Request: Only one initialization request is allowed")
+    if (initializing) {
+      const notRequest = Rules.initializeRefused(body)
+      if (notRequest !== undefined) return refusal(notRequest)
+    }
     const session = initializing ? yield* initialize(body, caller, requestId) : yield* sessionOf(request, caller, idOf(body))
     if (Answers.isAnswer(session)) return session
+    const batch = Rules.isBatch(body) ? Rules.batchRefused(session.protocolVersion) : undefined
+    if (batch !== undefined) return Answers.withHeaders(refusal(batch), { "mcp-session-id": session.sessionId })
     exchange.cancel(session.sessionId, body)
+    const exchanged = keepsTasks(session) ? body : withoutTasks(body)
+    const badParams = Rules.isBatch(exchanged) ? undefined : Rules.paramsRefused(exchanged)
+    if (badParams !== undefined) {
+      const answer = { jsonrpc: "2.0", id: badParams.id, error: { code: badParams.code, message: badParams.message } }
+      return Answers.jsonResponse(JSON.stringify(answer), 200, { "mcp-session-id": session.sessionId })
+    }
     const sse = (request.headers.get("accept") ?? "").includes("text/event-stream")
     const plain = sse || initializing ? undefined : fast(body, session, caller.headerUserId)
     if (plain !== undefined) return Answers.withHeaders(yield* plain, { "mcp-session-id": session.sessionId })
-    const exchanged = keepsTasks(session) ? body : withoutTasks(body)
     const response = yield* Effect.tryPromise({
       try: (signal) => exchange.serve(request, exchanged, { session, headerUserId: caller.headerUserId }, sse, signal),
       catch: (cause) => cause

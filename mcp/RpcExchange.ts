@@ -134,8 +134,9 @@ export const makeExchange = (servers: (facts: RequestFacts) => Server, feed: Log
       try {
         await server.connect(transport)
         const headers = new Headers({ "content-type": "application/json", accept: "application/json, text/event-stream" })
-        const version = request.headers.get("mcp-protocol-version")
-        if (version !== null) headers.set("mcp-protocol-version", version)
+        // A request may leave the header out (docs/mcp.md); it is still answered at the session's
+        // version, which the SDK would otherwise take for 2025-03-26 (no SSE priming event).
+        headers.set("mcp-protocol-version", request.headers.get("mcp-protocol-version") ?? facts.session.protocolVersion)
         const response = await transport.handleRequest(new Request(request.url, { method: "POST", headers }), { parsedBody: body })
         const streaming = response.body !== null && (response.headers.get("content-type") ?? "").startsWith("text/event-stream")
         if (!streaming) {

@@ -1,0 +1,97 @@
+/**
+ * What a POST body to `/mcp` must be before anything answers it, checked by the gateway
+ * (McpGateway.ts) ahead of the SDK, which is laxer on each point:
+ *
+ * - One JSON-RPC message (MCP 2025-11-25, "Transports": "The body of the POST request MUST be a
+ *   single JSON-RPC request, notification, or response"). Batches were dropped in 2025-06-18; a
+ *   session of an older version may still send one.
+ * - Valid JSON that is not a JSON-RPC message is -32600 Invalid Request (JSON-RPC 2.0, section
+ *   5.1); the SDK calls it a parse error, which is for text that is not JSON.
+ * - `initialize` is a request: as a notification it would open a session nobody was answered.
+ * - Params that the method's schema refuses are -32602 Invalid params with a short message: the
+ *   SDK's own handler wrapper throws the schema's error, which answers -32603 with the whole
+ *   issue list as its message.
+ */
+import {
+  CallToolRequestSchema,
+  CancelTaskRequestSchema,
+  GetTaskPayloadRequestSchema,
+  GetTaskRequestSchema,
+  JSONRPCMessageSchema,
+  ListToolsRequestSchema,
+  PingRequestSchema
+} from "@modelcontextprotocol/sdk/types.js"
+import type { RpcId } from "./HttpAnswers.ts"
+
+/** The first protocol version without JSON-RPC batches. */
+const NO_BATCHES_FROM = "2025-06-18"
+
+export const INVALID_REQUEST = -32600
+export const INVALID_PARAMS = -32602
+
+export interface Refusal {
+  readonly code: number
+  readonly message: string
+  readonly id: RpcId
+}
+
+const isObject = (value: unknown): value is { readonly [key: string]: unknown } =>
+  typeof value === "object" && value !== null && !Array.isArray(value)
+
+/** The id of a message, when it has a usable one; null otherwise (as JSON-RPC answers then). */
+export const idOf = (message: unknown): RpcId =>
+  isObject(message) && (typeof message.id === "string" || typeof message.id === "number") ? message.id : null
+
+/** Whether a body is a batch (a JSON array of messages). */
+export const isBatch = (body: unknown): body is ReadonlyArray<unknown> => Array.isArray(body)
+
+/** The refusal of a body that is no JSON-RPC message (or a batch with one that is not). */
+export const notAMessage = (body: unknown): Refusal | undefined => {
+  if (isBatch(body)) {
+    if (body.length === 0) return { code: INVALID_REQUEST, message: "Invalid Request: an empty batch.", id: null }
+    for (const message of body) {
+      const refused = notAMessage(message)
+      if (refused !== undefined) return refused
+    }
+    return undefined
+  }
+  if (JSONRPCMessageSchema.safeParse(body).success) return undefined
+  return { code: INVALID_REQUEST, message: "Invalid Request: the body is not a JSON-RPC 2.0 request, notification or response.", id: idOf(body) }
+}
+
+/** The refusal of a batch for a session of `protocolVersion`. */
+export const batchRefused = (protocolVersion: string): Refusal | undefined =>
+  protocolVersion >= NO_BATCHES_FROM
+    ? { code: INVALID_REQUEST, message: `Invalid Request: protocol version ${protocolVersion} takes one JSON-RPC message per POST, not a batch.`, id: null }
+    : undefined
+
+/** The refusal of an `initialize` that is not a request (it has no id). */
+export const initializeRefused = (body: unknown): Refusal | undefined =>
+  idOf(body) === null ? { code: INVALID_REQUEST, message: "Invalid Request: initialize must be a request, with an id.", id: null } : undefined
+
+interface ParamsSchema {
+  readonly safeParse: (value: unknown) => { readonly success: true } | { readonly success: false; readonly error: { readonly issues: ReadonlyArray<{ readonly path: ReadonlyArray<PropertyKey>; readonly message: string }> } }
+}
+
+/** The requests the gateway's server answers, by method, with the schema of each. */
+const SCHEMAS: ReadonlyMap<string, ParamsSchema> = new Map<string, ParamsSchema>([
+  ["ping", PingRequestSchema],
+  ["tools/list", ListToolsRequestSchema],
+  ["tools/call", CallToolRequestSchema],
+  ["tasks/get", GetTaskRequestSchema],
+  ["tasks/result", GetTaskPayloadRequestSchema],
+  ["tasks/cancel", CancelTaskRequestSchema]
+])
+
+/** The refusal of a request whose params its method's schema refuses: the first issue, briefly. */
+export const paramsRefused = (message: unknown): Refusal | undefined => {
+  if (!isObject(message) || typeof message.method !== "string") return undefined
+  const id = idOf(message)
+  const schema = SCHEMAS.get(message.method)
+  if (schema === undefined || id === null) return undefined
+  const parsed = schema.safeParse(message)
+  if (parsed.success) return undefined
+  const issue = parsed.error.issues[0]
+  const where = issue === undefined ? "params" : issue.path.map(String).join(".") || "params"
+  return { code: INVALID_PARAMS, message: `Invalid params: ${where}: ${(issue?.message ?? "not valid").slice(0, 120)}`, id }
+}

@@ -1,0 +1,103 @@
+/**
+ * What a POST body to `/mcp` must be (MCP 2025-11-25, "Transports" and "Lifecycle"; JSON-RPC 2.0
+ * section 5.1): one JSON-RPC message, not a batch (batches were dropped in 2025-06-18, and are
+ * kept for sessions of older versions); valid JSON that is not a JSON-RPC message is -32600
+ * Invalid Request, not a parse error; `initialize` must be a request; params a method's schema
+ * refuses are -32602 Invalid params with a short message, on the JSON and the SSE paths alike.
+ * And a session whose requests leave out `MCP-Protocol-Version` is still answered at its own
+ * version (the SSE priming event of 2025-11-25).
+ */
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { type GatewayUnderTest, startGateway } from "./support/Gateway.ts"
+import { initializeMessage, messageOf, openSession, parseSse, post } from "./support/Raw.ts"
+
+const JSON_ONLY = "application/json"
+
+describe("/mcp messages", () => {
+  let gw: GatewayUnderTest
+  beforeAll(async () => {
+    gw = await startGateway()
+  })
+  afterAll(() => gw.close())
+
+  it("refuses a batch with 400 and -32600 at 2025-11-25, and still serves one at 2025-03-26", async () => {
+    const session = await openSession(gw.url)
+    const batch = [{ jsonrpc: "2.0", id: 4, method: "ping" }, { jsonrpc: "2.0", id: 5, method: "tools/list" }]
+    for (const accept of [JSON_ONLY, "application/json, text/event-stream"]) {
+      const refused = await post(gw.url, batch, { session, accept })
+      expect(refused.status).toBe(400)
+      expect(await refused.json()).toMatchObject({ jsonrpc: "2.0", id: null, error: { code: -32600 } })
+    }
+    const empty = await post(gw.url, [], { session, accept: JSON_ONLY })
+    expect(empty.status).toBe(400)
+    expect(await empty.json()).toMatchObject({ error: { code: -32600 } })
+
+    const old = await openSession(gw.url, { protocol: "2025-03-26" })
+    const served = await post(gw.url, batch, { session: old, version: "2025-03-26", accept: JSON_ONLY })
+    expect(served.status).toBe(200)
+    const answers = await served.json() as Array<{ id: number }>
+    expect(answers.map((a) => a.id).toSorted()).toEqual([4, 5])
+  })
+
+  it("answers valid JSON that is not a JSON-RPC message with 400 and -32600, not a parse error", async () => {
+    const session = await openSession(gw.url)
+    const bodies: ReadonlyArray<unknown> = [
+      { id: 1, method: "ping" },
+      { jsonrpc: "1.0", id: 1, method: "ping" },
+      { jsonrpc: "2.0", id: {}, method: "ping" },
+      { jsonrpc: "2.0", id: 1, method: 5 },
+      "hi",
+      5,
+      null
+    ]
+    for (const body of bodies) {
+      const response = await post(gw.url, JSON.stringify(body), { session, accept: JSON_ONLY })
+      expect(response.status, JSON.stringify(body)).toBe(400)
+      expect(await response.json(), JSON.stringify(body)).toMatchObject({ jsonrpc: "2.0", error: { code: -32600 } })
+    }
+    // Not JSON at all is still the parse error.
+    const unparsable = await post(gw.url, "{nope", { session, accept: JSON_ONLY })
+    expect(await unparsable.json()).toMatchObject({ error: { code: -32700 } })
+  })
+
+  it("refuses initialize sent as a notification, and opens no session for it", async () => {
+    const { id: _id, ...notification } = initializeMessage()
+    const response = await post(gw.url, notification, { accept: JSON_ONLY })
+    expect(response.status).toBe(400)
+    expect(response.headers.get("mcp-session-id")).toBeNull()
+    expect(await response.json()).toMatchObject({ error: { code: -32600 } })
+  })
+
+  it("answers params a method refuses with -32602 and a short message, as JSON and as SSE", async () => {
+    const session = await openSession(gw.url)
+    const calls: ReadonlyArray<Record<string, unknown>> = [
+      { method: "tasks/get", params: {} },
+      { method: "tasks/result", params: { taskId: 5 } },
+      { method: "tasks/cancel" },
+      { method: "tools/call", params: { arguments: {} } },
+      { method: "tools/call", params: { name: "demo.echo", arguments: [1] } },
+      { method: "tools/call", params: { name: "demo.echo", arguments: {}, task: { ttl: "x" } } },
+      { method: "tools/call" }
+    ]
+    let id = 100
+    for (const call of calls) {
+      for (const accept of [JSON_ONLY, "application/json, text/event-stream"]) {
+        const message = await messageOf(await post(gw.url, { jsonrpc: "2.0", id: ++id, ...call }, { session, accept }))
+        const error = message.error as { code: number; message: string } | undefined
+        expect(error?.code, `${JSON.stringify(call)} ${accept}`).toBe(-32602)
+        expect(message.id).toBe(id)
+        expect(error!.message.length).toBeLessThan(200)
+        expect(error!.message).not.toMatch(/"code":|\[\s*\{/)
+      }
+    }
+  })
+
+  it("answers a session at its own version when MCP-Protocol-Version is left out: the SSE priming event", async () => {
+    const session = await openSession(gw.url)
+    const response = await post(gw.url, { jsonrpc: "2.0", id: 9, method: "tools/list" }, { session, version: null })
+    expect(response.headers.get("content-type")).toMatch(/^text\/event-stream/)
+    const events = parseSse(await response.text())
+    expect(events[0]).toMatchObject({ data: "" })
+    expect(events[0]!.id).toBeDefined()
+  })
+})
