@@ -5,6 +5,7 @@
 import { Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/http-api"
 import { FileMetadata, FilePage, StageFileRequest } from "../../domain/files/Files.ts"
+import { UnpinnedOnly } from "./Middleware.ts"
 import { described, pageQuery } from "./Query.ts"
 
 export class FilesApi extends HttpApiGroup.make("files")
@@ -18,7 +19,7 @@ export class FilesApi extends HttpApiGroup.make("files")
         "(SERVICE_FILE_MAX_BYTES). The file lives for an hour (SERVICE_FILE_TTL_MS); pass its id in an execute " +
         "request's `attachments`."
     )),
-    HttpApiEndpoint.get("list", "/v1/files", { query: pageQuery, success: FilePage }).annotateMerge(described(
+    HttpApiEndpoint.get("list", "/v1/files", { query: pageQuery, success: FilePage }).annotate(UnpinnedOnly, true).annotateMerge(described(
       "List staged files",
       "Unpinned keys only. Newest first; expired files are left out."
     )),

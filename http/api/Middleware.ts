@@ -1,6 +1,7 @@
 /**
  * The API's middleware contracts (implementations in MiddlewareLive.ts). Every endpoint gets,
- * from the outside in: the error envelope, bearer authentication, then the project rate limit.
+ * from the outside in: the error envelope, bearer authentication, then the project rate limit
+ * (and, on project-wide routes, the key's scope), all before the request's input is decoded.
  */
 import { Context } from "effect"
 import { HttpApiMiddleware, HttpApiSecurity } from "effect/http-api"
@@ -44,10 +45,19 @@ export class Authentication extends HttpApiMiddleware.Service<Authentication, { 
 ) {}
 
 export class RateLimit extends HttpApiMiddleware.Service<RateLimit, { requires: Caller }>()("app/http/RateLimit", {
-  error: RateLimited
+  error: [RateLimited, InsufficientScope]
 }) {}
 
 /** Endpoint annotation: the request takes a token from the execute bucket, not the standard one. */
 export class UsesExecuteBucket extends Context.Reference<boolean>("app/http/UsesExecuteBucket", {
+  defaultValue: () => false
+}) {}
+
+/**
+ * Group or endpoint annotation: a project-wide route (the file list, the trigger history, every
+ * webhook route; spec, Authentication 3), which a user-pinned key gets 403 on, after its token
+ * is taken and before anything of the request is decoded.
+ */
+export class UnpinnedOnly extends Context.Reference<boolean>("app/http/UnpinnedOnly", {
   defaultValue: () => false
 }) {}

@@ -4,10 +4,11 @@
  *
  * - Errors: every error answer is the normalized envelope (`ErrorEnvelope`), never an internal
  *   tagged error. Each operation lists the statuses it can answer: the edge's own for every route
- *   (400, 413 and 415 for whatever body is sent, 405, 500), authentication and the project rate
- *   limit for keyed routes (401, 403, 422 for a malformed `X-Service-User-Id`, 429), 422 where a
- *   route takes a body, 404 where a path names a resource, and the failures its endpoint declares
- *   in the contract (`error:`, each class carrying its `httpApiStatus`).
+ *   (400, 413, 415 and 422 for whatever body is sent: text the log cannot keep, or fields sent
+ *   to a route that takes none; 405, 500), authentication and the project rate limit for keyed
+ *   routes (401, 403, 422 for a malformed `X-Service-User-Id`, 429), 404 where a path names a
+ *   resource, and the failures its endpoint declares in the contract (`error:`, each class
+ *   carrying its `httpApiStatus`).
  * - Query limits are documented as the integers they are (1..100, default 100), not strings.
  * - `POST /v1/execute`: the request body lists, per catalog tool, the input schema it takes.
  * - Examples for execute and webhook bodies, typed against their schemas.
@@ -15,7 +16,6 @@
  * - `webhooks`: the delivery each endpoint receives, with its envelope and signature headers.
  */
 import { Schema, SchemaAST } from "effect"
-import { HttpMethod } from "effect/http"
 import { type HttpApiEndpoint, OpenApi } from "effect/http-api"
 import { listTools, listTriggers } from "../../domain/catalog/index.ts"
 import { NormalizedError } from "../../domain/Errors.ts"
@@ -88,9 +88,8 @@ const httpApiStatus = SchemaAST.resolveAt<number>("httpApiStatus")
 /** The statuses an endpoint can answer with the envelope (see the header). */
 export const errorStatuses = (endpoint: HttpApiEndpoint.Top, keyed: boolean): ReadonlyArray<number> => {
   // A body is checked wherever one is sent, even to a route that takes none.
-  const statuses = new Set<number>([400, 405, 413, 415, 500])
-  if (keyed) for (const status of [401, 403, 422, 429]) statuses.add(status)
-  if (HttpMethod.hasBody(endpoint.method) && endpoint.payload.size > 0) statuses.add(422)
+  const statuses = new Set<number>([400, 405, 413, 415, 422, 500])
+  if (keyed) for (const status of [401, 403, 429]) statuses.add(status)
   if (endpoint.path.includes(":")) statuses.add(404)
   for (const error of endpoint.error) {
     const status = httpApiStatus(error.ast)

@@ -9,6 +9,7 @@ import { Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/http-api"
 import { StateConflict } from "../../domain/Errors.ts"
 import { JsonObject } from "../../domain/JsonObject.ts"
+import { UnpinnedOnly } from "./Middleware.ts"
 import { described, pageQuery } from "./Query.ts"
 import { WebhookDelivery } from "./WebhooksApi.ts"
 
@@ -174,6 +175,7 @@ export class TriggerEventsApi extends HttpApiGroup.make("triggerEvents")
         "only: never a payload, a provider event id or a secret. Unpinned keys only."
     ))
   )
+  .annotate(UnpinnedOnly, true)
   .annotateMerge(OpenApi.annotations({ description: "The history of trigger arrivals. Unpinned keys only." })) {}
 
 // --- Webhook recovery (decisions.md section 9, an extension) --------------------------------
@@ -211,4 +213,5 @@ export class WebhookRecoveryApi extends HttpApiGroup.make("webhookRecovery")
       "Every delivery of the endpoint that failed and was queued since `since` is queued again; the answer counts them."
     ))
   )
+  .annotate(UnpinnedOnly, true)
   .annotateMerge(OpenApi.annotations({ description: "Resending deliveries (an extension). Unpinned keys only." })) {}

@@ -4,6 +4,7 @@
  */
 import { Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/http-api"
+import { UnpinnedOnly } from "./Middleware.ts"
 import { described, pageQuery } from "./Query.ts"
 
 const Url = Schema.String.check(Schema.isMaxLength(2048))
@@ -95,6 +96,7 @@ export class WebhooksApi extends HttpApiGroup.make("webhooks")
         "secret, or a receiver's headers or body."
     ))
   )
+  .annotate(UnpinnedOnly, true)
   .annotateMerge(OpenApi.annotations({
     description: "Unpinned keys only. Signed deliveries of execution and trigger events, at least once, in order per endpoint."
   })) {}

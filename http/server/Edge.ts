@@ -30,6 +30,12 @@ import {
 export interface Route {
   readonly method: string
   readonly path: string
+  /**
+   * False for a POST, PATCH or DELETE that takes no body (a rotate, a cancel, a delete): a body
+   * sent anyway must be empty or `{}`; one that is not JSON is 400 and one naming a field 422,
+   * as for any route, rather than being ignored. Undefined: the route takes one.
+   */
+  readonly takesBody?: boolean
 }
 
 export interface EdgeOptions {
@@ -75,6 +81,8 @@ interface CompiledRoute {
   readonly path: string
   readonly pattern: RegExp
   readonly methods: Set<string>
+  /** Its methods that take no body. */
+  readonly bodiless: Set<string>
 }
 
 const compile = (routes: ReadonlyArray<Route>): ReadonlyArray<CompiledRoute> => {
@@ -83,8 +91,9 @@ const compile = (routes: ReadonlyArray<Route>): ReadonlyArray<CompiledRoute> => 
     const source = "^" + route.path.split("/").map((part) =>
       part.startsWith(":") ? "[^/]+" : part === "*" ? ".*" : part.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")
     ).join("/") + "/?$"
-    const entry = byPath.get(source) ?? { path: route.path, pattern: new RegExp(source), methods: new Set<string>() }
+    const entry = byPath.get(source) ?? { path: route.path, pattern: new RegExp(source), methods: new Set<string>(), bodiless: new Set<string>() }
     entry.methods.add(route.method.toUpperCase())
+    if (route.takesBody === false) entry.bodiless.add(route.method.toUpperCase())
     byPath.set(source, entry)
   }
   return [...byPath.values()]
@@ -93,6 +102,24 @@ const compile = (routes: ReadonlyArray<Route>): ReadonlyArray<CompiledRoute> => 
 /** The API decodes `application/json` only (parameters aside); it refuses `+json` types in plain text. */
 const isJson = (header: string | undefined): boolean =>
   header !== undefined && (header.split(";", 1)[0] ?? "").trim().toLowerCase() === "application/json"
+
+/**
+ * The refusal of a body sent to a route that takes none: none for an empty body or `{}`; 400
+ * for text that is not JSON, 422 for anything else (a field, an array, a number).
+ */
+const unwantedBody = (text: string): EdgeFailure | undefined => {
+  if (text.trim() === "") return undefined
+  let value: unknown
+  try {
+    value = JSON.parse(text)
+  } catch {
+    return malformedBody()
+  }
+  if (typeof value === "object" && value !== null && !Array.isArray(value) && Object.keys(value).length === 0) return undefined
+  const fields = typeof value === "object" && value !== null && !Array.isArray(value) ? Object.keys(value) : []
+  const what = fields.length > 0 ? `an unknown field: ${JSON.stringify(fields[0])}` : "a body other than {}"
+  return new EdgeFailure(422, normalized("invalid_input", `This route takes no request body; it was sent ${what}.`))
+}
 
 const unstorableBody = (reason: Unstorable) =>
   new EdgeFailure(422, normalized("invalid_input", `The request body ${unstorableMessage[reason]}.`))
@@ -148,12 +175,9 @@ export const makeEdge = (options: EdgeOptions) => {
       const method = request.method === "HEAD" ? "GET" : request.method
       if (!allowed.includes(method)) return refuse(methodNotAllowed(allowed))
       const limit = hasBody ? options.bodyLimit(request.method, path) : 0
-      // What the headers alone say about the body is answered first; then the key (on the
-      // headers too); only then is a byte of the body read.
-      if (hasBody) {
-        if (!isJson(request.headers["content-type"])) return refuseUnread(unsupportedMediaType())
-        if (contentLength !== undefined && Number(contentLength) > limit) return refuseUnread(bodyTooLarge(limit))
-      }
+      // The key first (on the headers: a request without a valid key is 401 whatever its body,
+      // decisions.md section 2), then what the headers say about the body; only then is a
+      // byte of the body read.
       if (options.authenticate(path)) {
         // A key lookup that meets a failing store is answered like the API's own failures (503).
         const checked = yield* Effect.exit(options.gate(request))
@@ -161,6 +185,10 @@ export const makeEdge = (options: EdgeOptions) => {
         const verdict = checked.value
         if (verdict._tag === "Refused") return refuseUnread(verdict.failure)
         meta.verifiedKey = verdict.principal
+      }
+      if (hasBody) {
+        if (!isJson(request.headers["content-type"])) return refuseUnread(unsupportedMediaType())
+        if (contentLength !== undefined && Number(contentLength) > limit) return refuseUnread(bodyTooLarge(limit))
       }
       let effective = request
       if (hasBody) {
@@ -171,6 +199,10 @@ export const makeEdge = (options: EdgeOptions) => {
         // What the event log cannot keep is refused here, before it reaches any service.
         const reason = unstorableText(text)
         if (reason !== undefined) return refuse(unstorableBody(reason))
+        if (route.bodiless.has(method)) {
+          const unwanted = unwantedBody(text)
+          if (unwanted !== undefined) return refuse(unwanted)
+        }
         effective = withBody(request, body, text)
       } else if (request.headers["content-type"] !== undefined) {
         // A request without a body has no media type to judge; the API would otherwise refuse

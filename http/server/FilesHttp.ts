@@ -11,7 +11,6 @@ import { Api } from "../api/Api.ts"
 import { Caller } from "../api/Caller.ts"
 import { makeCursors } from "./Cursor.ts"
 import { DEFAULT_LIMIT } from "../api/Query.ts"
-import { requireUnpinned } from "./Users.ts"
 
 // Store faults are not the client's doing: they die and become the envelope's opaque 500.
 export const FilesHttp = HttpApiBuilder.group(Api, "files", (handlers) =>
@@ -25,7 +24,6 @@ export const FilesHttp = HttpApiBuilder.group(Api, "files", (handlers) =>
       }, Effect.catchTag("StoreUnavailable", Effect.die)))
       .handle("list", Effect.fnUntraced(function*({ query }) {
         const caller = yield* Caller
-        yield* requireUnpinned(caller)
         const scope = `files:${caller.projectId}`
         const position = query.cursor === undefined ? undefined : yield* cursors.decode(scope, query.cursor)
         const anchor = position?.[0]

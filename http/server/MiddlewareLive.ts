@@ -1,15 +1,16 @@
 /**
  * Implementations of the API middleware: the error envelope, bearer authentication against
- * ApiKeys, and the per-project rate limit with its `RateLimit-*` headers.
+ * ApiKeys, and the per-project rate limit with its `RateLimit-*` headers (then the key's scope on
+ * project-wide routes).
  */
 import { Cause, Clock, Context, Effect, Layer, Redacted } from "effect"
 import { HttpServerRequest, type HttpServerResponse } from "effect/http"
-import { AuthExpired, AuthMissing, RateLimited } from "../../domain/Errors.ts"
+import { AuthExpired, AuthMissing, InsufficientScope, RateLimited } from "../../domain/Errors.ts"
 import { ApiKeys } from "../../infra/access/ApiKeys.ts"
 import { type Decision, RateLimiter } from "../../infra/access/RateLimiter.ts"
 import { Caller, CurrentRequest } from "../api/Caller.ts"
 import { causeResponse } from "./Envelope.ts"
-import { Authentication, ErrorEnvelope, RateLimit, UsesExecuteBucket } from "../api/Middleware.ts"
+import { Authentication, ErrorEnvelope, RateLimit, UnpinnedOnly, UsesExecuteBucket } from "../api/Middleware.ts"
 import { checkPinned, checkUserId, USER_HEADER } from "./Users.ts"
 
 export const ErrorEnvelopeLive = Layer.succeed(
@@ -59,24 +60,34 @@ export const RateLimitLive = Layer.effect(
   Effect.gen(function*() {
     const limiter = yield* RateLimiter
     // Called once per endpoint when the routes are built; the returned effect runs per request.
-    return RateLimit.of((httpEffect, { endpoint }) => {
+    return RateLimit.of((httpEffect, { endpoint, group }) => {
       const execute = Context.get(endpoint.annotations, UsesExecuteBucket)
+      const unpinnedOnly = Context.get(group.annotations, UnpinnedOnly) || Context.get(endpoint.annotations, UnpinnedOnly)
       const message = execute ? "The project's execute rate limit is exhausted." : "The project's rate limit is exhausted."
-      /** Every answer carries the decision's headers (the edge writes them), a refusal and the handler's failures included. */
-      const admit = (decision: Decision) =>
-        Effect.flatMap(CurrentRequest, (request): Effect.Effect<HttpServerResponse.HttpServerResponse, RateLimited | Effect.Error<typeof httpEffect>> => {
+      const refusedScope = new InsufficientScope({ message: "This route needs an unpinned project key." })
+      /**
+       * Every answer carries the decision's headers (the edge writes them), a refusal and the
+       * handler's failures included. Past the bucket, a project-wide route refuses a pinned key
+       * before anything of the request is decoded.
+       */
+      const admit = (decision: Decision, pinned: boolean) =>
+        Effect.flatMap(CurrentRequest, (request): Effect.Effect<HttpServerResponse.HttpServerResponse, RateLimited | InsufficientScope | Effect.Error<typeof httpEffect>> => {
           if (request !== undefined) request.answerHeaders = { ...request.answerHeaders, ...rateHeaders(decision) }
-          return decision.allowed ? httpEffect : Effect.fail(new RateLimited({ message, retryAfter: decision.retryAfter ?? 1 }))
+          if (!decision.allowed) return Effect.fail(new RateLimited({ message, retryAfter: decision.retryAfter ?? 1 }))
+          return unpinnedOnly && pinned ? Effect.fail(refusedScope) : httpEffect
         })
       /** Past the bucket, an execute request also counts against the daily quota, when there is one. */
-      const withDaily = (projectId: string, decision: Decision) =>
+      const withDaily = (projectId: string, decision: Decision, pinned: boolean) =>
         Effect.flatMap(Effect.zip(Effect.orDie(limiter.takeDaily(projectId)), Clock.currentTimeMillis), ([daily, now]) =>
-          admit(daily === undefined || daily.allowed
-            ? decision
-            : { ...daily, retryAfter: Math.max(1, daily.resetAt - Math.floor(now / 1000)) }))
-      return Effect.flatMap(Caller, (caller) =>
-        Effect.flatMap(Effect.orDie(limiter.take(caller.projectId, execute ? "execute" : "standard")), (decision) =>
-          execute && decision.allowed ? withDaily(caller.projectId, decision) : admit(decision)))
+          admit(
+            daily === undefined || daily.allowed ? decision : { ...daily, retryAfter: Math.max(1, daily.resetAt - Math.floor(now / 1000)) },
+            pinned
+          ))
+      return Effect.flatMap(Caller, (caller) => {
+        const pinned = caller.pinnedUserId !== undefined
+        return Effect.flatMap(Effect.orDie(limiter.take(caller.projectId, execute ? "execute" : "standard")), (decision) =>
+          execute && decision.allowed ? withDaily(caller.projectId, decision, pinned) : admit(decision, pinned))
+      })
     })
   })
 )

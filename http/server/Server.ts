@@ -47,7 +47,12 @@ export const DEFAULT_BODY_LIMIT = 1024 * 1024
 
 const apiRoutes = (): ReadonlyArray<Route> =>
   Object.values(Api.groups).flatMap((group) =>
-    Object.values(group.endpoints).map((endpoint) => ({ method: endpoint.method, path: endpoint.path }))
+    Object.values(group.endpoints).map((endpoint): Route => ({
+      method: endpoint.method,
+      path: endpoint.path,
+      // GET and HEAD never judge a body; the other methods take one only with a payload schema.
+      takesBody: endpoint.method === "GET" || endpoint.method === "HEAD" || endpoint.payload.size > 0
+    }))
   )
 
 export const routes: ReadonlyArray<Route> = [

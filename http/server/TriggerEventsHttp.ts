@@ -13,7 +13,6 @@ import { Api } from "../api/Api.ts"
 import { Caller } from "../api/Caller.ts"
 import { DEFAULT_LIMIT } from "../api/Query.ts"
 import { makeCursors } from "./Cursor.ts"
-import { requireUnpinned } from "./Users.ts"
 import { storeFailuresAsDefects } from "./StoreDefects.ts"
 
 const SUBSCRIPTION_ID = /^trgsub_[0-9a-z]{32}$/
@@ -25,7 +24,6 @@ export const TriggerEventsHttp = HttpApiBuilder.group(Api, "triggerEvents", (han
     const cursors = yield* makeCursors
     return handlers.handle("list", Effect.fnUntraced(function*({ query }) {
       const caller = yield* Caller
-      yield* requireUnpinned(caller)
       if (query.subscriptionId !== undefined && !SUBSCRIPTION_ID.test(query.subscriptionId)) {
         return yield* new InvalidInput({ message: "subscriptionId must be a trgsub_ id." })
       }

@@ -36,9 +36,3 @@ export const actingUser = (
   if (isPinnedElsewhere(caller, explicit) || isPinnedElsewhere(caller, header)) return Effect.fail(pinnedElsewhere())
   return Effect.succeed(explicit ?? header ?? caller.pinnedUserId)
 }
-
-/** Project-wide routes (file list, history, webhooks) refuse pinned keys. */
-export const requireUnpinned = (caller: CallerShape): Effect.Effect<void, InsufficientScope> =>
-  caller.pinnedUserId === undefined
-    ? Effect.void
-    : Effect.fail(new InsufficientScope({ message: "This route needs an unpinned project key." }))

@@ -7,12 +7,10 @@ import { HttpApiBuilder } from "effect/http-api"
 import { WebhookRecovery } from "../../infra/webhooks/WebhookRecovery.ts"
 import { Api } from "../api/Api.ts"
 import { Caller } from "../api/Caller.ts"
-import { requireUnpinned } from "./Users.ts"
 import { storeFailuresAsDefects } from "./StoreDefects.ts"
 
 const projectCaller = Effect.gen(function*() {
   const caller = yield* Caller
-  yield* requireUnpinned(caller)
   return caller.projectId
 })
 

@@ -142,14 +142,17 @@ const checkAnswer = (req: FuzzRequest, answer: Answer) => {
   const serves = (route: Route) => route.method === req.method || (req.method === "HEAD" && route.method === "GET")
   // Node's parser refuses methods it does not know, and raw bytes outside ASCII in the target.
   const parsable = METHODS.includes(req.method) && /^[\x21-\x7e]*$/.test(req.path)
+  /** A route that takes no key (ingest, the API's description): its body is judged at once. */
+  const open = publicRoutes.some((route) => serves(route) && matches(route, path))
+  const judged = open || presentsValidKey(req.headers.authorization)
   if (!parsable) expect(answer.status, context).toBe(400)
   else if (declared.length === 0) expect(answer.status, context).toBe(404)
   else if (!declared.some(serves)) {
     expect(answer.status, context).toBe(405)
     expect(String(answer.headers.allow ?? ""), context).toContain(declared[0]?.method ?? "")
-  } else if (!publicRoutes.some((route) => serves(route) && matches(route, path)) && !presentsValidKey(req.headers.authorization)) {
-    // Without a valid key only the edge's body checks come before authentication.
-    expect(bodyPresent ? [400, 401, 413, 415] : [401], context).toContain(answer.status)
+  } else if (!open && !presentsValidKey(req.headers.authorization)) {
+    // Without a valid key nothing of the body is judged: 401 whatever it is (decisions.md section 2).
+    expect(answer.status, context).toBe(401)
   } else if (!bodyPresent && req.headers["x-service-user-id"] !== undefined && !publicRoutes.some((route) => serves(route) && matches(route, path))) {
     // Authenticated: the named user is checked next, for every route (the parser trims the value).
     const named = req.headers["x-service-user-id"].replace(/^[ \t]+|[ \t]+$/g, "")
@@ -165,12 +168,10 @@ const checkAnswer = (req: FuzzRequest, answer: Answer) => {
     expect(answer.status, context).toBe(422)
   }
   // Only application/json bodies: the API would refuse `+json` and other types in plain text.
-  if (bodyPresent && !jsonType && declared.some(serves) && parsable) expect(answer.status, context).toBe(415)
+  if (bodyPresent && !jsonType && declared.some(serves) && parsable && judged) expect(answer.status, context).toBe(415)
   if (bodyPresent && Buffer.byteLength(req.body ?? "") > BODY_LIMIT && declared.some(serves) && parsable && !OWN_CEILING.has(`${req.method} ${path.replace(/\/$/, "")}`)) {
-    // A chunked body's size shows only when it is read, and no body is read before the key is
-    // verified: without a valid key such a request is a 401.
-    const unread = req.chunked && !presentsValidKey(req.headers.authorization)
-    expect(unread ? [401, 413, 415] : [413, 415], context).toContain(answer.status)
+    // Without a valid key such a request is a 401 (above).
+    if (judged) expect([413, 415], context).toContain(answer.status)
   }
 
   // The status is one the OpenAPI document declares for this operation (documented routes only:

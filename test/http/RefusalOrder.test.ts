@@ -1,0 +1,86 @@
+/**
+ * Which refusal comes first (decisions.md section 2; spec, Authentication 3): a request without a
+ * valid key is 401 whatever its body or media type; a pinned key on a project-wide route (the
+ * file list, the trigger history, every webhook route) is 403 whatever its body or query; and a
+ * route that takes no body refuses one that is not JSON (400) or names fields (422), rather than
+ * acting on it.
+ */
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { KEY, PINNED_KEY, type InProcessService, startService } from "../support/Service.ts"
+
+const codeOf = async (response: Response) => ((await response.json()) as { error: { code: string } }).error.code
+
+describe("the order of refusals", () => {
+  let service: InProcessService
+  let endpointId: string
+  beforeAll(async () => {
+    service = await startService()
+    const created = await service.fetch("/v1/webhooks", { method: "POST", json: { url: "https://example.com/hook", events: ["execution.completed"] } })
+    endpointId = ((await created.json()) as { endpointId: string }).endpointId
+  })
+  afterAll(() => service.close())
+
+  it("answers 401 without a valid key, before the media type or the declared size", async () => {
+    for (const key of [null, "not_a_real_key_0000000001"]) {
+      const plain = await service.fetch("/v1/webhooks", { method: "POST", key, headers: { "content-type": "text/plain" }, body: "hello" })
+      expect(plain.status).toBe(401)
+      const huge = await service.fetch("/v1/files", {
+        method: "POST",
+        key,
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ name: "a", content: "A".repeat(1_200_000) })
+      })
+      expect(huge.status).toBe(401)
+    }
+    // With a valid key, the media type is judged.
+    const plain = await service.fetch("/v1/webhooks", { method: "POST", headers: { "content-type": "text/plain" }, body: "hello" })
+    expect(plain.status).toBe(415)
+  })
+
+  it("answers 403 to a pinned key on a project-wide route, whatever its body or query", async () => {
+    const cases: ReadonlyArray<readonly [string, string, string | undefined]> = [
+      ["POST", "/v1/webhooks", "{"],
+      ["POST", "/v1/webhooks", "{\"x\":1}"],
+      ["PATCH", `/v1/webhooks/${endpointId}`, "{"],
+      ["POST", `/v1/webhooks/${endpointId}/recover`, "{"],
+      ["GET", "/v1/webhooks?foo=1", undefined],
+      ["GET", "/v1/webhooks?limit=0", undefined],
+      ["GET", "/v1/files?limit=0", undefined],
+      ["GET", "/v1/trigger-events?limit=0", undefined],
+      ["GET", `/v1/webhooks/${endpointId}/deliveries?cursor=forged`, undefined]
+    ]
+    for (const [method, path, body] of cases) {
+      const response = await service.fetch(path, {
+        method,
+        key: PINNED_KEY,
+        ...(body === undefined ? {} : { headers: { "content-type": "application/json" }, body })
+      })
+      expect(response.status, `${method} ${path} ${body}`).toBe(403)
+      expect(await codeOf(response)).toBe("auth_insufficient_scope")
+      // The refusal still counts against the project's bucket, like any authenticated request.
+      expect(response.headers.get("ratelimit-remaining"), `${method} ${path}`).not.toBeNull()
+    }
+    // A pinned key's own routes still validate as before.
+    const bad = await service.fetch("/v1/files?limit=0", { key: KEY })
+    expect(bad.status).toBe(422)
+  })
+
+  it("refuses a body on a route that takes none: 400 when it is not JSON, 422 when it names a field", async () => {
+    const before = await service.fetch(`/v1/webhooks/${endpointId}`)
+    const prefix = ((await before.json()) as { secretPrefix: string }).secretPrefix
+    const rotate = `/v1/webhooks/${endpointId}/rotate-secret`
+    const notJson = await service.fetch(rotate, { method: "POST", headers: { "content-type": "application/json" }, body: "{" })
+    expect(notJson.status).toBe(400)
+    const field = await service.fetch(rotate, { method: "POST", json: { x: 1 } })
+    expect(field.status).toBe(422)
+    expect(await codeOf(field)).toBe("invalid_input")
+    const after = await service.fetch(`/v1/webhooks/${endpointId}`)
+    expect(((await after.json()) as { secretPrefix: string }).secretPrefix).toBe(prefix)
+    // An empty object, or no body at all, is what such a route takes.
+    expect((await service.fetch(rotate, { method: "POST", json: {} })).status).toBe(200)
+    expect((await service.fetch(rotate, { method: "POST" })).status).toBe(200)
+    const removed = await service.fetch(`/v1/webhooks/${endpointId}`, { method: "DELETE", json: { x: 1 } })
+    expect(removed.status).toBe(422)
+    expect((await service.fetch(`/v1/webhooks/${endpointId}`)).status).toBe(200)
+  })
+})
