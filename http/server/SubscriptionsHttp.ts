@@ -1,11 +1,12 @@
 /**
  * Handlers of the subscriptions group (spec, "Subscriptions"; decisions.md section 5). Who acts:
  * the body's userId, else the X-Service-User-Id header, else the pinned key's user; a pinned key
- * naming another user is 403, and sees, rotates and deletes only its user's subscriptions
- * (anything else is 404, as for another project's). The ingest URL appears only in the create
- * and rotate-secret answers.
+ * naming another user is 403. A pinned key, or an unpinned one naming a user in the header, sees,
+ * rotates and deletes only that user's subscriptions (anything else is 404, as for another
+ * project's). The ingest URL appears only in the create and rotate-secret answers.
  */
 import { Effect } from "effect"
+import { HttpServerRequest } from "effect/http"
 import { HttpApiBuilder } from "effect/http-api"
 import { InvalidInput, NotFound } from "../../domain/Errors.ts"
 import type { Subscription } from "../../domain/triggers/Subscription.ts"
@@ -14,7 +15,7 @@ import { Api } from "../api/Api.ts"
 import { Caller, type CallerShape } from "../api/Caller.ts"
 import { DEFAULT_LIMIT } from "../api/Query.ts"
 import { makeCursors } from "./Cursor.ts"
-import { actingUser } from "./Users.ts"
+import { actingUser, USER_HEADER } from "./Users.ts"
 import { storeFailuresAsDefects } from "./StoreDefects.ts"
 
 /** Exactly the spec's public fields: no secret, no ingest URL, no cursor. */
@@ -36,8 +37,11 @@ const notFound = () => new NotFound({ message: "No such subscription." })
 const badCursor = () => new InvalidInput({ message: "The cursor is malformed or does not belong to this list." })
 
 /** A storage fault is a defect here; the envelope answers it without details. */
-const visibleTo = (caller: CallerShape, subscription: Subscription) =>
-  caller.pinnedUserId === undefined || subscription.userId === caller.pinnedUserId
+const visibleTo = (caller: CallerShape, named: string | undefined, subscription: Subscription) => {
+  // The middleware has refused a pinned key naming anyone else (403).
+  const user = caller.pinnedUserId ?? named
+  return user === undefined || subscription.userId === user
+}
 
 export const SubscriptionsHttp = HttpApiBuilder.group(Api, "subscriptions", (handlers) =>
   Effect.gen(function*() {
@@ -47,8 +51,9 @@ export const SubscriptionsHttp = HttpApiBuilder.group(Api, "subscriptions", (han
     /** The caller's subscription, or 404 (absent, another project's, another user's for a pinned key). */
     const visible = Effect.fnUntraced(function*(subscriptionId: string) {
       const caller = yield* Caller
+      const named = (yield* HttpServerRequest.HttpServerRequest).headers[USER_HEADER]
       const subscription = yield* subscriptions.get(caller.projectId, subscriptionId)
-      if (!visibleTo(caller, subscription)) return yield* notFound()
+      if (!visibleTo(caller, named, subscription)) return yield* notFound()
       return subscription
     })
 

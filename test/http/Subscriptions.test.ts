@@ -185,7 +185,7 @@ const suite = (name: string, env: () => Promise<Record<string, string>>, cleanup
       expect(other.subscriptions).toEqual([])
     })
 
-    it("get, rotate and delete: another project's or another user's (pinned) is 404", async () => {
+    it("get, rotate and delete: another project's or another user's (pinned, or named by the header) is 404", async () => {
       const theirs = await subscribe(service, { trigger: "demo.event", userId: "someone", webhookEndpointIds: [endpointId] })
       const id = theirs.subscriptionId
       for (const key of [OTHER_KEY, PINNED_KEY]) {
@@ -193,6 +193,13 @@ const suite = (name: string, env: () => Promise<Record<string, string>>, cleanup
         await expectError(await service.fetch(`/v1/subscriptions/${id}/rotate-secret`, { method: "POST", key }), 404, "not_found")
         await expectError(await service.fetch(`/v1/subscriptions/${id}`, { method: "DELETE", key }), 404, "not_found")
       }
+      // An unpinned key acting for another user (X-Service-User-Id) does not see it either.
+      const asOther = { headers: { "x-service-user-id": "someone_else" } }
+      await expectError(await service.fetch(`/v1/subscriptions/${id}`, asOther), 404, "not_found")
+      await expectError(await service.fetch(`/v1/subscriptions/${id}/rotate-secret`, { method: "POST", ...asOther }), 404, "not_found")
+      await expectError(await service.fetch(`/v1/subscriptions/${id}`, { method: "DELETE", ...asOther }), 404, "not_found")
+      expect((await service.fetch(`/v1/subscriptions/${id}`, { headers: { "x-service-user-id": "someone" } })).status).toBe(200)
+      expect((await service.fetch(`/v1/subscriptions/${id}`)).status).toBe(200)
       await expectError(await service.fetch("/v1/subscriptions/trgsub_nope"), 404, "not_found")
       const mine = await subscribe(service, { trigger: "demo.event", webhookEndpointIds: [endpointId] }, PINNED_KEY)
       expect((await service.fetch(`/v1/subscriptions/${mine.subscriptionId}`, { key: PINNED_KEY })).status).toBe(200)
