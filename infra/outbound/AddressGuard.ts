@@ -13,6 +13,7 @@ import { promises as dns } from "node:dns"
 import type { LookupFunction } from "node:net"
 import { Effect, Option } from "effect"
 import { InvalidInput } from "../../domain/Errors.ts"
+import { makeHostsFile } from "./HostsFile.ts"
 import { type AddressClass, classifyAddress, ipLiteral } from "./IpAddress.ts"
 
 export interface GuardPolicy {
@@ -60,11 +61,20 @@ const LOOPBACK: ReadonlyArray<ResolvedAddress> = [{ address: "127.0.0.1", family
  * `getaddrinfo` on libuv's four worker threads and cannot be cancelled, so four slow names
  * stalled every other lookup (and file system call) of the process. Each name gets a resolver of
  * its own that is cancelled when `timeoutMs` passes. `localhost` names are answered here (DNS
- * does not know them; the guard refuses them anyway unless private networks are allowed).
+ * does not know them; the guard refuses them anyway unless private networks are allowed), and so
+ * are the names of the hosts file (`hostsFile`, default `/etc/hosts`; HostsFile.ts), first, as
+ * `getaddrinfo` reads it.
  */
-export const makeResolver = (options: { readonly timeoutMs: number; readonly servers?: ReadonlyArray<string> | undefined }): Resolver =>
-  async (hostname, family) => {
+export const makeResolver = (options: {
+  readonly timeoutMs: number
+  readonly servers?: ReadonlyArray<string> | undefined
+  readonly hostsFile?: string | undefined
+}): Resolver => {
+  const hosts = makeHostsFile(options.hostsFile ?? "/etc/hosts")
+  return async (hostname, family) => {
     if (isLocalhostName(hostname)) return LOOPBACK.filter((a) => family === 0 || a.family === family)
+    const listed = (await hosts(hostname)).filter((a) => family === 0 || a.family === family)
+    if (listed.length > 0) return listed
     const resolver = new dns.Resolver({ timeout: Math.max(1, Math.floor(options.timeoutMs / 2)), tries: 1 })
     if (options.servers !== undefined) resolver.setServers([...options.servers])
     const timer = setTimeout(() => resolver.cancel(), options.timeoutMs)
@@ -81,6 +91,7 @@ export const makeResolver = (options: { readonly timeoutMs: number; readonly ser
       clearTimeout(timer)
     }
   }
+}
 
 export const systemResolver: Resolver = makeResolver({ timeoutMs: 5_000 })
 

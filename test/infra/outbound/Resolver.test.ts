@@ -5,8 +5,12 @@
  */
 import { createSocket } from "node:dgram"
 import { promises as fs } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { Effect } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { makeResolver } from "../../../infra/outbound/AddressGuard.ts"
+import { makeResolver, validateUrl } from "../../../infra/outbound/AddressGuard.ts"
+import { parseHosts } from "../../../infra/outbound/HostsFile.ts"
 
 describe("the guarded resolver", () => {
   // A DNS server that reads every query and never answers: the slowest resolver there is.
@@ -35,5 +39,30 @@ describe("the guarded resolver", () => {
     const outcomes = await Promise.all(slow)
     expect(Date.now() - started).toBeLessThan(4_000)
     for (const outcome of outcomes) expect(["ECANCELLED", "ETIMEOUT"]).toContain(outcome)
+  })
+
+  it("answers the hosts file's names first, as getaddrinfo does, so the guard judges them too", async () => {
+    const file = join(await fs.mkdtemp(join(tmpdir(), "hosts-")), "hosts")
+    await fs.writeFile(file, "127.0.0.1 localhost\n# a comment\n10.1.2.3  Receiver.internal receiver # trailing\n::1 six.internal\n93.184.216.34 public.internal\n")
+    const resolve = makeResolver({ timeoutMs: 500, servers: [`127.0.0.1:${port}`], hostsFile: file })
+    expect(await resolve("receiver.internal", 0)).toEqual([{ address: "10.1.2.3", family: 4 }])
+    expect(await resolve("RECEIVER", 4)).toEqual([{ address: "10.1.2.3", family: 4 }])
+    expect(await resolve("six.internal", 6)).toEqual([{ address: "::1", family: 6 }])
+    const check = (url: string) => Effect.runPromise(Effect.match(validateUrl(url, { allowPrivateNetworks: false, requireHttps: true, resolve }), {
+      onFailure: (error) => error.message,
+      onSuccess: (checked) => checked.href
+    }))
+    expect(await check("https://receiver.internal/hook")).toMatch(/resolves to .*private/)
+    expect(await check("https://six.internal/hook")).toMatch(/resolves to .*loopback/)
+    expect(await check("https://public.internal/hook")).toBe("https://public.internal/hook")
+  })
+
+  it("parses a hosts file: comments, aliases, zones, and lines that name no address are skipped", () => {
+    const names = parseHosts("# header\n\n  192.168.0.1 a b\nnot-an-ip c\nfe80::1%eth0 d\n192.168.0.2 A\n10.0.0.1\n")
+    expect(names.get("a")).toEqual([{ address: "192.168.0.1", family: 4 }, { address: "192.168.0.2", family: 4 }])
+    expect(names.get("b")).toEqual([{ address: "192.168.0.1", family: 4 }])
+    expect(names.get("c")).toBeUndefined()
+    expect(names.get("d")).toEqual([{ address: "fe80::1", family: 6 }])
+    expect(names.size).toBe(3)
   })
 })
