@@ -20,8 +20,8 @@ import { InitializeRequestSchema, SUPPORTED_PROTOCOL_VERSIONS } from "@modelcont
 import { normalized } from "../domain/Errors.ts"
 import type { ApiKeys, Principal } from "../infra/access/ApiKeys.ts"
 import type { Decision, RateLimiter } from "../infra/access/RateLimiter.ts"
-import { parsePosition } from "../infra/eventlog/EventStore.ts"
 import { newRequestId } from "../infra/Ids.ts"
+import { parseEventId } from "./EventIds.ts"
 import * as Answers from "./HttpAnswers.ts"
 import { headerMatches, keyHash, sessionUser, USER_HEADER } from "./Identity.ts"
 import type { LogFeedShape } from "./LogFeed.ts"
@@ -205,8 +205,9 @@ export const makeHandle = (parts: GatewayParts) => {
     const session = yield* sessionOf(request, caller, null)
     if (Answers.isAnswer(session)) return session
     const lastEventId = request.headers.get("last-event-id")
-    const from = lastEventId === null ? feed.position() : parsePosition(lastEventId)
-    if (from === undefined) return Answers.rpcError(400, -32000, "Bad Request: Last-Event-ID is not an event id of this stream")
+    const resumed = lastEventId === null ? undefined : parseEventId(lastEventId)
+    if (lastEventId !== null && resumed === undefined) return Answers.rpcError(400, -32000, "Bad Request: Last-Event-ID is not an event id of this session")
+    const from = resumed?._tag === "After" ? resumed.position : feed.position()
     return new Response(streams.open(session, from), {
       headers: {
         "content-type": "text/event-stream",

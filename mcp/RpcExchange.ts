@@ -6,27 +6,34 @@
  *   first, related notifications, then the response); without it, one JSON response. The SDK
  *   transport insists on an `Accept` that lists both, so it is handed one that does, with
  *   `enableJsonResponse` saying which answer the client asked for.
- * - The priming event's id is the log position the process has read up to: a client whose POST
- *   stream breaks and that resumes with GET `Last-Event-ID` gets the session's notifications from
- *   there (the broken response itself is not replayed; resending the call is safe, since it
- *   carries the same idempotency key).
+ * - Its events' ids are unique in the session (EventIds.ts). A POST stream is not replayed: a
+ *   client resuming one with GET `Last-Event-ID` gets the session's stream from now (not the GET
+ *   stream's past notifications, which belong to another stream); resending the call is safe,
+ *   since it carries the same idempotency key.
  * - `notifications/cancelled` ends the named request when it runs in this process.
  * The `Server` is closed once its answer is complete, or when the client goes away; closing it
  * aborts the handlers still running, which interrupts their effects.
  */
 import type { Server } from "@modelcontextprotocol/sdk/server/index.js"
 import { type EventStore, WebStandardStreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js"
-import { formatPosition } from "../infra/eventlog/EventStore.ts"
+import type { Position } from "../infra/eventlog/EventStore.ts"
+import { frameIds } from "./EventIds.ts"
 import type { LogFeedShape } from "./LogFeed.ts"
 import { LATEST_VERSION, type RequestFacts } from "./RpcServer.ts"
 import type { McpSession } from "./McpSessions.ts"
 import type { GatewayRequest } from "./HttpAnswers.ts"
 
-/** The priming store: every event of the stream carries the position it started from. */
-const primingStore = (eventId: string): EventStore => ({
-  storeEvent: () => Promise.resolve(eventId),
-  replayEventsAfter: () => Promise.reject(new Error("POST streams resume through GET /mcp"))
-})
+/**
+ * The event ids of one POST stream: the position the stream started from and the stream's own
+ * tag and counter (EventIds.ts), so that none repeats in the session; nothing is kept to replay.
+ */
+const primingStore = (position: Position): EventStore => {
+  const next = frameIds("p")
+  return {
+    storeEvent: () => Promise.resolve(next(position)),
+    replayEventsAfter: () => Promise.reject(new Error("POST streams are not replayed"))
+  }
+}
 
 type RpcId = string | number
 
@@ -118,7 +125,7 @@ export const makeExchange = (servers: (facts: RequestFacts) => Server, feed: Log
     serve: async (request: GatewayRequest, body: unknown, facts: RequestFacts, sse: boolean, signal: AbortSignal): Promise<Response> => {
       const server = servers(facts)
       const transport = new WebStandardStreamableHTTPServerTransport(
-        sse ? { enableJsonResponse: false, eventStore: primingStore(formatPosition(feed.position())) } : { enableJsonResponse: true }
+        sse ? { enableJsonResponse: false, eventStore: primingStore(feed.position()) } : { enableJsonResponse: true }
       )
       const keys = requestIds(messagesOf(body)).map((id) => keyOf(facts.session.sessionId, id))
       let closed = false

@@ -7,10 +7,11 @@
  * whichever process made the change. Each event's SSE id is its log position (`tx:seq`), which
  * is what `Last-Event-ID` resumes from: the stream first reads the log after that position
  * itself, then goes on with the process's follower (LogFeed.ts), skipping what it has already
- * sent. The first frame is a priming event whose id is the starting position, so a client that
- * reconnects before any notification resumes without a gap (from 2025-11-25 on: older clients
- * cannot take an event without data). An expiry has no log event: the
- * stream's own timer sends it, under the id of the last event sent.
+ * sent. The first frame is a priming event whose id carries the starting position, so a client
+ * that reconnects before any notification resumes without a gap (from 2025-11-25 on: older
+ * clients cannot take an event without data). An expiry has no log event: the stream's own timer
+ * sends it, its id carrying the position last sent. Those two ids add the stream's own tag, so no
+ * id repeats in a session (EventIds.ts).
  *
  * A session has one live GET stream: a newer one (on any process) replaces it. Every 15 s the
  * stream sends a keep-alive comment and re-reads the session row, ending when the session was
@@ -20,7 +21,8 @@ import { Clock, Deferred, Duration, Effect, Exit, Queue, Schema, Stream, type Co
 import { randomUUID } from "node:crypto"
 import { isExpired } from "../domain/Connection.ts"
 import type { ConnectionsShape } from "../infra/connections/Connections.ts"
-import { comparePositions, type EventStoreShape, formatPosition, type Position, type RecordedEvent } from "../infra/eventlog/EventStore.ts"
+import { comparePositions, type EventStoreShape, type Position, type RecordedEvent } from "../infra/eventlog/EventStore.ts"
+import { frameIds, logEventId } from "./EventIds.ts"
 import { CONNECTION_STREAM_TYPE, type LogFeedShape, MCP_TASK_STREAM_TYPE, sessionOfTaskStream } from "./LogFeed.ts"
 import type { McpSession, McpSessionsShape } from "./McpSessions.ts"
 import type { McpSettingsShape } from "./McpSettings.ts"
@@ -40,8 +42,7 @@ type Message = { readonly method: string; readonly params?: { readonly [key: str
 
 const LIST_CHANGED: Message = { method: "notifications/tools/list_changed" }
 
-const frame = (position: Position, message: Message) =>
-  `id: ${formatPosition(position)}\nevent: message\ndata: ${JSON.stringify({ jsonrpc: "2.0", ...message })}\n\n`
+const frame = (id: string, message: Message) => `id: ${id}\nevent: message\ndata: ${JSON.stringify({ jsonrpc: "2.0", ...message })}\n\n`
 
 export interface SessionStreamDeps {
   readonly store: EventStoreShape
@@ -116,9 +117,10 @@ export const makeSessionStreams = (deps: SessionStreamDeps) => {
         const changed = yield* Queue.sliding<void>(1)
         const inbox = yield* feed.subscribeSession(session.sessionId, session.projectId)
         let last = from
-        const offer = (message: Message) => Queue.offer(out, frame(last, message))
+        // Frames that are no log event (priming, expiries) get ids of this stream (EventIds.ts).
+        const ownId = frameIds("g")
         // Empty data confuses clients of versions before 2025-11-25 (the SDK primes only from it).
-        if (session.protocolVersion >= "2025-11-25") yield* Queue.offer(out, `id: ${formatPosition(from)}\nretry: 1000\ndata: \n\n`)
+        if (session.protocolVersion >= "2025-11-25") yield* Queue.offer(out, `id: ${ownId(from)}\nretry: 1000\ndata: \n\n`)
 
         const handle = (event: RecordedEvent) =>
           comparePositions(event.position, last) <= 0
@@ -127,7 +129,7 @@ export const makeSessionStreams = (deps: SessionStreamDeps) => {
               last = event.position
               if (message === undefined) return Effect.void
               if (message === LIST_CHANGED) Queue.offerUnsafe(changed, undefined)
-              return offer(message)
+              return Queue.offer(out, frame(logEventId(event.position), message))
             })
 
         // The log after `from`, read here until caught up; then the follower's events.
@@ -159,7 +161,7 @@ export const makeSessionStreams = (deps: SessionStreamDeps) => {
             const next = yield* nextExpiry(session, user)
             const wait = next === undefined ? Effect.never : Effect.flatMap(Clock.currentTimeMillis, (now) => Effect.sleep(Math.max(0, next - now) + 10))
             const expired = yield* Effect.raceFirst(Effect.as(wait, true), Effect.as(Queue.take(changed), false))
-            if (expired) yield* offer(LIST_CHANGED)
+            if (expired) yield* Queue.offer(out, frame(ownId(last), LIST_CHANGED))
           }
         })
 

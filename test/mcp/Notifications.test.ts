@@ -7,7 +7,7 @@ import { ToolListChangedNotificationSchema } from "@modelcontextprotocol/sdk/typ
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { connect } from "./support/Clients.ts"
 import { type GatewayUnderTest, startGateway } from "./support/Gateway.ts"
-import { headersFor, messageOf, openSession, post, readEvents } from "./support/Raw.ts"
+import { headersFor, messageOf, openSession, parseSse, post, readEvents } from "./support/Raw.ts"
 
 const createConnection = async (gw: GatewayUnderTest, userId: string, extra: Record<string, unknown> = {}) => {
   const response = await gw.service.fetch("/v1/connections", {
@@ -75,7 +75,8 @@ describe("the session's GET stream", () => {
     expect(first.headers.get("content-type")).toMatch(/^text\/event-stream/)
     const [priming] = await readEvents(first, 1)
     expect(priming).toMatchObject({ data: "" })
-    expect(priming!.id).toMatch(/^\d+:\d+$/)
+    // The priming event's id carries the stream's starting position and the stream's own tag.
+    expect(priming!.id).toMatch(/^\d+:\d+:g[A-Za-z0-9_-]+\.0$/)
     // While no stream is open: a connection, and a task with progress.
     await createConnection(gw, "hank")
     const call = await messageOf(await post(gw.url, {
@@ -103,7 +104,11 @@ describe("the session's GET stream", () => {
     expect(new Set(ids).size).toBe(ids.length)
     // From the last id on, nothing is sent again.
     const again = await fetch(gw.url, { headers: headersFor({ session, accept: "text/event-stream", headers: { ...user, "last-event-id": ids.at(-1)! } }) })
-    expect((await readEvents(again, 2, 500)).length).toBe(1)
+    const resumedAgain = await readEvents(again, 2, 500)
+    expect(resumedAgain.length).toBe(1)
+    // Its priming event resumes from the same place under an id of its own.
+    expect(resumedAgain[0]!.id).not.toBe(ids.at(-1))
+    expect(resumedAgain[0]!.id!.startsWith(`${ids.at(-1)!}:g`)).toBe(true)
     const bad = await fetch(gw.url, { headers: headersFor({ session, accept: "text/event-stream", headers: { ...user, "last-event-id": "nonsense" } }) })
     expect(bad.status).toBe(400)
   })
@@ -144,5 +149,41 @@ describe("the session's GET stream", () => {
     ])
     expect(end).toBe("ended")
     await newer.body?.cancel()
+  })
+
+  it("never gives two events of a session the same id, and does not answer a POST stream's resumption with the GET stream's past", async () => {
+    const user = { "x-service-user-id": "ivy" }
+    const session = await openSession(gw.url, { headers: user })
+    const seen: Array<string> = []
+    const stream = await openStream(gw, session, user)
+    const [priming] = await readEvents(stream, 1)
+    seen.push(priming!.id!)
+    // Two POST answers as SSE (one with progress), one after the other.
+    const posts: Array<string> = []
+    for (const id of [1, 2]) {
+      const answer = await post(gw.url, {
+        jsonrpc: "2.0",
+        id,
+        method: "tools/call",
+        params: { name: "demo.echo", arguments: { n: id }, _meta: { progressToken: `t${id}`, "dev.service/userId": "ivy" } }
+      }, { session, headers: user })
+      const events = parseSse(await answer.text())
+      expect(events.length).toBeGreaterThan(2)
+      posts.push(...events.map((e) => e.id!))
+    }
+    seen.push(...posts)
+    // A connection (a log event on the GET stream), then a stream resumed from before it.
+    await createConnection(gw, "ivy")
+    const resumed = await fetch(gw.url, { headers: headersFor({ session, accept: "text/event-stream", headers: { ...user, "last-event-id": priming!.id! } }) })
+    const replayed = await readEvents(resumed, 2)
+    expect(JSON.parse(replayed[1]!.data)).toMatchObject({ method: "notifications/tools/list_changed" })
+    seen.push(...replayed.map((e) => e.id!))
+    expect(new Set(seen).size).toBe(seen.length)
+    // Resuming a POST stream: no replay of the GET stream's list_changed, a live stream instead.
+    const fromPost = await fetch(gw.url, { headers: headersFor({ session, accept: "text/event-stream", headers: { ...user, "last-event-id": posts[0]! } }) })
+    expect(fromPost.status).toBe(200)
+    const live = await readEvents(fromPost, 2, 800)
+    expect(live.length).toBe(1)
+    expect(live[0]!.data).toBe("")
   })
 })

@@ -1,0 +1,44 @@
+/**
+ * SSE event ids of `/mcp` streams (MCP 2025-11-25, "Resumability": an id MUST be unique across
+ * all streams of its session, and a resumption MUST NOT replay what another stream would have
+ * carried).
+ *
+ * - A notification from the event log has the event's log position, `tx:seq`: one log event is
+ *   one message of a session, and a GET stream resuming after it reads the log from there.
+ * - Every other frame (a priming event, a connection's expiry, and everything a POST stream
+ *   sends) gets the position its stream had reached plus a tag of its own stream and a counter,
+ *   `tx:seq:<kind><tag>.<n>`, `kind` being `g` on a GET stream and `p` on a POST stream.
+ *
+ * A GET with `Last-Event-ID` of a GET stream resumes after its position. One of a POST stream
+ * (a client resuming a broken POST answer) cannot be replayed, since a POST stream's messages are
+ * not kept, and must not be answered with the GET stream's past notifications: it opens the
+ * session's stream from now.
+ */
+import { randomBytes } from "node:crypto"
+import { formatPosition, parsePosition, type Position } from "../infra/eventlog/EventStore.ts"
+
+export type StreamKind = "g" | "p"
+
+/** The id of a log event's notification. */
+export const logEventId = (position: Position): string => formatPosition(position)
+
+/** Ids for the frames of one stream that are no log event: unique to that stream, in order. */
+export const frameIds = (kind: StreamKind) => {
+  const tag = `${kind}${randomBytes(6).toString("base64url")}`
+  let next = 0
+  return (position: Position): string => `${formatPosition(position)}:${tag}.${next++}`
+}
+
+/** Where a `Last-Event-ID` resumes: after its position, or (a POST stream's) from now. */
+export type Resumption =
+  | { readonly _tag: "After"; readonly position: Position }
+  | { readonly _tag: "FromNow" }
+
+const EVENT_ID = /^(\d{1,20}:\d{1,20})(?::([gp])[A-Za-z0-9_-]{1,16}\.\d{1,12})?$/
+
+export const parseEventId = (id: string): Resumption | undefined => {
+  const match = EVENT_ID.exec(id)
+  const position = match?.[1] === undefined ? undefined : parsePosition(match[1])
+  if (position === undefined) return undefined
+  return match?.[2] === "p" ? { _tag: "FromNow" } : { _tag: "After", position }
+}
