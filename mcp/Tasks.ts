@@ -17,6 +17,7 @@ import { type EventStore, type NewEvent } from "../infra/eventlog/EventStore.ts"
 import { newId } from "../infra/Ids.ts"
 import { MCP_TASK_STREAM_TYPE, type LogFeedShape, taskStreamId } from "./LogFeed.ts"
 import type { McpSession } from "./McpSessions.ts"
+import { RELATED_TASK_META } from "./ToolResults.ts"
 import {
   decodeTaskEvent,
   encodeTaskEvent,
@@ -79,19 +80,29 @@ export const taskOf = (binding: McpTaskCreated, record: ExecutionRecord): Task =
 
 const STAGE_NAMES = ["queued", "running"] as const
 
-export const progressNotification = (token: ProgressToken, record: ExecutionRecord): Notification => ({
+/**
+ * Progress of the execution behind `record`. A task's carries the related-task key (MCP
+ * 2025-11-25, "Tasks": every notification related to a task MUST name it in `_meta`).
+ */
+export const progressNotification = (token: ProgressToken, record: ExecutionRecord, task?: { readonly taskId: string }): Notification => ({
   method: "notifications/progress",
-  params: { progressToken: token, progress: stage(record.status), total: 2, message: STAGE_NAMES[stage(record.status)] ?? record.status }
+  params: {
+    progressToken: token,
+    progress: stage(record.status),
+    total: 2,
+    message: STAGE_NAMES[stage(record.status)] ?? record.status,
+    ...(task === undefined ? {} : { _meta: { [RELATED_TASK_META]: { taskId: task.taskId } } })
+  }
 })
 
 export const statusNotification = (binding: McpTaskCreated, record: ExecutionRecord): Notification => ({
   method: "notifications/tasks/status",
-  params: { ...taskOf(binding, record) }
+  params: { ...taskOf(binding, record), _meta: { [RELATED_TASK_META]: { taskId: binding.executionId } } }
 })
 
 /** What a change of the execution to `record` tells the session: progress, then terminal status. */
 const notificationsFor = (binding: McpTaskCreated, record: ExecutionRecord): ReadonlyArray<Notification> => [
-  ...(binding.progressToken !== undefined ? [progressNotification(binding.progressToken, record)] : []),
+  ...(binding.progressToken !== undefined ? [progressNotification(binding.progressToken, record, { taskId: binding.executionId })] : []),
   ...(isTerminal(record) ? [statusNotification(binding, record)] : [])
 ]
 
@@ -188,7 +199,7 @@ export const makeTasks = Effect.fnUntraced(function*(store: EventStore["Service"
     }
     // Queued (and, for a replayed execution, everything up to now) goes with the creation.
     const first = notified(binding, [
-      ...(progressToken !== undefined && !isTerminal(record) ? [progressNotification(progressToken, { ...record, status: "pending" })] : []),
+      ...(progressToken !== undefined && !isTerminal(record) ? [progressNotification(progressToken, { ...record, status: "pending" }, { taskId: record.executionId })] : []),
       ...(isTerminal(record) ? notificationsFor(binding, record) : [])
     ])
     const created = yield* append(binding, 0, [binding, ...first]).pipe(
