@@ -2,13 +2,19 @@
  * Query-string schemas shared by list routes, and the documentation helper of every endpoint: `limit` is an integer 1..100 (default 100,
  * applied by the handler), `cursor` an opaque string.
  */
-import { Schema } from "effect"
+import { Schema, SchemaTransformation } from "effect"
 import { OpenApi } from "effect/http-api"
 
 export const MIN_LIMIT = 1
 export const MAX_LIMIT = 100
 export const DEFAULT_LIMIT = 100
-export const Limit = Schema.NumberFromString.check(Schema.isInt(), Schema.isBetween({ minimum: MIN_LIMIT, maximum: MAX_LIMIT }))
+/**
+ * Decimal digits only: a number parser would also take `1e1`, `+5`, ` 5`, `100.0` and `0x10`
+ * (as 16), which no client means as a page size.
+ */
+export const Limit = Schema.String.check(Schema.isPattern(/^[0-9]{1,6}$/, { message: "limit must be an integer from 1 to 100" })).pipe(
+  Schema.decodeTo(Schema.Number.check(Schema.isInt(), Schema.isBetween({ minimum: MIN_LIMIT, maximum: MAX_LIMIT })), SchemaTransformation.numberFromString)
+)
 
 export const pageQuery = {
   limit: Schema.optionalKey(Limit),

@@ -200,7 +200,7 @@ for (const store of stores) {
         }
       })
 
-      it.each(["limit=0", "limit=101", "limit=abc", "limit=1.5", "limit=", "limit=-1", "limit=1&limit=2", "foo=1", "cursor=abc", "cursor=", "cursor=x.y"])(
+      it.each(["limit=0", "limit=101", "limit=abc", "limit=1.5", "limit=", "limit=-1", "limit=1e1", "limit=+5", "limit=0x10", "limit=%205", "limit=100.0", "limit=1&limit=2", "foo=1", "cursor=abc", "cursor=", "cursor=x.y"])(
         "refuses ?%s with 422",
         async (query) => {
           await expectEnvelope(await service.fetch(`/v1/files?${query}`), 422, "invalid_input")
