@@ -183,7 +183,7 @@ export const makeHandle = (parts: GatewayParts) => {
     if (batch !== undefined) return Answers.withHeaders(refusal(batch), { "mcp-session-id": session.sessionId })
     exchange.cancel(session.sessionId, body)
     const exchanged = keepsTasks(session) ? body : withoutTasks(body)
-    const badParams = Rules.isBatch(exchanged) ? undefined : Rules.paramsRefused(exchanged)
+    const badParams = Rules.isBatch(exchanged) ? undefined : Rules.methodRefused(exchanged, session.protocolVersion) ?? Rules.paramsRefused(exchanged)
     if (badParams !== undefined) {
       const answer = { jsonrpc: "2.0", id: badParams.id, error: { code: badParams.code, message: badParams.message } }
       return Answers.jsonResponse(JSON.stringify(answer), 200, { "mcp-session-id": session.sessionId })

@@ -11,6 +11,8 @@
  * - Params that the method's schema refuses are -32602 Invalid params with a short message: the
  *   SDK's own handler wrapper throws the schema's error, which answers -32603 with the whole
  *   issue list as its message.
+ * - The tasks methods exist from 2025-11-25 on: a session of an older version, to which the
+ *   server declared no tasks, gets -32601 Method not found for them.
  */
 import {
   CallToolRequestSchema,
@@ -25,8 +27,12 @@ import type { RpcId } from "./HttpAnswers.ts"
 
 /** The first protocol version without JSON-RPC batches. */
 const NO_BATCHES_FROM = "2025-06-18"
+/** The first protocol version with tasks. */
+const TASKS_FROM = "2025-11-25"
+const TASK_METHODS = new Set(["tasks/get", "tasks/result", "tasks/cancel", "tasks/list"])
 
 export const INVALID_REQUEST = -32600
+export const METHOD_NOT_FOUND = -32601
 export const INVALID_PARAMS = -32602
 
 export interface Refusal {
@@ -94,4 +100,12 @@ export const paramsRefused = (message: unknown): Refusal | undefined => {
   const issue = parsed.error.issues[0]
   const where = issue === undefined ? "params" : issue.path.map(String).join(".") || "params"
   return { code: INVALID_PARAMS, message: `Invalid params: ${where}: ${(issue?.message ?? "not valid").slice(0, 120)}`, id }
+}
+
+/** The refusal of a tasks method in a session whose protocol version has no tasks. */
+export const methodRefused = (message: unknown, protocolVersion: string): Refusal | undefined => {
+  if (!isObject(message) || typeof message.method !== "string" || !TASK_METHODS.has(message.method)) return undefined
+  const id = idOf(message)
+  if (id === null || protocolVersion >= TASKS_FROM) return undefined
+  return { code: METHOD_NOT_FOUND, message: `Method not found: ${message.method} (no tasks at protocol version ${protocolVersion}).`, id }
 }

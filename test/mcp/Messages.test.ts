@@ -100,4 +100,15 @@ describe("/mcp messages", () => {
     expect(events[0]).toMatchObject({ data: "" })
     expect(events[0]!.id).toBeDefined()
   })
+
+  it("answers the tasks methods with -32601 in a session of a version without tasks", async () => {
+    const old = await openSession(gw.url, { protocol: "2025-06-18" })
+    for (const method of ["tasks/get", "tasks/result", "tasks/cancel"]) {
+      const message = await messageOf(await post(gw.url, { jsonrpc: "2.0", id: 1, method, params: { taskId: "exe_x" } }, { session: old, version: "2025-06-18", accept: JSON_ONLY }))
+      expect(message.error, method).toMatchObject({ code: -32601 })
+    }
+    const current = await openSession(gw.url)
+    const found = await messageOf(await post(gw.url, { jsonrpc: "2.0", id: 1, method: "tasks/get", params: { taskId: "exe_x" } }, { session: current, accept: JSON_ONLY }))
+    expect(found.error).toMatchObject({ code: -32602 })
+  })
 })
