@@ -36,6 +36,11 @@ export interface Route {
    * as for any route, rather than being ignored. Undefined: the route takes one.
    */
   readonly takesBody?: boolean
+  /**
+   * A project-wide route (http/api/Middleware.ts `UnpinnedOnly`): a user-pinned key's request is
+   * passed on unread, whatever its body, for the API's 403.
+   */
+  readonly unpinnedOnly?: boolean
 }
 
 export interface EdgeOptions {
@@ -83,6 +88,8 @@ interface CompiledRoute {
   readonly methods: Set<string>
   /** Its methods that take no body. */
   readonly bodiless: Set<string>
+  /** Its methods that refuse user-pinned keys. */
+  readonly unpinnedOnly: Set<string>
 }
 
 const compile = (routes: ReadonlyArray<Route>): ReadonlyArray<CompiledRoute> => {
@@ -91,9 +98,11 @@ const compile = (routes: ReadonlyArray<Route>): ReadonlyArray<CompiledRoute> => 
     const source = "^" + route.path.split("/").map((part) =>
       part.startsWith(":") ? "[^/]+" : part === "*" ? ".*" : part.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")
     ).join("/") + "/?$"
-    const entry = byPath.get(source) ?? { path: route.path, pattern: new RegExp(source), methods: new Set<string>(), bodiless: new Set<string>() }
+    const entry = byPath.get(source) ??
+      { path: route.path, pattern: new RegExp(source), methods: new Set<string>(), bodiless: new Set<string>(), unpinnedOnly: new Set<string>() }
     entry.methods.add(route.method.toUpperCase())
     if (route.takesBody === false) entry.bodiless.add(route.method.toUpperCase())
+    if (route.unpinnedOnly === true) entry.unpinnedOnly.add(route.method.toUpperCase())
     byPath.set(source, entry)
   }
   return [...byPath.values()]
@@ -186,12 +195,16 @@ export const makeEdge = (options: EdgeOptions) => {
         if (verdict._tag === "Refused") return refuseUnread(verdict.failure)
         meta.verifiedKey = verdict.principal
       }
-      if (hasBody) {
+      // A pinned key on a project-wide route is 403 whatever it sent: the API answers it (after
+      // the key's rate-limit token) without a byte of the body, and the connection then closes.
+      const outOfScope = meta.verifiedKey?.userId !== undefined && route.unpinnedOnly.has(method)
+      if (outOfScope && hasBody) meta.answerHeaders = { connection: "close" }
+      if (hasBody && !outOfScope) {
         if (!isJson(request.headers["content-type"])) return refuseUnread(unsupportedMediaType())
         if (contentLength !== undefined && Number(contentLength) > limit) return refuseUnread(bodyTooLarge(limit))
       }
       let effective = request
-      if (hasBody) {
+      if (hasBody && !outOfScope) {
         const body = yield* readLimited(request, limit)
         if (body === undefined) return refuse(bodyTooLarge(limit))
         if (body === null) return refuse(malformedBody())

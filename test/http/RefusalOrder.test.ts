@@ -60,6 +60,11 @@ describe("the order of refusals", () => {
       // The refusal still counts against the project's bucket, like any authenticated request.
       expect(response.headers.get("ratelimit-remaining"), `${method} ${path}`).not.toBeNull()
     }
+    // Whatever its media type or declared size.
+    const plain = await service.fetch("/v1/webhooks", { method: "POST", key: PINNED_KEY, headers: { "content-type": "text/plain" }, body: "hello" })
+    expect(plain.status).toBe(403)
+    const huge = await service.fetch("/v1/webhooks", { method: "POST", key: PINNED_KEY, json: { url: "https://example.com/" + "a".repeat(1_100_000) } })
+    expect(huge.status).toBe(403)
     // A pinned key's own routes still validate as before.
     const bad = await service.fetch("/v1/files?limit=0", { key: KEY })
     expect(bad.status).toBe(422)
