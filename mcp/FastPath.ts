@@ -4,7 +4,8 @@
  * answered as JSON (the client did not ask for SSE) with no progress token, so no notification
  * can belong to it. They run straight through ToolCalls.ts and TaskRequests.ts, the same
  * handlers the SDK `Server` calls (RpcServer.ts), and their JSON-RPC answer is written here.
- * Anything else, and any body the SDK's schema refuses, goes through the SDK as before.
+ * Anything else goes through the SDK; params the method's schema refuses never reach either
+ * (the gateway answers -32602, MessageRules.ts).
  *
  * Like a request the SDK serves, each is tracked by the exchange (RpcExchange.ts) while it runs:
  * `notifications/cancelled` naming its id, or the process stopping, ends it with the answer the
@@ -16,11 +17,11 @@
  */
 import { Effect, type Scope } from "effect"
 import {
-  CallToolRequestSchema,
-  CancelTaskRequestSchema,
+  type CallToolRequest,
+  type CancelTaskRequest,
   ErrorCode,
-  GetTaskPayloadRequestSchema,
-  GetTaskRequestSchema
+  type GetTaskPayloadRequest,
+  type GetTaskRequest
 } from "@modelcontextprotocol/sdk/types.js"
 import { type JsonAnswer, jsonResponse, type RpcId } from "./HttpAnswers.ts"
 import type { McpSession } from "./McpSessions.ts"
@@ -43,8 +44,12 @@ export interface FastPathParts {
   readonly track: (sessionId: string, id: Exclude<RpcId, null>, close: () => void) => () => void
 }
 
-/** The answer to `body` when it is one of the plain requests above; undefined for the SDK path. */
-export type FastPath = (body: unknown, session: McpSession, headerUserId: string | undefined) => Effect.Effect<JsonAnswer> | undefined
+/**
+ * The answer to `body` when it is one of the plain requests above; undefined for the SDK path.
+ * `parsed` is what the method's schema made of it (the gateway checked its params already,
+ * MessageRules.ts): the id is read from `body`, the params from `parsed`.
+ */
+export type FastPath = (body: unknown, parsed: unknown, session: McpSession, headerUserId: string | undefined) => Effect.Effect<JsonAnswer> | undefined
 
 export const makeFastPath = ({ taskRequests, toolCalls, track }: FastPathParts): FastPath => {
   /** The JSON-RPC answer of `result`, ended early by a cancel of `id`. */
@@ -67,10 +72,8 @@ export const makeFastPath = ({ taskRequests, toolCalls, track }: FastPathParts):
     return Effect.raceFirst(answered, cancelled)
   }
 
-  const toolCall = (body: unknown, id: Exclude<RpcId, null>, session: McpSession, headerUserId: string | undefined) => {
-    const parsed = CallToolRequestSchema.safeParse(body)
-    if (!parsed.success) return undefined
-    const params = parsed.data.params
+  const toolCall = (request: CallToolRequest, id: Exclude<RpcId, null>, session: McpSession, headerUserId: string | undefined) => {
+    const params = request.params
     if (params._meta?.progressToken !== undefined) return undefined
     // Dropped where the SDK path drops it (RpcExchange.ts).
     const task = keepsTasks(session) ? params.task : undefined
@@ -87,24 +90,18 @@ export const makeFastPath = ({ taskRequests, toolCalls, track }: FastPathParts):
     return respond(session, id, Effect.map(called, (done) => ("task" in done ? { task: done.task } : done.result)))
   }
 
-  return (body, session, headerUserId) => {
+  return (body, parsed, session, headerUserId) => {
     if (!isObject(body) || !(typeof body.id === "string" || typeof body.id === "number")) return undefined
     const id = body.id
     switch (body.method) {
       case "tools/call":
-        return toolCall(body, id, session, headerUserId)
-      case "tasks/get": {
-        const parsed = GetTaskRequestSchema.safeParse(body)
-        return parsed.success ? respond(session, id, taskRequests.get(session, parsed.data.params.taskId)) : undefined
-      }
-      case "tasks/result": {
-        const parsed = GetTaskPayloadRequestSchema.safeParse(body)
-        return parsed.success ? respond(session, id, taskRequests.result(session, parsed.data.params.taskId)) : undefined
-      }
-      case "tasks/cancel": {
-        const parsed = CancelTaskRequestSchema.safeParse(body)
-        return parsed.success ? respond(session, id, taskRequests.cancel(session, parsed.data.params.taskId)) : undefined
-      }
+        return toolCall(parsed as CallToolRequest, id, session, headerUserId)
+      case "tasks/get":
+        return respond(session, id, taskRequests.get(session, (parsed as GetTaskRequest).params.taskId))
+      case "tasks/result":
+        return respond(session, id, taskRequests.result(session, (parsed as GetTaskPayloadRequest).params.taskId))
+      case "tasks/cancel":
+        return respond(session, id, taskRequests.cancel(session, (parsed as CancelTaskRequest).params.taskId))
       default:
         return undefined
     }

@@ -183,13 +183,15 @@ export const makeHandle = (parts: GatewayParts) => {
     if (batch !== undefined) return Answers.withHeaders(refusal(batch), { "mcp-session-id": session.sessionId })
     exchange.cancel(session.sessionId, body)
     const exchanged = keepsTasks(session) ? body : withoutTasks(body)
-    const badParams = Rules.isBatch(exchanged) ? undefined : Rules.methodRefused(exchanged, session.protocolVersion) ?? Rules.paramsRefused(exchanged)
+    const unknownMethod = Rules.isBatch(exchanged) ? undefined : Rules.methodRefused(exchanged, session.protocolVersion)
+    const checked = Rules.isBatch(exchanged) || unknownMethod !== undefined ? undefined : Rules.checkParams(exchanged)
+    const badParams = unknownMethod ?? (checked?._tag === "Refused" ? checked.refusal : undefined)
     if (badParams !== undefined) {
       const answer = { jsonrpc: "2.0", id: badParams.id, error: { code: badParams.code, message: badParams.message } }
       return Answers.jsonResponse(JSON.stringify(answer), 200, { "mcp-session-id": session.sessionId })
     }
     const sse = (request.headers.get("accept") ?? "").includes("text/event-stream")
-    const plain = sse || initializing ? undefined : fast(body, session, caller.headerUserId)
+    const plain = sse || initializing || checked?._tag !== "Parsed" ? undefined : fast(exchanged, checked.value, session, caller.headerUserId)
     if (plain !== undefined) return Answers.withHeaders(yield* plain, { "mcp-session-id": session.sessionId })
     const response = yield* Effect.tryPromise({
       try: (signal) => exchange.serve(request, exchanged, { session, headerUserId: caller.headerUserId }, sse, signal),
