@@ -71,7 +71,7 @@ const MESSAGE_KEYS = new Set(["jsonrpc", "id", "method", "params"])
  * A request or notification of the usual shape, judged without the SDK's schema (a parse of it
  * costs a tools/call about 13 us): `jsonrpc` "2.0", a string method, a string or integer id or
  * none, params an object or none, nothing else. Its `_meta` is left to the method's schema
- * (`paramsRefused`), so a method without one takes the full parse.
+ * (`checkParams`), so a method without one takes the full parse.
  */
 const plainRequest = (message: unknown): boolean => {
   if (!isObject(message) || message.jsonrpc !== "2.0" || typeof message.method !== "string") return false
