@@ -29,9 +29,8 @@ import type { RpcFailure } from "./RpcFailure.ts"
 import { keepsTasks } from "./RpcExchange.ts"
 import type { TaskRequests } from "./TaskRequests.ts"
 import type { makeToolCalls } from "./ToolCalls.ts"
+import { isObject } from "./MessageRules.ts"
 
-const isObject = (value: unknown): value is { readonly [key: string]: unknown } =>
-  typeof value === "object" && value !== null && !Array.isArray(value)
 
 const answer = (body: unknown) => jsonResponse(JSON.stringify(body), 200)
 

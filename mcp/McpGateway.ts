@@ -48,8 +48,6 @@ const jsonOf = (value: unknown): Schema.Json => {
   return decoded._tag === "Some" ? decoded.value : {}
 }
 
-const isObject = (value: unknown): value is { readonly [key: string]: unknown } =>
-  typeof value === "object" && value !== null && !Array.isArray(value)
 
 const rateHeaders = (decision: Decision): Record<string, string> => ({
   "ratelimit-limit": String(decision.limit),
@@ -60,8 +58,6 @@ const rateHeaders = (decision: Decision): Record<string, string> => ({
 /** A message refused before any session or handler sees it (MessageRules.ts): 400 with the JSON-RPC error. */
 const refusal = (refused: Rules.Refusal) => Answers.rpcError(400, refused.code, refused.message, refused.id)
 
-/** The id of a single request body, for the error bodies that can name it. */
-const idOf = (body: unknown) => (isObject(body) && (typeof body.id === "string" || typeof body.id === "number") ? body.id : null)
 
 export interface GatewayParts {
   readonly settings: McpSettingsShape
@@ -136,7 +132,7 @@ export const makeHandle = (parts: GatewayParts) => {
   /** A new session from an initialize request, or the answer refusing it. */
   const initialize = Effect.fnUntraced(function*(body: unknown, caller: Caller, requestId: string) {
     const parsed = InitializeRequestSchema.safeParse(body)
-    if (!parsed.success) return Answers.rpcError(400, -32602, "Invalid initialize request.", idOf(body))
+    if (!parsed.success) return Answers.rpcError(400, -32602, "Invalid initialize request.", Rules.idOf(body))
     const { capabilities, protocolVersion: asked } = parsed.data.params
     const protocolVersion = SUPPORTED_PROTOCOL_VERSIONS.includes(asked) ? asked : LATEST_VERSION
     const user = sessionUser(settings.userId, caller.headerUserId, caller.principal.userId)
@@ -171,23 +167,22 @@ export const makeHandle = (parts: GatewayParts) => {
     const refused = Rules.notAMessage(body)
     if (refused !== undefined) return refusal(refused)
     const messages = messagesOf(body)
-    const initializing = messages.some((m) => isObject(m) && m.method === "initialize")
+    const initializing = messages.some((m) => Rules.isObject(m) && m.method === "initialize")
     if (initializing && messages.length > 1) return Answers.rpcError(400, -32600, "Invalid Request: Only one initialization request is allowed")
     if (initializing) {
       const notRequest = Rules.initializeRefused(body)
       if (notRequest !== undefined) return refusal(notRequest)
     }
-    const session = initializing ? yield* initialize(body, caller, requestId) : yield* sessionOf(request, caller, idOf(body))
+    const session = initializing ? yield* initialize(body, caller, requestId) : yield* sessionOf(request, caller, Rules.idOf(body))
     if (Answers.isAnswer(session)) return session
     const batch = Rules.isBatch(body) ? Rules.batchRefused(session.protocolVersion) : undefined
     if (batch !== undefined) return Answers.withHeaders(refusal(batch), { "mcp-session-id": session.sessionId })
     exchange.cancel(session.sessionId, body)
     const exchanged = keepsTasks(session) ? body : withoutTasks(body)
-    const unknownMethod = Rules.isBatch(exchanged) ? undefined : Rules.methodRefused(exchanged, session.protocolVersion)
-    const checked = Rules.isBatch(exchanged) || unknownMethod !== undefined ? undefined : Rules.checkParams(exchanged)
-    const badParams = unknownMethod ?? (checked?._tag === "Refused" ? checked.refusal : undefined)
-    if (badParams !== undefined) {
-      const answer = { jsonrpc: "2.0", id: badParams.id, error: { code: badParams.code, message: badParams.message } }
+    const checked = Rules.isBatch(exchanged) ? undefined : Rules.checkRequest(exchanged, session.protocolVersion)
+    if (checked?._tag === "Refused") {
+      const { code, id, message } = checked.refusal
+      const answer = { jsonrpc: "2.0", id, error: { code, message } }
       return Answers.jsonResponse(JSON.stringify(answer), 200, { "mcp-session-id": session.sessionId })
     }
     const sse = (request.headers.get("accept") ?? "").includes("text/event-stream")

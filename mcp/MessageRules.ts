@@ -41,7 +41,8 @@ export interface Refusal {
   readonly id: RpcId
 }
 
-const isObject = (value: unknown): value is { readonly [key: string]: unknown } =>
+/** A JSON object (not an array, not null): what a message, its params and its `_meta` must be. */
+export const isObject = (value: unknown): value is { readonly [key: string]: unknown } =>
   typeof value === "object" && value !== null && !Array.isArray(value)
 
 /** The id of a message, when it has a usable one; null otherwise (as JSON-RPC answers then). */
@@ -71,7 +72,7 @@ const MESSAGE_KEYS = new Set(["jsonrpc", "id", "method", "params"])
  * A request or notification of the usual shape, judged without the SDK's schema (a parse of it
  * costs a tools/call about 13 us): `jsonrpc` "2.0", a string method, a string or integer id or
  * none, params an object or none, nothing else. Its `_meta` is left to the method's schema
- * (`checkParams`), so a method without one takes the full parse.
+ * (`checkRequest`), so a method without one takes the full parse.
  */
 const plainRequest = (message: unknown): boolean => {
   if (!isObject(message) || message.jsonrpc !== "2.0" || typeof message.method !== "string") return false
@@ -108,17 +109,20 @@ const SCHEMAS: ReadonlyMap<string, ParamsSchema> = new Map<string, ParamsSchema>
 ])
 
 /**
- * A request checked against its method's schema: refused (the first issue, briefly), or parsed
- * (the schema's output, which the fast path then takes as it is); undefined for a method the
- * gateway has no schema for, or a message that is no request.
+ * A request checked against its session's version (the tasks methods) and its method's schema:
+ * refused (the first issue, briefly), or parsed (the schema's output, which the fast path then
+ * takes as it is); undefined for a method the gateway has no schema for, or no request.
  */
 export type ParamsCheck = { readonly _tag: "Refused"; readonly refusal: Refusal } | { readonly _tag: "Parsed"; readonly value: unknown }
 
-export const checkParams = (message: unknown): ParamsCheck | undefined => {
+export const checkRequest = (message: unknown, protocolVersion: string): ParamsCheck | undefined => {
   if (!isObject(message) || typeof message.method !== "string") return undefined
   const id = idOf(message)
+  if (id === null) return undefined
+  const unknown = methodRefused(message, id, protocolVersion)
+  if (unknown !== undefined) return { _tag: "Refused", refusal: unknown }
   const schema = SCHEMAS.get(message.method)
-  if (schema === undefined || id === null) return undefined
+  if (schema === undefined) return undefined
   const parsed = schema.safeParse(message)
   if (parsed.success) return { _tag: "Parsed", value: parsed.data }
   const issue = parsed.error.issues[0]
@@ -127,9 +131,7 @@ export const checkParams = (message: unknown): ParamsCheck | undefined => {
 }
 
 /** The refusal of a tasks method in a session whose protocol version has no tasks. */
-export const methodRefused = (message: unknown, protocolVersion: string): Refusal | undefined => {
-  if (!isObject(message) || typeof message.method !== "string" || !TASK_METHODS.has(message.method)) return undefined
-  const id = idOf(message)
-  if (id === null || protocolVersion >= TASKS_FROM) return undefined
+const methodRefused = (message: { readonly [key: string]: unknown }, id: RpcId, protocolVersion: string): Refusal | undefined => {
+  if (typeof message.method !== "string" || !TASK_METHODS.has(message.method) || protocolVersion >= TASKS_FROM) return undefined
   return { code: METHOD_NOT_FOUND, message: `Method not found: ${message.method} (no tasks at protocol version ${protocolVersion}).`, id }
 }

@@ -22,6 +22,7 @@ import type { LogFeedShape } from "./LogFeed.ts"
 import { LATEST_VERSION, type RequestFacts } from "./RpcServer.ts"
 import type { McpSession } from "./McpSessions.ts"
 import type { GatewayRequest } from "./HttpAnswers.ts"
+import { isObject } from "./MessageRules.ts"
 
 /**
  * The event ids of one POST stream: the position the stream started from and the stream's own
@@ -37,8 +38,6 @@ const primingStore = (position: Position): EventStore => {
 
 type RpcId = string | number
 
-const isObject = (value: unknown): value is { readonly [key: string]: unknown } =>
-  typeof value === "object" && value !== null && !Array.isArray(value)
 
 /** The JSON-RPC messages of a body (one, or a batch). */
 export const messagesOf = (body: unknown): ReadonlyArray<unknown> => (Array.isArray(body) ? body : [body])

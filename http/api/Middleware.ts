@@ -61,3 +61,10 @@ export class UsesExecuteBucket extends Context.Reference<boolean>("app/http/Uses
 export class UnpinnedOnly extends Context.Reference<boolean>("app/http/UnpinnedOnly", {
   defaultValue: () => false
 }) {}
+
+/** Whether an endpoint is project-wide, by its own annotation or its group's. */
+export const isUnpinnedOnly = (
+  group: { readonly annotations: Context.Context<never> },
+  endpoint: { readonly annotations: Context.Context<never> }
+): boolean =>
+  Context.get(group.annotations, UnpinnedOnly) || Context.get(endpoint.annotations, UnpinnedOnly)

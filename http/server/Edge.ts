@@ -124,9 +124,9 @@ const unwantedBody = (text: string): EdgeFailure | undefined => {
   } catch {
     return malformedBody()
   }
-  if (typeof value === "object" && value !== null && !Array.isArray(value) && Object.keys(value).length === 0) return undefined
-  const fields = typeof value === "object" && value !== null && !Array.isArray(value) ? Object.keys(value) : []
-  const what = fields.length > 0 ? `an unknown field: ${JSON.stringify(fields[0])}` : "a body other than {}"
+  const fields = typeof value === "object" && value !== null && !Array.isArray(value) ? Object.keys(value) : undefined
+  if (fields?.length === 0) return undefined
+  const what = fields === undefined ? "a body other than {}" : `an unknown field: ${JSON.stringify(fields[0])}`
   return new EdgeFailure(422, normalized("invalid_input", `This route takes no request body; it was sent ${what}.`))
 }
 

@@ -10,7 +10,7 @@ import { ApiKeys } from "../../infra/access/ApiKeys.ts"
 import { type Decision, RateLimiter } from "../../infra/access/RateLimiter.ts"
 import { Caller, CurrentRequest } from "../api/Caller.ts"
 import { causeResponse } from "./Envelope.ts"
-import { Authentication, ErrorEnvelope, RateLimit, UnpinnedOnly, UsesExecuteBucket } from "../api/Middleware.ts"
+import { Authentication, ErrorEnvelope, isUnpinnedOnly, RateLimit, UsesExecuteBucket } from "../api/Middleware.ts"
 import { checkPinned, checkUserId, USER_HEADER } from "./Users.ts"
 
 export const ErrorEnvelopeLive = Layer.succeed(
@@ -62,7 +62,7 @@ export const RateLimitLive = Layer.effect(
     // Called once per endpoint when the routes are built; the returned effect runs per request.
     return RateLimit.of((httpEffect, { endpoint, group }) => {
       const execute = Context.get(endpoint.annotations, UsesExecuteBucket)
-      const unpinnedOnly = Context.get(group.annotations, UnpinnedOnly) || Context.get(endpoint.annotations, UnpinnedOnly)
+      const unpinnedOnly = isUnpinnedOnly(group, endpoint)
       const message = execute ? "The project's execute rate limit is exhausted." : "The project's rate limit is exhausted."
       const refusedScope = new InsufficientScope({ message: "This route needs an unpinned project key." })
       /**

@@ -22,7 +22,7 @@ import { ConnectionsHttp } from "./ConnectionsHttp.ts"
 import { isDashboardPath, serveDashboard } from "./Dashboard.ts"
 import { DOCS_PATH, DocsRoutes, OPENAPI_PATH } from "./Docs.ts"
 import { answerClientError, makeEdge, type Route } from "./Edge.ts"
-import { UnpinnedOnly } from "../api/Middleware.ts"
+import { isUnpinnedOnly } from "../api/Middleware.ts"
 import { makeGate } from "./Gate.ts"
 import { makeMcpMount, MCP_PATH } from "./McpMount.ts"
 import { McpGateway } from "../../mcp/index.ts"
@@ -53,7 +53,7 @@ const apiRoutes = (): ReadonlyArray<Route> =>
       path: endpoint.path,
       // GET and HEAD never judge a body; the other methods take one only with a payload schema.
       takesBody: endpoint.method === "GET" || endpoint.method === "HEAD" || endpoint.payload.size > 0,
-      unpinnedOnly: Context.get(group.annotations, UnpinnedOnly) || Context.get(endpoint.annotations, UnpinnedOnly)
+      unpinnedOnly: isUnpinnedOnly(group, endpoint)
     }))
   )
 

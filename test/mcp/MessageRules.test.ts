@@ -6,7 +6,7 @@
 import { JSONRPCMessageSchema } from "@modelcontextprotocol/sdk/types.js"
 import fc from "fast-check"
 import { describe, expect, it } from "vitest"
-import { checkParams, notAMessage } from "../../mcp/MessageRules.ts"
+import { checkRequest, notAMessage } from "../../mcp/MessageRules.ts"
 
 const absent = Symbol("absent")
 const field = <A>(values: ReadonlyArray<A>) => fc.constantFrom<A | typeof absent>(...values, absent)
@@ -41,7 +41,7 @@ describe("the gateway's message rules", () => {
         const sdk = JSONRPCMessageSchema.safeParse(m).success
         const refused = notAMessage(m) !== undefined
         if (sdk) expect(refused, JSON.stringify(m)).toBe(false)
-        else expect(refused || checkParams(m)?._tag === "Refused", JSON.stringify(m)).toBe(true)
+        else expect(refused || checkRequest(m, "2025-11-25")?._tag === "Refused", JSON.stringify(m)).toBe(true)
       }),
       { numRuns: 5000, seed: 3 }
     )
