@@ -20,6 +20,7 @@
  * parser off its fast path; unknown keys are dropped either way).
  */
 import { Result, Schema } from "effect"
+import { isJsonObject } from "./JsonObject.ts"
 
 /** An event as the log takes it (the event store's `NewEvent`). */
 export interface EncodedEvent {
@@ -62,9 +63,6 @@ export interface StreamCodec<E extends { readonly type: string }> {
 const SCHEMA_VERSION = 1
 
 type JsonEvent = Schema.JsonObject & { readonly type: string }
-
-const isObject = (value: Schema.Json): value is Schema.JsonObject =>
-  typeof value === "object" && value !== null && !Array.isArray(value)
 
 /** Entries per generation of `recentlyWritten`: more than the appends of several group commits. */
 const RECENT = 4096
@@ -141,7 +139,7 @@ export const envelopeTypedStreamCodec = <E extends JsonEvent>(streamType: string
       return data
     },
     (stored) => {
-      if (!isObject(stored.data)) throw new EventDecodeError(streamType, stored, "its data is not an object")
+      if (!isJsonObject(stored.data)) throw new EventDecodeError(streamType, stored, "its data is not an object")
       return { ...stored.data, type: stored.type }
     }
   )

@@ -7,8 +7,12 @@
  */
 import { Schema } from "effect"
 
+/** Whether a value is an object, neither an array nor null (a JSON object, when the value is JSON). */
+export const isJsonObject = (value: unknown): value is { readonly [key: string]: unknown } =>
+  typeof value === "object" && value !== null && !Array.isArray(value)
+
 export const JsonObject = Schema.Json.check(
-  Schema.makeFilter((value) => typeof value === "object" && value !== null && !Array.isArray(value), {
+  Schema.makeFilter((value) => isJsonObject(value), {
     expected: "object",
     toJsonSchema: () => ({ type: "object" })
   })

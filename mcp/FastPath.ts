@@ -29,7 +29,7 @@ import type { RpcFailure } from "./RpcFailure.ts"
 import { keepsTasks } from "./RpcExchange.ts"
 import type { TaskRequests } from "./TaskRequests.ts"
 import type { makeToolCalls } from "./ToolCalls.ts"
-import { isObject } from "./MessageRules.ts"
+import { isJsonObject } from "../domain/JsonObject.ts"
 
 
 const answer = (body: unknown) => jsonResponse(JSON.stringify(body), 200)
@@ -90,7 +90,7 @@ export const makeFastPath = ({ taskRequests, toolCalls, track }: FastPathParts):
   }
 
   return (body, parsed, session, headerUserId) => {
-    if (!isObject(body) || !(typeof body.id === "string" || typeof body.id === "number")) return undefined
+    if (!isJsonObject(body) || !(typeof body.id === "string" || typeof body.id === "number")) return undefined
     const id = body.id
     switch (body.method) {
       case "tools/call":

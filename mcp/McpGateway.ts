@@ -32,6 +32,7 @@ import { keepsTasks, makeExchange, messagesOf, withoutTasks } from "./RpcExchang
 import { LATEST_VERSION } from "./RpcServer.ts"
 import type { makeSessionStreams } from "./SessionStream.ts"
 import type { FastPath } from "./FastPath.ts"
+import { isJsonObject } from "../domain/JsonObject.ts"
 
 export class McpGateway extends Context.Service<McpGateway, {
   /** Serves POST, GET and DELETE `/mcp` completely: auth, origin, limits and sessions included. */
@@ -167,7 +168,7 @@ export const makeHandle = (parts: GatewayParts) => {
     const refused = Rules.notAMessage(body)
     if (refused !== undefined) return refusal(refused)
     const messages = messagesOf(body)
-    const initializing = messages.some((m) => Rules.isObject(m) && m.method === "initialize")
+    const initializing = messages.some((m) => isJsonObject(m) && m.method === "initialize")
     if (initializing && messages.length > 1) return Answers.rpcError(400, -32600, "Invalid Request: Only one initialization request is allowed")
     if (initializing) {
       const notRequest = Rules.initializeRefused(body)

@@ -24,6 +24,7 @@ import {
   PingRequestSchema
 } from "@modelcontextprotocol/sdk/types.js"
 import type { RpcId } from "./HttpAnswers.ts"
+import { isJsonObject } from "../domain/JsonObject.ts"
 
 /** The first protocol version without JSON-RPC batches. */
 const NO_BATCHES_FROM = "2025-06-18"
@@ -41,13 +42,9 @@ export interface Refusal {
   readonly id: RpcId
 }
 
-/** A JSON object (not an array, not null): what a message, its params and its `_meta` must be. */
-export const isObject = (value: unknown): value is { readonly [key: string]: unknown } =>
-  typeof value === "object" && value !== null && !Array.isArray(value)
-
 /** The id of a message, when it has a usable one; null otherwise (as JSON-RPC answers then). */
 export const idOf = (message: unknown): RpcId =>
-  isObject(message) && (typeof message.id === "string" || typeof message.id === "number") ? message.id : null
+  isJsonObject(message) && (typeof message.id === "string" || typeof message.id === "number") ? message.id : null
 
 /** Whether a body is a batch (a JSON array of messages). */
 export const isBatch = (body: unknown): body is ReadonlyArray<unknown> => Array.isArray(body)
@@ -75,11 +72,11 @@ const MESSAGE_KEYS = new Set(["jsonrpc", "id", "method", "params"])
  * (`checkRequest`), so a method without one takes the full parse.
  */
 const plainRequest = (message: unknown): boolean => {
-  if (!isObject(message) || message.jsonrpc !== "2.0" || typeof message.method !== "string") return false
+  if (!isJsonObject(message) || message.jsonrpc !== "2.0" || typeof message.method !== "string") return false
   if ("id" in message && typeof message.id !== "string" && !Number.isInteger(message.id)) return false
-  if ("params" in message && !isObject(message.params)) return false
+  if ("params" in message && !isJsonObject(message.params)) return false
   for (const key in message) if (!MESSAGE_KEYS.has(key)) return false
-  return SCHEMAS.has(message.method) || !isObject(message.params) || !("_meta" in message.params)
+  return SCHEMAS.has(message.method) || !isJsonObject(message.params) || !("_meta" in message.params)
 }
 
 /** The refusal of a batch for a session of `protocolVersion`. */
@@ -116,7 +113,7 @@ const SCHEMAS: ReadonlyMap<string, ParamsSchema> = new Map<string, ParamsSchema>
 export type ParamsCheck = { readonly _tag: "Refused"; readonly refusal: Refusal } | { readonly _tag: "Parsed"; readonly value: unknown }
 
 export const checkRequest = (message: unknown, protocolVersion: string): ParamsCheck | undefined => {
-  if (!isObject(message) || typeof message.method !== "string") return undefined
+  if (!isJsonObject(message) || typeof message.method !== "string") return undefined
   const id = idOf(message)
   if (id === null) return undefined
   const unknown = methodRefused(message, id, protocolVersion)

@@ -22,7 +22,7 @@ import type { LogFeedShape } from "./LogFeed.ts"
 import { LATEST_VERSION, type RequestFacts } from "./RpcServer.ts"
 import type { McpSession } from "./McpSessions.ts"
 import type { GatewayRequest } from "./HttpAnswers.ts"
-import { isObject } from "./MessageRules.ts"
+import { isJsonObject } from "../domain/JsonObject.ts"
 
 /**
  * The event ids of one POST stream: the position the stream started from and the stream's own
@@ -43,11 +43,11 @@ type RpcId = string | number
 export const messagesOf = (body: unknown): ReadonlyArray<unknown> => (Array.isArray(body) ? body : [body])
 
 const requestIds = (messages: ReadonlyArray<unknown>): ReadonlyArray<RpcId> =>
-  messages.flatMap((m) => (isObject(m) && typeof m.method === "string" && (typeof m.id === "string" || typeof m.id === "number") ? [m.id] : []))
+  messages.flatMap((m) => (isJsonObject(m) && typeof m.method === "string" && (typeof m.id === "string" || typeof m.id === "number") ? [m.id] : []))
 
 const cancelledIds = (messages: ReadonlyArray<unknown>): ReadonlyArray<RpcId> =>
   messages.flatMap((m) => {
-    if (!isObject(m) || m.method !== "notifications/cancelled" || !isObject(m.params)) return []
+    if (!isJsonObject(m) || m.method !== "notifications/cancelled" || !isJsonObject(m.params)) return []
     const id = m.params.requestId
     return typeof id === "string" || typeof id === "number" ? [id] : []
   })
@@ -66,7 +66,7 @@ export const keepsTasks = (session: McpSession): boolean => session.tasks || ses
 export const withoutTasks = (body: unknown): unknown => (Array.isArray(body) ? body.map(stripTask) : stripTask(body))
 
 const stripTask = (m: unknown) => {
-  if (!isObject(m) || m.method !== "tools/call" || !isObject(m.params) || !("task" in m.params)) return m
+  if (!isJsonObject(m) || m.method !== "tools/call" || !isJsonObject(m.params) || !("task" in m.params)) return m
   const { task: _task, ...params } = m.params
   return { ...m, params }
 }

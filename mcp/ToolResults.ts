@@ -11,6 +11,7 @@
 import type { Schema } from "effect"
 import { normalized, type NormalizedError } from "../domain/Errors.ts"
 import type { ExecutionRecord } from "../domain/executions/ExecutionRecord.ts"
+import { isJsonObject } from "../domain/JsonObject.ts"
 
 export const EXECUTION_META = "dev.service/execution"
 export const ERROR_META = "dev.service/error"
@@ -46,15 +47,12 @@ export const executionMeta = (record: ExecutionRecord): ExecutionMeta => ({
   ...("latencyMs" in record ? { latencyMs: record.latencyMs } : {})
 })
 
-const isObject = (value: unknown): value is { readonly [key: string]: unknown } =>
-  typeof value === "object" && value !== null && !Array.isArray(value)
-
 const text = (value: unknown) => [{ type: "text" as const, text: JSON.stringify(value) }]
 
 /** A success: the output as text, and as `structuredContent` when it is an object. */
 export const successResult = (output: Schema.Json, meta?: { readonly [key: string]: unknown }): ToolResult => ({
   content: text(output),
-  ...(isObject(output) ? { structuredContent: output } : {}),
+  ...(isJsonObject(output) ? { structuredContent: output } : {}),
   ...(meta !== undefined ? { _meta: meta } : {})
 })
 

@@ -10,6 +10,7 @@
  */
 import { Context, Layer } from "effect"
 import type { Json, RecordedEvent } from "../eventlog/EventStore.ts"
+import { isJsonObject } from "../../domain/JsonObject.ts"
 
 export interface WebhookEvent {
   /** The envelope `id`, the `Service-Webhook-Id` header and the delivery record's eventId. */
@@ -42,17 +43,14 @@ const TERMINAL_TYPES: Readonly<Record<string, string>> = {
   ExecutionCancelled: "execution.cancelled"
 }
 
-const isObject = (value: Json | undefined): value is { readonly [key: string]: Json } =>
-  typeof value === "object" && value !== null && !Array.isArray(value)
-
 export const executionSource: WebhookSource = {
   name: "executions",
   streamTypes: [EXECUTION_STREAM_TYPE],
   fromEvent: (event) => {
     const type = TERMINAL_TYPES[event.type]
-    if (type === undefined || !isObject(event.data)) return undefined
+    if (type === undefined || !isJsonObject(event.data)) return undefined
     const record = event.data.record
-    if (!isObject(record) || typeof record.projectId !== "string") return undefined
+    if (!isJsonObject(record) || typeof record.projectId !== "string") return undefined
     const completedAt = typeof record.completedAt === "string" ? record.completedAt : new Date(event.createdAt).toISOString()
     return { eventId: event.eventId, type, projectId: record.projectId, createdAt: completedAt, data: record }
   }
