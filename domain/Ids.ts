@@ -33,7 +33,7 @@ export type ProjectId = typeof ProjectId.Type
 export const UserId = Schema.String.check(Schema.isPattern(/^[A-Za-z0-9_.-]{1,64}$/)).pipe(Schema.brand("UserId"))
 export type UserId = typeof UserId.Type
 
-export type IdPrefix = "file" | "exe" | "whe" | "whd" | "conn" | "trgsub" | "trgsec" | "key" | "req" | "evt" | "evt_trigger" | "trgevt" | "whsec" | "run"
+export type IdPrefix = "file" | "exe" | "whe" | "whd" | "conn" | "trgsub" | "trgsec" | "key" | "req" | "evt" | "evt_trigger" | "trgevt" | "whsec" | "run" | "tsk"
 
 const ALPHABET_CODES = Array.from(ALPHABET, (c) => c.charCodeAt(0))
 const UNDERSCORE = 95

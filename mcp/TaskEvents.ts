@@ -10,6 +10,7 @@
  * what it missed. Keying the stream by session makes a task invisible to every other session.
  */
 import { Schema } from "effect"
+import { NormalizedError } from "../domain/Errors.ts"
 import type { NewEvent } from "../infra/eventlog/EventStore.ts"
 
 export const ProgressToken = Schema.Union([Schema.String, Schema.Number])
@@ -18,12 +19,18 @@ export type ProgressToken = typeof ProgressToken.Type
 export const McpTaskCreated = Schema.Struct({
   type: Schema.Literal("McpTaskCreated"),
   sessionId: Schema.String,
+  /** The task's id: its execution's, or, for a refused call, the task's own (`tsk_…`). */
   executionId: Schema.String,
   projectId: Schema.String,
   /** The task's lifetime from creation, clamped to 1 min..24 h. */
   ttlMs: Schema.Int,
   createdMs: Schema.Number,
-  progressToken: Schema.optionalKey(ProgressToken)
+  progressToken: Schema.optionalKey(ProgressToken),
+  /**
+   * A call refused before any execution existed (its arguments, its user, its connection, a
+   * rate limit): the task failed at once, and its result is this error.
+   */
+  refusal: Schema.optionalKey(NormalizedError)
 })
 export type McpTaskCreated = typeof McpTaskCreated.Type
 

@@ -3,6 +3,11 @@
  * execution's id and its state is the execution record's, so tasks need no store of their own;
  * the log keeps which session owns a task and where its notifications go (TaskEvents.ts).
  *
+ * A call refused before any execution existed (bad arguments, no user, a missing connection, a
+ * rate limit) is still answered with a task when it asked for one (MCP: a receiver that accepts
+ * a task-augmented request MUST answer a CreateTaskResult; input errors are task execution
+ * errors): a task of its own id (`tsk_…`), failed from the start, whose result is the refusal.
+ *
  * The process that creates a task watches its execution (LogFeed.ts) until it is terminal or
  * the task expires, and records each notification in the log for the session's GET stream: its
  * progress at queued, running and terminal when the call carried a progressToken, and the
@@ -14,6 +19,7 @@ import { Clock, Effect, FiberSet, Queue, type Scope } from "effect"
 import type { ExecutionRecord, ExecutionStatus } from "../domain/executions/ExecutionRecord.ts"
 import type { Executions } from "../infra/executions/Executions.ts"
 import { type EventStore, type NewEvent } from "../infra/eventlog/EventStore.ts"
+import type { NormalizedError } from "../domain/Errors.ts"
 import { newId } from "../infra/Ids.ts"
 import { MCP_TASK_STREAM_TYPE, type LogFeedShape, taskStreamId } from "./LogFeed.ts"
 import type { McpSession } from "./McpSessions.ts"
@@ -95,10 +101,27 @@ export const progressNotification = (token: ProgressToken, record: ExecutionReco
   }
 })
 
-export const statusNotification = (binding: McpTaskCreated, record: ExecutionRecord): Notification => ({
-  method: "notifications/tasks/status",
-  params: { ...taskOf(binding, record), _meta: { [RELATED_TASK_META]: { taskId: binding.executionId } } }
-})
+/** A refused call's task: failed when it was made. */
+export const refusedTaskOf = (binding: McpTaskCreated, refusal: NormalizedError): Task => {
+  const at = new Date(binding.createdMs).toISOString()
+  return {
+    taskId: binding.executionId,
+    status: "failed",
+    createdAt: at,
+    lastUpdatedAt: at,
+    ttl: binding.ttlMs,
+    pollInterval: POLL_INTERVAL_MS,
+    statusMessage: refusal.message
+  }
+}
+
+/**
+ * The terminal status, for the session's GET stream. Without the related-task key: MCP
+ * 2025-11-25 ("Task Notifications") says it SHOULD NOT carry it, the task id being in its params.
+ */
+const statusOf = (task: Task): Notification => ({ method: "notifications/tasks/status", params: { ...task } })
+
+export const statusNotification = (binding: McpTaskCreated, record: ExecutionRecord): Notification => statusOf(taskOf(binding, record))
 
 /** What a change of the execution to `record` tells the session: progress, then terminal status. */
 const notificationsFor = (binding: McpTaskCreated, record: ExecutionRecord): ReadonlyArray<Notification> => [
@@ -151,6 +174,8 @@ export interface TasksShape {
     ttl: number | undefined,
     progressToken: ProgressToken | undefined
   ) => Effect.Effect<Task>
+  /** The failed task of a call refused before any execution existed. */
+  readonly refuse: (session: McpSession, refusal: NormalizedError, ttl: number | undefined) => Effect.Effect<Task>
   /** The task as the session knows it, unless it is another session's, unknown or expired. */
   readonly find: (session: McpSession, taskId: string) => Effect.Effect<McpTaskCreated | undefined>
 }
@@ -216,12 +241,27 @@ export const makeTasks = Effect.fnUntraced(function*(store: EventStore["Service"
     return taskOf(binding, record)
   })
 
+  const refuse: TasksShape["refuse"] = Effect.fnUntraced(function*(session, refusal, ttl) {
+    const binding: McpTaskCreated = {
+      type: "McpTaskCreated",
+      sessionId: session.sessionId,
+      executionId: newId("tsk"),
+      projectId: session.projectId,
+      ttlMs: clampTtl(ttl),
+      createdMs: yield* Clock.currentTimeMillis,
+      refusal
+    }
+    const task = refusedTaskOf(binding, refusal)
+    yield* Effect.orDie(append(binding, 0, [binding, ...notified(binding, [statusOf(task)])]))
+    return task
+  })
+
   const find: TasksShape["find"] = Effect.fnUntraced(function*(session, taskId) {
-    if (!/^exe_[0-9a-z]{1,64}$/.test(taskId)) return undefined
+    if (!/^(exe|tsk)_[0-9a-z]{1,64}$/.test(taskId)) return undefined
     const binding = yield* readBinding(session.sessionId, taskId)
     if (binding === undefined) return undefined
     return binding.createdMs + binding.ttlMs > (yield* Clock.currentTimeMillis) ? binding : undefined
   })
 
-  return { open, find } satisfies TasksShape
+  return { open, refuse, find } satisfies TasksShape
 })

@@ -11,7 +11,8 @@
  *   `mcp:<session id>:<json-rpc id>`, so a client that resends a call after a lost answer gets
  *   the first execution back.
  * - Failures (bad arguments, no user, a connection problem, rate limits, any normalized error)
- *   are `isError` results (ToolResults.ts); an unknown tool is JSON-RPC -32602, and a task
+ *   are `isError` results (ToolResults.ts), or failed tasks with that result when the call asked
+ *   for a task (Tasks.ts); an unknown tool is JSON-RPC -32602, and a task
  *   request that the tool's listed `taskSupport` forbids (or a plain call it requires) -32601.
  */
 import { Clock, Effect, Schema, type Scope } from "effect"
@@ -190,16 +191,25 @@ export const makeToolCalls = (deps: {
       return { result: yield* search(request) }
     }
     const found = yield* target(request)
-    if ("problem" in found) return { result: errorResult(found.problem) }
+    if ("problem" in found) return yield* refused(request, found.problem)
     if (tasksOn && found.via === undefined && found.tool.asyncByNature && request.task === undefined) {
       return yield* new RpcFailure({ code: -32601, message: `${found.tool.name} runs only as a task (taskSupport: required).` })
     }
     const meta = yield* Effect.result(decodeMeta(request.meta))
-    if (meta._tag === "Failure") return { result: errorResult(meta.failure) }
+    if (meta._tag === "Failure") return yield* refused(request, meta.failure)
     return yield* run(found.tool, found.input, request, meta.success).pipe(
-      Effect.catch((error: NormalizedError) => Effect.succeed({ result: errorResult(error) }))
+      Effect.catch((error: NormalizedError) => refused(request, error))
     )
   })
+
+  /**
+   * A call refused before any execution existed: an `isError` result, or, when it asked for a
+   * task, a task that failed at once with that result (MCP answers a task request with a task).
+   */
+  const refused = (request: CallRequest, error: NormalizedError): Effect.Effect<CallAnswer> =>
+    request.task === undefined
+      ? Effect.succeed({ result: errorResult(error) })
+      : Effect.map(tasks.refuse(request.session, error, request.task.ttl), (task) => ({ task }))
 
   return { call }
 }

@@ -54,6 +54,19 @@ describe.skipIf(!postgresAvailable)("MCP sessions with a database", () => {
     const taskId = (created.result as { task: { taskId: string } }).task.taskId
     const result = await messageOf(await post(second.url, { jsonrpc: "2.0", id: 3, method: "tasks/result", params: { taskId } }, { session, headers: USER }))
     expect(result.result).toMatchObject({ structuredContent: { sleptMs: 200 } })
+    // A refused call's task (no execution behind it) is the log's too.
+    const refused = await messageOf(await post(first.url, {
+      jsonrpc: "2.0",
+      id: 4,
+      method: "tools/call",
+      params: { name: "demo.sleep", arguments: { ms: -1 }, task: {} }
+    }, { session, headers: USER }))
+    const refusedId = (refused.result as { task: { taskId: string; status: string } }).task.taskId
+    expect(refused.result).toMatchObject({ task: { status: "failed" } })
+    const got = await messageOf(await post(second.url, { jsonrpc: "2.0", id: 5, method: "tasks/get", params: { taskId: refusedId } }, { session, headers: USER }))
+    expect(got.result).toMatchObject({ taskId: refusedId, status: "failed" })
+    const failure = await messageOf(await post(second.url, { jsonrpc: "2.0", id: 6, method: "tasks/result", params: { taskId: refusedId } }, { session, headers: USER }))
+    expect(failure.result).toMatchObject({ isError: true, _meta: { "dev.service/error": { code: "invalid_input" } } })
   })
 
   it("delivers a task's status to a GET stream on another gateway, through the log", async () => {

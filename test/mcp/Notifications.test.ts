@@ -96,12 +96,14 @@ describe("the session's GET stream", () => {
       "notifications/progress",
       "notifications/tasks/status"
     ])
-    // Each names its task (MCP 2025-11-25, "Tasks": related notifications carry the key).
+    // Progress names its task (MCP 2025-11-25, "Tasks": related notifications carry the key);
+    // the status notification does not ("SHOULD NOT": its params hold the task id already).
     const related = { "io.modelcontextprotocol/related-task": { taskId } }
     expect(events.slice(1, 4).map((e) => e.message.params)).toEqual([0, 1, 2].map((progress) =>
       expect.objectContaining({ progressToken: "p1", progress, total: 2, _meta: related })
     ))
-    expect(events[4]!.message.params).toMatchObject({ taskId, status: "completed", _meta: related })
+    expect(events[4]!.message.params).toMatchObject({ taskId, status: "completed" })
+    expect(events[4]!.message.params).not.toHaveProperty("_meta")
     const ids = events.map((e) => e.id!)
     expect(new Set(ids).size).toBe(ids.length)
     // From the last id on, nothing is sent again.

@@ -127,6 +127,56 @@ describe.each([["through the SDK server", false], ["as plain JSON", true]])("MCP
     await other.close()
   })
 
+  // MCP 2025-11-25, "Tasks": a receiver that accepts a task-augmented request MUST answer a
+  // CreateTaskResult, and a tool's input errors are task execution errors (the task fails).
+  it("answers a task call refused before any execution with a failed task whose result is the refusal", async () => {
+    const before = await (await gw.service.fetch("/v1/executions?userId=user_1")).json() as { executions: Array<unknown> }
+    const created = await createTask(conn.client, "demo.sleep", { ms: -1 }, { ttl: 90_000 })
+    expect(Object.keys(created).filter((k) => k !== "_meta")).toEqual(["task"])
+    expect(created.task).toMatchObject({ status: "failed", ttl: 90_000, pollInterval: 1000, statusMessage: expect.stringContaining("demo.sleep") })
+    expect(created.task.taskId).toMatch(/^tsk_/)
+    const taskId = created.task.taskId
+    expect(await conn.client.experimental.tasks.getTask(taskId)).toMatchObject({ taskId, status: "failed", createdAt: created.task.createdAt })
+    const result = await conn.client.experimental.tasks.getTaskResult(taskId, CallToolResultSchema) as Result
+    expect(result.isError).toBe(true)
+    expect(result.structuredContent).toBeUndefined()
+    expect(result._meta?.["dev.service/error"]).toMatchObject({ code: "invalid_input", retryable: false })
+    expect(result._meta?.["dev.service/execution"]).toBeUndefined()
+    expect(result._meta?.["io.modelcontextprotocol/related-task"]).toEqual({ taskId })
+    expect(await rpcCode(conn.client.experimental.tasks.cancelTask(taskId))).toBe(-32602)
+    const other = await connect(gw.url, { headers: USER, jsonOnly })
+    expect(await rpcCode(other.client.experimental.tasks.getTask(taskId))).toBe(-32602)
+    expect(await rpcCode(other.client.experimental.tasks.getTaskResult(taskId, CallToolResultSchema))).toBe(-32602)
+    await other.close()
+    // No execution was made for it.
+    const after = await (await gw.service.fetch("/v1/executions?userId=user_1")).json() as { executions: Array<unknown> }
+    expect(after.executions.length).toBe(before.executions.length)
+  })
+
+  it("fails the task, not the call, for a missing user, a missing connection and an unknown tool behind service.execute_tool", async () => {
+    const anonymous = await connect(gw.url, { jsonOnly })
+    const cases = [
+      [anonymous.client, "demo.echo", {}, "invalid_input"],
+      [conn.client, "slack.post_message", { channel: "C1", text: "hi" }, "invalid_input"],
+      [conn.client, "service.execute_tool", { name: "no.such_tool" }, "invalid_input"]
+    ] as const
+    for (const [client, name, args, code] of cases) {
+      const created = await createTask(client, name, args)
+      expect(created.task.status).toBe("failed")
+      const result = await client.experimental.tasks.getTaskResult(created.task.taskId, CallToolResultSchema) as Result
+      expect(result._meta?.["dev.service/error"]).toMatchObject({ code })
+    }
+    await anonymous.close()
+  })
+
+  it("streams a refused task call through callToolStream to its failure", async () => {
+    const kinds: Array<string> = []
+    for await (const message of conn.client.experimental.tasks.callToolStream({ name: "demo.sleep", arguments: { ms: "x" } }, CallToolResultSchema, { task: {} })) {
+      kinds.push(message.type)
+    }
+    expect(kinds).toEqual(["taskCreated", "taskStatus", "error"])
+  })
+
   it("clamps ttl to 1 min..24 h, default 1 h", async () => {
     expect((await createTask(conn.client, "demo.echo", {}, { ttl: 5 })).task.ttl).toBe(60_000)
     expect((await createTask(conn.client, "demo.echo", {}, { ttl: 10 ** 12 })).task.ttl).toBe(86_400_000)
