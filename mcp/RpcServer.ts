@@ -30,7 +30,7 @@ import { isExpired, needsConnection } from "../domain/Connection.ts"
 import type { ConnectionsShape } from "../infra/connections/Connections.ts"
 import type { McpSession } from "./McpSessions.ts"
 import type { McpSettingsShape } from "./McpSettings.ts"
-import type { RpcFailure } from "./RpcFailure.ts"
+import { INVALID_PARAMS, RpcFailure } from "./RpcFailure.ts"
 import type { TaskRequests } from "./TaskRequests.ts"
 import type { Notification } from "./TaskEvents.ts"
 import type { makeToolCalls } from "./ToolCalls.ts"
@@ -119,11 +119,14 @@ export const makeRpcServers = (deps: RpcDeps) => {
       serverInfo: SERVER_INFO,
       instructions: INSTRUCTIONS
     }))
-    server.setRequestHandler(ListToolsRequestSchema, (_request, extra) =>
+    // One page, so no cursor is valid (MCP "Pagination": an invalid cursor SHOULD be -32602).
+    server.setRequestHandler(ListToolsRequestSchema, (request, extra) =>
       run(
-        Effect.map(usableToolkits(session.projectId, session.userId ?? facts.headerUserId), (usable) => ({
-          tools: [...listFor(settings.tools, session.tasks, usable)]
-        })),
+        request.params?.cursor !== undefined
+          ? Effect.fail(new RpcFailure({ code: INVALID_PARAMS, message: "Invalid cursor: tools/list answers every tool in one page and issues no cursor." }))
+          : Effect.map(usableToolkits(session.projectId, session.userId ?? facts.headerUserId), (usable) => ({
+            tools: [...listFor(settings.tools, session.tasks, usable)]
+          })),
         extra.signal
       ))
     server.setRequestHandler(CallToolRequestSchema, (request, extra) => {

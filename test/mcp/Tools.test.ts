@@ -49,6 +49,17 @@ describe("tools in catalog mode", () => {
     await close()
   })
 
+  // MCP 2025-11-25, "Pagination": invalid cursors SHOULD be -32602. tools/list has one page and
+  // issues no cursor, so none is valid.
+  it("refuses a tools/list cursor with -32602, since it issues none", async () => {
+    const { client, close } = await connect(gw.url)
+    const listed = await client.listTools()
+    expect(listed.nextCursor).toBeUndefined()
+    expect(await rpcCode(client.listTools({ cursor: "zzz" }))).toBe(-32602)
+    expect(await rpcCode(client.listTools({ cursor: "" }))).toBe(-32602)
+    await close()
+  })
+
   it("lists the built-ins without and provider tools with _meta[\"dev.service/tool\"], under canonical names", async () => {
     const { client, close } = await connect(gw.url)
     const tools = (await client.listTools()).tools
