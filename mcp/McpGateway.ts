@@ -173,6 +173,11 @@ export const makeHandle = (parts: GatewayParts) => {
     if (initializing) {
       const notRequest = Rules.initializeRefused(body)
       if (notRequest !== undefined) return refusal(notRequest)
+      // A new session starts with an initialize sent without one (MCP, "Session Management"); one
+      // sent with a session id opens nothing, known or not (as the SDK's transport answers).
+      if (request.headers.get("mcp-session-id") !== null) {
+        return Answers.rpcError(400, -32600, "Invalid Request: initialize opens a new session and is sent without Mcp-Session-Id.")
+      }
     }
     const session = initializing ? yield* initialize(body, caller, requestId) : yield* sessionOf(request, caller, Rules.idOf(body))
     if (Answers.isAnswer(session)) return session

@@ -64,6 +64,20 @@ describe("the /mcp transport", () => {
     expect(malformed.status).toBe(404)
   })
 
+  // MCP "Session Management": a new session starts with an initialize sent without a session id.
+  // One sent with an id (known or not) opens nothing, as the SDK's own transport answers.
+  it("refuses initialize sent with a session id (400, -32600) and opens no session", async () => {
+    const session = await openSession(gw.url)
+    for (const id of [session, "mcps_00000000000000000000000000000000"]) {
+      const again = await post(gw.url, initializeMessage(), { session: id })
+      expect(again.status).toBe(400)
+      expect(again.headers.get("mcp-session-id")).toBeNull()
+      expect(await again.json()).toMatchObject({ jsonrpc: "2.0", id: null, error: { code: -32600 } })
+    }
+    // The first session is untouched.
+    expect((await post(gw.url, LIST, { session })).status).toBe(200)
+  })
+
   it("answers 404 to another key, another project's key or another user than the session's", async () => {
     const session = await openSession(gw.url, { headers: { "x-service-user-id": "user_1" } })
     expect((await post(gw.url, LIST, { session, headers: { "x-service-user-id": "user_1" } })).status).toBe(200)
