@@ -80,11 +80,18 @@ export const canonicalJson = (value: unknown): string => {
 
 const sha256 = (text: string) => digest("sha256", text, "hex")
 
-/** The text an idempotency claim compares: the tool and its canonical input. */
-const claimText = (tool: string, input: unknown) => `${tool}\u0000${canonicalJson(input)}`
+/**
+ * The text an idempotency claim compares: the tool, its canonical input and the set of files it
+ * may read (sorted, without repeats; none adds nothing, so claims made before attachments
+ * counted still compare equal when they had none).
+ */
+const claimText = (tool: string, input: unknown, attachments: ReadonlyArray<string> = []) => {
+  const base = `${tool}\u0000${canonicalJson(input)}`
+  return attachments.length === 0 ? base : `${base}\u0000${[...new Set(attachments)].toSorted().join(",")}`
+}
 
 /** The plain SHA-256 older claims carry (Idempotency.ts); new claims carry a MAC. */
-export const inputHash = (tool: string, input: unknown) => sha256(claimText(tool, input))
+export const inputHash = (tool: string, input: unknown, attachments?: ReadonlyArray<string>) => sha256(claimText(tool, input, attachments))
 
 const keyStream = (projectId: string, userId: string, key: string) =>
   `idempotency-${sha256(`${projectId}\u0000${userId}\u0000${key}`)}`
@@ -180,7 +187,7 @@ export const make = Effect.gen(function*() {
       const alongside: Array<AppendRequest> = []
       const executionId = newId("exe")
       if (claimStream !== undefined) {
-        const text = claimText(tool.name, input)
+        const text = claimText(tool.name, input, attachments)
         const compared = {
           mac: secrets.mac("idempotency-input/v1", text),
           previousMac: () => secrets.previousMac("idempotency-input/v1", text),
@@ -199,7 +206,7 @@ export const make = Effect.gen(function*() {
         )
         const decision = Idempotency.decide(state, compared, now)
         if (decision._tag === "Mismatch") {
-          return yield* new InvalidInput({ message: "This idempotency key was used with another tool or input." })
+          return yield* new InvalidInput({ message: "This idempotency key was used with another tool, input or set of attachments." })
         }
         if (decision._tag === "Replay") {
           const record = yield* actor.markReplayed(decision.executionId).pipe(

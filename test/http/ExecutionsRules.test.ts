@@ -50,6 +50,28 @@ for (const mode of modes) {
         expect(tool.status).toBe(422)
       })
 
+      it("the same key with another set of attachments is 422; their order and repeats do not count", async () => {
+        const stage = async (text: string) => {
+          const response = await service.fetch("/v1/files", { method: "POST", json: { name: "a.txt", content: Buffer.from(text).toString("base64") } })
+          expect(response.status).toBe(201)
+          return String(((await response.json()) as { fileId: string }).fileId)
+        }
+        const [f1, f2] = [await stage("one"), await stage("two")]
+        const first = await execute(service, { tool: "demo.echo", input: { n: 1 }, userId: "u_idem_att", idempotencyKey: "ka", attachments: [f1, f2] })
+        expect(first.status).toBe(200)
+        const same = await execute(service, { tool: "demo.echo", input: { n: 1 }, userId: "u_idem_att", idempotencyKey: "ka", attachments: [f2, f1, f2] })
+        expect(same.status).toBe(200)
+        expect((same.body as { executionId: string }).executionId).toBe((first.body as { executionId: string }).executionId)
+        for (const attachments of [[f1], [], undefined]) {
+          const other = await execute(service, { tool: "demo.echo", input: { n: 1 }, userId: "u_idem_att", idempotencyKey: "ka", ...(attachments === undefined ? {} : { attachments }) })
+          expect(other.status).toBe(422)
+          expect(errorCode(other.body)).toBe("invalid_input")
+        }
+        // Without attachments, an empty list and none are the same request.
+        await execute(service, { tool: "demo.echo", userId: "u_idem_att", idempotencyKey: "kb" })
+        expect((await execute(service, { tool: "demo.echo", userId: "u_idem_att", idempotencyKey: "kb", attachments: [] })).status).toBe(200)
+      })
+
       it("body and header together are 422", async () => {
         const both = await execute(service, { tool: "demo.echo", userId: "u_idem3", idempotencyKey: "a" }, { headers: { "idempotency-key": "a" } })
         expect(both.status).toBe(422)
