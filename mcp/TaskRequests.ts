@@ -14,6 +14,9 @@ import { errorResult, recordResult, withRelatedTask } from "./ToolResults.ts"
 
 const taskNotFound = (taskId: string) => new RpcFailure({ code: INVALID_PARAMS, message: `Task not found: ${taskId}` })
 
+const alreadyEnded = (taskId: string, status: string) =>
+  new RpcFailure({ code: INVALID_PARAMS, message: `Cannot cancel task ${taskId}: it is already ${status}.` })
+
 export const makeTaskRequests = (executions: Executions["Service"], tasks: TasksShape) => {
   const binding = Effect.fnUntraced(function*(session: McpSession, taskId: string) {
     const found = yield* tasks.find(session, taskId)
@@ -22,9 +25,6 @@ export const makeTaskRequests = (executions: Executions["Service"], tasks: Tasks
   })
   const recordOf = (session: McpSession, taskId: string) =>
     Effect.mapError(executions.get(session.projectId, undefined, taskId), () => taskNotFound(taskId))
-
-  const alreadyEnded = (taskId: string, status: string) =>
-    new RpcFailure({ code: INVALID_PARAMS, message: `Cannot cancel task ${taskId}: it is already ${status}.` })
 
   /** tasks/get: the task as it stands. */
   const get = Effect.fnUntraced(function*(session: McpSession, taskId: string) {

@@ -2,8 +2,9 @@
  * Resending and recovering deliveries (decisions.md section 9, an extension after Svix's
  * "resend" and "recover"). A resend queues a new delivery of the same event (same eventId, so
  * receivers deduplicate it) at the tail of the endpoint's lane: its position is the log's head
- * when it is queued, so it goes after everything open then. Recover resends every failed
- * delivery of the endpoint queued since a time, oldest first.
+ * when it is queued, so it goes after everything open then. Recover resends, oldest first and
+ * once each, the events of the endpoint's failed deliveries queued since a time that the
+ * endpoint has not had since and is not being sent.
  *
  * The event must still be buildable: a trigger event's payload lives only in the process that
  * took it (infra/triggers/TriggerPayloads.ts), and one whose payload is gone cannot be resent
@@ -95,29 +96,51 @@ export const make = Effect.gen(function*() {
     return publicDelivery(deliveryRowOf(queued!))
   })
 
-  const recover = Effect.fn("WebhookRecovery.recover")(function*(projectId: string, endpointId: string, sinceMs: number) {
-    yield* endpoints.get(projectId, endpointId)
-    const since = isoTime(sinceMs)
+  /** Visits every row of the endpoint that is open (`true`) or finished (`false`), in lane order, a page at a time. */
+  const eachRow = Effect.fnUntraced(function*(endpointId: string, open: boolean, visit: (row: DeliveryRow) => void) {
     let after: ReadonlyArray<string> | undefined
-    let count = 0
     while (true) {
       const rows = yield* views.list(DELIVERIES_TABLE, {
-        where: [{ column: "endpoint_id", op: "=", value: endpointId }, { column: "open", op: "=", value: false }],
+        where: [{ column: "endpoint_id", op: "=", value: endpointId }, { column: "open", op: "=", value: open }],
         orderBy: [{ column: "source_position", direction: "asc" }, { column: "delivery_id", direction: "asc" }],
         after,
         limit: PAGE
       })
-      const failed = rows.map(deliveryFromRow).filter((row) => row.status === "failed" && row.queuedAt >= since)
+      let last: DeliveryRow | undefined
+      for (const row of rows) visit(last = deliveryFromRow(row))
+      if (rows.length < PAGE || last === undefined) return
+      after = [last.sourcePosition, last.deliveryId]
+    }
+  })
+
+  /**
+   * The events of the endpoint's failed deliveries queued since `sinceMs`, once each, oldest
+   * first, leaving out those a later delivery to the endpoint has brought (succeeded) or is still
+   * bringing (open): after a resend or an earlier recover, recovering again sends nothing twice
+   * (as Svix recovers the messages whose state for the endpoint is still failed). Memory holds
+   * the failed events since `sinceMs`, not the endpoint's history.
+   */
+  const recover = Effect.fn("WebhookRecovery.recover")(function*(projectId: string, endpointId: string, sinceMs: number) {
+    yield* endpoints.get(projectId, endpointId)
+    const since = isoTime(sinceMs)
+    const failed = new Map<string, DeliveryRow>()
+    const settled = new Set<string>()
+    yield* eachRow(endpointId, false, (row) => {
+      if (row.status === "failed" && row.queuedAt >= since && !failed.has(row.eventId)) failed.set(row.eventId, row)
+      else if (row.status === "succeeded" && failed.has(row.eventId)) settled.add(row.eventId)
+    })
+    yield* eachRow(endpointId, true, (row) => void settled.add(row.eventId))
+    const wanted = [...failed.values()].filter((row) => !settled.has(row.eventId))
+    let count = 0
+    for (let i = 0; i < wanted.length; i += PAGE) {
       const items: Array<{ row: DeliveryRow; event: WebhookEvent | "elsewhere" }> = []
-      for (const row of failed) {
+      for (const row of wanted.slice(i, i + PAGE)) {
         const event = yield* eventOf(row)
         if (event !== undefined) items.push({ row, event })
       }
       count += (yield* requeue(endpointId, items)).length
-      const last = rows.length === 0 ? undefined : deliveryFromRow(rows[rows.length - 1]!)
-      if (rows.length < PAGE || last === undefined) return count
-      after = [last.sourcePosition, last.deliveryId]
     }
+    return count
   })
 
   return WebhookRecovery.of({ resend, recover })

@@ -95,7 +95,39 @@ describe("webhook resend and recover", () => {
     expect(records.filter((r) => r.status === "succeeded").map((r) => r.eventId).toSorted()).toEqual(events.map((e) => e.eventId).toSorted())
     const succeeded = receiver.received.filter((r) => r.path === "/recover").slice(-3).map(idOf)
     expect(succeeded).toEqual(events.map((e) => e.eventId))
+    // Their events have reached the endpoint since: recovering again sends nothing twice.
+    const again = await service.fetch(`/v1/webhooks/${endpoint.endpointId}/recover`, { method: "POST", key: KEY, json: { since } })
+    expect(await again.json()).toEqual({ count: 0 })
   }, 30_000)
+
+  it("recover skips an event the endpoint has had since (a resend) or is still being sent, and counts each event once", async () => {
+    const endpoint = await createTriggerEndpoint(service, receiver.url("/recover-once"), { key: KEY, events: ["execution.completed"] })
+    const since = new Date().toISOString()
+    receiver.respond = (request) => (request.path === "/recover-once" ? { status: 500 } : { status: 200 })
+    const [first, second] = [await append(), await append()]
+    const failed = await eventually(async () => {
+      const records = await deliveriesOf(service, "p1", endpoint.endpointId)
+      return records.length === 2 && records.every((r) => r.status === "failed") ? records : undefined
+    }, 20_000, "two failed deliveries")
+    // The first event is resent and fails again: two failed deliveries of one event.
+    const resentFailing = await service.fetch(`/v1/webhooks/${endpoint.endpointId}/deliveries/${failed.find((r) => r.eventId === first.eventId)!.deliveryId}/resend`, { method: "POST", key: KEY })
+    expect(resentFailing.status).toBe(202)
+    await eventually(async () => {
+      const records = await deliveriesOf(service, "p1", endpoint.endpointId)
+      return records.length === 3 && records.every((r) => r.status === "failed") ? true : undefined
+    }, 20_000, "three failed deliveries")
+    // The second is resent with the receiver fixed: delivered.
+    receiver.respond = () => ({ status: 200 })
+    const resent = await service.fetch(`/v1/webhooks/${endpoint.endpointId}/deliveries/${failed.find((r) => r.eventId === second.eventId)!.deliveryId}/resend`, { method: "POST", key: KEY })
+    expect(resent.status).toBe(202)
+    await eventually(async () => (await deliveriesOf(service, "p1", endpoint.endpointId)).find((r) => r.eventId === second.eventId && r.status === "succeeded"), 10_000, "the resend delivered")
+    const before = receiver.received.filter((r) => r.path === "/recover-once").length
+    const recovered = await service.fetch(`/v1/webhooks/${endpoint.endpointId}/recover`, { method: "POST", key: KEY, json: { since } })
+    expect(await recovered.json()).toEqual({ count: 1 })
+    await eventually(() => (receiver.received.filter((r) => r.path === "/recover-once").length > before ? true : undefined), 10_000, "the recovered event")
+    await new Promise((resolve) => setTimeout(resolve, 300))
+    expect(receiver.received.filter((r) => r.path === "/recover-once").slice(before).map(idOf)).toEqual([first.eventId])
+  }, 40_000)
 
   it("refuses unknown or foreign deliveries and endpoints (404), pinned keys (403) and a bad since (422)", async () => {
     const endpoint = await createTriggerEndpoint(service, receiver.url("/refusals"), { key: KEY, events: ["execution.completed"] })
