@@ -50,7 +50,8 @@ export const ExecutionsHttp = HttpApiBuilder.group(Api, "executions", (handlers)
       .handle("list", Effect.fnUntraced(function*({ headers, query }) {
         const caller = yield* Caller
         const userId = yield* actingUser(caller, { explicit: query.userId, header: headers["x-service-user-id"] })
-        const scope = `executions:${caller.projectId}`
+        // A cursor pages the list it came from: its user, status and tool are part of its scope.
+        const scope = `executions:${caller.projectId}:${userId ?? ""}:${query.status ?? ""}:${query.tool ?? ""}`
         let after: string | undefined
         if (query.cursor !== undefined) {
           const position = yield* cursors.decode(scope, query.cursor)

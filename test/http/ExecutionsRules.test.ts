@@ -190,6 +190,25 @@ for (const mode of modes) {
         const foreign = await getJson(service, `/v1/executions?cursor=${encodeURIComponent(String(body.nextCursor))}`)
         expect(foreign.status).toBe(422)
       })
+
+      // As trigger-event and subscription cursors: a cursor pages the list it came from.
+      it("a cursor of another filter or user is 422; the same list pages on", async () => {
+        for (let i = 0; i < 3; i++) {
+          await execute(service, { tool: "demo.echo", userId: "user_1" })
+          await execute(service, { tool: "demo.fail", input: { code: "provider_error" }, userId: "user_9" })
+        }
+        const first = await getJson(service, "/v1/executions?status=failed&limit=1")
+        const cursor = encodeURIComponent(String(first.body.nextCursor))
+        expect((await getJson(service, `/v1/executions?status=failed&limit=1&cursor=${cursor}`)).status).toBe(200)
+        for (const query of [`?status=succeeded&cursor=${cursor}`, `?cursor=${cursor}`, `?status=failed&tool=demo.fail&cursor=${cursor}`, `?status=failed&userId=user_9&cursor=${cursor}`]) {
+          const refused = await getJson(service, `/v1/executions${query}`)
+          expect(refused.status).toBe(422)
+          expect(errorCode(refused.body)).toBe("invalid_input")
+        }
+        const user9 = await getJson(service, "/v1/executions?userId=user_9&limit=1")
+        const pinned = await getJson(service, `/v1/executions?cursor=${encodeURIComponent(String(user9.body.nextCursor))}`, PINNED_KEY)
+        expect(pinned.status).toBe(422)
+      })
     })
 
     describe("concurrency cap (demo: 4 per project)", () => {
