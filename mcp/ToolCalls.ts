@@ -175,6 +175,9 @@ export const makeToolCalls = (deps: {
     }
     const args = yield* Effect.result(decodeExecute(request.arguments ?? {}))
     if (args._tag === "Failure") return { problem: toNormalized(args.failure) }
+    if (args.success.name === SEARCH_TOOL || args.success.name === EXECUTE_TOOL) {
+      return { problem: normalized("invalid_input", `${EXECUTE_TOOL} runs catalog tools; call ${args.success.name} directly.`) }
+    }
     const tool = findTool(args.success.name)
     if (tool === undefined) return { problem: normalized("invalid_input", unknownToolMessage(args.success.name)) }
     return { tool, input: args.success.input ?? {}, via: EXECUTE_TOOL }

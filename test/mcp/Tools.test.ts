@@ -170,6 +170,11 @@ describe("tools in catalog mode", () => {
     expect(executionOf(ran)?.tool).toBe("demo.echo")
     const unknown = await client.callTool({ name: "service.execute_tool", arguments: { name: "demo.nope" } }) as Result
     expect(errorOf(unknown)?.code).toBe("invalid_input")
+    // The built-ins are not catalog tools: the refusal says to call them directly.
+    for (const name of ["service.search_tools", "service.execute_tool"]) {
+      const nested = await client.callTool({ name: "service.execute_tool", arguments: { name } }) as Result
+      expect(errorOf(nested)).toMatchObject({ code: "invalid_input", message: expect.stringContaining(`call ${name} directly`) })
+    }
     await close()
   })
 
