@@ -144,6 +144,13 @@ describe("the dashboard in Chromium", () => {
     await secretField.waitFor()
     const secret = await secretField.inputValue()
     expect(secret).toMatch(/^whsec_/)
+    // Shown once, so it must be seen: the panel's heading takes the focus, inside the window.
+    await page.waitForFunction(`document.activeElement?.tagName === "H3"`, undefined, { timeout: 5_000 })
+    expect(await page.evaluate(`document.activeElement?.textContent`)).toMatch(/^Endpoint whe_\S+ created$/)
+    const where = await page.evaluate<{ top: number; bottom: number; height: number }>(`(() => { const r = document.activeElement.getBoundingClientRect(); return { top: r.top, bottom: r.bottom, height: innerHeight } })()`)
+    expect(where.top, JSON.stringify(where)).toBeGreaterThanOrEqual(-1)
+    expect(where.bottom, JSON.stringify(where)).toBeLessThanOrEqual(where.height + 1)
+    await page.getByRole("link", { name: "Open the endpoint" }).waitFor()
     await page.getByRole("button", { name: "Copy signing secret" }).click()
     await page.getByText("Copied to the clipboard.").waitFor()
     expect(await page.evaluate("navigator.clipboard.readText()")).toBe(secret)
@@ -185,6 +192,8 @@ describe("the dashboard in Chromium", () => {
     const rotated = await page.getByLabel("New signing secret", { exact: true }).inputValue()
     expect(rotated).toMatch(/^whsec_/)
     expect(rotated).not.toBe(secret)
+    // The details follow: the prefix is the new secret's.
+    await page.getByRole("definition").filter({ hasText: `${rotated.slice(0, 10)}…` }).waitFor()
     await check(page, "webhook-rotated")
     await page.getByRole("button", { name: "I have stored it" }).click()
     await page.getByRole("button", { name: "Delete endpoint" }).click()
@@ -354,4 +363,61 @@ describe("the dashboard in Chromium", () => {
     await expectNoLeak(page, watched, KEY)
     await page.close()
   }, 120_000)
+
+  it("fits a 375 px screen, copies without the Clipboard API, and confirms a polling subscription", async () => {
+    // Enough of everything that each list has rows with long ids.
+    await api.files.create({ name: "narrow.txt", content: new TextEncoder().encode("narrow") })
+    const endpoint = await api.webhooks.create({ url: receiver.url("/narrow"), events: ["trigger.*"] })
+    const pushed = await api.subscriptions.create({ trigger: "demo.event", userId: "user_narrow", webhookEndpointIds: [endpoint.endpointId] })
+    const ingested = await fetch(url(new URL(pushed.ingestUrl ?? "").pathname), {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ type: "event_callback", event_id: "Ev_narrow", event_time: Math.floor(Date.now() / 1000), event: { type: "narrow" } })
+    })
+    expect(ingested.status).toBe(202)
+    await api.executions.execute({ tool: "demo.echo", input: {}, userId: "user_narrow" })
+    const connection = await service.fetch("/v1/connections", {
+      method: "POST",
+      json: { userId: "user_narrow", toolkit: "github", authClass: "bearer", credentials: { token: "gh-narrow" }, scopes: ["issues:read"] }
+    })
+    expect(connection.status).toBe(201)
+    const connectionId = String(((await connection.json()) as { connectionId: string }).connectionId)
+    const page = await browser.context.newPage()
+    // A plain-HTTP page on another machine's address has no Clipboard API: the same, here.
+    await page.addInitScript(`
+      Object.defineProperty(Navigator.prototype, "clipboard", { get: () => undefined })
+      document.addEventListener("copy", () => { window.__copied = String(getSelection()) })
+    `)
+    await page.setViewportSize({ width: 375, height: 740 })
+    await signIn(page, KEY)
+    const fits = () => page.evaluate<boolean>(`document.documentElement.scrollWidth <= document.documentElement.clientWidth`)
+    for (const [label, heading] of [["Files", "Staged files"], ["Webhooks", "Webhook endpoints"], ["Subscriptions", "Trigger subscriptions"], ["Trigger events", "Trigger event history"], ["Executions", "Executions"]] as const) {
+      await goTo(page, label, heading)
+      await page.locator("table tbody tr").first().waitFor()
+      expect(await fits(), `${label} at 375 px`).toBe(true)
+    }
+    await goTo(page, "Webhooks", "Webhook endpoints")
+    await page.getByLabel("HTTPS URL").fill(receiver.url("/narrow-2"))
+    await page.getByRole("button", { name: "Create endpoint" }).click()
+    const secret = await page.getByLabel("Signing secret", { exact: true }).inputValue()
+    await page.getByRole("button", { name: "Copy signing secret" }).click()
+    await page.getByText("Copied to the clipboard.").waitFor()
+    expect(await page.evaluate("window.__copied")).toBe(secret)
+    expect(await fits()).toBe(true)
+    await screenshot(page, "narrow-webhook-created")
+    await page.getByRole("button", { name: "I have stored it" }).click()
+
+    // A polling subscription has no ingest URL: the page still says it was made.
+    await goTo(page, "Subscriptions", "Trigger subscriptions")
+    await page.getByLabel("Trigger", { exact: true }).selectOption("github.issue_opened")
+    await page.getByLabel("User id").fill("user_narrow")
+    await page.getByLabel(/^Connection/).fill(connectionId)
+    await page.getByLabel("owner (required)").fill("octo")
+    await page.getByLabel("repo (required)").fill("hello")
+    await page.getByLabel("Other webhook endpoint ids (optional)").fill(endpoint.endpointId)
+    await page.getByRole("button", { name: "Create subscription" }).click()
+    await page.getByText(/^Subscription trgsub_\S+ created \(polling every 60 s\)\.$/).waitFor()
+    expect(await page.getByLabel("Ingest URL", { exact: true }).count()).toBe(0)
+    await page.close()
+  }, 60_000)
 })

@@ -1,39 +1,72 @@
 /**
  * A secret the service shows only once (a webhook signing secret, an ingest URL): displayed as
  * text with a copy button until dismissed, then gone from the page for good.
+ *
+ * It must be seen: when it appears, the page scrolls to it and its heading takes the focus (a
+ * screen reader reads it out); a new secret replacing another does the same.
  */
-import { useState } from "preact/hooks"
+import type { ComponentChildren } from "preact"
+import { useEffect, useRef, useState } from "preact/hooks"
+
+/**
+ * Copies `text`: the Clipboard API where the page may use it (a secure context: HTTPS or
+ * loopback), else the selected input and the older copy command, which browsers still allow
+ * during a click on a plain-HTTP page (a dashboard opened by another machine's address).
+ */
+const copy = async (text: string, input: HTMLInputElement | null): Promise<boolean> => {
+  try {
+    if (navigator.clipboard !== undefined) {
+      await navigator.clipboard.writeText(text)
+      return true
+    }
+  } catch {
+    // Refused (no permission, not focused): try the older way.
+  }
+  if (input === null) return false
+  input.focus()
+  input.select()
+  try {
+    return document.execCommand("copy")
+  } catch {
+    return false
+  }
+}
 
 export const SecretOnce = (
-  { title, label, value, onDone }: { readonly title: string; readonly label: string; readonly value: string; readonly onDone: () => void }
+  { title, label, value, onDone, children }: {
+    readonly title: string
+    readonly label: string
+    readonly value: string
+    readonly onDone: () => void
+    /** Anything to say beside the secret (a link to what was created). */
+    readonly children?: ComponentChildren
+  }
 ) => {
   const [copied, setCopied] = useState<"no" | "yes" | "failed">("no")
+  const heading = useRef<HTMLHeadingElement>(null)
+  const input = useRef<HTMLInputElement>(null)
   const id = `secret-${label.replace(/\W+/g, "-").toLowerCase()}`
+  useEffect(() => {
+    setCopied("no")
+    heading.current?.scrollIntoView({ block: "start" })
+    heading.current?.focus()
+  }, [value])
   return (
     <section class="secret" aria-labelledby={`${id}-title`}>
-      <h3 id={`${id}-title`}>{title}</h3>
+      <h3 id={`${id}-title`} ref={heading} tabIndex={-1}>{title}</h3>
+      {children}
       <p>
         <strong>Shown once.</strong> Copy it now: the service will not show it again.
       </p>
       <label for={id}>{label}</label>
       <div class="secret-row">
-        <input id={id} class="secret-value" type="text" readOnly value={value} spellcheck={false} autocomplete="off" />
-        <button
-          type="button"
-          onClick={async () => {
-            try {
-              await navigator.clipboard.writeText(value)
-              setCopied("yes")
-            } catch {
-              setCopied("failed")
-            }
-          }}
-        >
+        <input ref={input} id={id} class="secret-value" type="text" readOnly value={value} spellcheck={false} autocomplete="off" />
+        <button type="button" onClick={async () => setCopied((await copy(value, input.current)) ? "yes" : "failed")}>
           Copy {label.toLowerCase()}
         </button>
       </div>
       <p role="status" aria-live="polite" class="muted">
-        {copied === "yes" ? "Copied to the clipboard." : copied === "failed" ? "Copy failed: select the text and copy it." : ""}
+        {copied === "yes" ? "Copied to the clipboard." : copied === "failed" ? "Copy failed: the text is selected; copy it with Ctrl+C (⌘C)." : ""}
       </p>
       <button type="button" onClick={onDone}>I have stored it</button>
     </section>

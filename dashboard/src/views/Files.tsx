@@ -30,6 +30,15 @@ const Metadata = ({ file }: { readonly file: FileMetadata }) => (
   </dl>
 )
 
+/**
+ * A 413 names the request body's ceiling (the base64 of the file cap plus room for the JSON):
+ * said in terms of the file, which is what the user picked.
+ */
+const inFileTerms = (problem: Problem, file: File): Problem =>
+  problem.status === 413
+    ? { ...problem, message: `${file.name} (${formatSize(file.size)}) is larger than this service takes (25 MiB unless its SERVICE_FILE_MAX_BYTES says otherwise). ${problem.message}` }
+    : problem
+
 const Upload = ({ client, onUploaded }: { readonly client: Client; readonly onUploaded: (file: FileMetadata) => void }) => {
   const [state, setState] = useState<
     { readonly kind: "idle" } | { readonly kind: "uploading"; readonly name: string } | { readonly kind: "failed"; readonly problem: Problem }
@@ -45,7 +54,7 @@ const Upload = ({ client, onUploaded }: { readonly client: Client; readonly onUp
       setState({ kind: "idle" })
       onUploaded(staged)
     } catch (error) {
-      setState({ kind: "failed", problem: toProblem(error) })
+      setState({ kind: "failed", problem: inFileTerms(toProblem(error), file) })
     }
   }
 

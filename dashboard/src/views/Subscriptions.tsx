@@ -237,6 +237,8 @@ const Row = (
 export const Subscriptions = ({ client, me }: { readonly client: Client; readonly me: Me }) => {
   const [refresh, setRefresh] = useState(0)
   const [shown, setShown] = useState<{ readonly title: string; readonly url: string } | undefined>(undefined)
+  // Every creation says so, a polling one (no ingest URL) too; an older ingest URL panel goes.
+  const [status, setStatus] = useState("")
   const paged = usePaged(`subscriptions:${refresh}`, async (cursor) => {
     const page = await client.subscriptions.list({ limit: PAGE_SIZE, cursor })
     return { items: page.subscriptions, nextCursor: page.nextCursor }
@@ -247,10 +249,16 @@ export const Subscriptions = ({ client, me }: { readonly client: Client; readonl
         client={client}
         me={me}
         onCreated={(created) => {
-          if (created.ingestUrl !== undefined) setShown({ title: `Subscription ${created.subscriptionId} created`, url: created.ingestUrl })
+          setShown(created.ingestUrl === undefined ? undefined : { title: `Subscription ${created.subscriptionId} created`, url: created.ingestUrl })
+          setStatus(
+            created.ingestUrl === undefined
+              ? `Subscription ${created.subscriptionId} created (polling every ${created.pollIntervalSeconds ?? 60} s).`
+              : ""
+          )
           setRefresh((n) => n + 1)
         }}
       />
+      <p role="status" aria-live="polite" class={status === "" ? undefined : "success"}>{status}</p>
       {shown === undefined ? null : <SecretOnce title={shown.title} label="Ingest URL" value={shown.url} onDone={() => setShown(undefined)} />}
       <section aria-labelledby="subscriptions-title">
         <div class="section-head">
@@ -279,7 +287,10 @@ export const Subscriptions = ({ client, me }: { readonly client: Client; readonl
                     key={subscription.subscriptionId}
                     client={client}
                     subscription={subscription}
-                    onIngestUrl={(id, url) => setShown({ title: `Ingest URL of ${id} rotated`, url })}
+                    onIngestUrl={(id, url) => {
+                      setStatus("")
+                      setShown({ title: `Ingest URL of ${id} rotated`, url })
+                    }}
                     onDeleted={() => setRefresh((n) => n + 1)}
                   />
                 ))}

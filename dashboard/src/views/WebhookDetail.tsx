@@ -63,7 +63,9 @@ const EditEndpoint = (
   )
 }
 
-const Danger = ({ client, endpointId }: { readonly client: Client; readonly endpointId: string }) => {
+const Danger = (
+  { client, endpointId, onRotated }: { readonly client: Client; readonly endpointId: string; readonly onRotated: () => void }
+) => {
   const [secret, setSecret] = useState<string | undefined>(undefined)
   const [confirming, setConfirming] = useState(false)
   const { problem, act } = useAction()
@@ -73,7 +75,11 @@ const Danger = ({ client, endpointId }: { readonly client: Client; readonly endp
       <div class="actions">
         <button
           type="button"
-          onClick={() => act(async () => setSecret((await client.webhooks.rotateSecret(endpointId)).secret))}
+          onClick={() =>
+            act(async () => {
+              setSecret((await client.webhooks.rotateSecret(endpointId)).secret)
+              onRotated()
+            })}
         >
           Rotate secret
         </button>
@@ -111,6 +117,7 @@ export const WebhookDetail = ({ client, me, endpointId }: { readonly client: Cli
 const Endpoint = ({ client, endpointId }: { readonly client: Client; readonly endpointId: string }) => {
   const endpoint = useResource(`endpoint:${endpointId}`, () => client.webhooks.get(endpointId))
   const [saves, setSaves] = useState(0)
+  const [status, setStatus] = useState("")
   return (
     <>
       <p><Link to={{ view: "webhooks" }}>← All endpoints</Link></p>
@@ -139,11 +146,20 @@ const Endpoint = ({ client, endpointId }: { readonly client: Client; readonly en
             endpoint={endpoint.value}
             onSaved={() => {
               setSaves((n) => n + 1)
+              setStatus("Changes saved.")
               endpoint.reload()
             }}
           />
-          <p role="status" aria-live="polite">{saves > 0 ? "Changes saved." : ""}</p>
-          <Danger client={client} endpointId={endpointId} />
+          <p role="status" aria-live="polite">{status}</p>
+          <Danger
+            client={client}
+            endpointId={endpointId}
+            onRotated={() => {
+              // The new prefix and update time, as the service now has them.
+              setStatus("")
+              endpoint.reload()
+            }}
+          />
           <Deliveries client={client} endpointId={endpointId} />
         </>
       )}

@@ -71,6 +71,18 @@ const Endpoints = ({ client }: { readonly client: Client }) => {
   })
   return (
     <>
+      {created === undefined ? null : (
+        <SecretOnce
+          title={`Endpoint ${created.endpointId} created`}
+          label="Signing secret"
+          value={created.secret}
+          onDone={() => setCreated(undefined)}
+        >
+          <p>
+            <Link to={{ view: "webhook", endpointId: created.endpointId }}>Open the endpoint</Link> to edit it and follow its deliveries.
+          </p>
+        </SecretOnce>
+      )}
       <CreateEndpoint
         client={client}
         onCreated={(endpoint) => {
@@ -78,14 +90,6 @@ const Endpoints = ({ client }: { readonly client: Client }) => {
           setRefresh((n) => n + 1)
         }}
       />
-      {created === undefined ? null : (
-        <SecretOnce
-          title={`Endpoint ${created.endpointId} created`}
-          label="Signing secret"
-          value={created.secret}
-          onDone={() => setCreated(undefined)}
-        />
-      )}
       <section aria-labelledby="endpoints-title">
         <div class="section-head">
           <h2 id="endpoints-title">Endpoints</h2>
