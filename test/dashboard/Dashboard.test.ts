@@ -418,6 +418,20 @@ describe("the dashboard in Chromium", () => {
     await page.getByRole("button", { name: "Create subscription" }).click()
     await page.getByText(/^Subscription trgsub_\S+ created \(polling every 60 s\)\.$/).waitFor()
     expect(await page.getByLabel("Ingest URL", { exact: true }).count()).toBe(0)
+
+    // A file over the cap is refused by its request body's size (413): said in file terms. The
+    // answer is the service's own, served here without sending 25 MiB.
+    await page.route("**/v1/files", (route) =>
+      route.request().method() === "POST"
+        ? route.fulfill({
+          status: 413,
+          contentType: "application/json",
+          body: JSON.stringify({ error: { code: "invalid_input", message: "The request body exceeds 34968920 bytes.", retryable: false }, requestId: "req_test" })
+        })
+        : route.continue())
+    await goTo(page, "Files", "Staged files")
+    await page.getByLabel("File to upload").setInputFiles({ name: "big.bin", mimeType: "application/octet-stream", buffer: Buffer.alloc(2048) })
+    await page.getByText(/big\.bin \(2\.0 KB\) is larger than this service takes \(25 MiB unless/).waitFor()
     await page.close()
   }, 60_000)
 })
