@@ -90,9 +90,6 @@ const claimText = (tool: string, input: unknown, attachments: ReadonlyArray<stri
   return attachments.length === 0 ? base : `${base}\u0000${[...new Set(attachments)].toSorted().join(",")}`
 }
 
-/** The plain SHA-256 older claims carry (Idempotency.ts); new claims carry a MAC. */
-export const inputHash = (tool: string, input: unknown, attachments?: ReadonlyArray<string>) => sha256(claimText(tool, input, attachments))
-
 const keyStream = (projectId: string, userId: string, key: string) =>
   `idempotency-${sha256(`${projectId}\u0000${userId}\u0000${key}`)}`
 
@@ -191,6 +188,7 @@ export const make = Effect.gen(function*() {
         const compared = {
           mac: secrets.mac("idempotency-input/v1", text),
           previousMac: () => secrets.previousMac("idempotency-input/v1", text),
+          // The plain SHA-256 older claims carry (Idempotency.ts); new claims carry a MAC.
           hash: () => sha256(text)
         }
         // A key this process has not seen claimed is taken as new on the first attempt, unread:
