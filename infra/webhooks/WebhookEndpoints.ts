@@ -179,11 +179,12 @@ export const make = Effect.gen(function*() {
     }),
     get,
     find,
+    // Newest first, as every list (ids begin with their creation time).
     list: (projectId, limit, after) =>
       Effect.map(
         views.list(ENDPOINTS_TABLE, {
           where: [{ column: "project_id", op: "=", value: projectId }],
-          orderBy: [{ column: "endpoint_id", direction: "asc" }],
+          orderBy: [{ column: "endpoint_id", direction: "desc" }],
           after: after === undefined ? undefined : [after],
           limit
         }),

@@ -130,6 +130,8 @@ const suite = (name: string, env: () => Promise<Record<string, string>>, cleanup
       } while (cursor !== undefined)
       expect(seen).toContain(id)
       expect(new Set(seen).size).toBe(seen.length)
+      // Newest first, as every other list (decisions.md: "Lists are newest first").
+      expect(seen).toEqual(seen.toSorted().toReversed())
       await expectError(await service.fetch("/v1/webhooks?cursor=abc.def"), 422, "invalid_input")
       await expectError(await service.fetch("/v1/webhooks?limit=0"), 422, "invalid_input")
       await expectError(await service.fetch("/v1/webhooks?limit=101"), 422, "invalid_input")
