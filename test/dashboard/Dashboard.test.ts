@@ -58,7 +58,9 @@ const expectAccessible = async (page: Page, view: string) => {
 
 /** The view is ready, scanned, and saved as a picture. */
 const check = async (page: Page, view: string) => {
-  await page.waitForFunction(`document.querySelector("[aria-busy=true], .loading") === null`, undefined, { timeout: 10_000 })
+  // Polled through evaluate: waitForFunction's polling evaluates its text in the page, which the
+  // dashboard's CSP (no unsafe-eval) refuses once a first try has failed.
+  await expect.poll(() => page.evaluate(`document.querySelector("[aria-busy=true], .loading") === null`), { timeout: 10_000 }).toBe(true)
   await expectAccessible(page, view)
   await screenshot(page, view)
 }
@@ -145,7 +147,7 @@ describe("the dashboard in Chromium", () => {
     const secret = await secretField.inputValue()
     expect(secret).toMatch(/^whsec_/)
     // Shown once, so it must be seen: the panel's heading takes the focus, inside the window.
-    await page.waitForFunction(`document.activeElement?.tagName === "H3"`, undefined, { timeout: 5_000 })
+    await expect.poll(() => page.evaluate(`document.activeElement?.tagName`), { timeout: 5_000 }).toBe("H3")
     expect(await page.evaluate(`document.activeElement?.textContent`)).toMatch(/^Endpoint whe_\S+ created$/)
     const where = await page.evaluate<{ top: number; bottom: number; height: number }>(`(() => { const r = document.activeElement.getBoundingClientRect(); return { top: r.top, bottom: r.bottom, height: innerHeight } })()`)
     expect(where.top, JSON.stringify(where)).toBeGreaterThanOrEqual(-1)
