@@ -180,6 +180,23 @@ export interface TasksShape {
   readonly find: (session: McpSession, taskId: string) => Effect.Effect<McpTaskCreated | undefined>
 }
 
+/** A task of `session` made now, under `taskId`, kept for `ttl` (clamped). */
+const bindingOf = (
+  session: McpSession,
+  taskId: string,
+  ttl: number | undefined,
+  extra: Pick<McpTaskCreated, "progressToken" | "refusal">
+): Effect.Effect<McpTaskCreated> =>
+  Effect.map(Clock.currentTimeMillis, (now) => ({
+    type: "McpTaskCreated",
+    sessionId: session.sessionId,
+    executionId: taskId,
+    projectId: session.projectId,
+    ttlMs: clampTtl(ttl),
+    createdMs: now,
+    ...extra
+  }))
+
 export const makeTasks = Effect.fnUntraced(function*(store: EventStore["Service"], executions: Executions["Service"], feed: LogFeedShape) {
   const watchers = yield* FiberSet.make()
 
@@ -213,15 +230,7 @@ export const makeTasks = Effect.fnUntraced(function*(store: EventStore["Service"
     })
 
   const open: TasksShape["open"] = Effect.fnUntraced(function*(session, record, ttl, progressToken) {
-    const binding: McpTaskCreated = {
-      type: "McpTaskCreated",
-      sessionId: session.sessionId,
-      executionId: record.executionId,
-      projectId: session.projectId,
-      ttlMs: clampTtl(ttl),
-      createdMs: yield* Clock.currentTimeMillis,
-      ...(progressToken !== undefined ? { progressToken } : {})
-    }
+    const binding = yield* bindingOf(session, record.executionId, ttl, progressToken !== undefined ? { progressToken } : {})
     // Queued (and, for a replayed execution, everything up to now) goes with the creation.
     const first = notified(binding, [
       ...(progressToken !== undefined && !isTerminal(record) ? [progressNotification(progressToken, { ...record, status: "pending" }, { taskId: record.executionId })] : []),
@@ -242,15 +251,7 @@ export const makeTasks = Effect.fnUntraced(function*(store: EventStore["Service"
   })
 
   const refuse: TasksShape["refuse"] = Effect.fnUntraced(function*(session, refusal, ttl) {
-    const binding: McpTaskCreated = {
-      type: "McpTaskCreated",
-      sessionId: session.sessionId,
-      executionId: newId("tsk"),
-      projectId: session.projectId,
-      ttlMs: clampTtl(ttl),
-      createdMs: yield* Clock.currentTimeMillis,
-      refusal
-    }
+    const binding = yield* bindingOf(session, newId("tsk"), ttl, { refusal })
     const task = refusedTaskOf(binding, refusal)
     yield* Effect.orDie(append(binding, 0, [binding, ...notified(binding, [statusOf(task)])]))
     return task
