@@ -28,7 +28,8 @@ import type { LogFeedShape } from "./LogFeed.ts"
 import { isSessionId, type McpSession, type McpSessions, newSessionId, SESSION_TTL_MS } from "./McpSessions.ts"
 import { isLoopbackHost, type McpSettingsShape, originOf } from "./McpSettings.ts"
 import * as Rules from "./MessageRules.ts"
-import { keepsTasks, makeExchange, messagesOf, withoutTasks } from "./RpcExchange.ts"
+import { cancelledIds, keepsTasks, makeExchange, messagesOf, withoutTasks } from "./RpcExchange.ts"
+import type { CallCancels } from "./CallCancels.ts"
 import { LATEST_VERSION } from "./RpcServer.ts"
 import type { makeSessionStreams } from "./SessionStream.ts"
 import type { FastPath } from "./FastPath.ts"
@@ -67,6 +68,7 @@ export interface GatewayParts {
   readonly sessions: McpSessions["Service"]
   readonly feed: LogFeedShape
   readonly exchange: ReturnType<typeof makeExchange>
+  readonly cancels: CallCancels
   readonly streams: ReturnType<typeof makeSessionStreams>
   readonly fast: FastPath
 }
@@ -78,7 +80,7 @@ interface Caller {
 }
 
 export const makeHandle = (parts: GatewayParts) => {
-  const { exchange, fast, feed, keys, limiter, sessions, settings, streams } = parts
+  const { cancels, exchange, fast, feed, keys, limiter, sessions, settings, streams } = parts
 
   const isAllowedOrigin = (origin: string) => settings.allowedOrigins.has(originOf(origin) ?? origin)
 
@@ -183,7 +185,10 @@ export const makeHandle = (parts: GatewayParts) => {
     if (Answers.isAnswer(session)) return session
     const batch = Rules.isBatch(body) ? Rules.batchRefused(session.protocolVersion) : undefined
     if (batch !== undefined) return Answers.withHeaders(refusal(batch), { "mcp-session-id": session.sessionId })
+    // A cancelled plain tools/call ends, unanswered, and then its execution is cancelled (CallCancels.ts).
+    const cancelExecutions = cancels.take(session.sessionId, cancelledIds(messagesOf(body)))
     exchange.cancel(session.sessionId, body)
+    yield* cancelExecutions
     const exchanged = keepsTasks(session) ? body : withoutTasks(body)
     const checked = Rules.isBatch(exchanged) ? undefined : Rules.checkRequest(exchanged, session.protocolVersion)
     if (checked?._tag === "Refused") {

@@ -45,7 +45,7 @@ export const messagesOf = (body: unknown): ReadonlyArray<unknown> => (Array.isAr
 const requestIds = (messages: ReadonlyArray<unknown>): ReadonlyArray<RpcId> =>
   messages.flatMap((m) => (isJsonObject(m) && typeof m.method === "string" && (typeof m.id === "string" || typeof m.id === "number") ? [m.id] : []))
 
-const cancelledIds = (messages: ReadonlyArray<unknown>): ReadonlyArray<RpcId> =>
+export const cancelledIds = (messages: ReadonlyArray<unknown>): ReadonlyArray<RpcId> =>
   messages.flatMap((m) => {
     if (!isJsonObject(m) || m.method !== "notifications/cancelled" || !isJsonObject(m.params)) return []
     const id = m.params.requestId

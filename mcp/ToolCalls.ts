@@ -23,6 +23,7 @@ import { normalized, toNormalized, type NormalizedError } from "../domain/Errors
 import type { ExecutionRecord } from "../domain/executions/ExecutionRecord.ts"
 import type { RateLimiterShape } from "../infra/access/RateLimiter.ts"
 import type { ExecuteCommand, Executions } from "../infra/executions/Executions.ts"
+import type { CallCancels } from "./CallCancels.ts"
 import { callUser } from "./Identity.ts"
 import type { LogFeedShape } from "./LogFeed.ts"
 import type { McpSession } from "./McpSessions.ts"
@@ -113,8 +114,9 @@ export const makeToolCalls = (deps: {
   readonly limiter: RateLimiterShape
   readonly tasks: TasksShape
   readonly feed: LogFeedShape
+  readonly cancels: CallCancels
 }) => {
-  const { executions, feed, limiter, tasks } = deps
+  const { cancels, executions, feed, limiter, tasks } = deps
 
   /** The execute bucket and the daily quota, after the standard token the request took. */
   const takeExecuteTokens = Effect.fnUntraced(function*(projectId: string) {
@@ -154,7 +156,9 @@ export const makeToolCalls = (deps: {
       mode: request.task !== undefined || tool.asyncByNature ? "async" : "sync",
       connectionId: meta[CONNECTION_META],
       attachments: meta[ATTACHMENTS_META],
-      idempotencyKey: meta[IDEMPOTENCY_META] ?? `mcp:${request.session.sessionId}:${String(request.requestId)}`
+      idempotencyKey: meta[IDEMPOTENCY_META] ?? `mcp:${request.session.sessionId}:${String(request.requestId)}`,
+      // Answered as created: the call waits below, where a cancel of the request reaches it.
+      syncWaitMs: 0
     }
     const { record } = yield* Effect.mapError(executions.execute(command), toNormalized)
     const token = meta.progressToken
@@ -163,6 +167,7 @@ export const makeToolCalls = (deps: {
       yield* reportStages(token, request, record)
       return { result: recordResult(record) }
     }
+    yield* cancels.register(request.session.sessionId, request.requestId, Effect.ignore(executions.cancel(request.session.projectId, undefined, record.executionId)))
     return { result: recordResult(yield* waitFor(tool, request, token, record)) }
   })
 

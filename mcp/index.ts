@@ -15,6 +15,7 @@ import { EventStore } from "../infra/eventlog/EventStore.ts"
 import type { Migration } from "../infra/eventlog/PgMigrations.ts"
 import type { Projection } from "../infra/eventlog/Projection.ts"
 import { Executions as ExecutionsService } from "../infra/executions/Executions.ts"
+import { makeCallCancels } from "./CallCancels.ts"
 import { makeLogFeed } from "./LogFeed.ts"
 import { makeHandle, McpGateway } from "./McpGateway.ts"
 import { McpSessions } from "./McpSessions.ts"
@@ -47,7 +48,8 @@ export const layer = Layer.effect(
     const context = yield* Effect.context<never>()
     const feed = yield* makeLogFeed
     const tasks = yield* makeTasks(store, executions, feed)
-    const toolCalls = makeToolCalls({ settings, executions, limiter, tasks, feed })
+    const cancels = makeCallCancels()
+    const toolCalls = makeToolCalls({ settings, executions, limiter, tasks, feed, cancels })
     const taskRequests = makeTaskRequests(executions, tasks)
     const servers = makeRpcServers({ settings, connections, taskRequests, toolCalls, context })
     const exchange = makeExchange(servers, feed)
@@ -58,7 +60,7 @@ export const layer = Layer.effect(
       streams.endAll()
       exchange.closeAll()
     }))
-    return McpGateway.of({ handle: makeHandle({ settings, keys, limiter, sessions, feed, exchange, streams, fast }) })
+    return McpGateway.of({ handle: makeHandle({ settings, keys, limiter, sessions, feed, exchange, streams, fast, cancels }) })
   })
 ).pipe(
   Layer.provide(PgMcpSessions.layer),

@@ -33,6 +33,12 @@ export interface ExecuteCommand {
   readonly connectionId: string | undefined
   readonly attachments: ReadonlyArray<string> | undefined
   readonly idempotencyKey: string | undefined
+  /**
+   * How long a sync execute waits for its terminal record, in place of
+   * SERVICE_EXECUTE_SYNC_WAIT_MS; 0 answers the record as created (the MCP gateway waits itself,
+   * so that the wait can be cancelled: mcp/CallCancels.ts).
+   */
+  readonly syncWaitMs?: number
 }
 
 export interface ExecuteResult {
@@ -140,7 +146,7 @@ export const make = Effect.gen(function*() {
   const claimedKeys = new BoundedCache<string, true>({ maxWeight: 20_000, ttlMs: 10 * 60_000 })
 
   const answer = Effect.fnUntraced(function*(record: ExecutionRecord, waitMs: number | undefined) {
-    if (waitMs === undefined || isTerminal(record)) return { record, terminal: isTerminal(record) }
+    if (waitMs === undefined || waitMs === 0 || isTerminal(record)) return { record, terminal: isTerminal(record) }
     const latest = (yield* orDie(actor.awaitTerminal(record.executionId, waitMs))) ?? record
     return { record: latest, terminal: isTerminal(latest) }
   })
@@ -174,7 +180,7 @@ export const make = Effect.gen(function*() {
     const { tool, input, decoded, attachments, connection } = yield* validate(command)
     const requestedSync = (command.mode ?? "sync") === "sync"
     const mode: ExecutionMode = tool.asyncByNature ? "async" : (command.mode ?? "sync")
-    const waitMs = requestedSync ? syncWaitMs : undefined
+    const waitMs = requestedSync ? (command.syncWaitMs ?? syncWaitMs) : undefined
     const claimStream = command.idempotencyKey === undefined
       ? undefined
       : keyStream(command.projectId, command.userId, command.idempotencyKey)

@@ -4,6 +4,7 @@
  * results and errors, user precedence, call metadata and idempotency, async-by-nature tools.
  */
 import { McpError, type Tool } from "@modelcontextprotocol/sdk/types.js"
+import { createServer, type Server } from "node:http"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { PINNED_KEY } from "../support/Service.ts"
 import { connect } from "./support/Clients.ts"
@@ -218,7 +219,24 @@ describe("tools in catalog mode", () => {
       // without a response, as MCP asks of a cancelled request.
       if (accept === "application/json") expect(message).toMatchObject({ id: 77, error: { code: -32000 } })
       else expect(message).not.toHaveProperty("result")
+      // The execution the call started is cancelled too (MCP, "Cancellation": the receiver SHOULD
+      // stop processing the request), found by the call's default idempotency key.
+      const page = await (await gw.service.fetch("/v1/executions?tool=demo.sleep&userId=user_1&limit=1")).json() as {
+        executions: Array<{ status: string; cancellation?: { dispatchMayHaveBegun: boolean } }>
+      }
+      expect(page.executions[0]).toMatchObject({ status: "cancelled", cancellation: { dispatchMayHaveBegun: true } })
     }
+  })
+
+  it("leaves a call's execution alone when the notifications/cancelled names another request or comes from another session", async () => {
+    const session = await openSession(gw.url, { headers: USER, capabilities: {} })
+    const other = await openSession(gw.url, { headers: USER, capabilities: {} })
+    const waiting = post(gw.url, { jsonrpc: "2.0", id: 78, method: "tools/call", params: { name: "demo.sleep", arguments: { ms: 1_500 } } }, { session, headers: USER })
+    await new Promise((resolve) => setTimeout(resolve, 500))
+    await post(gw.url, { jsonrpc: "2.0", method: "notifications/cancelled", params: { requestId: 79 } }, { session, headers: USER })
+    await post(gw.url, { jsonrpc: "2.0", method: "notifications/cancelled", params: { requestId: 78 } }, { session: other, headers: USER })
+    const message = await messageOf(await waiting) as { result?: { structuredContent?: unknown } }
+    expect(message.result?.structuredContent).toEqual({ sleptMs: 1_500 })
   })
 
   it("takes a named connection from _meta and refuses a bad one as isError", async () => {
@@ -298,5 +316,41 @@ describe("the execute rate limit over MCP", () => {
     // The search takes no execute token.
     expect(((await client.callTool({ name: "service.search_tools", arguments: { query: "echo" } })) as Result).isError).toBeUndefined()
     await close()
+  })
+})
+
+describe("notifications/cancelled of a sync tool's call", () => {
+  let gw: GatewayUnderTest
+  let hanging: Server
+  let hangingUrl: string
+  beforeAll(async () => {
+    // A receiver that never answers: the http.request call stays dispatched until cancelled.
+    hanging = createServer(() => undefined)
+    await new Promise<void>((resolve) => hanging.listen(0, "127.0.0.1", resolve))
+    hangingUrl = `http://127.0.0.1:${(hanging.address() as { port: number }).port}/slow`
+    gw = await startGateway({ SERVICE_WEBHOOK_ALLOW_PRIVATE_NETWORKS: "true" })
+  })
+  afterAll(async () => {
+    await gw.close()
+    hanging.closeAllConnections()
+    hanging.close()
+  })
+
+  it("cancels the sync execution a plain call is waiting for, which keeps its mode", async () => {
+    const session = await openSession(gw.url, { headers: USER, capabilities: {} })
+    const waiting = post(gw.url, {
+      jsonrpc: "2.0",
+      id: 5,
+      method: "tools/call",
+      params: { name: "http.request", arguments: { method: "GET", url: hangingUrl } }
+    }, { session, headers: USER, accept: "application/json" })
+    await new Promise((resolve) => setTimeout(resolve, 500))
+    await post(gw.url, { jsonrpc: "2.0", method: "notifications/cancelled", params: { requestId: 5 } }, { session, headers: USER })
+    expect(await messageOf(await waiting)).toMatchObject({ id: 5, error: { code: -32000 } })
+    const page = await (await gw.service.fetch("/v1/executions?tool=http.request&userId=user_1")).json() as {
+      executions: Array<{ status: string; mode: string; cancellation?: { dispatchMayHaveBegun: boolean } }>
+    }
+    expect(page.executions).toHaveLength(1)
+    expect(page.executions[0]).toMatchObject({ status: "cancelled", mode: "sync", cancellation: { dispatchMayHaveBegun: true } })
   })
 })
