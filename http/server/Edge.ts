@@ -41,6 +41,12 @@ export interface Route {
    * passed on unread, whatever its body, for the API's 403.
    */
   readonly unpinnedOnly?: boolean
+  /**
+   * A route whose credential is in its path and checked by its own handler (ingest): every bad
+   * credential must get the same 404 whatever the body, so the edge leaves the body's content
+   * (what the event log cannot keep) for the handler to judge after the credential.
+   */
+  readonly ownCredential?: boolean
 }
 
 export interface EdgeOptions {
@@ -90,6 +96,8 @@ interface CompiledRoute {
   readonly bodiless: Set<string>
   /** Its methods that refuse user-pinned keys. */
   readonly unpinnedOnly: Set<string>
+  /** Whether its handler checks its own credential before judging the body (`Route.ownCredential`). */
+  readonly ownCredential: boolean
 }
 
 const compile = (routes: ReadonlyArray<Route>): ReadonlyArray<CompiledRoute> => {
@@ -99,7 +107,14 @@ const compile = (routes: ReadonlyArray<Route>): ReadonlyArray<CompiledRoute> => 
       part.startsWith(":") ? "[^/]+" : part === "*" ? ".*" : part.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")
     ).join("/") + "/?$"
     const entry = byPath.get(source) ??
-      { path: route.path, pattern: new RegExp(source), methods: new Set<string>(), bodiless: new Set<string>(), unpinnedOnly: new Set<string>() }
+      {
+        path: route.path,
+        pattern: new RegExp(source),
+        methods: new Set<string>(),
+        bodiless: new Set<string>(),
+        unpinnedOnly: new Set<string>(),
+        ownCredential: route.ownCredential === true
+      }
     entry.methods.add(route.method.toUpperCase())
     if (route.takesBody === false) entry.bodiless.add(route.method.toUpperCase())
     if (route.unpinnedOnly === true) entry.unpinnedOnly.add(route.method.toUpperCase())
@@ -209,8 +224,9 @@ export const makeEdge = (options: EdgeOptions) => {
         if (body === undefined) return refuse(bodyTooLarge(limit))
         if (body === null) return refuse(malformedBody())
         const text = utf8.decode(body)
-        // What the event log cannot keep is refused here, before it reaches any service.
-        const reason = unstorableText(text)
+        // What the event log cannot keep is refused here, before it reaches any service (a route
+        // with its own credential refuses it itself, once the credential holds).
+        const reason = route.ownCredential ? undefined : unstorableText(text)
         if (reason !== undefined) return refuse(unstorableBody(reason))
         if (route.bodiless.has(method)) {
           const unwanted = unwantedBody(text)

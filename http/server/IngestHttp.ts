@@ -13,7 +13,7 @@ import { redactIngestPath, TriggerIngest } from "../../infra/triggers/TriggerIng
 import type { Route } from "./Edge.ts"
 import { EdgeFailure, malformedBody, routeNotFound } from "./Envelope.ts"
 
-export const INGEST_ROUTE: Route = { method: "POST", path: "/v1/ingest/:subscriptionId/:secret" }
+export const INGEST_ROUTE: Route = { method: "POST", path: "/v1/ingest/:subscriptionId/:secret", ownCredential: true }
 const PREFIX = "/v1/ingest/"
 
 export const isIngestPath = (path: string): boolean => path.startsWith(PREFIX)

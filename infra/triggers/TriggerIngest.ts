@@ -11,6 +11,7 @@
  */
 import { Clock, Context, Effect, Layer, Schema } from "effect"
 import { timingSafeEqual } from "node:crypto"
+import { unstorableMessage, unstorableText } from "../../domain/Storable.ts"
 import { normalizePushed, parsePushBody, verifySlackSignature } from "../../domain/triggers/PushBody.ts"
 import { INGEST_SECRET_PATTERN, type Subscription } from "../../domain/triggers/Subscription.ts"
 import { Secrets } from "../access/Secrets.ts"
@@ -100,6 +101,10 @@ export const make = Effect.gen(function*() {
   const ingest = Effect.fnUntraced(function*(request: IngestRequest) {
     const subscription = yield* authenticate(request)
     if (subscription === undefined) return refused
+    // What the event log cannot keep, judged here rather than at the edge, so that a bad
+    // credential is the same 404 whatever the body holds.
+    const unfit = unstorableText(request.rawBody)
+    if (unfit !== undefined) return invalid(`The request body ${unstorableMessage[unfit]}.`)
     const body = parsePushBody(request.rawBody)
     if (body === undefined) {
       return invalid("The body must be a provider callback: {type: \"url_verification\", challenge} or {type: \"event_callback\", event_id, event_time, event}.")

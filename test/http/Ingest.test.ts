@@ -23,6 +23,13 @@ const LIMITS = { SERVICE_RATE_LIMIT_REQUEST_BURST: "10000", SERVICE_RATE_LIMIT_R
 const URL_OK = "https://93.184.215.14/hooks"
 const FAKE_SECRET = `trgsec_${"A".repeat(43)}`
 
+/** Bodies that are JSON but that the event log cannot keep (domain/Storable.ts). */
+const unstorableBodies: ReadonlyArray<[string, string]> = [
+  ["a NUL", '{"type":"url_verification","challenge":"a\\u0000b"}'],
+  ["a lone surrogate", '{"type":"url_verification","challenge":"\\ud800"}'],
+  ["nesting 70 levels deep", `${'{"a":'.repeat(70)}1${"}".repeat(70)}`]
+]
+
 /** A 404 as a comparable value: status, every header but the per-request ones, the body without its request id. */
 const shapeOf = async (response: Response) => {
   const headers = [...response.headers].filter(([name]) => name !== "request-id" && name !== "date")
@@ -83,9 +90,23 @@ const suite = (name: string, env: () => Promise<Record<string, string>>, cleanup
         ["stale Slack timestamp", postIngest(service, ingestPath(signed), message, {
           headers: { "x-slack-request-timestamp": stale, "x-slack-signature": "v0=" + "0".repeat(64) }
         })],
-        ["no body", service.fetch(`/v1/ingest/${demoId}/${FAKE_SECRET}`, { method: "POST", key: null })]
+        ["no body", service.fetch(`/v1/ingest/${demoId}/${FAKE_SECRET}`, { method: "POST", key: null })],
+        // What the event log cannot keep is judged only once the credential holds.
+        ...unstorableBodies.map(([what, body]): [string, Promise<Response>] => [`wrong secret, ${what}`, postIngest(service, `/v1/ingest/${demoId}/${FAKE_SECRET}`, body)]),
+        ["unsigned Slack callback holding a NUL", postIngest(service, ingestPath(signed), '{"type":"url_verification","challenge":"a\\u0000b"}')],
+        ["wrong secret, not UTF-8", service.fetch(`/v1/ingest/${demoId}/${FAKE_SECRET}`, {
+          method: "POST", key: null, body: new Uint8Array([0x7b, 0xff, 0xfe, 0x7d]), headers: { "content-type": "application/json" }
+        })]
       ]
       for (const [what, response] of cases) expect(await shapeOf(await response), what).toEqual(reference)
+    })
+
+    it("refuses a body the log cannot keep with 422 once the credential holds", async () => {
+      for (const [what, body] of unstorableBodies) {
+        const refused = await postIngest(service, ingestPath(demo), body)
+        expect(refused.status, what).toBe(422)
+        expect(((await refused.json()) as { error: { code: string } }).error.code).toBe("invalid_input")
+      }
     })
 
     it("needs no API key, and a bad one changes nothing", async () => {
