@@ -13,6 +13,8 @@ import { HttpServerResponse as Response } from "effect/http"
 import { newRequestId } from "../../infra/Ids.ts"
 import { CurrentRequest, type RequestMeta } from "../api/Caller.ts"
 import { endOfTurn } from "./EndOfTurn.ts"
+import { rateHeaders, rateLimitedError } from "./Throttle.ts"
+import type { Decision } from "../../infra/access/RateLimiter.ts"
 import { readLimited, utf8, withBody } from "./RequestBody.ts"
 import { type InFlight, logged } from "./RequestLog.ts"
 import type { Verdict } from "./Gate.ts"
@@ -47,6 +49,8 @@ export interface Route {
    * (what the event log cannot keep) for the handler to judge after the credential.
    */
   readonly ownCredential?: boolean
+  /** Takes its token from the execute bucket (`POST /v1/execute`), not the standard one. */
+  readonly executeBucket?: boolean
 }
 
 export interface EdgeOptions {
@@ -85,6 +89,12 @@ export interface EdgeOptions {
   readonly endOfTurn?: boolean
   /** Counts the requests being answered (Drain.ts waits for them when the process stops). */
   readonly inFlight?: InFlight
+  /**
+   * The project's rate limit (Throttle.ts), taken by a request the edge refuses after its key
+   * was verified: such a refusal counts like any authenticated request, carries the `RateLimit-*`
+   * headers, and is 429 instead when no token is left.
+   */
+  readonly throttle?: (projectId: string, execute: boolean) => Effect.Effect<Decision>
 }
 
 interface CompiledRoute {
@@ -98,6 +108,8 @@ interface CompiledRoute {
   readonly unpinnedOnly: Set<string>
   /** Whether its handler checks its own credential before judging the body (`Route.ownCredential`). */
   readonly ownCredential: boolean
+  /** Its methods that take from the execute bucket. */
+  readonly executeBucket: Set<string>
 }
 
 const compile = (routes: ReadonlyArray<Route>): ReadonlyArray<CompiledRoute> => {
@@ -113,11 +125,13 @@ const compile = (routes: ReadonlyArray<Route>): ReadonlyArray<CompiledRoute> => 
         methods: new Set<string>(),
         bodiless: new Set<string>(),
         unpinnedOnly: new Set<string>(),
-        ownCredential: route.ownCredential === true
+        ownCredential: route.ownCredential === true,
+        executeBucket: new Set<string>()
       }
     entry.methods.add(route.method.toUpperCase())
     if (route.takesBody === false) entry.bodiless.add(route.method.toUpperCase())
     if (route.unpinnedOnly === true) entry.unpinnedOnly.add(route.method.toUpperCase())
+    if (route.executeBucket === true) entry.executeBucket.add(route.method.toUpperCase())
     byPath.set(source, entry)
   }
   return [...byPath.values()]
@@ -210,27 +224,39 @@ export const makeEdge = (options: EdgeOptions) => {
         if (verdict._tag === "Refused") return refuseUnread(verdict.failure)
         meta.verifiedKey = verdict.principal
       }
+      /** A refusal after the key: it takes the request's token, or is 429 when none is left. */
+      const counted = (failure: EdgeFailure) => {
+        const principal = meta.verifiedKey
+        if (principal === undefined || options.throttle === undefined) return Effect.succeed(failure)
+        const execute = route.executeBucket.has(method)
+        return Effect.map(options.throttle(principal.projectId, execute), (decision) => {
+          meta.answerHeaders = { ...meta.answerHeaders, ...rateHeaders(decision) }
+          return decision.allowed
+            ? failure
+            : new EdgeFailure(429, rateLimitedError(decision, execute), { "retry-after": String(decision.retryAfter ?? 1) })
+        })
+      }
       // A pinned key on a project-wide route is 403 whatever it sent: the API answers it (after
       // the key's rate-limit token) without a byte of the body, and the connection then closes.
       const outOfScope = meta.verifiedKey?.userId !== undefined && route.unpinnedOnly.has(method)
       if (outOfScope && hasBody) meta.answerHeaders = { connection: "close" }
       if (hasBody && !outOfScope) {
-        if (!isJson(request.headers["content-type"])) return refuseUnread(unsupportedMediaType())
-        if (contentLength !== undefined && Number(contentLength) > limit) return refuseUnread(bodyTooLarge(limit))
+        if (!isJson(request.headers["content-type"])) return refuseUnread(yield* counted(unsupportedMediaType()))
+        if (contentLength !== undefined && Number(contentLength) > limit) return refuseUnread(yield* counted(bodyTooLarge(limit)))
       }
       let effective = request
       if (hasBody && !outOfScope) {
         const body = yield* readLimited(request, limit)
-        if (body === undefined) return refuse(bodyTooLarge(limit))
-        if (body === null) return refuse(malformedBody())
+        if (body === undefined) return refuse(yield* counted(bodyTooLarge(limit)))
+        if (body === null) return refuse(yield* counted(malformedBody()))
         const text = utf8.decode(body)
         // What the event log cannot keep is refused here, before it reaches any service (a route
         // with its own credential refuses it itself, once the credential holds).
         const reason = route.ownCredential ? undefined : unstorableText(text)
-        if (reason !== undefined) return refuse(unstorableBody(reason))
+        if (reason !== undefined) return refuse(yield* counted(unstorableBody(reason)))
         if (route.bodiless.has(method)) {
           const unwanted = unwantedBody(text)
-          if (unwanted !== undefined) return refuse(unwanted)
+          if (unwanted !== undefined) return refuse(yield* counted(unwanted))
         }
         effective = withBody(request, body, text)
       } else if (request.headers["content-type"] !== undefined) {

@@ -3,13 +3,14 @@
  * ApiKeys, and the per-project rate limit with its `RateLimit-*` headers (then the key's scope on
  * project-wide routes).
  */
-import { Cause, Clock, Context, Effect, Layer, Redacted } from "effect"
+import { Cause, Context, Effect, Layer, Redacted } from "effect"
 import { HttpServerRequest, type HttpServerResponse } from "effect/http"
 import { AuthExpired, AuthMissing, InsufficientScope, RateLimited } from "../../domain/Errors.ts"
 import { ApiKeys } from "../../infra/access/ApiKeys.ts"
 import { type Decision, RateLimiter } from "../../infra/access/RateLimiter.ts"
 import { Caller, CurrentRequest } from "../api/Caller.ts"
 import { causeResponse } from "./Envelope.ts"
+import { exhaustedMessage, rateHeaders, takeTokens } from "./Throttle.ts"
 import { Authentication, ErrorEnvelope, isUnpinnedOnly, RateLimit, UsesExecuteBucket } from "../api/Middleware.ts"
 import { checkPinned, checkUserId, USER_HEADER } from "./Users.ts"
 
@@ -49,12 +50,6 @@ export const AuthenticationLive = Layer.effect(
   })
 )
 
-const rateHeaders = (decision: Decision): Record<string, string> => ({
-  "ratelimit-limit": String(decision.limit),
-  "ratelimit-remaining": String(decision.remaining),
-  "ratelimit-reset": String(decision.resetAt)
-})
-
 export const RateLimitLive = Layer.effect(
   RateLimit,
   Effect.gen(function*() {
@@ -63,7 +58,7 @@ export const RateLimitLive = Layer.effect(
     return RateLimit.of((httpEffect, { endpoint, group }) => {
       const execute = Context.get(endpoint.annotations, UsesExecuteBucket)
       const unpinnedOnly = isUnpinnedOnly(group, endpoint)
-      const message = execute ? "The project's execute rate limit is exhausted." : "The project's rate limit is exhausted."
+      const message = exhaustedMessage(execute)
       const refusedScope = new InsufficientScope({ message: "This route needs an unpinned project key." })
       /**
        * Every answer carries the decision's headers (the edge writes them), a refusal and the
@@ -76,18 +71,8 @@ export const RateLimitLive = Layer.effect(
           if (!decision.allowed) return Effect.fail(new RateLimited({ message, retryAfter: decision.retryAfter ?? 1 }))
           return unpinnedOnly && pinned ? Effect.fail(refusedScope) : httpEffect
         })
-      /** Past the bucket, an execute request also counts against the daily quota, when there is one. */
-      const withDaily = (projectId: string, decision: Decision, pinned: boolean) =>
-        Effect.flatMap(Effect.zip(Effect.orDie(limiter.takeDaily(projectId)), Clock.currentTimeMillis), ([daily, now]) =>
-          admit(
-            daily === undefined || daily.allowed ? decision : { ...daily, retryAfter: Math.max(1, daily.resetAt - Math.floor(now / 1000)) },
-            pinned
-          ))
-      return Effect.flatMap(Caller, (caller) => {
-        const pinned = caller.pinnedUserId !== undefined
-        return Effect.flatMap(Effect.orDie(limiter.take(caller.projectId, execute ? "execute" : "standard")), (decision) =>
-          execute && decision.allowed ? withDaily(caller.projectId, decision, pinned) : admit(decision, pinned))
-      })
+      return Effect.flatMap(Caller, (caller) =>
+        Effect.flatMap(takeTokens(limiter, caller.projectId, execute), (decision) => admit(decision, caller.pinnedUserId !== undefined)))
     })
   })
 )

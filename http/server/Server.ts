@@ -22,7 +22,8 @@ import { ConnectionsHttp } from "./ConnectionsHttp.ts"
 import { isDashboardPath, serveDashboard } from "./Dashboard.ts"
 import { DOCS_PATH, DocsRoutes, OPENAPI_PATH } from "./Docs.ts"
 import { answerClientError, makeEdge, type Route } from "./Edge.ts"
-import { isUnpinnedOnly } from "../api/Middleware.ts"
+import { isUnpinnedOnly, UsesExecuteBucket } from "../api/Middleware.ts"
+import { takeTokens } from "./Throttle.ts"
 import { makeGate } from "./Gate.ts"
 import { makeMcpMount, MCP_PATH } from "./McpMount.ts"
 import { McpGateway } from "../../mcp/index.ts"
@@ -53,7 +54,8 @@ const apiRoutes = (): ReadonlyArray<Route> =>
       path: endpoint.path,
       // GET and HEAD never judge a body; the other methods take one only with a payload schema.
       takesBody: endpoint.method === "GET" || endpoint.method === "HEAD" || endpoint.payload.size > 0,
-      unpinnedOnly: isUnpinnedOnly(group, endpoint)
+      unpinnedOnly: isUnpinnedOnly(group, endpoint),
+      executeBucket: Context.get(endpoint.annotations, UsesExecuteBucket)
     }))
   )
 
@@ -128,11 +130,13 @@ const PUBLIC_PATHS = new Set([OPENAPI_PATH, DOCS_PATH, "/health"])
 export const makeHttpApp = (inFlight?: InFlight) => Effect.gen(function*() {
   const app = yield* buildRoutes
   const fileCeiling = uploadCeiling((yield* fileSettings).maxBytes)
+  const limiter = yield* RateLimiter
   const edge = makeEdge({
     routes,
     // The route table takes a trailing slash (`/health/`): so does this check.
     authenticate: (path) => !PUBLIC_PATHS.has(path.length > 1 && path.endsWith("/") ? path.slice(0, -1) : path) && !isIngestPath(path),
     gate: makeGate(yield* ApiKeys),
+    throttle: (projectId, execute) => takeTokens(limiter, projectId, execute),
     mounts: new Map([[MCP_PATH, makeMcpMount(yield* McpGateway)], ...makeHealthMounts(yield* Readiness, yield* Gauges)]),
     bodyLimit: (method, path) => (method === "POST" && path === "/v1/files" ? fileCeiling : DEFAULT_BODY_LIMIT),
     // The dashboard's static files: public, outside the API's routes and body rules.

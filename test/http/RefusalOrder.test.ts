@@ -89,3 +89,56 @@ describe("the order of refusals", () => {
     expect((await service.fetch(`/v1/webhooks/${endpointId}`)).status).toBe(200)
   })
 })
+
+// decisions.md section 2: every authenticated request takes a token (POST /v1/execute from the
+// execute bucket), refused ones included, and every answer behind the limit carries the headers.
+describe("refusals the edge makes after the key, against the rate limit", () => {
+  let service: InProcessService
+  beforeAll(async () => {
+    service = await startService({
+      SERVICE_RATE_LIMIT_REQUESTS_PER_MINUTE: "1",
+      SERVICE_RATE_LIMIT_REQUEST_BURST: "3",
+      SERVICE_RATE_LIMIT_EXECUTE_PER_MINUTE: "1",
+      SERVICE_RATE_LIMIT_EXECUTE_BURST: "3"
+    })
+  })
+  afterAll(() => service.close())
+
+  const refusals = (path: string) => [
+    ["media type", () => service.fetch(path, { method: "POST", headers: { "content-type": "text/plain" }, body: "hello" }), 415],
+    ["declared size", () => service.fetch(path, { method: "POST", json: { pad: "a".repeat(1_100_000) } }), 413],
+    ["a NUL", () => service.fetch(path, { method: "POST", headers: { "content-type": "application/json" }, body: '{"a":"\\u0000"}' }), 422]
+  ] as const
+
+  it.each(["/v1/execute", "/v1/webhooks"])("%s: each refusal takes a token and says so; with none left it is 429", async (path) => {
+    const bucket = path === "/v1/execute" ? "execute" : "standard"
+    const remaining: Array<string | null> = []
+    for (const [what, send, status] of refusals(path)) {
+      const response = await send()
+      expect(response.status, what).toBe(status)
+      expect(response.headers.get("ratelimit-limit"), what).toBe("3")
+      remaining.push(response.headers.get("ratelimit-remaining"))
+    }
+    expect(remaining, bucket).toEqual(["2", "1", "0"])
+    for (const [what, send] of refusals(path)) {
+      const response = await send()
+      expect(response.status, what).toBe(429)
+      expect(await codeOf(response)).toBe("rate_limited")
+      expect(Number(response.headers.get("retry-after")), what).toBeGreaterThan(0)
+    }
+  })
+
+  it("a body sent to a route that takes none takes a token too", async () => {
+    const fresh = await startService({ SERVICE_RATE_LIMIT_REQUESTS_PER_MINUTE: "1", SERVICE_RATE_LIMIT_REQUEST_BURST: "2" })
+    try {
+      const cancel = () => fresh.fetch("/v1/executions/exe_x/cancel", { method: "POST", json: { a: 1 } })
+      const first = await cancel()
+      expect(first.status).toBe(422)
+      expect(first.headers.get("ratelimit-remaining")).toBe("1")
+      expect((await cancel()).headers.get("ratelimit-remaining")).toBe("0")
+      expect((await cancel()).status).toBe(429)
+    } finally {
+      await fresh.close()
+    }
+  })
+})
