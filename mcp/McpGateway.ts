@@ -178,7 +178,7 @@ export const makeHandle = (parts: GatewayParts) => {
       // A new session starts with an initialize sent without one (MCP, "Session Management"); one
       // sent with a session id opens nothing, known or not (as the SDK's transport answers).
       if (request.headers.get("mcp-session-id") !== null) {
-        return Answers.rpcError(400, -32600, "Invalid Request: initialize opens a new session and is sent without Mcp-Session-Id.")
+        return Answers.rpcError(400, -32600, "Invalid Request: initialize opens a new session and is sent without Mcp-Session-Id.", Rules.idOf(body))
       }
     }
     const session = initializing ? yield* initialize(body, caller, requestId) : yield* sessionOf(request, caller, Rules.idOf(body))

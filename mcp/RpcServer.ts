@@ -22,7 +22,6 @@ import {
   GetTaskRequestSchema,
   InitializeRequestSchema,
   ListToolsRequestSchema,
-  McpError,
   type ServerCapabilities
 } from "@modelcontextprotocol/sdk/types.js"
 import { catalogVersion, findToolkit } from "../domain/catalog/index.ts"
@@ -63,6 +62,13 @@ export interface RpcDeps {
   readonly context: Context.Context<never>
 }
 
+/**
+ * An error the SDK answers as the JSON-RPC error `{code, message}`. Not an `McpError`, whose
+ * message carries an "MCP error <code>: " prefix that the answers the gateway writes itself
+ * (FastPath.ts) do not have: one error reads the same whichever path answered it.
+ */
+const rpcError = (code: number, message: string) => Object.assign(new Error(message), { code })
+
 /** Runs a handler's effect; failures become JSON-RPC errors, defects an internal error. */
 const runWith = (context: Context.Context<never>) => {
   const run = Effect.runPromiseExitWith(context)
@@ -70,11 +76,11 @@ const runWith = (context: Context.Context<never>) => {
     const exit = await run(Effect.scoped(effect), { signal })
     if (Exit.isSuccess(exit)) return exit.value
     for (const reason of exit.cause.reasons) {
-      if (Cause.isFailReason(reason)) throw new McpError(reason.error.code, reason.error.message)
+      if (Cause.isFailReason(reason)) throw rpcError(reason.error.code, reason.error.message)
     }
-    if (Cause.hasInterruptsOnly(exit.cause)) throw new McpError(ErrorCode.ConnectionClosed, "The request was cancelled.")
+    if (Cause.hasInterruptsOnly(exit.cause)) throw rpcError(ErrorCode.ConnectionClosed, "The request was cancelled.")
     await Effect.runPromiseWith(context)(Effect.logError("MCP handler failed", exit.cause))
-    throw new McpError(ErrorCode.InternalError, "Internal error.")
+    throw rpcError(ErrorCode.InternalError, "Internal error.")
   }
 }
 

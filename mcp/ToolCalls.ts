@@ -75,7 +75,8 @@ const decodeExecute = decodeClosed(ExecuteArguments, `Invalid arguments for ${EX
 const CallMeta = Schema.Struct({
   [USER_META]: Schema.optionalKey(Schema.String),
   [CONNECTION_META]: Schema.optionalKey(Schema.String),
-  [IDEMPOTENCY_META]: Schema.optionalKey(Schema.String),
+  // As on POST /v1/execute (http/api/ExecutionsApi.ts).
+  [IDEMPOTENCY_META]: Schema.optionalKey(Schema.String.check(Schema.isBetweenLength(1, 255))),
   [ATTACHMENTS_META]: Schema.optionalKey(Schema.Array(Schema.String)),
   progressToken: Schema.optionalKey(Schema.Union([Schema.String, Schema.Number]))
 })
@@ -84,7 +85,7 @@ type CallMeta = typeof CallMeta.Type
 const decodeMeta = (meta: unknown) =>
   Effect.mapError(
     Schema.decodeUnknownEffect(CallMeta)(meta ?? {}),
-    () => normalized("invalid_input", "The dev.service/* _meta values must be strings (attachments: an array of file ids).")
+    () => normalized("invalid_input", "The dev.service/* _meta values must be strings (the idempotency key of 1 to 255 characters; attachments: an array of file ids).")
   )
 
 const fail = (error: NormalizedError) => Effect.fail(error)

@@ -239,6 +239,31 @@ describe("tools in catalog mode", () => {
     expect(message.result?.structuredContent).toEqual({ sleptMs: 1_500 })
   })
 
+  it("refuses an explicit idempotency key that POST /v1/execute would refuse (1..255 characters) as isError", async () => {
+    const { client, close } = await connect(gw.url, { headers: USER })
+    for (const key of ["", "k".repeat(256)]) {
+      const result = await client.callTool({ name: "demo.echo", arguments: { n: 1 }, _meta: { "dev.service/idempotencyKey": key } }) as Result
+      expect(result.isError, `key of ${key.length}`).toBe(true)
+      expect(errorOf(result)?.code).toBe("invalid_input")
+      expect(executionOf(result)).toBeUndefined()
+    }
+    const longest = await client.callTool({ name: "demo.echo", arguments: { n: 1 }, _meta: { "dev.service/idempotencyKey": "k".repeat(255) } }) as Result
+    expect(longest.isError).toBeUndefined()
+    await close()
+  })
+
+  it("words a JSON-RPC error alike in a JSON and in an SSE answer, without the SDK's prefix", async () => {
+    const session = await openSession(gw.url, { headers: USER })
+    for (const accept of ["application/json", "application/json, text/event-stream"]) {
+      const answer = await messageOf(await post(gw.url, { jsonrpc: "2.0", id: 3, method: "tools/call", params: { name: "nope.x", arguments: {} } }, {
+        session,
+        accept,
+        headers: USER
+      }))
+      expect(answer, accept).toMatchObject({ id: 3, error: { code: -32602, message: "Unknown tool: nope.x" } })
+    }
+  })
+
   it("takes a named connection from _meta and refuses a bad one as isError", async () => {
     const { client, close } = await connect(gw.url, { headers: USER })
     const result = await client.callTool({ name: "demo.echo", arguments: {}, _meta: { "dev.service/connectionId": "conn_00000000000000000000000000000000" } }) as Result

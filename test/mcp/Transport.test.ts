@@ -69,10 +69,11 @@ describe("the /mcp transport", () => {
   it("refuses initialize sent with a session id (400, -32600) and opens no session", async () => {
     const session = await openSession(gw.url)
     for (const id of [session, "mcps_00000000000000000000000000000000"]) {
-      const again = await post(gw.url, initializeMessage(), { session: id })
+      const again = await post(gw.url, initializeMessage(undefined, undefined, 8), { session: id })
       expect(again.status).toBe(400)
       expect(again.headers.get("mcp-session-id")).toBeNull()
-      expect(await again.json()).toMatchObject({ jsonrpc: "2.0", id: null, error: { code: -32600 } })
+      // The request's id is known, so the error carries it (JSON-RPC 2.0: null only when it is not).
+      expect(await again.json()).toMatchObject({ jsonrpc: "2.0", id: 8, error: { code: -32600 } })
     }
     // The first session is untouched.
     expect((await post(gw.url, LIST, { session })).status).toBe(200)
