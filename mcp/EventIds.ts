@@ -11,8 +11,8 @@
  *
  * A GET with `Last-Event-ID` of a GET stream resumes after its position. One of a POST stream
  * (a client resuming a broken POST answer) cannot be replayed, since a POST stream's messages are
- * not kept, and must not be answered with the GET stream's past notifications: it opens the
- * session's stream from now.
+ * not kept, and must not be answered with the GET stream's notifications, past or future: it gets
+ * a stream that carries nothing (SessionStream.ts `park`).
  */
 import { randomBytes } from "node:crypto"
 import { formatPosition, parsePosition, type Position } from "../infra/eventlog/EventStore.ts"
@@ -29,7 +29,7 @@ export const frameIds = (kind: StreamKind) => {
   return (position: Position): string => `${formatPosition(position)}:${tag}.${next++}`
 }
 
-/** Where a `Last-Event-ID` resumes: after its position, or (a POST stream's) from now. */
+/** Where a `Last-Event-ID` resumes: after its position, or (a POST stream's) nowhere: `FromNow`. */
 export type Resumption =
   | { readonly _tag: "After"; readonly position: Position }
   | { readonly _tag: "FromNow" }

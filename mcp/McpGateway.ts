@@ -214,9 +214,12 @@ export const makeHandle = (parts: GatewayParts) => {
     if (Answers.isAnswer(session)) return session
     const lastEventId = request.headers.get("last-event-id")
     const resumed = lastEventId === null ? undefined : parseEventId(lastEventId)
-    if (lastEventId !== null && resumed === undefined) return Answers.rpcError(400, -32000, "Bad Request: Last-Event-ID is not an event id of this session")
-    const from = resumed?._tag === "After" ? resumed.position : feed.position()
-    return new Response(streams.open(session, from), {
+    const unknownId = () => Answers.rpcError(400, -32000, "Bad Request: Last-Event-ID is not an event id of this session")
+    if (lastEventId !== null && resumed === undefined) return unknownId()
+    if (resumed?._tag === "After" && (yield* streams.pastEnd(resumed.position))) return unknownId()
+    const body = resumed?._tag === "FromNow" ? streams.park(session) : streams.open(session, resumed?.position ?? feed.position())
+    if (body === undefined) return Answers.rpcError(409, -32000, "Conflict: this session holds too many resumed streams open")
+    return new Response(body, {
       headers: {
         "content-type": "text/event-stream",
         "cache-control": "no-cache, no-transform",

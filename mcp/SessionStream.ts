@@ -16,6 +16,16 @@
  * A session has one live GET stream: a newer one (on any process) replaces it. Every 15 s the
  * stream sends a keep-alive comment and re-reads the session row, ending when the session was
  * deleted, expired, or claimed by a newer stream.
+ *
+ * A resumption reads the log after its `Last-Event-ID`, but never what was committed before the
+ * session existed (it was never the session's to carry), and an id past the log's end is refused.
+ *
+ * A GET resuming a POST stream (`Last-Event-ID` of a POST answer) gets a stream of its own that
+ * carries nothing but keep-alives (`park`): a POST stream's messages are not kept, and the
+ * session's notifications belong to its GET stream, which the resumption must not take over (MCP
+ * 2025-11-25, "Resumability": no message on two streams, no replay of another stream's). The
+ * official SDK client resumes a POST stream that ended with a JSON-RPC error that way; were the
+ * resumption the session's stream, the two would end each other in turn, for ever.
  */
 import { Clock, Deferred, Duration, Effect, Exit, Queue, Schema, Stream, type Context } from "effect"
 import { randomUUID } from "node:crypto"
@@ -29,6 +39,8 @@ import type { McpSettingsShape } from "./McpSettings.ts"
 import { decodeTaskEvent } from "./TaskEvents.ts"
 
 const KEEPALIVE = Duration.seconds(15)
+/** Parked resumptions of POST streams one session may hold open in a process. */
+const MAX_PARKED = 16
 const HISTORY_BATCH = 500
 
 const ConnectionFact = Schema.Struct({
@@ -57,6 +69,8 @@ export const makeSessionStreams = (deps: SessionStreamDeps) => {
   const { connections, feed, sessions, settings, store } = deps
   /** The live stream of each session in this process: ending it is one call. */
   const live = new Map<string, { readonly token: string; readonly end: () => void }>()
+  /** The parked resumptions of POST streams of each session in this process. */
+  const parked = new Map<string, Set<() => void>>()
 
   /** The user whose connections change the session's tool list, if its list depends on one. */
   const listUser = (session: McpSession) => (settings.tools === "catalog" ? session.userId : undefined)
@@ -122,9 +136,14 @@ export const makeSessionStreams = (deps: SessionStreamDeps) => {
         // Empty data confuses clients of versions before 2025-11-25 (the SDK primes only from it).
         if (session.protocolVersion >= "2025-11-25") yield* Queue.offer(out, `id: ${ownId(from)}\nretry: 1000\ndata: \n\n`)
 
+        // While catching up with a resumption, what the log held before the session existed is
+        // passed over: it was never this session's.
+        let catchingUp = true
         const handle = (event: RecordedEvent) =>
-          comparePositions(event.position, last) <= 0
-            ? Effect.void
+          comparePositions(event.position, last) <= 0 || (catchingUp && event.createdAt < session.createdMs)
+            ? Effect.sync(() => {
+              if (comparePositions(event.position, last) > 0) last = event.position
+            })
             : Effect.flatMap(interpret(session, event), (message) => {
               last = event.position
               if (message === undefined) return Effect.void
@@ -141,6 +160,7 @@ export const makeSessionStreams = (deps: SessionStreamDeps) => {
             if (batch.length < HISTORY_BATCH) break
             cursor = batch[batch.length - 1]!.position
           }
+          catchingUp = false
           while (true) yield* handle(yield* Queue.take(inbox))
         })
 
@@ -171,15 +191,57 @@ export const makeSessionStreams = (deps: SessionStreamDeps) => {
       })
     , { bufferSize: 256 })
 
+  /** A resumption of a POST stream: keep-alives until the session or the process ends. */
+  const parkedFrames = (session: McpSession) =>
+    Stream.callback<string>((out) =>
+      Effect.gen(function*() {
+        const ended = yield* Deferred.make<void>()
+        const end = () => void Deferred.doneUnsafe(ended, Exit.void)
+        const mine = parked.get(session.sessionId) ?? new Set()
+        parked.set(session.sessionId, mine)
+        mine.add(end)
+        yield* Effect.addFinalizer(() =>
+          Effect.sync(() => {
+            mine.delete(end)
+            if (mine.size === 0 && parked.get(session.sessionId) === mine) parked.delete(session.sessionId)
+          })
+        )
+        const watch = Effect.gen(function*() {
+          while (true) {
+            yield* Effect.sleep(KEEPALIVE)
+            if ((yield* Effect.orDie(sessions.get(session.sessionId))) === undefined) return
+            yield* Queue.offer(out, ": keepalive\n\n")
+          }
+        })
+        yield* Effect.forkScoped(Effect.raceFirst(watch, Deferred.await(ended)).pipe(Effect.ensuring(Queue.end(out))))
+      }), { bufferSize: 4 })
+
   return {
     /** The SSE body of a GET stream of `session`, from log position `from`. */
     open: (session: McpSession, from: Position): ReadableStream<Uint8Array> =>
       Stream.toReadableStreamWith(frames(session, from).pipe(Stream.encodeText), deps.context),
-    /** Ends the session's stream in this process (DELETE). */
-    end: (sessionId: string) => live.get(sessionId)?.end(),
+    /**
+     * The SSE body of a GET resuming one of the session's POST streams, or undefined when the
+     * session holds MAX_PARKED of them already (each one is a connection held open).
+     */
+    park: (session: McpSession): ReadableStream<Uint8Array> | undefined =>
+      (parked.get(session.sessionId)?.size ?? 0) >= MAX_PARKED
+        ? undefined
+        : Stream.toReadableStreamWith(parkedFrames(session).pipe(Stream.encodeText), deps.context),
+    /** Whether `position` lies past the log's end: no event id of any session names it. */
+    pastEnd: (position: Position): Effect.Effect<boolean> =>
+      comparePositions(position, feed.position()) <= 0
+        ? Effect.succeed(false)
+        : Effect.map(Effect.orDie(store.head), (head) => comparePositions(position, head) > 0),
+    /** Ends the session's streams in this process (DELETE). */
+    end: (sessionId: string) => {
+      live.get(sessionId)?.end()
+      for (const end of parked.get(sessionId) ?? []) end()
+    },
     /** Ends every stream of this process (shutdown: a stream never ends by itself). */
     endAll: () => {
       for (const stream of live.values()) stream.end()
+      for (const ends of parked.values()) for (const end of ends) end()
     }
   }
 }

@@ -3,7 +3,10 @@
  * changes when the session user's connections are created, deleted or expire, event ids that
  * `Last-Event-ID` resumes from, one live stream per session, and its end with the session.
  */
+import { Client } from "@modelcontextprotocol/sdk/client/index.js"
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js"
 import { ToolListChangedNotificationSchema } from "@modelcontextprotocol/sdk/types.js"
+import { KEY } from "../support/Service.ts"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { connect } from "./support/Clients.ts"
 import { type GatewayUnderTest, startGateway } from "./support/Gateway.ts"
@@ -183,11 +186,87 @@ describe("the session's GET stream", () => {
     expect(JSON.parse(replayed[1]!.data)).toMatchObject({ method: "notifications/tools/list_changed" })
     seen.push(...replayed.map((e) => e.id!))
     expect(new Set(seen).size).toBe(seen.length)
-    // Resuming a POST stream: no replay of the GET stream's list_changed, a live stream instead.
+    // Resuming a POST stream: no replay of the GET stream's list_changed, and nothing after.
     const fromPost = await fetch(gw.url, { headers: headersFor({ session, accept: "text/event-stream", headers: { ...user, "last-event-id": posts[0]! } }) })
     expect(fromPost.status).toBe(200)
-    const live = await readEvents(fromPost, 2, 800)
-    expect(live.length).toBe(1)
-    expect(live[0]!.data).toBe("")
+    expect(await readEvents(fromPost, 1, 800)).toEqual([])
+  })
+
+  // MCP 2025-11-25, "Resumability": a resumption MUST NOT replay what another stream would have
+  // carried, and a message goes out on one stream only. A POST stream's messages are not kept, so
+  // its resumption carries nothing, and leaves the session's GET stream where it is.
+  it("answers a POST stream's resumption with a stream of its own that carries nothing, and keeps the session's stream", async () => {
+    const user = { "x-service-user-id": "jill" }
+    const session = await openSession(gw.url, { headers: user })
+    const main = await openStream(gw, session, user)
+    const mainReader = main.body!.getReader()
+    await mainReader.read()
+    const failed = parseSse(await (await post(gw.url, { jsonrpc: "2.0", id: 1, method: "tools/call", params: { name: "nope.x", arguments: {} } }, { session, headers: user })).text())
+    const postId = failed.find((e) => e.id !== undefined)!.id!
+    const resumption = await openStream(gw, session, { ...user, "last-event-id": postId })
+    expect(resumption.status).toBe(200)
+    await createConnection(gw, "jill")
+    // The change reaches the session's stream, which the resumption did not end ...
+    const decoder = new TextDecoder()
+    let text = ""
+    while (!text.includes("list_changed")) {
+      const next = await Promise.race([mainReader.read(), new Promise<{ done: true }>((resolve) => setTimeout(() => resolve({ done: true }), 5_000))])
+      if (next.done) break
+      text += decoder.decode(next.value)
+    }
+    expect(text).toContain("notifications/tools/list_changed")
+    await mainReader.cancel()
+    // ... and not the resumption.
+    expect(await readEvents(resumption, 1, 800)).toEqual([])
+  })
+
+  it("refuses a Last-Event-ID past the log's end, and resumes one from before the session without others' past", async () => {
+    const user = { "x-service-user-id": "kim" }
+    // A change of this user before the session exists.
+    await createConnection(gw, "kim")
+    const session = await openSession(gw.url, { headers: user })
+    const future = await openStream(gw, session, { ...user, "last-event-id": "999999999:999999" })
+    expect(future.status).toBe(400)
+    const fromStart = await openStream(gw, session, { ...user, "last-event-id": "0:0" })
+    expect(fromStart.status).toBe(200)
+    const events = await readEvents(fromStart, 2, 1_000)
+    expect(events.filter((e) => e.data !== "")).toEqual([])
+  })
+})
+
+describe("the SDK client's streams", () => {
+  let gw: GatewayUnderTest
+  beforeAll(async () => {
+    gw = await startGateway()
+  })
+  afterAll(() => gw.close())
+
+  // The SDK resumes a POST stream that ended with an error (it takes only a result for the end of
+  // a call) by a GET with the POST stream's last id; that GET must not take the session's stream.
+  it("opens no more streams after an error answer, and gets each notification once", async () => {
+    let gets = 0
+    const counting: typeof fetch = (input, init) => {
+      if ((init?.method ?? "GET") === "GET") gets++
+      return fetch(input, init)
+    }
+    const user = "lou"
+    const transport = new StreamableHTTPClientTransport(new URL(gw.url), {
+      fetch: counting,
+      requestInit: { headers: { authorization: `Bearer ${KEY}`, "x-service-user-id": user } }
+    })
+    const client = new Client({ name: "streams", version: "1.0.0" }, { capabilities: {} })
+    let changes = 0
+    client.setNotificationHandler(ToolListChangedNotificationSchema, () => void changes++)
+    await client.connect(transport)
+    await new Promise((resolve) => setTimeout(resolve, 500))
+    await expect(client.callTool({ name: "nope.x", arguments: {} })).rejects.toThrow(/Unknown tool/)
+    await new Promise((resolve) => setTimeout(resolve, 4_000))
+    // The session's stream and the one resumption: nothing churns.
+    expect(gets).toBeLessThanOrEqual(2)
+    await createConnection(gw, user)
+    await new Promise((resolve) => setTimeout(resolve, 1_500))
+    expect(changes).toBe(1)
+    await transport.terminateSession()
+    await client.close()
   })
 })
