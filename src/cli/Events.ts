@@ -6,7 +6,7 @@ import { Effect, Option, Stream } from "effect"
 import { Command, Flag } from "effect/cli"
 import { EventStore, parsePosition, START } from "../../infra/eventlog/EventStore.ts"
 import { layerPgEventStore } from "../../infra/eventlog/PgEventStore.ts"
-import { print, withDatabase } from "./Shared.ts"
+import { fail, print, withDatabase } from "./Shared.ts"
 
 const tail = Command.make(
   "tail",
@@ -18,13 +18,15 @@ const tail = Command.make(
     from: Flag.String("from").pipe(Flag.withDescription("Start after this position (tx:seq)"), Flag.optional),
     streamType: Flag.String("stream-type").pipe(Flag.withDescription("Only events of this stream type"), Flag.optional)
   },
-  ({ fromStart, from, streamType }) =>
-    withDatabase(
+  ({ fromStart, from, streamType }) => {
+    const explicit = Option.getOrUndefined(from)
+    const given = explicit === undefined ? undefined : parsePosition(explicit)
+    // A bad position is refused before the database is reached.
+    if (explicit !== undefined && given === undefined) return fail("--from takes a position like 731:42")
+    return withDatabase(
       Effect.gen(function*() {
         const store = yield* EventStore
-        const explicit = Option.getOrUndefined(from)
-        const start = explicit !== undefined ? parsePosition(explicit) : fromStart ? START : yield* store.head
-        if (start === undefined) return yield* Effect.fail(new Error("--from takes a position like 731:42"))
+        const start = given ?? (fromStart ? START : yield* store.head)
         const type = Option.getOrUndefined(streamType)
         // On stderr, so the JSON lines on stdout stay clean: where following starts.
         yield* Effect.sync(() => process.stderr.write(`following after ${start.tx}:${start.seq}\n`))
@@ -43,6 +45,7 @@ const tail = Command.make(
         )
       }).pipe(Effect.provide(layerPgEventStore))
     )
+  }
 ).pipe(Command.withDescription("Follow the event log, printing one JSON line per event"))
 
 export const events = Command.make("events").pipe(

@@ -4,7 +4,7 @@
 import { Effect, Option, Redacted } from "effect"
 import { Argument, Command, Flag } from "effect/cli"
 import * as ApiKeys from "../../infra/access/ApiKeys.ts"
-import { print, printTable, withDatabase } from "./Shared.ts"
+import { fail, print, printTable, withDatabase } from "./Shared.ts"
 
 const ID = /^[A-Za-z0-9_.-]{1,64}$/
 
@@ -21,7 +21,7 @@ const create = Command.make(
     Effect.gen(function*() {
       const userId = Option.getOrUndefined(user)
       if (!ID.test(project) || (userId !== undefined && !ID.test(userId))) {
-        return yield* Effect.fail(new Error("project and user ids must match [A-Za-z0-9_.-]{1,64}"))
+        return yield* fail("project and user ids must match [A-Za-z0-9_.-]{1,64}")
       }
       const { key, record } = yield* withKeys((keys) => keys.create({ projectId: project, userId }))
       yield* print(`key id:  ${record.keyId}`)
@@ -51,8 +51,8 @@ const revoke = Command.make(
   ({ keyId }) =>
     Effect.gen(function*() {
       const revoked = yield* withKeys((keys) => keys.revoke(keyId))
-      yield* print(revoked ? `revoked ${keyId} (every process stops accepting it within 5 seconds)` : `no active key ${keyId}`)
-      if (!revoked) process.exitCode = 1
+      if (!revoked) return yield* fail(`no active key ${keyId}`)
+      yield* print(`revoked ${keyId} (every process stops accepting it within 5 seconds)`)
     })
 ).pipe(Command.withDescription("Revoke a key"))
 

@@ -7,7 +7,7 @@ import { Argument, Command } from "effect/cli"
 import { projectionStatus, replayProjection, type ReplayProgress } from "../../infra/eventlog/ProjectionAdmin.ts"
 import { Projections } from "../../infra/eventlog/Projection.ts"
 import { projections as allProjections } from "../App.ts"
-import { print, printTable, withDatabase } from "./Shared.ts"
+import { fail, print, printTable, withDatabase } from "./Shared.ts"
 
 const projectionNames = allProjections.map((projection) => projection.name)
 
@@ -46,8 +46,7 @@ const replay = Command.make(
         if (wanted === undefined && all.length === 0) return yield* print("no projections")
         const chosen = wanted === undefined ? all : all.filter((p) => p.name === wanted)
         if (chosen.length === 0) {
-          process.exitCode = 1
-          return yield* print(`unknown projection ${wanted}; known: ${all.map((p) => p.name).join(", ") || "none"}`)
+          return yield* fail(`unknown projection ${wanted}; known: ${all.map((p) => p.name).join(", ") || "none"}`)
         }
         for (const projection of chosen) {
           const count = yield* replayProjection(projection, (progress) => bar(projection.name, progress))

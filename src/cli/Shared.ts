@@ -10,13 +10,9 @@ import { clientsOf, layerPostgres } from "../../infra/eventlog/Database.ts"
 import { Database, Projections } from "../../infra/eventlog/index.ts"
 import { migrations, projections, ProjectionsLive } from "../App.ts"
 import { preflight } from "../Preflight.ts"
+import { fail, reportingStartup } from "./StartupFailure.ts"
 
-/** Prints `error: <line>` on stderr and exits 1. */
-export const fail = (line: string): Effect.Effect<never> =>
-  Effect.sync(() => {
-    process.stderr.write(`error: ${line}\n`)
-    process.exit(1)
-  })
+export { fail }
 
 /** A bad variable stops the command with one line naming it. */
 export const reportingConfig = <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, Exclude<E, ConfigInvalid>, R> =>
@@ -29,9 +25,12 @@ export const reportingConfig = <A, E, R>(effect: Effect.Effect<A, E, R>): Effect
 
 type DatabaseServices = Database | SqlClient.SqlClient | PgClient.PgClient | Projections
 
-/** Runs `effect` on the migrated database of SERVICE_DATABASE_URL; without one, says so and exits. */
+/**
+ * Runs `effect` on the migrated database of SERVICE_DATABASE_URL; without one, says so and exits.
+ * Any failure (the database unreachable, a refused value) is one line on stderr and exit 1.
+ */
 export const withDatabase = <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, unknown, Exclude<R, DatabaseServices>> =>
-  reportingConfig(Effect.gen(function*() {
+  reportingStartup(reportingConfig(Effect.gen(function*() {
     yield* preflight
     const url = yield* databaseUrl
     if (url === undefined) return yield* fail("SERVICE_DATABASE_URL: this command needs a database")
@@ -43,7 +42,7 @@ export const withDatabase = <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Ef
       })
     ).pipe(Layer.provide(layerPostgres(url, { migrations, projections })))
     return yield* Effect.provide(effect, Layer.merge(database, ProjectionsLive))
-  }))
+  })), "failed")
 
 export const print = (line: string) => Effect.sync(() => process.stdout.write(`${line}\n`))
 

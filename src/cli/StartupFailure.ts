@@ -6,7 +6,13 @@
  */
 import { Cause, Effect, Redacted } from "effect"
 import { databaseUrl } from "../../infra/Settings.ts"
-import { fail } from "./Shared.ts"
+
+/** Prints `error: <line>` on stderr and exits 1. */
+export const fail = (line: string): Effect.Effect<never> =>
+  Effect.sync(() => {
+    process.stderr.write(`error: ${line}\n`)
+    process.exit(1)
+  })
 
 interface ErrorLike {
   readonly _tag?: unknown
@@ -17,6 +23,8 @@ interface ErrorLike {
   readonly address?: unknown
   readonly port?: unknown
   readonly errors?: unknown
+  readonly syscall?: unknown
+  readonly hostname?: unknown
 }
 
 const asObject = (value: unknown): ErrorLike | undefined => (typeof value === "object" && value !== null ? value as ErrorLike : undefined)
@@ -56,7 +64,11 @@ const POSTGRES_CODES: Readonly<Record<string, string>> = {
   "53300": "too many connections"
 }
 
-export const describeStartupFailure = (cause: Cause.Cause<unknown>, databaseHost: string | undefined): string => {
+/** Whether `hostname` is the host of the database (`databaseHost` is `host:port/path`). */
+const isDatabaseHost = (hostname: string, databaseHost: string | undefined) =>
+  databaseHost !== undefined && (databaseHost.startsWith(`${hostname}:`) || databaseHost.startsWith(`[${hostname}]:`))
+
+export const describeStartupFailure = (cause: Cause.Cause<unknown>, databaseHost: string | undefined, what = "start-up failed"): string => {
   const reasons = cause.reasons.flatMap((reason) =>
     Cause.isFailReason(reason) ? [reason.error] : Cause.isDieReason(reason) ? [reason.defect] : []
   )
@@ -68,6 +80,10 @@ export const describeStartupFailure = (cause: Cause.Cause<unknown>, databaseHost
     if (error.code === "EADDRINUSE") return `SERVICE_PORT: port ${String(error.port ?? "")} on ${String(error.address ?? "")} is already in use`
     if (error.code === "EACCES" && error.port !== undefined) return `SERVICE_PORT: no permission to listen on port ${String(error.port)}`
     if (error.code === "EADDRNOTAVAIL") return `SERVICE_HOST: ${String(error.address ?? "")} is not an address of this machine`
+    // A name lookup of a host other than the database's: the listen address.
+    if (error.syscall === "getaddrinfo" && typeof error.hostname === "string" && !isDatabaseHost(error.hostname, databaseHost)) {
+      return `SERVICE_HOST: ${error.hostname} names no host (${DATABASE_CODES[String(error.code)] ?? String(error.code)})`
+    }
   }
   for (const error of errors) {
     const code = typeof error.code === "string" ? error.code : undefined
@@ -77,7 +93,7 @@ export const describeStartupFailure = (cause: Cause.Cause<unknown>, databaseHost
     if (code in POSTGRES_CODES) return `SERVICE_DATABASE_URL: ${POSTGRES_CODES[code]}${where}: ${firstLine(error.message)}`
   }
   const first = errors[0]
-  return `start-up failed: ${firstLine(first?.message ?? Cause.pretty(cause))}`
+  return `${what}: ${firstLine(first?.message ?? Cause.pretty(cause))}`
 }
 
 /** The host and port of a database URL, without its credentials. */
@@ -87,10 +103,13 @@ export const databaseHostOf = (url: string | undefined): string | undefined => {
   return `${parsed.hostname}:${parsed.port || "5432"}${parsed.pathname}`
 }
 
-/** A failed start ends the process with its one line on stderr and exit code 1. */
-export const reportingStartup = <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
+/**
+ * A failed start (or operator command: `what` names it) ends the process with its one line on
+ * stderr and exit code 1.
+ */
+export const reportingStartup = <A, E, R>(effect: Effect.Effect<A, E, R>, what?: string): Effect.Effect<A, E, R> =>
   Effect.catchCause(effect, (cause) =>
     Cause.hasInterruptsOnly(cause)
       ? Effect.failCause(cause)
       : Effect.flatMap(Effect.orElseSucceed(databaseUrl, () => undefined), (url) =>
-        fail(describeStartupFailure(cause, databaseHostOf(url === undefined ? undefined : Redacted.value(url))))))
+        fail(describeStartupFailure(cause, databaseHostOf(url === undefined ? undefined : Redacted.value(url)), what))))

@@ -67,6 +67,24 @@ describe("command line without a database", () => {
     }
   })
 
+  it("an operator command that fails says why in one line on stderr and exits 1", async () => {
+    const unreachable = { SERVICE_DATABASE_URL: "postgres://postgres@127.0.0.1:1/x", SERVICE_SECRET_KEY: Buffer.alloc(32, 1).toString("base64") }
+    const cases: ReadonlyArray<readonly [ReadonlyArray<string>, Record<string, string>, RegExp]> = [
+      [["keys", "list"], unreachable, /^error: SERVICE_DATABASE_URL: the database at 127\.0\.0\.1:1\/x is unreachable \(connection refused\)$/],
+      [["migrate"], unreachable, /^error: SERVICE_DATABASE_URL: the database at 127\.0\.0\.1:1\/x is unreachable/],
+      [["projections", "status"], unreachable, /^error: SERVICE_DATABASE_URL: the database at 127\.0\.0\.1:1\/x is unreachable/],
+      [["keys", "create", "--project", "bad project"], {}, /^error: project and user ids must match/],
+      [["events", "tail", "--from", "xyz"], {}, /^error: --from takes a position like 731:42$/]
+    ]
+    const runs = await Promise.all(cases.map(async ([args, env, line]) => ({ args, line, run: await cli(args, env) })))
+    for (const { args, line, run } of runs) {
+      expect(run.code, args.join(" ")).toBe(1)
+      expect(run.stdout, args.join(" ")).toBe("")
+      expect(run.stderr.trimEnd().split("\n"), args.join(" ")).toHaveLength(1)
+      expect(run.stderr.trimEnd(), args.join(" ")).toMatch(line)
+    }
+  })
+
   it("serve without keys in memory mode prints a development key once and listens on loopback only", async () => {
     const clean = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith("SERVICE_")))
     const child = spawn(process.execPath, [MAIN, "serve"], { env: { ...clean, SERVICE_PORT: "0" }, stdio: ["ignore", "pipe", "pipe"] })
@@ -97,7 +115,10 @@ describe("command line without a database", () => {
     [["serve"], { SERVICE_DATABASE_URL: "postgres://127.0.0.1:1/x" }, "SERVICE_SECRET_KEY"],
     [["serve"], { SERVICE_RATE_LIMIT_DAILY_EXECUTIONS: "-3" }, "SERVICE_RATE_LIMIT_DAILY_EXECUTIONS"],
     [["keys", "list"], { SERVICE_DATABASE_URL: "mysql://x" }, "SERVICE_DATABASE_URL"],
-    [["keys", "list"], {}, "SERVICE_DATABASE_URL"]
+    [["keys", "list"], {}, "SERVICE_DATABASE_URL"],
+    // A listen address that names no host: SERVICE_HOST's fault, with or without a database.
+    [["serve"], { SERVICE_HOST: "nohost.invalid", SERVICE_API_KEYS: "cli_test_key_000001=p1" }, "SERVICE_HOST: nohost.invalid"],
+    [["serve"], { SERVICE_HOST: "999.1.1.1", SERVICE_API_KEYS: "cli_test_key_000001=p1" }, "SERVICE_HOST: 999.1.1.1"]
   ] as const)("%s with %o stops with one line naming %s", async (command, env, variable) => {
     const run = await cli(command, env)
     expect(run.code).not.toBe(0)
@@ -168,7 +189,8 @@ describe.skipIf(!postgresAvailable)("command line on Postgres", () => {
     expect((await cli(["keys", "list"], env)).stdout).toMatch(/revoked \d{4}-/)
     const again = await cli(["keys", "revoke", keyId], env)
     expect(again.code).toBe(1)
-    expect(again.stdout).toContain(`no active key ${keyId}`)
+    expect(again.stdout).toBe("")
+    expect(again.stderr.trim()).toBe(`error: no active key ${keyId}`)
   })
 
   it("projections status and replay print every projection", async () => {
@@ -192,7 +214,8 @@ describe.skipIf(!postgresAvailable)("command line on Postgres", () => {
     }
     const unknown = await cli(["projections", "replay", "no_such_projection"], env)
     expect(unknown.code).toBe(1)
-    expect(unknown.stdout).toContain("unknown projection no_such_projection")
+    expect(unknown.stdout).toBe("")
+    expect(unknown.stderr).toMatch(/^error: unknown projection no_such_projection; known: /)
   })
 
   /** Appends three events to a stream of its own; their recorded forms. */
