@@ -1,7 +1,7 @@
 /**
  * Handlers of the executions group: who acts (decisions.md section 3), then the Executions
- * service. Execute answers 200 with a terminal record, or 202 with the current one and a
- * `Location` to poll.
+ * service. Execute answers 200 with a terminal record (sync), or 202 with the current one and a
+ * `Location` to poll (async, always; sync, when the wait ends first).
  */
 import { Effect } from "effect"
 import { HttpServerResponse } from "effect/http"
@@ -40,7 +40,9 @@ export const ExecutionsHttp = HttpApiBuilder.group(Api, "executions", (handlers)
           attachments: payload.attachments,
           idempotencyKey: payload.idempotencyKey ?? headerKey
         })
-        return terminal
+        // An async request is 202 with Location, a replay of a finished one too (decisions.md
+        // section 3: a replay answers like a fresh request of its own mode).
+        return terminal && payload.mode !== "async"
           ? HttpServerResponse.jsonUnsafe(record, { status: 200 })
           : HttpServerResponse.jsonUnsafe(record, {
             status: 202,

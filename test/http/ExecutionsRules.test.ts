@@ -41,6 +41,22 @@ for (const mode of modes) {
         expect(third.body).toEqual(read.body)
       })
 
+      it("an async replay answers like a fresh async request, 202 with Location, even once the execution has finished", async () => {
+        const body = { tool: "demo.echo", input: { n: 2 }, userId: "u_idem_async", idempotencyKey: "k-async", mode: "async" }
+        const first = await execute(service, body)
+        expect(first.status).toBe(202)
+        const id = String(first.body.executionId)
+        await waitFor(service, id, (record) => record.status === "succeeded")
+        const again = await execute(service, body)
+        expect(again.status).toBe(202)
+        expect(again.response.headers.get("location")).toBe(`/v1/executions/${id}`)
+        expect(again.body).toMatchObject({ executionId: id, status: "succeeded", replayed: true })
+        // A sync replay of it answers 200 with the terminal record.
+        const sync = await execute(service, { ...body, mode: "sync" })
+        expect(sync.status).toBe(200)
+        expect(sync.response.headers.get("location")).toBeNull()
+      })
+
       it("the same key with other input, or another tool, is 422", async () => {
         await execute(service, { tool: "demo.echo", input: { n: 1 }, userId: "u_idem2", idempotencyKey: "k2" })
         const other = await execute(service, { tool: "demo.echo", input: { n: 2 }, userId: "u_idem2", idempotencyKey: "k2" })
