@@ -22,6 +22,11 @@ import type { ApiKeys, Principal } from "../infra/access/ApiKeys.ts"
 import type { Decision, RateLimiter } from "../infra/access/RateLimiter.ts"
 import { newRequestId } from "../infra/Ids.ts"
 import { parseEventId } from "./EventIds.ts"
+import { comparePositions, type Position } from "../infra/eventlog/EventStore.ts"
+
+/** The later of a resumption's position and the session's start, when that is known. */
+const latest = (position: Position, floor: Position | undefined): Position =>
+  floor !== undefined && comparePositions(floor, position) > 0 ? floor : position
 import * as Answers from "./HttpAnswers.ts"
 import { headerMatches, keyHash, sessionUser, USER_HEADER } from "./Identity.ts"
 import type { LogFeedShape } from "./LogFeed.ts"
@@ -151,6 +156,7 @@ export const makeHandle = (parts: GatewayParts) => {
       clientCapabilities: jsonOf(capabilities),
       tasks: protocolVersion >= LATEST_VERSION && (capabilities.tasks !== undefined || capabilities.experimental?.tasks !== undefined),
       createdMs: now,
+      createdPosition: feed.position(),
       expiresMs: now + SESSION_TTL_MS,
       streamToken: undefined
     }
@@ -217,7 +223,9 @@ export const makeHandle = (parts: GatewayParts) => {
     const unknownId = () => Answers.rpcError(400, -32000, "Bad Request: Last-Event-ID is not an event id of this session")
     if (lastEventId !== null && resumed === undefined) return unknownId()
     if (resumed?._tag === "After" && (yield* streams.pastEnd(resumed.position))) return unknownId()
-    const body = resumed?._tag === "FromNow" ? streams.park(session) : streams.open(session, resumed?.position ?? feed.position())
+    // Never from before the session: what the log held then was never the session's to carry.
+    const from = resumed?._tag === "After" ? latest(resumed.position, session.createdPosition) : feed.position()
+    const body = resumed?._tag === "FromNow" ? streams.park(session) : streams.open(session, from)
     if (body === undefined) return Answers.rpcError(409, -32000, "Conflict: this session holds too many resumed streams open")
     return new Response(body, {
       headers: {

@@ -9,7 +9,7 @@
 import { Clock, Context, Effect, Layer, Schema } from "effect"
 import { randomBytes } from "node:crypto"
 import { encodeIdBody, ID_RANDOM_BYTES } from "../domain/Ids.ts"
-import type { StoreUnavailable } from "../infra/eventlog/EventStore.ts"
+import type { Position, StoreUnavailable } from "../infra/eventlog/EventStore.ts"
 
 export interface McpSession {
   readonly sessionId: string
@@ -26,6 +26,12 @@ export interface McpSession {
   /** Whether tasks were negotiated (2025-11-25 and `capabilities.tasks` or its experimental alias). */
   readonly tasks: boolean
   readonly createdMs: number
+  /**
+   * The event log's position when the session was created (as this process had followed it):
+   * a resumption of its GET stream reads the log from no earlier. Undefined on rows made before
+   * it was kept.
+   */
+  readonly createdPosition?: Position | undefined
   readonly expiresMs: number
   /** The latest GET stream opened for the session; an older one closes when it sees another. */
   readonly streamToken: string | undefined

@@ -7,7 +7,7 @@
 import { Clock, Effect, Layer, Schema } from "effect"
 import { SqlClient } from "effect/sql"
 import { onStorage } from "../infra/eventlog/Database.ts"
-import { StoreUnavailable } from "../infra/eventlog/EventStore.ts"
+import { formatPosition, parsePosition, StoreUnavailable } from "../infra/eventlog/EventStore.ts"
 import type { Migration } from "../infra/eventlog/PgMigrations.ts"
 import { inOrder, makeBatcher } from "../infra/Batcher.ts"
 import { layerMemory, type McpSession, McpSessions } from "./McpSessions.ts"
@@ -34,6 +34,12 @@ export const mcpMigrations: ReadonlyArray<Migration> = [
       // The sweep takes the oldest expiries first.
       `CREATE INDEX mcp_sessions_expiry ON mcp_sessions (expires_ms)`
     ]
+  },
+  {
+    id: 601,
+    name: "mcp_sessions_created_position",
+    // The log position at creation (`tx:seq`); null on rows made before it was kept.
+    statements: [`ALTER TABLE mcp_sessions ADD COLUMN created_position text`]
   }
 ]
 
@@ -48,6 +54,7 @@ interface SessionRow {
   readonly tasks: boolean
   readonly stream_token: string | null
   readonly created_ms: bigint | number | string
+  readonly created_position: string | null
   readonly expires_ms: bigint | number | string
 }
 
@@ -64,6 +71,7 @@ const toSession = (row: SessionRow): McpSession => ({
   clientCapabilities: decodeJson(row.client_capabilities),
   tasks: row.tasks,
   createdMs: Number(row.created_ms),
+  createdPosition: row.created_position === null ? undefined : parsePosition(row.created_position),
   expiresMs: Number(row.expires_ms),
   streamToken: row.stream_token ?? undefined
 })
@@ -91,10 +99,11 @@ export const makePg = Effect.gen(function*() {
   return McpSessions.of({
     create: (session) =>
       sql`INSERT INTO mcp_sessions (session_id, key_hash, project_id, pinned_user_id, user_id, protocol_version,
-            client_capabilities, tasks, stream_token, created_ms, expires_ms)
+            client_capabilities, tasks, stream_token, created_ms, created_position, expires_ms)
           VALUES (${session.sessionId}, ${session.keyHash}, ${session.projectId}, ${session.pinnedUserId ?? null},
             ${session.userId ?? null}, ${session.protocolVersion}, ${JSON.stringify(session.clientCapabilities)}::jsonb,
-            ${session.tasks}, ${session.streamToken ?? null}, ${session.createdMs}, ${session.expiresMs})`.pipe(
+            ${session.tasks}, ${session.streamToken ?? null}, ${session.createdMs},
+            ${session.createdPosition === undefined ? null : formatPosition(session.createdPosition)}, ${session.expiresMs})`.pipe(
         Effect.asVoid,
         Effect.mapError(unavailable)
       ),

@@ -18,7 +18,9 @@
  * deleted, expired, or claimed by a newer stream.
  *
  * A resumption reads the log after its `Last-Event-ID`, but never what was committed before the
- * session existed (it was never the session's to carry), and an id past the log's end is refused.
+ * session existed (it was never the session's to carry): the gateway starts it no earlier than
+ * the session's creation position, and events older than the session are passed over (for rows
+ * made before that position was kept). An id past the log's end is refused.
  *
  * A GET resuming a POST stream (`Last-Event-ID` of a POST answer) gets a stream of its own that
  * carries nothing but keep-alives (`park`): a POST stream's messages are not kept, and the

@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { createTestDatabase, dropTestDatabase, postgresAvailable, runSql } from "../support/Database.ts"
 import { connect } from "./support/Clients.ts"
 import { type GatewayUnderTest, startGateway } from "./support/Gateway.ts"
-import { headersFor, messageOf, openSession, post } from "./support/Raw.ts"
+import { headersFor, messageOf, openSession, post, readEvents } from "./support/Raw.ts"
 
 const USER = { "x-service-user-id": "user_1" }
 const LIST = { jsonrpc: "2.0", id: 1, method: "tools/list", params: {} }
@@ -40,6 +40,27 @@ describe.skipIf(!postgresAvailable)("MCP sessions with a database", () => {
     expect(row!.key_hash).toMatch(/^[0-9a-f]{64}$/)
     expect(row!.client_capabilities).toEqual({ tasks: {} })
     expect(Number(row!.expires_ms) - Number(row!.created_ms)).toBe(24 * 60 * 60 * 1000)
+    expect(row!.created_position).toMatch(/^\d+:\d+$/)
+  })
+
+  it("resumes a GET stream from no earlier than the session's start, on either gateway", async () => {
+    // A change of the user's connections committed before the session exists.
+    const before = await first.service.fetch("/v1/connections", {
+      method: "POST",
+      json: { userId: "ned", toolkit: "slack", authClass: "bearer", credentials: { token: "xoxb" }, scopes: ["chat:write"] }
+    })
+    expect(before.status).toBe(201)
+    const user = { "x-service-user-id": "ned" }
+    const session = await openSession(first.url, { headers: user })
+    for (const gateway of [first, second]) {
+      const stream = await fetch(gateway.url, { headers: headersFor({ session, accept: "text/event-stream", headers: { ...user, "last-event-id": "0:0" } }) })
+      expect(stream.status).toBe(200)
+      const events = await readEvents(stream, 2, 1_000)
+      expect(events.filter((e) => e.data !== "")).toEqual([])
+      // The priming event names where the stream starts: the session's start, not the log's.
+      const [row] = await runSql<{ created_position: string }>(url, `SELECT created_position FROM mcp_sessions WHERE session_id = '${session}'`)
+      expect(events[0]!.id!.startsWith(`${row!.created_position}:g`)).toBe(true)
+    }
   })
 
   it("serves a session made by one gateway from another, and its tasks too", async () => {
