@@ -24,6 +24,8 @@ import { newRequestId } from "../infra/Ids.ts"
 import { parseEventId } from "./EventIds.ts"
 import { comparePositions, type Position } from "../infra/eventlog/EventStore.ts"
 
+const unknownEventId = () => Answers.rpcError(400, -32000, "Bad Request: Last-Event-ID is not an event id of this session")
+
 /** The later of a resumption's position and the session's start, when that is known. */
 const latest = (position: Position, floor: Position | undefined): Position =>
   floor !== undefined && comparePositions(floor, position) > 0 ? floor : position
@@ -220,9 +222,8 @@ export const makeHandle = (parts: GatewayParts) => {
     if (Answers.isAnswer(session)) return session
     const lastEventId = request.headers.get("last-event-id")
     const resumed = lastEventId === null ? undefined : parseEventId(lastEventId)
-    const unknownId = () => Answers.rpcError(400, -32000, "Bad Request: Last-Event-ID is not an event id of this session")
-    if (lastEventId !== null && resumed === undefined) return unknownId()
-    if (resumed?._tag === "After" && (yield* streams.pastEnd(resumed.position))) return unknownId()
+    if (lastEventId !== null && resumed === undefined) return unknownEventId()
+    if (resumed?._tag === "After" && (yield* streams.pastEnd(resumed.position))) return unknownEventId()
     // Never from before the session: what the log held then was never the session's to carry.
     const from = resumed?._tag === "After" ? latest(resumed.position, session.createdPosition) : feed.position()
     const body = resumed?._tag === "FromNow" ? streams.park(session) : streams.open(session, from)
