@@ -192,6 +192,7 @@ const EndpointIdParam = { endpointId: ResourceId }
 /**
  * Unpinned keys only. `resend` answers 202 with the new delivery (same `eventId`, queued at the
  * lane's tail); a trigger event whose payload is gone is 409. `recover` answers 202 `{count}`.
+ * Both are 409 for an inactive endpoint, which would fail at once whatever they queued.
  */
 export class WebhookRecoveryApi extends HttpApiGroup.make("webhookRecovery")
   .add(
@@ -202,15 +203,17 @@ export class WebhookRecoveryApi extends HttpApiGroup.make("webhookRecovery")
     }).annotateMerge(described(
       "Resend a delivery",
       "A new delivery of the same event (same eventId) at the end of the endpoint's queue. A trigger event whose payload " +
-        "is gone (payloads are kept only by the process that received them) is 409."
+        "is gone (payloads are kept only by the process that received them) is 409, and so is an inactive endpoint."
     )),
     HttpApiEndpoint.post("recover", "/v1/webhooks/:endpointId/recover", {
       params: EndpointIdParam,
       payload: RecoverRequest,
-      success: RecoverResult.pipe(HttpApiSchema.status(202))
+      success: RecoverResult.pipe(HttpApiSchema.status(202)),
+      error: StateConflict
     }).annotateMerge(described(
       "Recover failed deliveries",
-      "Every delivery of the endpoint that failed and was queued since `since` is queued again; the answer counts them."
+      "Every delivery of the endpoint that failed and was queued since `since` is queued again; the answer counts them. " +
+        "An inactive endpoint is 409."
     ))
   )
   .annotate(UnpinnedOnly, true)

@@ -23,11 +23,11 @@ import { DELIVERIES_TABLE, deliveryFromRow, type DeliveryRow, deliveryRowOf, pub
 import { rebuildFrom, type WebhookEvent, WebhookSources } from "./WebhookSources.ts"
 
 export interface WebhookRecoveryShape {
-  /** The new delivery; 404 for an unknown endpoint or delivery, 409 when the event cannot be built any more. */
+  /** The new delivery; 404 for an unknown endpoint or delivery, 409 for an inactive endpoint or an event that cannot be built any more. */
   readonly resend: (projectId: string, endpointId: string, deliveryId: string) =>
     Effect.Effect<Delivery.DeliveryRecord, NotFound | StateConflict | StoreUnavailable>
-  /** How many failed deliveries queued since `sinceMs` were queued again. */
-  readonly recover: (projectId: string, endpointId: string, sinceMs: number) => Effect.Effect<number, NotFound | StoreUnavailable>
+  /** How many failed deliveries queued since `sinceMs` were queued again; 409 for an inactive endpoint. */
+  readonly recover: (projectId: string, endpointId: string, sinceMs: number) => Effect.Effect<number, NotFound | StateConflict | StoreUnavailable>
 }
 
 export class WebhookRecovery extends Context.Service<WebhookRecovery, WebhookRecoveryShape>()("app/infra/webhooks/WebhookRecovery") {}
@@ -36,6 +36,8 @@ const PAGE = 200
 
 const gone = () => new StateConflict({ message: "The event can no longer be sent: a trigger event's payload is kept only by the process that received it, until it restarts." })
 const noDelivery = () => new NotFound({ message: "No such delivery." })
+const inactive = () =>
+  new StateConflict({ message: "The endpoint is inactive, so nothing would be sent: activate it (PATCH {\"active\": true}) first." })
 
 export const make = Effect.gen(function*() {
   const store = yield* EventStore
@@ -85,8 +87,12 @@ export const make = Effect.gen(function*() {
     return queued
   })
 
+  /** The endpoint, when it is active: an inactive one would fail every delivery queued at once. */
+  const activeEndpoint = (projectId: string, endpointId: string) =>
+    Effect.flatMap(endpoints.get(projectId, endpointId), (endpoint) => (endpoint.active ? Effect.succeed(endpoint) : Effect.fail(inactive())))
+
   const resend = Effect.fn("WebhookRecovery.resend")(function*(projectId: string, endpointId: string, deliveryId: string) {
-    yield* endpoints.get(projectId, endpointId)
+    yield* activeEndpoint(projectId, endpointId)
     const found = yield* views.get(DELIVERIES_TABLE, { delivery_id: deliveryId })
     const row = found === undefined ? undefined : deliveryFromRow(found)
     if (row === undefined || row.endpointId !== endpointId) return yield* noDelivery()
@@ -121,7 +127,7 @@ export const make = Effect.gen(function*() {
    * the failed events since `sinceMs`, not the endpoint's history.
    */
   const recover = Effect.fn("WebhookRecovery.recover")(function*(projectId: string, endpointId: string, sinceMs: number) {
-    yield* endpoints.get(projectId, endpointId)
+    yield* activeEndpoint(projectId, endpointId)
     const since = isoTime(sinceMs)
     const failed = new Map<string, DeliveryRow>()
     const settled = new Set<string>()

@@ -100,6 +100,29 @@ describe("webhook resend and recover", () => {
     expect(await again.json()).toEqual({ count: 0 })
   }, 30_000)
 
+  it("an inactive endpoint refuses resend and recover with 409 rather than queueing deliveries that fail at once", async () => {
+    const endpoint = await createTriggerEndpoint(service, receiver.url("/inactive"), { key: KEY, events: ["execution.completed"] })
+    const since = new Date().toISOString()
+    receiver.respond = (request) => (request.path === "/inactive" ? { status: 500 } : { status: 200 })
+    await append()
+    const failed = await eventually(async () => (await deliveriesOf(service, "p1", endpoint.endpointId)).find((r) => r.status === "failed"), 20_000, "a failed delivery")
+    receiver.respond = () => ({ status: 200 })
+    expect((await service.fetch(`/v1/webhooks/${endpoint.endpointId}`, { method: "PATCH", key: KEY, json: { active: false } })).status).toBe(200)
+    const resend = await service.fetch(`/v1/webhooks/${endpoint.endpointId}/deliveries/${failed.deliveryId}/resend`, { method: "POST", key: KEY })
+    const recover = await service.fetch(`/v1/webhooks/${endpoint.endpointId}/recover`, { method: "POST", key: KEY, json: { since } })
+    for (const response of [resend, recover]) {
+      expect(response.status).toBe(409)
+      const body = (await response.json()) as { error: { code: string; message: string } }
+      expect(body.error.code).toBe("invalid_input")
+      expect(body.error.message).toContain("inactive")
+    }
+    expect(await deliveriesOf(service, "p1", endpoint.endpointId)).toHaveLength(1)
+    // Active again, it recovers.
+    expect((await service.fetch(`/v1/webhooks/${endpoint.endpointId}`, { method: "PATCH", key: KEY, json: { active: true } })).status).toBe(200)
+    const again = await service.fetch(`/v1/webhooks/${endpoint.endpointId}/recover`, { method: "POST", key: KEY, json: { since } })
+    expect(await again.json()).toEqual({ count: 1 })
+  }, 30_000)
+
   it("recover skips an event the endpoint has had since (a resend) or is still being sent, and counts each event once", async () => {
     const endpoint = await createTriggerEndpoint(service, receiver.url("/recover-once"), { key: KEY, events: ["execution.completed"] })
     const since = new Date().toISOString()
