@@ -23,12 +23,6 @@ import type { Decision, RateLimiter } from "../infra/access/RateLimiter.ts"
 import { newRequestId } from "../infra/Ids.ts"
 import { parseEventId } from "./EventIds.ts"
 import { comparePositions, type Position } from "../infra/eventlog/EventStore.ts"
-
-const unknownEventId = () => Answers.rpcError(400, -32000, "Bad Request: Last-Event-ID is not an event id of this session")
-
-/** The later of a resumption's position and the session's start, when that is known. */
-const latest = (position: Position, floor: Position | undefined): Position =>
-  floor !== undefined && comparePositions(floor, position) > 0 ? floor : position
 import * as Answers from "./HttpAnswers.ts"
 import { headerMatches, keyHash, sessionUser, USER_HEADER } from "./Identity.ts"
 import type { LogFeedShape } from "./LogFeed.ts"
@@ -41,6 +35,12 @@ import { LATEST_VERSION } from "./RpcServer.ts"
 import type { makeSessionStreams } from "./SessionStream.ts"
 import type { FastPath } from "./FastPath.ts"
 import { isJsonObject } from "../domain/JsonObject.ts"
+
+const unknownEventId = () => Answers.rpcError(400, -32000, "Bad Request: Last-Event-ID is not an event id of this session")
+
+/** The later of a resumption's position and the session's start, when that is known. */
+const latest = (position: Position, floor: Position | undefined): Position =>
+  floor !== undefined && comparePositions(floor, position) > 0 ? floor : position
 
 export class McpGateway extends Context.Service<McpGateway, {
   /** Serves POST, GET and DELETE `/mcp` completely: auth, origin, limits and sessions included. */
