@@ -4,10 +4,10 @@
  * heading, so keyboard and screen-reader users start at the top of what changed.
  */
 import { useEffect, useRef, useState } from "preact/hooks"
-import { type Client, clientFor, isPinned, type Me, type Problem, toProblem } from "./api.ts"
+import { type Client, clientFor, isPinned, KEY_REFUSED, type Me, type Problem, toProblem } from "./api.ts"
 import { type Route, useRoute } from "./router.ts"
 import { forgetKey, storedKey, storeKey } from "./session.ts"
-import { Loading } from "./ui/Feedback.tsx"
+import { ErrorNotice, Loading } from "./ui/Feedback.tsx"
 import { Link } from "./ui/Link.tsx"
 import { Executions, ExecutionDetail } from "./views/Executions.tsx"
 import { Files } from "./views/Files.tsx"
@@ -119,26 +119,75 @@ export const App = () => {
   // A key kept from earlier in this tab is checked again before anything is shown with it.
   const [state, setState] = useState<
     | { readonly kind: "checking" }
+    | { readonly kind: "unreachable"; readonly problem: Problem }
     | { readonly kind: "signed-out"; readonly problem?: Problem }
     | { readonly kind: "signed-in"; readonly session: Session }
   >(() => (storedKey() === undefined ? { kind: "signed-out" } : { kind: "checking" }))
 
-  useEffect(() => {
+  /**
+   * Checks the kept key. Only the service's refusal of it (401) signs out: a service that cannot
+   * answer now (a restart, a 503, the network) keeps the key and offers to try again.
+   */
+  const check = () => {
     const key = storedKey()
-    if (key === undefined) return
+    if (key === undefined) return setState({ kind: "signed-out" })
+    setState({ kind: "checking" })
     const client = clientFor(key)
     client.me().then(
       (me) => setState({ kind: "signed-in", session: { client, me } }),
       (error: unknown) => {
-        forgetKey()
-        setState({ kind: "signed-out", problem: toProblem(error) })
+        const problem = toProblem(error)
+        if (problem.status === 401) {
+          forgetKey()
+          setState({ kind: "signed-out", problem })
+        } else {
+          setState({ kind: "unreachable", problem })
+        }
       }
     )
+  }
+
+  useEffect(() => {
+    if (storedKey() !== undefined) check()
+  }, [])
+
+  // A key refused mid-session (revoked, or the service restarted without it) ends the session:
+  // back to sign-in with the refusal, rather than views that can never load.
+  useEffect(() => {
+    const refused = (event: Event) => {
+      const problem = (event as CustomEvent<Problem>).detail
+      setState((current) => {
+        if (current.kind !== "signed-in") return current
+        forgetKey()
+        return { kind: "signed-out", problem }
+      })
+    }
+    window.addEventListener(KEY_REFUSED, refused)
+    return () => window.removeEventListener(KEY_REFUSED, refused)
   }, [])
 
   switch (state.kind) {
     case "checking":
       return <main id="main"><Loading what="your session" /></main>
+    case "unreachable":
+      return (
+        <main id="main">
+          <h1>Service dashboard</h1>
+          <p>The service did not answer the check of your key; the key is kept. Try again in a moment.</p>
+          <ErrorNotice problem={state.problem} action={<button type="button" onClick={check}>Try again</button>} />
+          <p>
+            <button
+              type="button"
+              onClick={() => {
+                forgetKey()
+                setState({ kind: "signed-out" })
+              }}
+            >
+              Sign in with another key
+            </button>
+          </p>
+        </main>
+      )
     case "signed-out":
       return (
         <SignIn

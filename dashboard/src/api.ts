@@ -14,19 +14,30 @@ export interface Problem {
   readonly message: string
   readonly status: number
   readonly requestId?: string
+  /** Whether trying again may succeed (the service's `retryable`; a network failure too). */
+  readonly retryable: boolean
+  /** Seconds to wait first, when the service said. */
+  readonly retryAfter?: number
 }
+
+/** Dispatched on `window` when the service refuses the key (401): the session is over (App.tsx). */
+export const KEY_REFUSED = "service-dashboard:key-refused"
 
 export const toProblem = (error: unknown): Problem => {
   if (error instanceof ServiceError) {
-    return {
+    const problem: Problem = {
       code: error.code,
       message: error.message,
       status: error.status,
+      retryable: error.retryable,
+      ...(error.retryAfter === undefined ? {} : { retryAfter: error.retryAfter }),
       ...(error.requestId === "" ? {} : { requestId: error.requestId })
     }
+    if (error.status === 401) window.dispatchEvent(new CustomEvent<Problem>(KEY_REFUSED, { detail: problem }))
+    return problem
   }
   // Not the service's answer (a bug or a browser failure): still shown, never thrown away.
-  return { code: "dashboard_error", message: error instanceof Error ? error.message : String(error), status: 0 }
+  return { code: "dashboard_error", message: error instanceof Error ? error.message : String(error), status: 0, retryable: false }
 }
 
 /** The routes a user-pinned key is refused on (spec, Authentication 3). */

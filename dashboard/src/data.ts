@@ -63,12 +63,15 @@ export const useResource = <T,>(key: string, load: () => Promise<T>, moving: (va
 
   const value = state.key === key ? state.value : undefined
   const problem = state.key === key ? state.problem : undefined
-  const shouldPoll = value !== undefined && problem === undefined && moving(value)
+  // A failed poll of something still moving is tried again when the failure may pass (a 429, a
+  // 503, the network): later, after the service's Retry-After when it gave one.
+  const shouldPoll = value !== undefined && moving(value) && (problem === undefined || problem.retryable)
+  const delay = problem === undefined ? POLL_MS : Math.max(2 * POLL_MS, (problem.retryAfter ?? 0) * 1000)
   useEffect(() => {
     if (!shouldPoll) return
-    const timer = setTimeout(reload, POLL_MS)
+    const timer = setTimeout(reload, delay)
     return () => clearTimeout(timer)
-  }, [shouldPoll, state, reload])
+  }, [shouldPoll, delay, state, reload])
 
   return { value, problem, busy, reload }
 }

@@ -170,7 +170,7 @@ export const ExecutionDetail = ({ client, executionId }: { readonly client: Clie
           {execution.status === "failed" || execution.status === "cancelled" ? (
             <>
               <h3>Error</h3>
-              <ErrorNotice problem={{ code: execution.error.code, message: execution.error.message, status: 0 }} />
+              <ErrorNotice problem={{ code: execution.error.code, message: execution.error.message, status: 0, retryable: execution.error.retryable }} />
             </>
           ) : null}
         </section>

@@ -7,8 +7,8 @@ import { Fragment } from "preact"
 import { useState } from "preact/hooks"
 import type { FileMetadata } from "../../../client/index.ts"
 import { type Client, isPinned, type Me, type Problem, toProblem } from "../api.ts"
-import { PAGE_SIZE, usePaged } from "../data.ts"
-import { ErrorNotice, PinnedNotice } from "../ui/Feedback.tsx"
+import { PAGE_SIZE, usePaged, useResource } from "../data.ts"
+import { ErrorNotice, Loading, PinnedNotice } from "../ui/Feedback.tsx"
 import { ListState } from "../ui/ListState.tsx"
 import { Time } from "../ui/Time.tsx"
 
@@ -29,6 +29,17 @@ const Metadata = ({ file }: { readonly file: FileMetadata }) => (
     <dd><Time iso={file.expiresAt} /></dd>
   </dl>
 )
+
+/**
+ * A listed file's metadata read afresh when asked for (`GET /v1/files/:id`): the list may be
+ * older than the file's expiry, and a file past it is gone (404), not shown as if it were there.
+ */
+const FreshMetadata = ({ client, fileId }: { readonly client: Client; readonly fileId: string }) => {
+  const file = useResource(`file:${fileId}`, () => client.files.get(fileId))
+  if (file.problem !== undefined) return <ErrorNotice problem={file.problem} />
+  if (file.value === undefined) return <Loading what="the file's metadata" />
+  return <Metadata file={file.value} />
+}
 
 /**
  * A 413 names the request body's ceiling (the base64 of the file cap plus room for the JSON):
@@ -106,8 +117,13 @@ const Lookup = ({ client }: { readonly client: Client }) => {
         class="inline"
         onSubmit={async (event) => {
           event.preventDefault()
+          const id = fileId.trim()
+          if (id === "") {
+            setResult({ problem: { code: "invalid_input", message: "Enter a file id (file_…).", status: 0, retryable: false } })
+            return
+          }
           try {
-            setResult({ file: await client.files.get(fileId.trim()) })
+            setResult({ file: await client.files.get(id) })
           } catch (error) {
             setResult({ problem: toProblem(error) })
           }
@@ -171,7 +187,7 @@ const FileList = ({ client, refresh }: { readonly client: Client; readonly refre
                   </tr>
                   {selected === file.fileId ? (
                     <tr>
-                      <td colSpan={6}><Metadata file={file} /></td>
+                      <td colSpan={6}><FreshMetadata client={client} fileId={file.fileId} /></td>
                     </tr>
                   ) : null}
                 </Fragment>

@@ -25,7 +25,7 @@ export const SignIn = (
     const input = field.current
     const key = input?.value.trim() ?? ""
     if (key === "") {
-      setProblem({ code: "invalid_input", message: "Paste an API key first.", status: 0 })
+      setProblem({ code: "invalid_input", message: "Paste an API key first.", status: 0, retryable: false })
       return
     }
     setBusy(true)

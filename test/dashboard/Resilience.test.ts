@@ -1,0 +1,122 @@
+/**
+ * The dashboard when the service answers badly for a while, in headless Chromium against the
+ * real service, with faults injected into the page's own requests (playwright's routing): a
+ * failed poll does not stop the refreshing; a key refused mid-session goes back to sign-in; a
+ * service that cannot answer on a reload keeps the key and offers to try again; a file's
+ * metadata is read afresh; a blank file id is refused in the page.
+ */
+import type { Page, Route } from "playwright-core"
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { createClient } from "../../client/index.ts"
+import { ensureDashboard } from "../../dashboard/scripts/build.ts"
+import { type InProcessService, KEY, startService } from "../support/Service.ts"
+import { type Browser, launch, watch } from "./Browser.ts"
+
+await ensureDashboard()
+const service: InProcessService = await startService({
+  SERVICE_RATE_LIMIT_REQUEST_BURST: "10000",
+  SERVICE_RATE_LIMIT_REQUESTS_PER_MINUTE: "60000"
+})
+const api = createClient({ baseUrl: service.baseUrl, apiKey: KEY })
+let browser: Browser
+
+beforeAll(async () => {
+  browser = await launch()
+})
+afterAll(async () => {
+  await browser?.close()
+  await service.close()
+})
+
+const url = (path: string) => `${service.baseUrl}${path}`
+
+const envelope = (status: number, code: string, message: string, retryable: boolean) => (route: Route) =>
+  route.fulfill({
+    status,
+    contentType: "application/json",
+    headers: { "request-id": "req_00000000000000000000000000000000" },
+    body: JSON.stringify({ error: { code, message, retryable }, requestId: "req_00000000000000000000000000000000" })
+  })
+
+const signIn = async (page: Page) => {
+  await page.goto(url("/dashboard"))
+  await page.getByLabel("API key").fill(KEY)
+  await page.getByRole("button", { name: "Sign in" }).click()
+  await page.getByRole("navigation", { name: "Views" }).waitFor()
+}
+
+const storedKeys = (page: Page) => page.evaluate("Object.values(sessionStorage)") as Promise<ReadonlyArray<string>>
+
+describe("the dashboard when the service falters", () => {
+  it("keeps refreshing a running execution after a poll fails with a retryable error", async () => {
+    const page = await browser.context.newPage()
+    await signIn(page)
+    const started = await api.executions.execute({ tool: "demo.sleep", userId: "user_r", input: { ms: 3_000 }, mode: "async" })
+    const id = started.executionId
+    let failures = 0
+    // The second read of the record fails: 503, retryable, as while the store is away.
+    let reads = 0
+    await page.route(`**/v1/executions/${id}`, (route) => {
+      reads++
+      if (reads === 2) {
+        failures++
+        return envelope(503, "provider_unavailable", "The service's store is unavailable; retry shortly.", true)(route)
+      }
+      return route.continue()
+    })
+    await page.goto(url(`/dashboard/executions/${id}`))
+    await page.getByRole("heading", { level: 1, name: "Execution" }).waitFor()
+    await expect.poll(() => failures, { timeout: 10_000 }).toBe(1)
+    await expect.poll(() => page.locator("main").textContent(), { timeout: 15_000 }).toContain("succeeded")
+    await page.close()
+  })
+
+  it("goes back to sign-in, and forgets the key, when the key is refused mid-session", async () => {
+    const page = await browser.context.newPage()
+    await signIn(page)
+    await page.route("**/v1/**", envelope(401, "auth_expired", "The API key is invalid or revoked.", false))
+    await page.getByRole("navigation", { name: "Views" }).getByRole("link", { name: "Executions" }).click()
+    await page.getByLabel("API key").waitFor({ timeout: 10_000 })
+    await expect.poll(() => page.getByRole("alert").textContent()).toMatch(/auth_expired/)
+    expect(await storedKeys(page)).toEqual([])
+    await page.close()
+  })
+
+  it("keeps the key when the service cannot answer on a reload, and signs in again on Try again", async () => {
+    const page = await browser.context.newPage()
+    await signIn(page)
+    await page.route("**/v1/me", envelope(503, "provider_unavailable", "The service's store is unavailable; retry shortly.", true))
+    await page.reload()
+    await expect.poll(() => page.getByRole("alert").textContent(), { timeout: 10_000 }).toMatch(/provider_unavailable/)
+    expect(await storedKeys(page)).toEqual([KEY])
+    expect(await page.getByLabel("API key").count()).toBe(0)
+    await page.unroute("**/v1/me")
+    await page.getByRole("button", { name: "Try again" }).click()
+    await page.getByRole("navigation", { name: "Views" }).waitFor({ timeout: 10_000 })
+    await page.close()
+  })
+
+  it("reads a listed file's metadata afresh: one gone since the list shows not_found", async () => {
+    const staged = await api.files.create({ name: "fresh.txt", content: new TextEncoder().encode("x") })
+    const page = await browser.context.newPage()
+    await signIn(page)
+    await page.getByRole("region", { name: "Files in the project" }).getByText("fresh.txt").waitFor()
+    // The file expires (or is cleaned up) after the list was loaded.
+    await page.route(`**/v1/files/${staged.fileId}`, envelope(404, "not_found", "No such file.", false))
+    await page.getByRole("button", { name: "Metadata of fresh.txt" }).click()
+    await expect.poll(() => page.getByRole("region", { name: "Files in the project" }).getByRole("alert").textContent(), { timeout: 10_000 }).toMatch(/not_found/)
+    await page.close()
+  })
+
+  it("refuses a blank file id in the page, without a request", async () => {
+    const page = await browser.context.newPage()
+    const watched = watch(page)
+    await signIn(page)
+    const before = watched.requests.length
+    await page.getByLabel("File id").fill("   ")
+    await page.getByRole("button", { name: "Show metadata" }).click()
+    await expect.poll(() => page.getByRole("region", { name: "Look up a file" }).textContent()).toMatch(/Enter a file id/)
+    expect(watched.requests.slice(before).filter((request) => request.includes("/v1/files"))).toEqual([])
+    await page.close()
+  })
+})
