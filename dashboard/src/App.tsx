@@ -73,10 +73,13 @@ const View = ({ route, session }: { readonly route: Route; readonly session: Ses
   }
 }
 
-const Shell = ({ session, onSignOut }: { readonly session: Session; readonly onSignOut: () => void }) => {
+const Shell = (
+  { session, onSignOut, focusFirst }: { readonly session: Session; readonly onSignOut: () => void; readonly focusFirst: boolean }
+) => {
   const route = useRoute()
   const heading = useRef<HTMLHeadingElement>(null)
-  const first = useRef(true)
+  // After signing in the sign-in form is gone, so the heading takes the focus from the start.
+  const first = useRef(!focusFirst)
   const title = titleOf(route)
   useEffect(() => {
     document.title = `${title} · Service dashboard`
@@ -121,7 +124,7 @@ export const App = () => {
     | { readonly kind: "checking" }
     | { readonly kind: "unreachable"; readonly problem: Problem }
     | { readonly kind: "signed-out"; readonly problem?: Problem }
-    | { readonly kind: "signed-in"; readonly session: Session }
+    | { readonly kind: "signed-in"; readonly session: Session; readonly signedInHere?: boolean }
   >(() => (storedKey() === undefined ? { kind: "signed-out" } : { kind: "checking" }))
 
   /**
@@ -194,7 +197,7 @@ export const App = () => {
           initialProblem={state.problem}
           onSignedIn={(client, me, key) => {
             storeKey(key)
-            setState({ kind: "signed-in", session: { client, me } })
+            setState({ kind: "signed-in", session: { client, me }, signedInHere: true })
           }}
         />
       )
@@ -202,6 +205,7 @@ export const App = () => {
       return (
         <Shell
           session={state.session}
+          focusFirst={state.signedInHere === true}
           onSignOut={() => {
             forgetKey()
             setState({ kind: "signed-out" })

@@ -235,7 +235,10 @@ describe("the dashboard in Chromium", () => {
     await page.keyboard.type(PINNED_KEY)
     await page.keyboard.press("Enter")
     await expect.poll(() => page.getByTestId("key-kind").textContent()).toBe("pinned to user user_1")
-    // The first Tab reaches the skip link, which is then visible.
+    // Signed in, the focus is on the view's heading; from the top of the page, the first Tab
+    // reaches the skip link, which is then visible.
+    await expect.poll(() => page.evaluate("document.activeElement.textContent")).toBe("Staged files")
+    await page.evaluate("document.body.tabIndex = -1; document.body.focus(); document.body.removeAttribute('tabindex')")
     await page.keyboard.press("Tab")
     expect(await page.evaluate("document.activeElement.textContent")).toBe("Skip to content")
     expect(await page.getByRole("link", { name: "Skip to content" }).isVisible()).toBe(true)

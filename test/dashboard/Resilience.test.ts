@@ -3,7 +3,9 @@
  * real service, with faults injected into the page's own requests (playwright's routing): a
  * failed poll does not stop the refreshing; a key refused mid-session goes back to sign-in; a
  * service that cannot answer on a reload keeps the key and offers to try again; a file's
- * metadata is read afresh; a blank file id is refused in the page.
+ * metadata is read afresh; a blank file id is refused in the page. And the keyboard focus stays
+ * on the page after in-place actions (a delete asked and kept, a secret put away, a page turned,
+ * signing in), where it fell to the document's body before.
  */
 import type { Page, Route } from "playwright-core"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
@@ -117,6 +119,55 @@ describe("the dashboard when the service falters", () => {
     await page.getByRole("button", { name: "Show metadata" }).click()
     await expect.poll(() => page.getByRole("region", { name: "Look up a file" }).textContent()).toMatch(/Enter a file id/)
     expect(watched.requests.slice(before).filter((request) => request.includes("/v1/files"))).toEqual([])
+    await page.close()
+  })
+})
+
+/** What has the focus: a description of the element, `body` when nothing on the page has it. */
+const focused = (page: Page) =>
+  page.evaluate(`(() => { const e = document.activeElement; return e === null || e === document.body ? "body" : e.tagName + ":" + (e.textContent ?? "").trim() })()`) as Promise<string>
+
+describe("the keyboard focus after in-place actions", () => {
+  it("lands on the view's heading after signing in", async () => {
+    const page = await browser.context.newPage()
+    await signIn(page)
+    await expect.poll(() => focused(page)).toBe("H1:Staged files")
+    await page.close()
+  })
+
+  it("moves to the confirmation when a delete is asked, back when it is kept, and stays on the page when Escape keeps it", async () => {
+    const endpoint = await api.webhooks.create({ url: "https://example.com/focus", events: ["execution.completed"] })
+    const page = await browser.context.newPage()
+    await signIn(page)
+    await page.goto(url(`/dashboard/webhooks/${endpoint.endpointId}`))
+    await page.getByRole("button", { name: "I have stored it" }).or(page.getByRole("button", { name: "Delete endpoint" })).first().waitFor()
+    await page.getByRole("button", { name: "Delete endpoint" }).click()
+    await expect.poll(() => focused(page)).toBe("BUTTON:Confirm delete")
+    await page.getByRole("button", { name: "Keep it" }).click()
+    await expect.poll(() => focused(page)).toBe("BUTTON:Delete endpoint")
+    await page.getByRole("button", { name: "Delete endpoint" }).click()
+    await expect.poll(() => focused(page)).toBe("BUTTON:Confirm delete")
+    await page.keyboard.press("Escape")
+    await expect.poll(() => focused(page)).toBe("BUTTON:Delete endpoint")
+    await page.close()
+  })
+
+  it("stays on the page when a shown-once secret is put away, and when a page of the list is turned", async () => {
+    for (let i = 0; i < 21; i++) await api.files.create({ name: `page-${i}.txt`, content: new TextEncoder().encode("p") })
+    const page = await browser.context.newPage()
+    await signIn(page)
+    await page.getByRole("link", { name: "Webhooks" }).click()
+    await page.getByRole("heading", { level: 1, name: "Webhook endpoints" }).waitFor()
+    await page.getByLabel("HTTPS URL").fill("https://example.com/secret-focus")
+    await page.getByLabel("execution.completed", { exact: false }).first().check()
+    await page.getByRole("button", { name: "Create endpoint" }).click()
+    await page.getByRole("button", { name: "I have stored it" }).click()
+    await expect.poll(() => focused(page)).not.toBe("body")
+    await page.getByRole("link", { name: "Files" }).click()
+    const next = page.getByRole("region", { name: "Files in the project" }).getByRole("button", { name: "Next page" })
+    await next.click()
+    await expect.poll(() => page.getByRole("region", { name: "Files in the project" }).textContent()).toContain("Page 2")
+    await expect.poll(() => focused(page)).not.toBe("body")
     await page.close()
   })
 })

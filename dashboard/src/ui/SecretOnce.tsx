@@ -68,7 +68,16 @@ export const SecretOnce = (
       <p role="status" aria-live="polite" class="muted">
         {copied === "yes" ? "Copied to the clipboard." : copied === "failed" ? "Copy failed: the text is selected; copy it with Ctrl+C (⌘C)." : ""}
       </p>
-      <button type="button" onClick={onDone}>I have stored it</button>
+      <button
+        type="button"
+        onClick={() => {
+          // The panel goes: the focus moves to the view's heading rather than the page's body.
+          document.querySelector<HTMLElement>("main h1")?.focus()
+          onDone()
+        }}
+      >
+        I have stored it
+      </button>
     </section>
   )
 }

@@ -9,6 +9,7 @@ import { type Client, isPinned, type Me, type Problem, toProblem } from "../api.
 import { PAGE_SIZE, useAction, usePaged, useResource } from "../data.ts"
 import { acceptsTrigger } from "../events.ts"
 import { filterFields, filtersFrom, type FilterValues } from "../filterSchema.ts"
+import { ConfirmDelete } from "../ui/ConfirmDelete.tsx"
 import { ErrorNotice } from "../ui/Feedback.tsx"
 import { Link } from "../ui/Link.tsx"
 import { ListState } from "../ui/ListState.tsx"
@@ -184,7 +185,6 @@ const Row = (
     readonly onDeleted: () => void
   }
 ) => {
-  const [confirming, setConfirming] = useState(false)
   const { problem, act } = useAction()
   const id = subscription.subscriptionId
   return (
@@ -209,25 +209,17 @@ const Row = (
             Rotate
           </button>
         ) : null}
-        {confirming ? (
-          <>
-            <button
-              type="button"
-              class="danger"
-              aria-label={`Confirm deleting ${id}`}
-              onClick={() =>
-                act(async () => {
-                  await client.subscriptions.delete(id)
-                  onDeleted()
-                })}
-            >
-              Confirm delete
-            </button>
-            <button type="button" onClick={() => setConfirming(false)}>Keep</button>
-          </>
-        ) : (
-          <button type="button" class="danger" aria-label={`Delete ${id}`} onClick={() => setConfirming(true)}>Delete</button>
-        )}
+        <ConfirmDelete
+          label="Delete"
+          keepLabel="Keep"
+          deleteAria={`Delete ${id}`}
+          confirmAria={`Confirm deleting ${id}`}
+          onConfirm={() =>
+            act(async () => {
+              await client.subscriptions.delete(id)
+              onDeleted()
+            })}
+        />
         {problem === undefined ? null : <ErrorNotice problem={problem} />}
       </td>
     </tr>

@@ -8,6 +8,7 @@ import type { WebhookEndpoint } from "../../../client/index.ts"
 import { type Client, isPinned, type Me, type Problem, toProblem } from "../api.ts"
 import { useAction, useResource } from "../data.ts"
 import { navigate } from "../router.ts"
+import { ConfirmDelete } from "../ui/ConfirmDelete.tsx"
 import { ErrorNotice, Loading, PinnedNotice } from "../ui/Feedback.tsx"
 import { Link } from "../ui/Link.tsx"
 import { SecretOnce } from "../ui/SecretOnce.tsx"
@@ -67,7 +68,6 @@ const Danger = (
   { client, endpointId, onRotated }: { readonly client: Client; readonly endpointId: string; readonly onRotated: () => void }
 ) => {
   const [secret, setSecret] = useState<string | undefined>(undefined)
-  const [confirming, setConfirming] = useState(false)
   const { problem, act } = useAction()
   return (
     <section aria-labelledby="secret-title">
@@ -83,24 +83,15 @@ const Danger = (
         >
           Rotate secret
         </button>
-        {confirming ? (
-          <>
-            <button
-              type="button"
-              class="danger"
-              onClick={() =>
-                act(async () => {
-                  await client.webhooks.delete(endpointId)
-                  navigate({ view: "webhooks" })
-                })}
-            >
-              Confirm delete
-            </button>
-            <button type="button" onClick={() => setConfirming(false)}>Keep it</button>
-          </>
-        ) : (
-          <button type="button" class="danger" onClick={() => setConfirming(true)}>Delete endpoint</button>
-        )}
+        <ConfirmDelete
+          label="Delete endpoint"
+          keepLabel="Keep it"
+          onConfirm={() =>
+            act(async () => {
+              await client.webhooks.delete(endpointId)
+              navigate({ view: "webhooks" })
+            })}
+        />
       </div>
       <p class="muted">Rotating stops the old secret at once, for queued retries too. Deleting stops unfinished deliveries.</p>
       {secret === undefined ? null : (
