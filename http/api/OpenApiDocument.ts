@@ -47,7 +47,8 @@ export const WebhookEnvelope = Schema.Struct({
   createdAt: Schema.String.annotate({ description: "ISO 8601 time of the event." }),
   projectId: Schema.String,
   data: Schema.Json.annotate({
-    description: "Depends on `type`: for `execution.*`, the terminal execution record; for `trigger.*`, the provider event."
+    description: "Depends on `type`: for `execution.*`, the terminal execution record; for `trigger.*`, " +
+      "`{subscriptionId, eventId, trigger, userId, connectionId, occurredAt, payload}`, the provider event normalized as `payload`."
   })
 })
 export type WebhookEnvelope = typeof WebhookEnvelope.Type
@@ -169,6 +170,69 @@ export const WEBHOOK_ENVELOPE_EXAMPLE: WebhookEnvelope = {
   data: EXECUTION_EXAMPLE
 }
 
+/** Per webhook type, an envelope of what that type carries. */
+const FAILED_EXAMPLE: ExecutionRecord = {
+  executionId: "exe_01m88zvhs2k7d0q5xw3n8b4t6ya9c1mf",
+  projectId: "proj_dev",
+  userId: "user_1",
+  tool: "demo.fail",
+  toolVersion: "1.0.0",
+  catalogVersion: "2026-11-22.1",
+  mode: "sync",
+  createdAt: "2026-11-25T09:16:13.924Z",
+  startedAt: "2026-11-25T09:16:13.924Z",
+  completedAt: "2026-11-25T09:16:13.925Z",
+  latencyMs: 1,
+  status: "failed",
+  error: { code: "provider_unavailable", message: "The provider answered 503.", retryable: true }
+}
+const CANCELLED_EXAMPLE: ExecutionRecord = {
+  ...PENDING_EXAMPLE,
+  startedAt: "2026-11-25T09:16:13.940Z",
+  completedAt: "2026-11-25T09:16:15.002Z",
+  latencyMs: 1062,
+  status: "cancelled",
+  error: { code: "execution_cancelled", message: "The execution was cancelled.", retryable: false },
+  cancellation: { dispatchMayHaveBegun: true }
+}
+const TRIGGER_PAYLOADS: Readonly<Record<string, unknown>> = {
+  "demo.event": { type: "ping" },
+  "slack.message_posted": { channel: "C0123456789", user: "U0123456789", text: "hello", ts: "1764061573.000100" },
+  "github.issue_opened": {
+    owner: "octo-org",
+    repo: "octo-repo",
+    id: 3_112_345_678,
+    number: 42,
+    title: "Found a bug",
+    url: "https://github.com/octo-org/octo-repo/issues/42",
+    user: "octocat",
+    labels: ["bug"],
+    createdAt: "2026-11-25T09:16:10.000Z"
+  }
+}
+const webhookExample = (type: string): WebhookEnvelope => {
+  if (type === "execution.failed") return { ...WEBHOOK_ENVELOPE_EXAMPLE, id: "evt_01m88zvhs3w8e1r6yx4p9c5u7zb0d2ng", type, data: FAILED_EXAMPLE }
+  if (type === "execution.cancelled") return { ...WEBHOOK_ENVELOPE_EXAMPLE, id: "evt_01m88zvhs4x9f2s7za5q0d6v8ac1e3ph", type, data: CANCELLED_EXAMPLE }
+  if (!type.startsWith("trigger.")) return { ...WEBHOOK_ENVELOPE_EXAMPLE, type }
+  const trigger = type.slice("trigger.".length)
+  const eventId = "evt_trigger_01m88zvhs5y0g3t8zb6r1e7w9bd2f4qj"
+  return {
+    id: eventId,
+    type,
+    createdAt: "2026-11-25T09:16:13.990Z",
+    projectId: "proj_dev",
+    data: {
+      subscriptionId: "trgsub_01m88zvhs6z1h4v9zc7s2f8x0ce3g5rk",
+      eventId,
+      trigger,
+      userId: "user_1",
+      connectionId: trigger.startsWith("demo.") ? null : "conn_01m88zvhs7a2j5w0zd8t3g9y1df4h6sm",
+      occurredAt: "2026-11-25T09:16:10.000Z",
+      payload: (TRIGGER_PAYLOADS[trigger] ?? {}) as Schema.Json
+    }
+  }
+}
+
 /** Examples by operation id and where they go: the request body, or the answer of a status. */
 export const EXAMPLES: Readonly<Record<string, { readonly request?: unknown; readonly responses?: Readonly<Record<string, unknown>> }>> = {
   "executions.execute": { request: EXECUTE_REQUEST_EXAMPLE, responses: { 200: EXECUTION_EXAMPLE, 202: PENDING_EXAMPLE } },
@@ -204,14 +268,17 @@ const SIGNATURE_HEADERS: Json = [
 
 const webhookOperation = (type: string, summary: string): Json => ({ post: {
   summary,
-  description: "Sent to every active endpoint subscribed to this type, one delivery at a time per endpoint, at least once. " +
+  description: (type.startsWith("trigger.")
+    ? "Sent to the active endpoints that the trigger event's subscription names and that subscribe to this type (or `trigger.*`), "
+    : "Sent to every active endpoint subscribed to this type (or `execution.completed`), ") +
+    "one delivery at a time per endpoint, at least once. " +
     "Any 2xx acknowledges it; anything else, a timeout (10 s) or a transport failure is retried after 30 s, 2 min, " +
     "10 min and 1 h, five attempts in all.",
   operationId: `webhook.${type}`,
   parameters: SIGNATURE_HEADERS,
   requestBody: {
     required: true,
-    content: { "application/json": { schema: { $ref: "#/components/schemas/WebhookEnvelope" }, example: { ...WEBHOOK_ENVELOPE_EXAMPLE, type } } }
+    content: { "application/json": { schema: { $ref: "#/components/schemas/WebhookEnvelope" }, example: webhookExample(type) } }
   },
   responses: { "2XX": { description: "Acknowledged." }, default: { description: "Not acknowledged: retried on the schedule." } }
 } })
@@ -247,7 +314,8 @@ const INGEST_PATH: Json = {
           }
         }
       },
-      ...Object.fromEntries([400, 404, 405, 413, 415, 422, 500].map((status) => [status, errorResponse(status)]))
+      // A body that is not JSON is 422 here, like any other body ingest refuses (decisions.md section 5).
+      ...Object.fromEntries([404, 405, 413, 415, 422, 500].map((status) => [status, errorResponse(status)]))
     }
   }
 }

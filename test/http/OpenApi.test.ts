@@ -130,6 +130,30 @@ describe("the OpenAPI document", () => {
     Schema.decodeUnknownSync(WebhookEnvelope)(WEBHOOK_ENVELOPE_EXAMPLE)
   })
 
+  it("gives each webhook type an example of what it really carries", () => {
+    const example = (type: string) => document.webhooks[type].post.requestBody.content["application/json"].example as {
+      id: string
+      type: string
+      data: Record<string, unknown>
+    }
+    for (const [type, status] of [["execution.succeeded", "succeeded"], ["execution.failed", "failed"], ["execution.cancelled", "cancelled"]] as const) {
+      const envelope = example(type)
+      expect(envelope.type).toBe(type)
+      const record = Schema.decodeUnknownSync(ExecutionRecord)(envelope.data)
+      expect(record.status, type).toBe(status)
+    }
+    expect(example("execution.cancelled").data).toMatchObject({ error: { code: "execution_cancelled" }, cancellation: { dispatchMayHaveBegun: expect.any(Boolean) } })
+    for (const type of Object.keys(document.webhooks).filter((t) => t.startsWith("trigger."))) {
+      const envelope = example(type)
+      expect(envelope.id).toMatch(/^evt_trigger_/)
+      expect(Object.keys(envelope.data).toSorted()).toEqual(["connectionId", "eventId", "occurredAt", "payload", "subscriptionId", "trigger", "userId"])
+      expect(envelope.data.trigger).toBe(type.slice("trigger.".length))
+      expect(envelope.data.eventId).toBe(envelope.id)
+    }
+    // Ingest answers a body that is not JSON with 422 (decisions.md section 5), never 400.
+    expect(Object.keys(document.paths["/v1/ingest/{subscriptionId}/{secret}"].post.responses)).not.toContain("400")
+  })
+
   it("documents deliveries as webhooks: the envelope and the signature headers", () => {
     const types = Object.keys(document.webhooks)
     expect(types).toEqual(expect.arrayContaining(["execution.succeeded", "execution.failed", "execution.cancelled", "trigger.github.issue_opened"]))
