@@ -125,7 +125,8 @@ const jsonSchema = (spec: Json, schema: Schema.Top): Json => {
 }
 
 const EXECUTE_REQUEST_EXAMPLE: ExecuteRequest = { tool: "demo.echo", input: { message: "hello" }, userId: "user_1", mode: "sync" }
-const EXECUTION_EXAMPLE: ExecutionRecord = {
+/** A finished sync run, whatever its outcome. */
+const FINISHED_SYNC = {
   executionId: "exe_01m88zvhq45dhmh41k4zhc3rcpfzssw8",
   projectId: "proj_dev",
   userId: "user_1",
@@ -136,10 +137,9 @@ const EXECUTION_EXAMPLE: ExecutionRecord = {
   createdAt: "2026-11-25T09:16:13.924Z",
   startedAt: "2026-11-25T09:16:13.924Z",
   completedAt: "2026-11-25T09:16:13.925Z",
-  latencyMs: 1,
-  status: "succeeded",
-  output: { message: "hello" }
-}
+  latencyMs: 1
+} as const
+const EXECUTION_EXAMPLE: ExecutionRecord = { ...FINISHED_SYNC, status: "succeeded", output: { message: "hello" } }
 const PENDING_EXAMPLE: ExecutionRecord = {
   executionId: "exe_01m88zvhqkr49exg9181dec0bdhrv94m",
   projectId: "proj_dev",
@@ -172,17 +172,9 @@ export const WEBHOOK_ENVELOPE_EXAMPLE: WebhookEnvelope = {
 
 /** Per webhook type, an envelope of what that type carries. */
 const FAILED_EXAMPLE: ExecutionRecord = {
+  ...FINISHED_SYNC,
   executionId: "exe_01m88zvhs2k7d0q5xw3n8b4t6ya9c1mf",
-  projectId: "proj_dev",
-  userId: "user_1",
   tool: "demo.fail",
-  toolVersion: "1.0.0",
-  catalogVersion: "2026-11-22.1",
-  mode: "sync",
-  createdAt: "2026-11-25T09:16:13.924Z",
-  startedAt: "2026-11-25T09:16:13.924Z",
-  completedAt: "2026-11-25T09:16:13.925Z",
-  latencyMs: 1,
   status: "failed",
   error: { code: "provider_unavailable", message: "The provider answered 503.", retryable: true }
 }
