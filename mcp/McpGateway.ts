@@ -194,9 +194,12 @@ export const makeHandle = (parts: GatewayParts) => {
     const batch = Rules.isBatch(body) ? Rules.batchRefused(session.protocolVersion) : undefined
     if (batch !== undefined) return Answers.withHeaders(refusal(batch), { "mcp-session-id": session.sessionId })
     // A cancelled plain tools/call ends, unanswered, and then its execution is cancelled (CallCancels.ts).
-    const cancelExecutions = cancels.take(session.sessionId, cancelledIds(messagesOf(body)))
-    exchange.cancel(session.sessionId, body)
-    yield* cancelExecutions
+    const cancelled = cancelledIds(messagesOf(body))
+    if (cancelled.length > 0) {
+      const cancelExecutions = cancels.take(session.sessionId, cancelled)
+      exchange.cancel(session.sessionId, cancelled)
+      yield* cancelExecutions
+    }
     const exchanged = keepsTasks(session) ? body : withoutTasks(body)
     const checked = Rules.isBatch(exchanged) ? undefined : Rules.checkRequest(exchanged, session.protocolVersion)
     if (checked?._tag === "Refused") {

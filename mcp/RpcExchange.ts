@@ -117,9 +117,9 @@ export const makeExchange = (servers: (facts: RequestFacts) => Server, feed: Log
         if (inflight.get(key) === close) inflight.delete(key)
       }
     },
-    /** Ends the requests that `notifications/cancelled` messages of the body name. */
-    cancel: (sessionId: string, body: unknown) => {
-      for (const id of cancelledIds(messagesOf(body))) inflight.get(keyOf(sessionId, id))?.()
+    /** Ends the requests of the session that `notifications/cancelled` messages named (`cancelledIds`). */
+    cancel: (sessionId: string, ids: ReadonlyArray<RpcId>) => {
+      for (const id of ids) inflight.get(keyOf(sessionId, id))?.()
     },
     serve: async (request: GatewayRequest, body: unknown, facts: RequestFacts, sse: boolean, signal: AbortSignal): Promise<Response> => {
       const server = servers(facts)
