@@ -232,14 +232,6 @@ describe("the session's GET stream", () => {
     const events = await readEvents(fromStart, 2, 1_000)
     expect(events.filter((e) => e.data !== "")).toEqual([])
   })
-})
-
-describe("the SDK client's streams", () => {
-  let gw: GatewayUnderTest
-  beforeAll(async () => {
-    gw = await startGateway()
-  })
-  afterAll(() => gw.close())
 
   // The SDK resumes a POST stream that ended with an error (it takes only a result for the end of
   // a call) by a GET with the POST stream's last id; that GET must not take the session's stream.
