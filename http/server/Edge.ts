@@ -211,7 +211,7 @@ export const makeEdge = (options: EdgeOptions) => {
       const allowed = [...route.methods]
       // The router answers HEAD wherever it answers GET.
       const method = request.method === "HEAD" ? "GET" : request.method
-      if (!allowed.includes(method)) return refuse(methodNotAllowed(allowed))
+      if (!allowed.includes(method)) return refuse(methodNotAllowed(allowed.includes("GET") ? [...allowed, "HEAD"] : allowed))
       const limit = hasBody ? options.bodyLimit(request.method, path) : 0
       // The key first (on the headers: a request without a valid key is 401 whatever its body,
       // decisions.md section 2), then what the headers say about the body; only then is a

@@ -50,8 +50,18 @@ describe("edge", () => {
 
   it("a wrong method on a known path is 405 invalid_input with Allow", async () => {
     const response = await service.fetch("/v1/me", { method: "DELETE" })
-    expect(response.headers.get("allow")).toContain("GET")
+    expect(response.headers.get("allow")).toBe("GET, HEAD")
     await expectEnvelope(response, 405, "invalid_input")
+  })
+
+  it("Allow names HEAD wherever GET is allowed, as HEAD is answered there", async () => {
+    const files = await service.fetch("/v1/files", { method: "PUT" })
+    expect(files.headers.get("allow")).toBe("POST, GET, HEAD")
+    await expectEnvelope(files, 405, "invalid_input")
+    const docs = await fetch(`${service.baseUrl}/docs`, { method: "POST" })
+    expect(docs.headers.get("allow")).toBe("GET, HEAD")
+    const execute = await service.fetch("/v1/execute", { method: "GET" })
+    expect(execute.headers.get("allow")).toBe("POST")
   })
 
   it("a body that is not JSON typed is 415", async () => {
