@@ -15,13 +15,14 @@
  *   for a task (Tasks.ts); an unknown tool is JSON-RPC -32602, and a task
  *   request that the tool's listed `taskSupport` forbids (or a plain call it requires) -32601.
  */
-import { Clock, Effect, Schema, type Scope } from "effect"
+import { Effect, Schema, type Scope } from "effect"
 import type { ToolDefinition } from "../domain/catalog/Catalog.ts"
 import { decodeClosed, findTool } from "../domain/catalog/index.ts"
 import { unknownToolMessage } from "../infra/executions/Executions.ts"
 import { normalized, toNormalized, type NormalizedError } from "../domain/Errors.ts"
 import type { ExecutionRecord } from "../domain/executions/ExecutionRecord.ts"
 import type { RateLimiterShape } from "../infra/access/RateLimiter.ts"
+import { rateLimitedError, takeTokens } from "../infra/access/Throttle.ts"
 import type { ExecuteCommand, Executions } from "../infra/executions/Executions.ts"
 import type { CallCancels } from "./CallCancels.ts"
 import { callUser } from "./Identity.ts"
@@ -120,17 +121,8 @@ export const makeToolCalls = (deps: {
   const { cancels, executions, feed, limiter, tasks } = deps
 
   /** The execute bucket and the daily quota, after the standard token the request took. */
-  const takeExecuteTokens = Effect.fnUntraced(function*(projectId: string) {
-    const decision = yield* Effect.orDie(limiter.take(projectId, "execute"))
-    if (!decision.allowed) {
-      return yield* fail(normalized("rate_limited", "The execute rate limit of this project is exhausted.", decision.retryAfter ?? 1))
-    }
-    const daily = yield* Effect.orDie(limiter.takeDaily(projectId))
-    if (daily !== undefined && !daily.allowed) {
-      const now = Math.floor((yield* Clock.currentTimeMillis) / 1000)
-      return yield* fail(normalized("rate_limited", "The daily execution quota of this project is used up.", Math.max(1, daily.resetAt - now)))
-    }
-  })
+  const takeExecuteTokens = (projectId: string) =>
+    Effect.flatMap(takeTokens(limiter, projectId, true), (decision) => decision.allowed ? Effect.void : fail(rateLimitedError(decision, true)))
 
   /** Waits for the terminal record of an async execution, reporting running on the way. */
   const waitFor = (tool: ToolDefinition, request: CallRequest, token: ProgressToken | undefined, record: ExecutionRecord) =>

@@ -13,7 +13,7 @@ import { HttpServerResponse as Response } from "effect/http"
 import { newRequestId } from "../../infra/Ids.ts"
 import { CurrentRequest, type RequestMeta } from "../api/Caller.ts"
 import { endOfTurn } from "./EndOfTurn.ts"
-import { rateHeaders, rateLimitedError } from "./Throttle.ts"
+import { rateHeaders, rateLimitedError } from "../../infra/access/Throttle.ts"
 import type { Decision } from "../../infra/access/RateLimiter.ts"
 import { readLimited, utf8, withBody } from "./RequestBody.ts"
 import { type InFlight, logged } from "./RequestLog.ts"
@@ -90,7 +90,7 @@ export interface EdgeOptions {
   /** Counts the requests being answered (Drain.ts waits for them when the process stops). */
   readonly inFlight?: InFlight
   /**
-   * The project's rate limit (Throttle.ts), taken by a request the edge refuses after its key
+   * The project's rate limit (infra/access/Throttle.ts), taken by a request the edge refuses after its key
    * was verified: such a refusal counts like any authenticated request, carries the `RateLimit-*`
    * headers, and is 429 instead when no token is left.
    */

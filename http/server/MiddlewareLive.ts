@@ -7,10 +7,10 @@ import { Cause, Context, Effect, Layer, Redacted } from "effect"
 import { HttpServerRequest, type HttpServerResponse } from "effect/http"
 import { AuthExpired, AuthMissing, InsufficientScope, RateLimited } from "../../domain/Errors.ts"
 import { ApiKeys } from "../../infra/access/ApiKeys.ts"
-import { type Decision, RateLimiter } from "../../infra/access/RateLimiter.ts"
+import { RateLimiter } from "../../infra/access/RateLimiter.ts"
 import { Caller, CurrentRequest } from "../api/Caller.ts"
 import { causeResponse } from "./Envelope.ts"
-import { exhaustedMessage, rateHeaders, takeTokens } from "./Throttle.ts"
+import { rateHeaders, rateLimitedError, takeTokens, type Throttled } from "../../infra/access/Throttle.ts"
 import { Authentication, ErrorEnvelope, isUnpinnedOnly, RateLimit, UsesExecuteBucket } from "../api/Middleware.ts"
 import { checkPinned, checkUserId, USER_HEADER } from "./Users.ts"
 
@@ -58,17 +58,19 @@ export const RateLimitLive = Layer.effect(
     return RateLimit.of((httpEffect, { endpoint, group }) => {
       const execute = Context.get(endpoint.annotations, UsesExecuteBucket)
       const unpinnedOnly = isUnpinnedOnly(group, endpoint)
-      const message = exhaustedMessage(execute)
       const refusedScope = new InsufficientScope({ message: "This route needs an unpinned project key." })
       /**
        * Every answer carries the decision's headers (the edge writes them), a refusal and the
        * handler's failures included. Past the bucket, a project-wide route refuses a pinned key
        * before anything of the request is decoded.
        */
-      const admit = (decision: Decision, pinned: boolean) =>
+      const admit = (decision: Throttled, pinned: boolean) =>
         Effect.flatMap(CurrentRequest, (request): Effect.Effect<HttpServerResponse.HttpServerResponse, RateLimited | InsufficientScope | Effect.Error<typeof httpEffect>> => {
           if (request !== undefined) request.answerHeaders = { ...request.answerHeaders, ...rateHeaders(decision) }
-          if (!decision.allowed) return Effect.fail(new RateLimited({ message, retryAfter: decision.retryAfter ?? 1 }))
+          if (!decision.allowed) {
+            const { message, retryAfter } = rateLimitedError(decision, execute)
+            return Effect.fail(new RateLimited({ message, retryAfter: retryAfter ?? 1 }))
+          }
           return unpinnedOnly && pinned ? Effect.fail(refusedScope) : httpEffect
         })
       return Effect.flatMap(Caller, (caller) =>

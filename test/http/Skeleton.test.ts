@@ -245,6 +245,8 @@ describe("rate limits", () => {
       expect(Number(denied.headers.get("ratelimit-reset"))).toBe(midnight.getTime() / 1000)
       expect(body.error.retryAfter).toBeGreaterThanOrEqual(1)
       expect(denied.headers.get("retry-after")).toBe(String(body.error.retryAfter))
+      // The refusal names the quota, not the execute bucket (which still has tokens).
+      expect(body.error.message).toBe("The project's daily execution quota is used up; it resets at 00:00 UTC.")
       // Other routes take from the standard bucket, failures included.
       const missing = await limited.fetch("/v1/executions/exe_01kab2c3d4e5f6g7h8j9k0m1n2")
       await expectEnvelope(missing, 404, "not_found")

@@ -336,10 +336,35 @@ describe("the execute rate limit over MCP", () => {
     for (let i = 0; i < 3; i++) results.push(await client.callTool({ name: "demo.echo", arguments: { i } }) as Result)
     expect(results.slice(0, 2).every((r) => r.isError === undefined)).toBe(true)
     const refused = errorOf(results[2]!)
-    expect(refused).toMatchObject({ code: "rate_limited", retryable: true })
+    // The same refusal, in the same words, as POST /v1/execute's.
+    expect(refused).toMatchObject({ code: "rate_limited", retryable: true, message: "The project's execute rate limit is exhausted." })
     expect(Number.isInteger(refused?.retryAfter)).toBe(true)
     // The search takes no execute token.
     expect(((await client.callTool({ name: "service.search_tools", arguments: { query: "echo" } })) as Result).isError).toBeUndefined()
+    await close()
+  })
+})
+
+describe("the daily execution quota over MCP", () => {
+  let gw: GatewayUnderTest
+  beforeAll(async () => {
+    gw = await startGateway({ SERVICE_RATE_LIMIT_DAILY_EXECUTIONS: "1" })
+  })
+  afterAll(() => gw.close())
+
+  it("answers a call past the quota with isError rate_limited naming the quota, retryable after its reset", async () => {
+    const { client, close } = await connect(gw.url, { headers: USER })
+    expect(((await client.callTool({ name: "demo.echo", arguments: { i: 1 } })) as Result).isError).toBeUndefined()
+    const refused = errorOf((await client.callTool({ name: "demo.echo", arguments: { i: 2 } })) as Result)
+    expect(refused).toMatchObject({
+      code: "rate_limited",
+      retryable: true,
+      message: "The project's daily execution quota is used up; it resets at 00:00 UTC."
+    })
+    const midnight = new Date()
+    midnight.setUTCHours(24, 0, 0, 0)
+    expect(refused?.retryAfter).toBeGreaterThanOrEqual(1)
+    expect(refused?.retryAfter).toBeLessThanOrEqual(Math.ceil((midnight.getTime() - Date.now()) / 1000) + 1)
     await close()
   })
 })
