@@ -5,8 +5,9 @@
  * - Errors: every error answer is the normalized envelope (`ErrorEnvelope`), never an internal
  *   tagged error. Each operation lists the statuses it can answer: the edge's own for every route
  *   (400, 413, 415 and 422 for whatever body is sent: text the log cannot keep, or fields sent
- *   to a route that takes none; 405, 500), authentication and the project rate limit for keyed
- *   routes (401, 403, 422 for a malformed `X-Service-User-Id`, 429), 404 where a path names a
+ *   to a route that takes none; 405, 500; Node's 408 and 431), authentication, the project rate
+ *   limit and the store for keyed routes (401, 403, 422 for a malformed `X-Service-User-Id`, 429,
+ *   503 while the store does not answer), 404 where a path names a
  *   resource, and the failures its endpoint declares in the contract (`error:`, each class
  *   carrying its `httpApiStatus`).
  * - Query limits are documented as the integers they are (1..100, default 100), not strings.
@@ -60,21 +61,25 @@ const STATUS_TEXT: Readonly<Record<number, string>> = {
   403: "The key may not do this: a user-pinned key on a project-wide route or naming another user (`auth_insufficient_scope`).",
   404: "No such resource in this project: missing, expired, another project's, or a malformed id (`not_found`).",
   405: "The path exists but not with this method (`invalid_input`). Carries `Allow`.",
+  408: "The request's headers or body did not arrive in time (`timeout`); the connection is closed.",
   409: "The resource's state forbids the command (`invalid_input`).",
   413: "The body exceeds the route's ceiling (`invalid_input`); the connection is closed.",
   415: "The body is not `application/json` (`invalid_input`).",
   422: "The request does not match its schema, names something unknown, or holds what cannot be stored (`invalid_input`).",
   429: "The project's rate limit (`rate_limited`); `Retry-After` and `error.retryAfter` say when to retry.",
+  431: "The request's headers are larger than the server takes (`invalid_input`); the connection is closed.",
   500: "An internal failure (`provider_unavailable`, retryable); the request may be retried.",
   501: "Not supported by this deployment (`not_supported`).",
   502: "The provider failed or refused (`provider_unavailable`, `provider_error`).",
+  503: "The service's store does not answer, as while Postgres restarts (`provider_unavailable`, retryable); nothing was recorded. `Retry-After` says when to retry.",
   504: "The provider did not answer in time (`timeout`)."
 }
 
 const STATUS_HEADERS: Readonly<Record<number, Json>> = {
   401: { "WWW-Authenticate": { schema: { type: "string", const: "Bearer" } } },
   405: { Allow: { description: "The methods the path serves.", schema: { type: "string" } } },
-  429: { "Retry-After": { description: "Whole seconds to wait.", schema: { type: "integer", minimum: 1 } } }
+  429: { "Retry-After": { description: "Whole seconds to wait.", schema: { type: "integer", minimum: 1 } } },
+  503: { "Retry-After": { description: "Whole seconds to wait.", schema: { type: "integer", minimum: 1 } } }
 }
 
 const REQUEST_ID_HEADER: Json = { "Request-Id": { description: "`req_<id>`, the same as the body's `requestId`.", schema: { type: "string" } } }
@@ -89,8 +94,10 @@ const httpApiStatus = SchemaAST.resolveAt<number>("httpApiStatus")
 /** The statuses an endpoint can answer with the envelope (see the header). */
 export const errorStatuses = (endpoint: HttpApiEndpoint.Top, keyed: boolean): ReadonlyArray<number> => {
   // A body is checked wherever one is sent, even to a route that takes none.
-  const statuses = new Set<number>([400, 405, 413, 415, 422, 500])
-  if (keyed) for (const status of [401, 403, 429]) statuses.add(status)
+  // Node refuses a slow request (408) or oversized headers (431) before any route is chosen.
+  const statuses = new Set<number>([400, 405, 408, 413, 415, 422, 431, 500])
+  // A key is looked up in the store when it is not cached: 503 while the store is away.
+  if (keyed) for (const status of [401, 403, 429, 503]) statuses.add(status)
   if (endpoint.path.includes(":")) statuses.add(404)
   for (const error of endpoint.error) {
     const status = httpApiStatus(error.ast)
@@ -307,7 +314,7 @@ const INGEST_PATH: Json = {
         }
       },
       // A body that is not JSON is 422 here, like any other body ingest refuses (decisions.md section 5).
-      ...Object.fromEntries([404, 405, 413, 415, 422, 500].map((status) => [status, errorResponse(status)]))
+      ...Object.fromEntries([404, 405, 408, 413, 415, 422, 431, 500, 503].map((status) => [status, errorResponse(status)]))
     }
   }
 }

@@ -70,7 +70,8 @@ describe("the OpenAPI document", () => {
       expect(operation?.summary ?? "", `${route.method} ${route.path}`).toMatch(/\w/)
       expect(operation?.description ?? "", `${route.method} ${route.path}`).toMatch(/\w/)
       const statuses = Object.keys(operation?.responses ?? {}).map(Number)
-      expect(statuses, `${route.method} ${route.path}`).toEqual(expect.arrayContaining([405, 500]))
+      // Node's own refusals (a slow or oversized request) reach every route.
+      expect(statuses, `${route.method} ${route.path}`).toEqual(expect.arrayContaining([405, 408, 431, 500]))
       for (const status of statuses.filter((s) => s >= 400)) {
         expect(operation?.responses[status].content["application/json"].schema, `${route.path} ${status}`)
           .toEqual({ $ref: "#/components/schemas/ErrorEnvelope" })
@@ -88,6 +89,12 @@ describe("the OpenAPI document", () => {
     expect(Object.keys(document.paths["/v1/executions/{executionId}/cancel"].post.responses)).toContain("409")
     expect(Object.keys(document.paths["/health"].get.responses)).not.toContain("401")
     expect(execute.responses["429"].headers["Retry-After"]).toBeDefined()
+    // A keyed route reads its key, and most their data, from the store: 503 while it is away.
+    expect(execute.responses["503"].headers["Retry-After"]).toBeDefined()
+    expect(execute.responses["503"].description).toContain("provider_unavailable")
+    expect(Object.keys(document.paths["/health"].get.responses)).not.toContain("503")
+    const ingest = document.paths["/v1/ingest/{subscriptionId}/{secret}"].post
+    expect(Object.keys(ingest.responses)).toEqual(expect.arrayContaining(["408", "431", "503"]))
     expect(document.paths["/v1/executions"].get.parameters.find((p: Json) => p.name === "limit").schema)
       .toEqual({ type: "integer", minimum: 1, maximum: 100, default: 100 })
   })
