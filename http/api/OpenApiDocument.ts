@@ -18,7 +18,7 @@
  */
 import { Schema, SchemaAST } from "effect"
 import { type HttpApiEndpoint, OpenApi } from "effect/http-api"
-import { listTools, listTriggers } from "../../domain/catalog/index.ts"
+import { listTools, listTriggers, toWireName } from "../../domain/catalog/index.ts"
 import { NormalizedError } from "../../domain/Errors.ts"
 import type { ExecutionRecord } from "../../domain/executions/ExecutionRecord.ts"
 import { Api } from "./Api.ts"
@@ -244,11 +244,11 @@ const setExample = (content: Json | undefined, example: unknown) => {
   if (media !== undefined) media.example = example
 }
 
-/** The execute body's `input`, per tool: one alternative for each catalog tool. */
+/** The execute body's `input`, per tool: one alternative for each catalog tool, by either of its names. */
 const toolInputs = (): Json => ({
   oneOf: listTools().map((tool) => ({
     title: tool.name,
-    properties: { tool: { const: tool.name }, input: tool.inputSchema }
+    properties: { tool: { enum: [tool.name, toWireName(tool.name)] }, input: tool.inputSchema }
   }))
 })
 

@@ -105,6 +105,10 @@ describe("the OpenAPI document", () => {
     expect(validate({ tool: "demo.echo", input: { message: "hi" } })).toBe(true)
     expect(validate({ tool: "demo.sleep", input: { ms: "long" } })).toBe(false)
     expect(validate({ tool: "demo.echo", input: {}, surplus: 1 })).toBe(false)
+    // The wire name (`demo__echo`, as MCP names tools) is accepted by the service, so by the schema.
+    expect(validate({ tool: "demo__echo", input: { message: "hi" } })).toBe(true)
+    expect(validate({ tool: "demo__sleep", input: { ms: "long" } })).toBe(false)
+    expect(validate({ tool: "demo__nope", input: {} })).toBe(false)
   })
 
   it("has examples that match both its own schemas and the contract's", () => {
