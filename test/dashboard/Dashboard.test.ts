@@ -191,6 +191,7 @@ describe("the dashboard in Chromium", () => {
     await page.getByRole("definition").filter({ hasText: "execution.completed, execution.failed" }).waitFor()
     expect((await api.webhooks.get(endpoint?.endpointId ?? "")).active).toBe(false)
     await page.getByRole("button", { name: "Rotate secret" }).click()
+    await page.getByRole("button", { name: "Confirm rotate" }).click()
     const rotated = await page.getByLabel("New signing secret", { exact: true }).inputValue()
     expect(rotated).toMatch(/^whsec_/)
     expect(rotated).not.toBe(secret)
@@ -355,6 +356,7 @@ describe("the dashboard in Chromium", () => {
     // Rotate: a new URL, shown once; the old one stops at once. Then delete.
     await goTo(page, "Subscriptions", "Trigger subscriptions")
     await row.getByRole("button", { name: `Rotate ingest URL of ${subscriptionId}` }).click()
+    await row.getByRole("button", { name: `Confirm rotating the ingest URL of ${subscriptionId}` }).click()
     const rotated = await page.getByLabel("Ingest URL", { exact: true }).inputValue()
     expect(rotated).not.toBe(ingestUrl)
     expect((await ingest(ingestUrl, "Ev_dashboard_2")).status).toBe(404)

@@ -9,7 +9,7 @@ import { type Client, isPinned, type Me, type Problem, toProblem } from "../api.
 import { PAGE_SIZE, useAction, usePaged, useResource } from "../data.ts"
 import { acceptsTrigger } from "../events.ts"
 import { filterFields, filtersFrom, type FilterValues } from "../filterSchema.ts"
-import { ConfirmDelete } from "../ui/ConfirmDelete.tsx"
+import { Confirm } from "../ui/Confirm.tsx"
 import { ErrorNotice } from "../ui/Feedback.tsx"
 import { Link } from "../ui/Link.tsx"
 import { ListState } from "../ui/ListState.tsx"
@@ -201,18 +201,22 @@ const Row = (
       <td><Time iso={subscription.createdAt} /></td>
       <td class="actions">
         {subscription.pollIntervalSeconds === undefined ? (
-          <button
-            type="button"
-            aria-label={`Rotate ingest URL of ${id}`}
-            onClick={() => act(async () => onIngestUrl(id, (await client.subscriptions.rotateSecret(id)).ingestUrl))}
-          >
-            Rotate
-          </button>
+          <Confirm
+            label="Rotate"
+            confirmLabel="Confirm rotate"
+            keepLabel="Keep the URL"
+            warning="The current ingest URL stops working at once."
+            startAria={`Rotate ingest URL of ${id}`}
+            confirmAria={`Confirm rotating the ingest URL of ${id}`}
+            onConfirm={() => act(async () => onIngestUrl(id, (await client.subscriptions.rotateSecret(id)).ingestUrl))}
+          />
         ) : null}
-        <ConfirmDelete
+        <Confirm
           label="Delete"
+          confirmLabel="Confirm delete"
           keepLabel="Keep"
-          deleteAria={`Delete ${id}`}
+          danger
+          startAria={`Delete ${id}`}
           confirmAria={`Confirm deleting ${id}`}
           onConfirm={() =>
             act(async () => {
