@@ -120,7 +120,7 @@ describe("the dashboard in Chromium", () => {
     const list = page.getByRole("region", { name: "Files in the project" })
     await list.getByRole("cell", { name: XSS_NAME, exact: true }).waitFor()
     await list.getByRole("button", { name: `Metadata of ${XSS_NAME}` }).click()
-    await list.getByText("15 B (15 bytes)").waitFor()
+    await list.getByRole("definition").getByText("15 bytes", { exact: true }).waitFor()
     await expectNothingRan(page)
     await check(page, "files")
     // Cursor paging: 21 files are two pages of 20 and 1.
@@ -438,7 +438,7 @@ describe("the dashboard in Chromium", () => {
         : route.continue())
     await goTo(page, "Files", "Staged files")
     await page.getByLabel("File to upload").setInputFiles({ name: "big.bin", mimeType: "application/octet-stream", buffer: Buffer.alloc(2048) })
-    await page.getByText(/big\.bin \(2\.0 KB\) is larger than this service takes \(25 MiB unless/).waitFor()
+    await page.getByText(/big\.bin, 2 KiB \(2,048 bytes\), is larger than this service takes \(25 MiB unless/).waitFor()
     await page.close()
   }, 60_000)
 })

@@ -10,10 +10,8 @@ import { type Client, isPinned, type Me, type Problem, toProblem } from "../api.
 import { PAGE_SIZE, usePaged, useResource } from "../data.ts"
 import { ErrorNotice, Loading, PinnedNotice } from "../ui/Feedback.tsx"
 import { ListState } from "../ui/ListState.tsx"
+import { formatSize } from "../ui/Size.ts"
 import { Time } from "../ui/Time.tsx"
-
-const formatSize = (bytes: number): string =>
-  bytes < 1024 ? `${bytes} B` : bytes < 1024 * 1024 ? `${(bytes / 1024).toFixed(1)} KB` : `${(bytes / 1024 / 1024).toFixed(1)} MB`
 
 const Metadata = ({ file }: { readonly file: FileMetadata }) => (
   <dl class="fields">
@@ -24,7 +22,7 @@ const Metadata = ({ file }: { readonly file: FileMetadata }) => (
     <dt>MIME type</dt>
     <dd>{file.mimeType}</dd>
     <dt>Size</dt>
-    <dd>{formatSize(file.size)} ({file.size} bytes)</dd>
+    <dd>{formatSize(file.size)}</dd>
     <dt>Expires</dt>
     <dd><Time iso={file.expiresAt} /></dd>
   </dl>
@@ -47,7 +45,7 @@ const FreshMetadata = ({ client, fileId }: { readonly client: Client; readonly f
  */
 const inFileTerms = (problem: Problem, file: File): Problem =>
   problem.status === 413
-    ? { ...problem, message: `${file.name} (${formatSize(file.size)}) is larger than this service takes (25 MiB unless its SERVICE_FILE_MAX_BYTES says otherwise). ${problem.message}` }
+    ? { ...problem, message: `${file.name}, ${formatSize(file.size)}, is larger than this service takes (25 MiB unless its SERVICE_FILE_MAX_BYTES says otherwise). ${problem.message}` }
     : problem
 
 const Upload = ({ client, onUploaded }: { readonly client: Client; readonly onUploaded: (file: FileMetadata) => void }) => {
