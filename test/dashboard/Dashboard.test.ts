@@ -112,10 +112,10 @@ describe("the dashboard in Chromium", () => {
 
     // Files: upload by picking a file whose name is markup; it shows as text and runs nothing.
     await page.getByRole("heading", { level: 1, name: "Staged files" }).waitFor()
-    await page.getByLabel("File to upload").setInputFiles({ name: XSS_NAME, mimeType: "text/plain", buffer: Buffer.from("hello dashboard") })
-    const uploaded = page.getByRole("region", { name: "Uploaded" })
-    await uploaded.getByText(XSS_NAME, { exact: true }).waitFor()
-    const fileId = (await uploaded.locator("dd code").first().textContent()) ?? ""
+    await page.getByLabel("Files to upload").setInputFiles({ name: XSS_NAME, mimeType: "text/plain", buffer: Buffer.from("hello dashboard") })
+    const uploads = page.getByRole("region", { name: "Uploads" })
+    await uploads.getByText(XSS_NAME, { exact: true }).waitFor()
+    const fileId = (await uploads.locator("code.file-id").textContent()) ?? ""
     expect(fileId).toMatch(/^file_/)
     const list = page.getByRole("region", { name: "Files in the project" })
     await list.getByRole("cell", { name: XSS_NAME, exact: true }).waitFor()
@@ -251,7 +251,7 @@ describe("the dashboard in Chromium", () => {
       transfer.items.add(new File(["pinned"], "pinned.txt", { type: "text/plain" }))
       document.querySelector(".drop-zone").dispatchEvent(new DragEvent("drop", { dataTransfer: transfer, bubbles: true, cancelable: true }))
     })()`)
-    const fileId = (await page.getByRole("region", { name: "Uploaded" }).locator("dd code").first().textContent()) ?? ""
+    const fileId = (await page.getByRole("region", { name: "Uploads" }).locator("code.file-id").textContent()) ?? ""
     await page.getByLabel("File id").fill(fileId)
     await page.getByRole("button", { name: "Show metadata" }).click()
     await page.getByRole("region", { name: "Look up a file" }).getByText("pinned.txt").waitFor()
@@ -437,7 +437,7 @@ describe("the dashboard in Chromium", () => {
         })
         : route.continue())
     await goTo(page, "Files", "Staged files")
-    await page.getByLabel("File to upload").setInputFiles({ name: "big.bin", mimeType: "application/octet-stream", buffer: Buffer.alloc(2048) })
+    await page.getByLabel("Files to upload").setInputFiles({ name: "big.bin", mimeType: "application/octet-stream", buffer: Buffer.alloc(2048) })
     await page.getByText(/big\.bin, 2 KiB \(2,048 bytes\), is larger than this service takes \(25 MiB unless/).waitFor()
     await page.close()
   }, 60_000)
