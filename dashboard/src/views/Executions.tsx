@@ -1,75 +1,85 @@
 /**
- * Executions: the list with status and tool filters (and a user, for unpinned keys), cursor
- * paging, and one record with its output or error. Both poll while work is pending or running.
+ * Executions: the list with status and tool filters (and a user, for unpinned keys) kept in the
+ * URL, so a reload, the back button and a shared link keep them; cursor paging; and one record
+ * with its output or error. Both poll while work is pending or running.
  */
 import { useState } from "preact/hooks"
 import { type ExecutionRecord, type ExecutionStatus, listTools } from "../../../client/index.ts"
 import { type Client, isPinned, type Me } from "../api.ts"
 import { PAGE_SIZE, usePaged, useResource } from "../data.ts"
+import { EXECUTION_STATUSES, type ExecutionFilters, navigate } from "../router.ts"
 import { ErrorNotice, Loading } from "../ui/Feedback.tsx"
 import { Json } from "../ui/Json.tsx"
 import { Link } from "../ui/Link.tsx"
 import { ListState } from "../ui/ListState.tsx"
 import { Time } from "../ui/Time.tsx"
 
-const STATUSES: ReadonlyArray<ExecutionStatus> = ["pending", "running", "succeeded", "failed", "cancelled"]
 const running = (execution: ExecutionRecord) => execution.status === "pending" || execution.status === "running"
 
-interface Filters {
-  readonly status: ExecutionStatus | ""
-  readonly tool: string
-  readonly userId: string
+/** The filters as chosen; applying them puts them in the URL, which the list follows. */
+const FilterBar = ({ filters, pinned }: { readonly filters: ExecutionFilters; readonly pinned: boolean }) => {
+  const [status, setStatus] = useState<ExecutionStatus | "">(filters.status ?? "")
+  const [tool, setTool] = useState(filters.tool ?? "")
+  const [userId, setUserId] = useState(filters.userId ?? "")
+  return (
+    <form
+      class="inline filters-bar"
+      aria-label="Filter executions"
+      onSubmit={(event) => {
+        event.preventDefault()
+        const user = userId.trim()
+        navigate({
+          view: "executions",
+          ...(status === "" ? {} : { status }),
+          ...(tool === "" ? {} : { tool }),
+          ...(pinned || user === "" ? {} : { userId: user })
+        })
+      }}
+    >
+      <label for="executions-status">Status</label>
+      <select id="executions-status" value={status} onChange={(event) => setStatus(event.currentTarget.value as ExecutionStatus | "")}>
+        <option value="">Any status</option>
+        {EXECUTION_STATUSES.map((entry) => <option key={entry} value={entry}>{entry}</option>)}
+      </select>
+      <label for="executions-tool">Tool</label>
+      <select id="executions-tool" value={tool} onChange={(event) => setTool(event.currentTarget.value)}>
+        <option value="">Any tool</option>
+        {listTools().map((entry) => <option key={entry.name} value={entry.name}>{entry.name}</option>)}
+      </select>
+      {pinned ? null : (
+        <>
+          <label for="executions-user">User id</label>
+          <input
+            id="executions-user"
+            type="text"
+            value={userId}
+            placeholder="all users"
+            pattern="[A-Za-z0-9_.\-]{1,64}"
+            title="Up to 64 letters, digits, underscores, dots and hyphens"
+            onInput={(event) => setUserId(event.currentTarget.value)}
+          />
+        </>
+      )}
+      <button type="submit">Apply filters</button>
+    </form>
+  )
 }
 
-export const Executions = ({ client, me }: { readonly client: Client; readonly me: Me }) => {
-  const [draft, setDraft] = useState<Filters>({ status: "", tool: "", userId: "" })
-  const [filters, setFilters] = useState<Filters>(draft)
+export const Executions = ({ client, me, filters }: { readonly client: Client; readonly me: Me; readonly filters: ExecutionFilters }) => {
+  const pinned = isPinned(me)
+  // A pinned key lists its own user's executions only: a user in the URL is not its to choose.
+  const userId = pinned ? undefined : filters.userId
   const paged = usePaged(
-    `executions:${filters.status}:${filters.tool}:${filters.userId}`,
+    `executions:${filters.status ?? ""}:${filters.tool ?? ""}:${userId ?? ""}`,
     async (cursor) => {
-      const page = await client.executions.list({
-        limit: PAGE_SIZE,
-        cursor,
-        ...(filters.status === "" ? {} : { status: filters.status }),
-        ...(filters.tool === "" ? {} : { tool: filters.tool }),
-        ...(filters.userId.trim() === "" ? {} : { userId: filters.userId.trim() })
-      })
+      const page = await client.executions.list({ limit: PAGE_SIZE, cursor, status: filters.status, tool: filters.tool, userId })
       return { items: page.executions, nextCursor: page.nextCursor }
     },
     running
   )
   return (
     <>
-      <form
-        class="inline filters-bar"
-        aria-label="Filter executions"
-        onSubmit={(event) => {
-          event.preventDefault()
-          setFilters(draft)
-        }}
-      >
-        <label for="executions-status">Status</label>
-        <select
-          id="executions-status"
-          value={draft.status}
-          onChange={(event) => setDraft({ ...draft, status: event.currentTarget.value as ExecutionStatus | "" })}
-        >
-          <option value="">Any status</option>
-          {STATUSES.map((status) => <option key={status} value={status}>{status}</option>)}
-        </select>
-        <label for="executions-tool">Tool</label>
-        <select id="executions-tool" value={draft.tool} onChange={(event) => setDraft({ ...draft, tool: event.currentTarget.value })}>
-          <option value="">Any tool</option>
-          {listTools().map((tool) => <option key={tool.name} value={tool.name}>{tool.name}</option>)}
-        </select>
-        {isPinned(me) ? null : (
-          <>
-            <label for="executions-user">User id</label>
-            <input id="executions-user" type="text" value={draft.userId} placeholder="all users" onInput={(event) => setDraft({ ...draft, userId: event.currentTarget.value })} />
-          </>
-        )}
-        <button type="submit">Apply filters</button>
-      </form>
+      <FilterBar key={`${filters.status ?? ""}:${filters.tool ?? ""}:${userId ?? ""}`} filters={filters} pinned={pinned} />
       <section aria-labelledby="executions-title">
         <div class="section-head">
           <h2 id="executions-title">Executions</h2>
