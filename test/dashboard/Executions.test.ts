@@ -1,13 +1,15 @@
 /**
  * The executions views in headless Chromium against the real service: the list's filters live in
  * the URL (a reload, the back button and a copied link keep them; a value the list cannot use is
- * left out rather than failing the page).
+ * left out rather than failing the page), and a pending or running execution can be cancelled
+ * from its row or its record, by an unpinned key or by a key pinned to its user; a refusal shows
+ * the service's code and message.
  */
 import type { Page } from "playwright-core"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { createClient } from "../../client/index.ts"
 import { ensureDashboard } from "../../dashboard/scripts/build.ts"
-import { type InProcessService, KEY, startService } from "../support/Service.ts"
+import { type InProcessService, KEY, PINNED_KEY, startService } from "../support/Service.ts"
 import { type Browser, launch, seriousViolations, watch } from "./Browser.ts"
 
 await ensureDashboard()
@@ -48,6 +50,8 @@ const rows = async (page: Page) => {
 }
 
 const chosen = async (page: Page) => [await page.getByLabel("Status").inputValue(), await page.getByLabel("Tool").inputValue()]
+
+const sleeping = (userId: string) => api.executions.execute({ tool: "demo.sleep", input: { ms: 60_000 }, userId, mode: "async" })
 
 describe("the executions list's filters", () => {
   it("are kept in the URL: a reload, the back button and a copied link keep them; bad values are left out", async () => {
@@ -108,6 +112,62 @@ describe("the executions list's filters", () => {
     expect(listed.filter((request) => /[?&](status|tool|userId)=/.test(request))).toEqual([])
     expect(watched.errors).toEqual([])
     await other.close()
+    await page.close()
+  })
+})
+
+describe("cancelling an execution", () => {
+  it("cancels a running execution from its row: the row then shows cancelled, and the focus stays in it", async () => {
+    const target = await sleeping("user_cancel_row")
+    const page = await browser.context.newPage()
+    await signIn(page, "/dashboard/executions?tool=demo.sleep&userId=user_cancel_row")
+    const row = page.locator(`tr[data-execution-id="${target.executionId}"]`)
+    await row.getByRole("button", { name: `Cancel ${target.executionId}` }).click()
+    await row.locator(".badge-cancelled").waitFor({ timeout: 10_000 })
+    expect(await row.getByRole("button").count()).toBe(0)
+    await list(page).getByRole("status").getByText(`${target.executionId} cancelled.`).waitFor()
+    expect(await page.evaluate("document.activeElement?.textContent")).toBe(target.executionId)
+    expect((await api.executions.get(target.executionId)).status).toBe("cancelled")
+    // Finished ones carry no Cancel button.
+    await page.goto(url("/dashboard/executions"))
+    await page.locator("tbody tr").first().waitFor()
+    const buttons = await list(page).locator("tbody tr").evaluateAll((trs) =>
+      trs.filter((tr) => tr.querySelector("button") !== null).map((tr) => tr.children[2]?.textContent ?? "")
+    )
+    expect(buttons.every((status) => status === "pending" || status === "running")).toBe(true)
+    await page.close()
+  })
+
+  it("cancels from the record view, which then shows cancelled; a key pinned to the user may cancel too", async () => {
+    const target = await sleeping("user_1")
+    const page = await browser.context.newPage()
+    await signIn(page, `/dashboard/executions/${target.executionId}`, PINNED_KEY)
+    await page.getByRole("heading", { level: 1, name: "Execution" }).waitFor()
+    await page.getByRole("button", { name: "Cancel execution" }).click()
+    const record = page.getByRole("region", { name: target.executionId })
+    await record.locator(".badge-cancelled").waitFor({ timeout: 10_000 })
+    await record.getByText("execution_cancelled").waitFor()
+    await record.getByText("Dispatch may have begun").waitFor()
+    expect(await page.getByRole("button", { name: "Cancel execution" }).count()).toBe(0)
+    expect(await page.evaluate("document.activeElement?.id")).toBe("execution-title")
+    expect(await seriousViolations(page)).toEqual([])
+    await page.close()
+  })
+
+  it("shows the service's code and message when the cancel is refused (the execution finished meanwhile)", async () => {
+    const target = await api.executions.execute({ tool: "demo.sleep", input: { ms: 1_500 }, userId: "user_cancel_late", mode: "async" })
+    const page = await browser.context.newPage()
+    // The cancel reaches the service only once the execution has finished: it answers 409.
+    await page.route(`**/v1/executions/${target.executionId}/cancel`, async (route) => {
+      await api.executions.wait(target.executionId, { timeoutMs: 10_000 })
+      await route.continue()
+    })
+    await signIn(page, `/dashboard/executions/${target.executionId}`)
+    await page.getByRole("button", { name: "Cancel execution" }).click()
+    const alert = page.getByRole("region", { name: target.executionId }).getByRole("alert")
+    await expect.poll(() => alert.locator(".error-code").textContent(), { timeout: 10_000 }).toBe("invalid_input")
+    expect(await alert.textContent()).toContain("HTTP 409")
+    expect((await alert.locator(".error-message").textContent())?.length).toBeGreaterThan(0)
     await page.close()
   })
 })

@@ -1,12 +1,13 @@
 /**
  * Executions: the list with status and tool filters (and a user, for unpinned keys) kept in the
  * URL, so a reload, the back button and a shared link keep them; cursor paging; and one record
- * with its output or error. Both poll while work is pending or running.
+ * with its output or error. A pending or running execution can be cancelled from its row or its
+ * record. Both poll while work is pending or running.
  */
-import { useState } from "preact/hooks"
+import { useRef, useState } from "preact/hooks"
 import { type ExecutionRecord, type ExecutionStatus, listTools } from "../../../client/index.ts"
 import { type Client, isPinned, type Me } from "../api.ts"
-import { PAGE_SIZE, usePaged, useResource } from "../data.ts"
+import { PAGE_SIZE, useAction, usePaged, useResource } from "../data.ts"
 import { EXECUTION_STATUSES, type ExecutionFilters, navigate } from "../router.ts"
 import { ErrorNotice, Loading } from "../ui/Feedback.tsx"
 import { Json } from "../ui/Json.tsx"
@@ -15,6 +16,86 @@ import { ListState } from "../ui/ListState.tsx"
 import { Time } from "../ui/Time.tsx"
 
 const running = (execution: ExecutionRecord) => execution.status === "pending" || execution.status === "running"
+
+/**
+ * Cancels a pending or running execution (any key: a pinned key lists and cancels its own
+ * user's). The button is there only while the execution is pending or running; a refusal (it
+ * finished meanwhile: 409) stays, with the service's code and message, after the record moves
+ * on. `onDone` reloads and says where the focus goes, as the button may be gone.
+ */
+const CancelExecution = (
+  { client, execution, label, ariaLabel, onDone }: {
+    readonly client: Client
+    readonly execution: ExecutionRecord
+    readonly label: string
+    readonly ariaLabel?: string
+    readonly onDone: (cancelled: boolean) => void
+  }
+) => {
+  const { problem, act } = useAction()
+  const [busy, setBusy] = useState(false)
+  return (
+    <>
+      {running(execution) ? (
+        <button
+          type="button"
+          class="danger"
+          aria-label={ariaLabel}
+          aria-disabled={busy}
+          onClick={() => {
+            if (busy) return
+            setBusy(true)
+            let cancelled = false
+            void act(async () => {
+              await client.executions.cancel(execution.executionId)
+              cancelled = true
+            }).finally(() => {
+              setBusy(false)
+              onDone(cancelled)
+            })
+          }}
+        >
+          {busy ? "Cancelling…" : label}
+        </button>
+      ) : null}
+      {problem === undefined ? null : <ErrorNotice problem={problem} />}
+    </>
+  )
+}
+
+const ExecutionRow = (
+  { client, execution, onDone }: {
+    readonly client: Client
+    readonly execution: ExecutionRecord
+    readonly onDone: (executionId: string, cancelled: boolean) => void
+  }
+) => {
+  const row = useRef<HTMLTableRowElement>(null)
+  const id = execution.executionId
+  return (
+    <tr ref={row} data-execution-id={id}>
+      <td><Link to={{ view: "execution", executionId: id }}>{id}</Link></td>
+      <td><code>{execution.tool}</code></td>
+      <td><span class={`badge badge-${execution.status}`}>{execution.status}</span></td>
+      <td>{execution.userId}</td>
+      <td><Time iso={execution.createdAt} /></td>
+      <td>{"latencyMs" in execution ? `${execution.latencyMs} ms` : "—"}</td>
+      <td>
+        <CancelExecution
+          client={client}
+          execution={execution}
+          label="Cancel"
+          ariaLabel={`Cancel ${id}`}
+          onDone={(cancelled) => {
+            // The button goes with the new status: the focus stays in the row, on its link.
+            row.current?.querySelector("a")?.focus()
+            onDone(id, cancelled)
+          }}
+        />
+      </td>
+    </tr>
+  )
+}
 
 /** The filters as chosen; applying them puts them in the URL, which the list follows. */
 const FilterBar = ({ filters, pinned }: { readonly filters: ExecutionFilters; readonly pinned: boolean }) => {
@@ -77,6 +158,7 @@ export const Executions = ({ client, me, filters }: { readonly client: Client; r
     },
     running
   )
+  const [status, setStatus] = useState("")
   return (
     <>
       <FilterBar key={`${filters.status ?? ""}:${filters.tool ?? ""}:${userId ?? ""}`} filters={filters} pinned={pinned} />
@@ -85,6 +167,7 @@ export const Executions = ({ client, me, filters }: { readonly client: Client; r
           <h2 id="executions-title">Executions</h2>
           <button type="button" onClick={paged.reload} disabled={paged.busy}>Refresh</button>
         </div>
+        <p role="status" aria-live="polite">{status}</p>
         <ListState paged={paged} what="executions" empty="No executions match.">
           {(executions) => (
             <table>
@@ -97,18 +180,20 @@ export const Executions = ({ client, me, filters }: { readonly client: Client; r
                   <th scope="col">User</th>
                   <th scope="col">Created</th>
                   <th scope="col">Latency</th>
+                  <th scope="col"><span class="visually-hidden">Actions</span></th>
                 </tr>
               </thead>
               <tbody>
                 {executions.map((execution) => (
-                  <tr key={execution.executionId}>
-                    <td><Link to={{ view: "execution", executionId: execution.executionId }}>{execution.executionId}</Link></td>
-                    <td><code>{execution.tool}</code></td>
-                    <td><span class={`badge badge-${execution.status}`}>{execution.status}</span></td>
-                    <td>{execution.userId}</td>
-                    <td><Time iso={execution.createdAt} /></td>
-                    <td>{"latencyMs" in execution ? `${execution.latencyMs} ms` : "—"}</td>
-                  </tr>
+                  <ExecutionRow
+                    key={execution.executionId}
+                    client={client}
+                    execution={execution}
+                    onDone={(id, cancelled) => {
+                      setStatus(cancelled ? `${id} cancelled.` : "")
+                      paged.reload()
+                    }}
+                  />
                 ))}
               </tbody>
             </table>
@@ -122,13 +207,29 @@ export const Executions = ({ client, me, filters }: { readonly client: Client; r
 export const ExecutionDetail = ({ client, executionId }: { readonly client: Client; readonly executionId: string }) => {
   const record = useResource(`execution:${executionId}`, () => client.executions.get(executionId), running)
   const execution = record.value
+  const heading = useRef<HTMLHeadingElement>(null)
+  const [status, setStatus] = useState("")
   return (
     <>
       <p><Link to={{ view: "executions" }}>← All executions</Link></p>
       {record.problem === undefined ? null : <ErrorNotice problem={record.problem} />}
       {execution === undefined ? (record.problem === undefined ? <Loading what="the execution" /> : null) : (
         <section aria-labelledby="execution-title">
-          <h2 id="execution-title"><code>{execution.executionId}</code></h2>
+          <h2 id="execution-title" ref={heading} tabIndex={-1}><code>{execution.executionId}</code></h2>
+          <div class="actions">
+            <CancelExecution
+              client={client}
+              execution={execution}
+              label="Cancel execution"
+              onDone={(cancelled) => {
+                // The button goes with the new status: the focus moves to the record's heading.
+                heading.current?.focus()
+                setStatus(cancelled ? "Cancelled." : "")
+                record.reload()
+              }}
+            />
+          </div>
+          <p role="status" aria-live="polite">{status}</p>
           <dl class="fields">
             <dt>Status</dt>
             <dd><span class={`badge badge-${execution.status}`}>{execution.status}</span></dd>
