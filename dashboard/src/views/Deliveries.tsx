@@ -2,10 +2,16 @@
  * An endpoint's delivery history: each delivery with its status, next retry and completion, and
  * its attempts as a timeline (time, then the receiver's HTTP status or the sanitized transport
  * error). Polls while a delivery is pending or delivering.
+ *
+ * The recovery extension (decisions.md 9; this view is for unpinned keys only, as every webhook
+ * route): a finished delivery can be resent (a new delivery of the same event, at the lane's
+ * tail); the history is then loaded again from its first page, where the new delivery is.
  */
+import { useState } from "preact/hooks"
 import type { WebhookDelivery } from "../../../client/index.ts"
 import type { Client } from "../api.ts"
-import { PAGE_SIZE, usePaged } from "../data.ts"
+import { PAGE_SIZE, useAction, usePaged } from "../data.ts"
+import { ErrorNotice } from "../ui/Feedback.tsx"
 import { ListState } from "../ui/ListState.tsx"
 import { Time } from "../ui/Time.tsx"
 
@@ -18,7 +24,31 @@ const outcome = (attempt: Attempt): { readonly ok: boolean; readonly text: strin
     ? { ok: attempt.statusCode >= 200 && attempt.statusCode < 300, text: `HTTP ${attempt.statusCode}` }
     : { ok: false, text: `error: ${attempt.error}` }
 
-const Delivery = ({ delivery }: { readonly delivery: WebhookDelivery }) => (
+/** Resends a finished delivery; one still on its way has nothing to resend yet. */
+const Resend = (
+  { client, delivery, onResent }: { readonly client: Client; readonly delivery: WebhookDelivery; readonly onResent: (resent: WebhookDelivery) => void }
+) => {
+  const { problem, act } = useAction()
+  if (unfinished(delivery) && problem === undefined) return null
+  return (
+    <div class="actions">
+      {unfinished(delivery) ? null : (
+        <button
+          type="button"
+          aria-label={`Resend ${delivery.deliveryId}`}
+          onClick={() => act(async () => onResent(await client.webhooks.resendDelivery(delivery.endpointId, delivery.deliveryId)))}
+        >
+          Resend
+        </button>
+      )}
+      {problem === undefined ? null : <ErrorNotice problem={problem} />}
+    </div>
+  )
+}
+
+const Delivery = (
+  { client, delivery, onResent }: { readonly client: Client; readonly delivery: WebhookDelivery; readonly onResent: (resent: WebhookDelivery) => void }
+) => (
   <li class={`delivery status-${delivery.status}`} data-delivery-id={delivery.deliveryId}>
     <div class="delivery-head">
       <span class={`badge badge-${delivery.status}`}>{delivery.status}</span> <code>{delivery.eventType}</code>{" "}
@@ -39,6 +69,7 @@ const Delivery = ({ delivery }: { readonly delivery: WebhookDelivery }) => (
     )}
     {delivery.nextRetryAt === undefined ? null : <p>Next retry: <Time iso={delivery.nextRetryAt} /></p>}
     {delivery.completedAt === undefined ? null : <p class="muted">Completed: <Time iso={delivery.completedAt} /></p>}
+    <Resend client={client} delivery={delivery} onResent={onResent} />
   </li>
 )
 
@@ -51,6 +82,13 @@ export const Deliveries = ({ client, endpointId }: { readonly client: Client; re
     },
     unfinished
   )
+  const [said, setSaid] = useState("")
+  // New deliveries are the newest: the first page shows them.
+  const showNew = (text: string) => {
+    setSaid(text)
+    if (paged.page > 0) paged.first()
+    else paged.reload()
+  }
   const polling = paged.value?.items.some(unfinished) === true
   return (
     <section aria-labelledby="deliveries-title">
@@ -58,9 +96,21 @@ export const Deliveries = ({ client, endpointId }: { readonly client: Client; re
         <h2 id="deliveries-title">Delivery history</h2>
         <button type="button" onClick={paged.reload} disabled={paged.busy}>Refresh</button>
       </div>
+      <p role="status" aria-live="polite">{said}</p>
       <p class="muted" role="status">{polling ? "Refreshing every 2 seconds while deliveries are in progress." : ""}</p>
       <ListState paged={paged} what="deliveries" empty="No deliveries to this endpoint yet.">
-        {(deliveries) => <ol class="deliveries">{deliveries.map((delivery) => <Delivery key={delivery.deliveryId} delivery={delivery} />)}</ol>}
+        {(deliveries) => (
+          <ol class="deliveries">
+            {deliveries.map((delivery) => (
+              <Delivery
+                key={delivery.deliveryId}
+                client={client}
+                delivery={delivery}
+                onResent={(resent) => showNew(`Resent as ${resent.deliveryId}, a new delivery of event ${resent.eventId}.`)}
+              />
+            ))}
+          </ol>
+        )}
       </ListState>
     </section>
   )
