@@ -1,7 +1,8 @@
 /**
  * Trigger subscriptions: create one from the catalog's triggers (filters from the trigger's
  * filter schema; a push trigger's ingest URL shown once), the list with cursor paging (a pinned
- * key sees its user's), rotate a push subscription's ingest URL (shown once), delete.
+ * key sees its user's), rotate a push subscription's ingest URL (after a confirmation: the old
+ * one stops at once; the new one shown once), delete (after a confirmation).
  */
 import { useMemo, useState } from "preact/hooks"
 import { type CreatedSubscription, findToolkit, listTriggers, type Subscription } from "../../../client/index.ts"

@@ -1,7 +1,7 @@
 /**
  * One webhook endpoint: edit its URL, events and active flag (PATCH with what changed), rotate
- * its signing secret (the new one shown once), delete it (after a confirmation), and its
- * delivery history.
+ * its signing secret (after a confirmation: the old one stops at once; the new one shown once),
+ * delete it (after a confirmation), and its delivery history with resend and recover.
  */
 import { useState } from "preact/hooks"
 import type { WebhookEndpoint } from "../../../client/index.ts"
