@@ -65,7 +65,7 @@ const View = ({ route, session }: { readonly route: Route; readonly session: Ses
     case "trigger-events":
       return <TriggerEvents client={client} me={me} filters={route} />
     case "executions":
-      return <Executions client={client} me={me} />
+      return <Executions client={client} me={me} filters={route} />
     case "execution":
       return <ExecutionDetail key={route.executionId} client={client} executionId={route.executionId} />
     case "not-found":

@@ -4,8 +4,18 @@
  * ids and list filters ever go into a URL, never a key, secret or ingest URL.
  */
 import { useEffect, useState } from "preact/hooks"
+import { type ExecutionStatus, listTools } from "../../client/index.ts"
 
 export const BASE = "/dashboard"
+
+export const EXECUTION_STATUSES: ReadonlyArray<ExecutionStatus> = ["pending", "running", "succeeded", "failed", "cancelled"]
+
+/** The executions list's filters, as its URL carries them. */
+export interface ExecutionFilters {
+  readonly status?: ExecutionStatus
+  readonly tool?: string
+  readonly userId?: string
+}
 
 export type Route =
   | { readonly view: "files" }
@@ -13,7 +23,7 @@ export type Route =
   | { readonly view: "webhook"; readonly endpointId: string }
   | { readonly view: "subscriptions" }
   | { readonly view: "trigger-events"; readonly subscriptionId?: string; readonly trigger?: string }
-  | { readonly view: "executions" }
+  | ({ readonly view: "executions" } & ExecutionFilters)
   | { readonly view: "execution"; readonly executionId: string }
   | { readonly view: "not-found" }
 
@@ -22,6 +32,27 @@ const decode = (segment: string): string | undefined => {
     return decodeURIComponent(segment)
   } catch {
     return undefined
+  }
+}
+
+const isStatus = (value: string): value is ExecutionStatus => (EXECUTION_STATUSES as ReadonlyArray<string>).includes(value)
+const TOOLS: ReadonlySet<string> = new Set(listTools().map((tool) => tool.name))
+/** The service's user id rule (domain/Ids.ts `UserId`). */
+const USER_ID = /^[A-Za-z0-9_.-]{1,64}$/
+
+/**
+ * Filters from a link or a reload: a value the list could not use (an unknown status or tool, a
+ * user id the service would refuse) is left out, so the list shows unfiltered rather than failing.
+ */
+const executionFilters = (search: string): ExecutionFilters => {
+  const query = new URLSearchParams(search)
+  const status = query.get("status") ?? ""
+  const tool = query.get("tool") ?? ""
+  const userId = query.get("userId") ?? ""
+  return {
+    ...(isStatus(status) ? { status } : {}),
+    ...(TOOLS.has(tool) ? { tool } : {}),
+    ...(USER_ID.test(userId) ? { userId } : {})
   }
 }
 
@@ -46,7 +77,7 @@ export const parseRoute = (pathname: string, search: string): Route => {
       ...(trigger === undefined ? {} : { trigger })
     }
   }
-  if (first === "executions" && parts.length === 1) return { view: "executions" }
+  if (first === "executions" && parts.length === 1) return { view: "executions", ...executionFilters(search) }
   if (first === "executions" && parts.length === 2 && second !== undefined) {
     const executionId = decode(second)
     if (executionId !== undefined) return { view: "execution", executionId }
@@ -71,8 +102,14 @@ export const hrefOf = (route: Route): string => {
       const search = query.toString()
       return `${BASE}/trigger-events${search === "" ? "" : `?${search}`}`
     }
-    case "executions":
-      return `${BASE}/executions`
+    case "executions": {
+      const query = new URLSearchParams()
+      if (route.status !== undefined) query.set("status", route.status)
+      if (route.tool !== undefined) query.set("tool", route.tool)
+      if (route.userId !== undefined) query.set("userId", route.userId)
+      const search = query.toString()
+      return `${BASE}/executions${search === "" ? "" : `?${search}`}`
+    }
     case "execution":
       return `${BASE}/executions/${encodeURIComponent(route.executionId)}`
     case "not-found":

@@ -112,15 +112,15 @@ describe("the dashboard in Chromium", () => {
 
     // Files: upload by picking a file whose name is markup; it shows as text and runs nothing.
     await page.getByRole("heading", { level: 1, name: "Staged files" }).waitFor()
-    await page.getByLabel("File to upload").setInputFiles({ name: XSS_NAME, mimeType: "text/plain", buffer: Buffer.from("hello dashboard") })
-    const uploaded = page.getByRole("region", { name: "Uploaded" })
-    await uploaded.getByText(XSS_NAME, { exact: true }).waitFor()
-    const fileId = (await uploaded.locator("dd code").first().textContent()) ?? ""
+    await page.getByLabel("Files to upload").setInputFiles({ name: XSS_NAME, mimeType: "text/plain", buffer: Buffer.from("hello dashboard") })
+    const uploads = page.getByRole("region", { name: "Uploads" })
+    await uploads.getByText(XSS_NAME, { exact: true }).waitFor()
+    const fileId = (await uploads.locator("code.file-id").textContent()) ?? ""
     expect(fileId).toMatch(/^file_/)
     const list = page.getByRole("region", { name: "Files in the project" })
     await list.getByRole("cell", { name: XSS_NAME, exact: true }).waitFor()
     await list.getByRole("button", { name: `Metadata of ${XSS_NAME}` }).click()
-    await list.getByText("15 B (15 bytes)").waitFor()
+    await list.getByRole("definition").getByText("15 bytes", { exact: true }).waitFor()
     await expectNothingRan(page)
     await check(page, "files")
     // Cursor paging: 21 files are two pages of 20 and 1.
@@ -191,6 +191,7 @@ describe("the dashboard in Chromium", () => {
     await page.getByRole("definition").filter({ hasText: "execution.completed, execution.failed" }).waitFor()
     expect((await api.webhooks.get(endpoint?.endpointId ?? "")).active).toBe(false)
     await page.getByRole("button", { name: "Rotate secret" }).click()
+    await page.getByRole("button", { name: "Confirm rotate" }).click()
     const rotated = await page.getByLabel("New signing secret", { exact: true }).inputValue()
     expect(rotated).toMatch(/^whsec_/)
     expect(rotated).not.toBe(secret)
@@ -250,7 +251,7 @@ describe("the dashboard in Chromium", () => {
       transfer.items.add(new File(["pinned"], "pinned.txt", { type: "text/plain" }))
       document.querySelector(".drop-zone").dispatchEvent(new DragEvent("drop", { dataTransfer: transfer, bubbles: true, cancelable: true }))
     })()`)
-    const fileId = (await page.getByRole("region", { name: "Uploaded" }).locator("dd code").first().textContent()) ?? ""
+    const fileId = (await page.getByRole("region", { name: "Uploads" }).locator("code.file-id").textContent()) ?? ""
     await page.getByLabel("File id").fill(fileId)
     await page.getByRole("button", { name: "Show metadata" }).click()
     await page.getByRole("region", { name: "Look up a file" }).getByText("pinned.txt").waitFor()
@@ -355,6 +356,7 @@ describe("the dashboard in Chromium", () => {
     // Rotate: a new URL, shown once; the old one stops at once. Then delete.
     await goTo(page, "Subscriptions", "Trigger subscriptions")
     await row.getByRole("button", { name: `Rotate ingest URL of ${subscriptionId}` }).click()
+    await row.getByRole("button", { name: `Confirm rotating the ingest URL of ${subscriptionId}` }).click()
     const rotated = await page.getByLabel("Ingest URL", { exact: true }).inputValue()
     expect(rotated).not.toBe(ingestUrl)
     expect((await ingest(ingestUrl, "Ev_dashboard_2")).status).toBe(404)
@@ -435,8 +437,8 @@ describe("the dashboard in Chromium", () => {
         })
         : route.continue())
     await goTo(page, "Files", "Staged files")
-    await page.getByLabel("File to upload").setInputFiles({ name: "big.bin", mimeType: "application/octet-stream", buffer: Buffer.alloc(2048) })
-    await page.getByText(/big\.bin \(2\.0 KB\) is larger than this service takes \(25 MiB unless/).waitFor()
+    await page.getByLabel("Files to upload").setInputFiles({ name: "big.bin", mimeType: "application/octet-stream", buffer: Buffer.alloc(2048) })
+    await page.getByText(/big\.bin, 2 KiB \(2,048 bytes\), is larger than this service takes \(25 MiB unless/).waitFor()
     await page.close()
   }, 60_000)
 })

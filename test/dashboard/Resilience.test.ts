@@ -4,8 +4,9 @@
  * failed poll does not stop the refreshing; a key refused mid-session goes back to sign-in; a
  * service that cannot answer on a reload keeps the key and offers to try again; a file's
  * metadata is read afresh; a blank file id is refused in the page. And the keyboard focus stays
- * on the page after in-place actions (a delete asked and kept, a secret put away, a page turned,
- * signing in), where it fell to the document's body before.
+ * on the page after in-place actions (a delete or a rotate asked and kept, a secret put away, a
+ * page turned, signing in), where it fell to the document's body before; a rotate sends nothing
+ * until it is confirmed.
  */
 import type { Page, Route } from "playwright-core"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
@@ -149,6 +150,60 @@ describe("the keyboard focus after in-place actions", () => {
     await expect.poll(() => focused(page)).toBe("BUTTON:Confirm delete")
     await page.keyboard.press("Escape")
     await expect.poll(() => focused(page)).toBe("BUTTON:Delete endpoint")
+    await page.close()
+  })
+
+  it("asks before rotating an endpoint's signing secret: focus on the confirmation, Escape keeps it, nothing is sent until confirmed", async () => {
+    const endpoint = await api.webhooks.create({ url: "https://example.com/rotate-focus", events: ["execution.completed"] })
+    const page = await browser.context.newPage()
+    const watched = watch(page)
+    await signIn(page)
+    await page.goto(url(`/dashboard/webhooks/${endpoint.endpointId}`))
+    const rotate = page.getByRole("button", { name: "Rotate secret" })
+    await rotate.click()
+    await expect.poll(() => focused(page)).toBe("BUTTON:Confirm rotate")
+    await page.getByText("The current secret stops signing at once, queued retries included.").waitFor()
+    await page.keyboard.press("Escape")
+    await expect.poll(() => focused(page)).toBe("BUTTON:Rotate secret")
+    await rotate.click()
+    await page.getByRole("button", { name: "Keep the current secret" }).click()
+    await expect.poll(() => focused(page)).toBe("BUTTON:Rotate secret")
+    // Asked twice and kept twice: the secret is the one the endpoint was created with.
+    expect(watched.requests.filter((request) => request.includes("/rotate-secret"))).toEqual([])
+    expect((await api.webhooks.get(endpoint.endpointId)).secretPrefix).toBe(endpoint.secretPrefix)
+    await rotate.click()
+    await page.getByRole("button", { name: "Confirm rotate" }).click()
+    const rotated = await page.getByLabel("New signing secret", { exact: true }).inputValue()
+    expect(rotated.slice(0, 10)).toBe((await api.webhooks.get(endpoint.endpointId)).secretPrefix)
+    expect(rotated.slice(0, 10)).not.toBe(endpoint.secretPrefix)
+    // The new secret, shown once, has the focus.
+    await expect.poll(() => focused(page)).toBe("H3:Secret rotated")
+    await page.close()
+  })
+
+  it("asks before rotating a push subscription's ingest URL, and the old URL stops only once confirmed", async () => {
+    const endpoint = await api.webhooks.create({ url: "https://example.com/rotate-ingest", events: ["trigger.*"] })
+    const created = await api.subscriptions.create({ trigger: "demo.event", userId: "user_rotate", webhookEndpointIds: [endpoint.endpointId] })
+    const id = created.subscriptionId
+    const page = await browser.context.newPage()
+    const watched = watch(page)
+    await signIn(page)
+    await page.goto(url("/dashboard/subscriptions"))
+    const row = page.locator(`tr[data-subscription-id="${id}"]`)
+    await row.getByRole("button", { name: `Rotate ingest URL of ${id}` }).click()
+    await expect.poll(() => focused(page)).toBe("BUTTON:Confirm rotate")
+    await row.getByText("The current ingest URL stops working at once.").waitFor()
+    await row.getByRole("button", { name: "Keep the URL" }).click()
+    await expect.poll(() => focused(page)).toBe("BUTTON:Rotate")
+    expect(watched.requests.filter((request) => request.includes("/rotate-secret"))).toEqual([])
+    await row.getByRole("button", { name: `Rotate ingest URL of ${id}` }).click()
+    await row.getByRole("button", { name: `Confirm rotating the ingest URL of ${id}` }).click()
+    const rotated = await page.getByLabel("Ingest URL", { exact: true }).inputValue()
+    expect(rotated).toMatch(new RegExp(`/v1/ingest/${id}/`))
+    expect(rotated).not.toBe(created.ingestUrl)
+    // The old URL is refused now (the provider's push to it gets 404).
+    const old = await fetch(url(new URL(created.ingestUrl ?? "").pathname), { method: "POST", headers: { "content-type": "application/json" }, body: "{}" })
+    expect(old.status).toBe(404)
     await page.close()
   })
 

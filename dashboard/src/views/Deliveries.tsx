@@ -2,12 +2,19 @@
  * An endpoint's delivery history: each delivery with its status, next retry and completion, and
  * its attempts as a timeline (time, then the receiver's HTTP status or the sanitized transport
  * error). Polls while a delivery is pending or delivering.
+ *
+ * The recovery extension (decisions.md 9; this view is for unpinned keys only, as every webhook
+ * route): a finished delivery can be resent (a new delivery of the same event, at the lane's
+ * tail), and the endpoint's failed deliveries since a time recovered. Either way the history is
+ * loaded again from its first page, where the new deliveries are.
  */
+import { useState } from "preact/hooks"
 import type { WebhookDelivery } from "../../../client/index.ts"
-import type { Client } from "../api.ts"
-import { PAGE_SIZE, usePaged } from "../data.ts"
+import { type Client, type Problem, toProblem } from "../api.ts"
+import { PAGE_SIZE, useAction, usePaged } from "../data.ts"
+import { ErrorNotice } from "../ui/Feedback.tsx"
 import { ListState } from "../ui/ListState.tsx"
-import { Time } from "../ui/Time.tsx"
+import { formatTime, Time } from "../ui/Time.tsx"
 
 const unfinished = (delivery: WebhookDelivery) => delivery.status === "pending" || delivery.status === "delivering"
 
@@ -18,7 +25,31 @@ const outcome = (attempt: Attempt): { readonly ok: boolean; readonly text: strin
     ? { ok: attempt.statusCode >= 200 && attempt.statusCode < 300, text: `HTTP ${attempt.statusCode}` }
     : { ok: false, text: `error: ${attempt.error}` }
 
-const Delivery = ({ delivery }: { readonly delivery: WebhookDelivery }) => (
+/** Resends a finished delivery; one still on its way has nothing to resend yet. */
+const Resend = (
+  { client, delivery, onResent }: { readonly client: Client; readonly delivery: WebhookDelivery; readonly onResent: (resent: WebhookDelivery) => void }
+) => {
+  const { problem, act } = useAction()
+  if (unfinished(delivery) && problem === undefined) return null
+  return (
+    <div class="actions">
+      {unfinished(delivery) ? null : (
+        <button
+          type="button"
+          aria-label={`Resend ${delivery.deliveryId}`}
+          onClick={() => act(async () => onResent(await client.webhooks.resendDelivery(delivery.endpointId, delivery.deliveryId)))}
+        >
+          Resend
+        </button>
+      )}
+      {problem === undefined ? null : <ErrorNotice problem={problem} />}
+    </div>
+  )
+}
+
+const Delivery = (
+  { client, delivery, onResent }: { readonly client: Client; readonly delivery: WebhookDelivery; readonly onResent: (resent: WebhookDelivery) => void }
+) => (
   <li class={`delivery status-${delivery.status}`} data-delivery-id={delivery.deliveryId}>
     <div class="delivery-head">
       <span class={`badge badge-${delivery.status}`}>{delivery.status}</span> <code>{delivery.eventType}</code>{" "}
@@ -39,8 +70,57 @@ const Delivery = ({ delivery }: { readonly delivery: WebhookDelivery }) => (
     )}
     {delivery.nextRetryAt === undefined ? null : <p>Next retry: <Time iso={delivery.nextRetryAt} /></p>}
     {delivery.completedAt === undefined ? null : <p class="muted">Completed: <Time iso={delivery.completedAt} /></p>}
+    <Resend client={client} delivery={delivery} onResent={onResent} />
   </li>
 )
+
+const pad = (n: number) => String(n).padStart(2, "0")
+
+/** `datetime-local`'s value (local time, to the minute) for a moment. */
+const localInput = (date: Date): string =>
+  `${date.getFullYear()}-${pad(date.getMonth() + 1)}-${pad(date.getDate())}T${pad(date.getHours())}:${pad(date.getMinutes())}`
+
+const DAY_MS = 24 * 60 * 60 * 1000
+
+/** Queues the endpoint's failed deliveries since a time again, a day ago unless changed. */
+const Recover = ({ client, endpointId, onRecovered }: { readonly client: Client; readonly endpointId: string; readonly onRecovered: (said: string) => void }) => {
+  const [since, setSince] = useState(() => localInput(new Date(Date.now() - DAY_MS)))
+  const [busy, setBusy] = useState(false)
+  const [problem, setProblem] = useState<Problem | undefined>(undefined)
+  return (
+    <>
+      <form
+        class="inline"
+        aria-label="Recover failed deliveries"
+        onSubmit={async (event) => {
+          event.preventDefault()
+          if (busy) return
+          const at = new Date(since)
+          if (Number.isNaN(at.getTime())) {
+            setProblem({ code: "invalid_input", message: "Enter the date and time to recover failed deliveries from.", status: 0, retryable: false })
+            return
+          }
+          setBusy(true)
+          setProblem(undefined)
+          try {
+            const { count } = await client.webhooks.recover(endpointId, { since: at })
+            const when = formatTime(at.toISOString())
+            onRecovered(count === 0 ? `No failed deliveries since ${when} to recover.` : `${count} failed ${count === 1 ? "delivery" : "deliveries"} since ${when} queued again.`)
+          } catch (error) {
+            setProblem(toProblem(error))
+          } finally {
+            setBusy(false)
+          }
+        }}
+      >
+        <label for="recover-since">Failed since (your local time)</label>
+        <input id="recover-since" type="datetime-local" required value={since} onInput={(event) => setSince(event.currentTarget.value)} />
+        <button type="submit" aria-disabled={busy}>{busy ? "Recovering…" : "Recover failed deliveries"}</button>
+      </form>
+      {problem === undefined ? null : <ErrorNotice problem={problem} />}
+    </>
+  )
+}
 
 export const Deliveries = ({ client, endpointId }: { readonly client: Client; readonly endpointId: string }) => {
   const paged = usePaged(
@@ -51,6 +131,13 @@ export const Deliveries = ({ client, endpointId }: { readonly client: Client; re
     },
     unfinished
   )
+  const [said, setSaid] = useState("")
+  // New deliveries are the newest: the first page shows them.
+  const showNew = (text: string) => {
+    setSaid(text)
+    if (paged.page > 0) paged.first()
+    else paged.reload()
+  }
   const polling = paged.value?.items.some(unfinished) === true
   return (
     <section aria-labelledby="deliveries-title">
@@ -58,9 +145,22 @@ export const Deliveries = ({ client, endpointId }: { readonly client: Client; re
         <h2 id="deliveries-title">Delivery history</h2>
         <button type="button" onClick={paged.reload} disabled={paged.busy}>Refresh</button>
       </div>
+      <Recover client={client} endpointId={endpointId} onRecovered={showNew} />
+      <p role="status" aria-live="polite">{said}</p>
       <p class="muted" role="status">{polling ? "Refreshing every 2 seconds while deliveries are in progress." : ""}</p>
       <ListState paged={paged} what="deliveries" empty="No deliveries to this endpoint yet.">
-        {(deliveries) => <ol class="deliveries">{deliveries.map((delivery) => <Delivery key={delivery.deliveryId} delivery={delivery} />)}</ol>}
+        {(deliveries) => (
+          <ol class="deliveries">
+            {deliveries.map((delivery) => (
+              <Delivery
+                key={delivery.deliveryId}
+                client={client}
+                delivery={delivery}
+                onResent={(resent) => showNew(`Resent as ${resent.deliveryId}, a new delivery of event ${resent.eventId}.`)}
+              />
+            ))}
+          </ol>
+        )}
       </ListState>
     </section>
   )

@@ -1,80 +1,173 @@
 /**
- * Executions: the list with status and tool filters (and a user, for unpinned keys), cursor
- * paging, and one record with its output or error. Both poll while work is pending or running.
+ * Executions: the list with status and tool filters (and a user, for unpinned keys) kept in the
+ * URL, so a reload, the back button and a shared link keep them; cursor paging; and one record
+ * with its output or error. A pending or running execution can be cancelled from its row or its
+ * record. Both poll while work is pending or running.
  */
-import { useState } from "preact/hooks"
+import { useRef, useState } from "preact/hooks"
 import { type ExecutionRecord, type ExecutionStatus, listTools } from "../../../client/index.ts"
 import { type Client, isPinned, type Me } from "../api.ts"
-import { PAGE_SIZE, usePaged, useResource } from "../data.ts"
+import { PAGE_SIZE, useAction, usePaged, useResource } from "../data.ts"
+import { EXECUTION_STATUSES, type ExecutionFilters, navigate } from "../router.ts"
 import { ErrorNotice, Loading } from "../ui/Feedback.tsx"
 import { Json } from "../ui/Json.tsx"
 import { Link } from "../ui/Link.tsx"
 import { ListState } from "../ui/ListState.tsx"
 import { Time } from "../ui/Time.tsx"
 
-const STATUSES: ReadonlyArray<ExecutionStatus> = ["pending", "running", "succeeded", "failed", "cancelled"]
 const running = (execution: ExecutionRecord) => execution.status === "pending" || execution.status === "running"
 
-interface Filters {
-  readonly status: ExecutionStatus | ""
-  readonly tool: string
-  readonly userId: string
+/**
+ * Cancels a pending or running execution (any key: a pinned key lists and cancels its own
+ * user's). The button is there only while the execution is pending or running; a refusal (it
+ * finished meanwhile: 409) stays, with the service's code and message, after the record moves
+ * on. `onDone` reloads and says where the focus goes, as the button may be gone.
+ */
+const CancelExecution = (
+  { client, execution, label, ariaLabel, onDone }: {
+    readonly client: Client
+    readonly execution: ExecutionRecord
+    readonly label: string
+    readonly ariaLabel?: string
+    readonly onDone: (cancelled: boolean) => void
+  }
+) => {
+  const { problem, act } = useAction()
+  const [busy, setBusy] = useState(false)
+  return (
+    <>
+      {running(execution) ? (
+        <button
+          type="button"
+          class="danger"
+          aria-label={ariaLabel}
+          aria-disabled={busy}
+          onClick={() => {
+            if (busy) return
+            setBusy(true)
+            let cancelled = false
+            void act(async () => {
+              await client.executions.cancel(execution.executionId)
+              cancelled = true
+            }).finally(() => {
+              setBusy(false)
+              onDone(cancelled)
+            })
+          }}
+        >
+          {busy ? "Cancelling…" : label}
+        </button>
+      ) : null}
+      {problem === undefined ? null : <ErrorNotice problem={problem} />}
+    </>
+  )
 }
 
-export const Executions = ({ client, me }: { readonly client: Client; readonly me: Me }) => {
-  const [draft, setDraft] = useState<Filters>({ status: "", tool: "", userId: "" })
-  const [filters, setFilters] = useState<Filters>(draft)
+const ExecutionRow = (
+  { client, execution, onDone }: {
+    readonly client: Client
+    readonly execution: ExecutionRecord
+    readonly onDone: (executionId: string, cancelled: boolean) => void
+  }
+) => {
+  const row = useRef<HTMLTableRowElement>(null)
+  const id = execution.executionId
+  return (
+    <tr ref={row} data-execution-id={id}>
+      <td><Link to={{ view: "execution", executionId: id }}>{id}</Link></td>
+      <td><code>{execution.tool}</code></td>
+      <td><span class={`badge badge-${execution.status}`}>{execution.status}</span></td>
+      <td>{execution.userId}</td>
+      <td><Time iso={execution.createdAt} /></td>
+      <td>{"latencyMs" in execution ? `${execution.latencyMs} ms` : "—"}</td>
+      <td>
+        <CancelExecution
+          client={client}
+          execution={execution}
+          label="Cancel"
+          ariaLabel={`Cancel ${id}`}
+          onDone={(cancelled) => {
+            // The button goes with the new status: the focus stays in the row, on its link.
+            row.current?.querySelector("a")?.focus()
+            onDone(id, cancelled)
+          }}
+        />
+      </td>
+    </tr>
+  )
+}
+
+/** The filters as chosen; applying them puts them in the URL, which the list follows. */
+const FilterBar = ({ filters, pinned }: { readonly filters: ExecutionFilters; readonly pinned: boolean }) => {
+  const [status, setStatus] = useState<ExecutionStatus | "">(filters.status ?? "")
+  const [tool, setTool] = useState(filters.tool ?? "")
+  const [userId, setUserId] = useState(filters.userId ?? "")
+  return (
+    <form
+      class="inline filters-bar"
+      aria-label="Filter executions"
+      onSubmit={(event) => {
+        event.preventDefault()
+        const user = userId.trim()
+        navigate({
+          view: "executions",
+          ...(status === "" ? {} : { status }),
+          ...(tool === "" ? {} : { tool }),
+          ...(pinned || user === "" ? {} : { userId: user })
+        })
+      }}
+    >
+      <label for="executions-status">Status</label>
+      <select id="executions-status" value={status} onChange={(event) => setStatus(event.currentTarget.value as ExecutionStatus | "")}>
+        <option value="">Any status</option>
+        {EXECUTION_STATUSES.map((entry) => <option key={entry} value={entry}>{entry}</option>)}
+      </select>
+      <label for="executions-tool">Tool</label>
+      <select id="executions-tool" value={tool} onChange={(event) => setTool(event.currentTarget.value)}>
+        <option value="">Any tool</option>
+        {listTools().map((entry) => <option key={entry.name} value={entry.name}>{entry.name}</option>)}
+      </select>
+      {pinned ? null : (
+        <>
+          <label for="executions-user">User id</label>
+          <input
+            id="executions-user"
+            type="text"
+            value={userId}
+            placeholder="all users"
+            pattern="[A-Za-z0-9_.\-]{1,64}"
+            title="Up to 64 letters, digits, underscores, dots and hyphens"
+            onInput={(event) => setUserId(event.currentTarget.value)}
+          />
+        </>
+      )}
+      <button type="submit">Apply filters</button>
+    </form>
+  )
+}
+
+export const Executions = ({ client, me, filters }: { readonly client: Client; readonly me: Me; readonly filters: ExecutionFilters }) => {
+  const pinned = isPinned(me)
+  // A pinned key lists its own user's executions only: a user in the URL is not its to choose.
+  const userId = pinned ? undefined : filters.userId
   const paged = usePaged(
-    `executions:${filters.status}:${filters.tool}:${filters.userId}`,
+    `executions:${filters.status ?? ""}:${filters.tool ?? ""}:${userId ?? ""}`,
     async (cursor) => {
-      const page = await client.executions.list({
-        limit: PAGE_SIZE,
-        cursor,
-        ...(filters.status === "" ? {} : { status: filters.status }),
-        ...(filters.tool === "" ? {} : { tool: filters.tool }),
-        ...(filters.userId.trim() === "" ? {} : { userId: filters.userId.trim() })
-      })
+      const page = await client.executions.list({ limit: PAGE_SIZE, cursor, status: filters.status, tool: filters.tool, userId })
       return { items: page.executions, nextCursor: page.nextCursor }
     },
     running
   )
+  const [status, setStatus] = useState("")
   return (
     <>
-      <form
-        class="inline filters-bar"
-        aria-label="Filter executions"
-        onSubmit={(event) => {
-          event.preventDefault()
-          setFilters(draft)
-        }}
-      >
-        <label for="executions-status">Status</label>
-        <select
-          id="executions-status"
-          value={draft.status}
-          onChange={(event) => setDraft({ ...draft, status: event.currentTarget.value as ExecutionStatus | "" })}
-        >
-          <option value="">Any status</option>
-          {STATUSES.map((status) => <option key={status} value={status}>{status}</option>)}
-        </select>
-        <label for="executions-tool">Tool</label>
-        <select id="executions-tool" value={draft.tool} onChange={(event) => setDraft({ ...draft, tool: event.currentTarget.value })}>
-          <option value="">Any tool</option>
-          {listTools().map((tool) => <option key={tool.name} value={tool.name}>{tool.name}</option>)}
-        </select>
-        {isPinned(me) ? null : (
-          <>
-            <label for="executions-user">User id</label>
-            <input id="executions-user" type="text" value={draft.userId} placeholder="all users" onInput={(event) => setDraft({ ...draft, userId: event.currentTarget.value })} />
-          </>
-        )}
-        <button type="submit">Apply filters</button>
-      </form>
+      <FilterBar key={`${filters.status ?? ""}:${filters.tool ?? ""}:${userId ?? ""}`} filters={filters} pinned={pinned} />
       <section aria-labelledby="executions-title">
         <div class="section-head">
           <h2 id="executions-title">Executions</h2>
           <button type="button" onClick={paged.reload} disabled={paged.busy}>Refresh</button>
         </div>
+        <p role="status" aria-live="polite">{status}</p>
         <ListState paged={paged} what="executions" empty="No executions match.">
           {(executions) => (
             <table>
@@ -87,18 +180,20 @@ export const Executions = ({ client, me }: { readonly client: Client; readonly m
                   <th scope="col">User</th>
                   <th scope="col">Created</th>
                   <th scope="col">Latency</th>
+                  <th scope="col"><span class="visually-hidden">Actions</span></th>
                 </tr>
               </thead>
               <tbody>
                 {executions.map((execution) => (
-                  <tr key={execution.executionId}>
-                    <td><Link to={{ view: "execution", executionId: execution.executionId }}>{execution.executionId}</Link></td>
-                    <td><code>{execution.tool}</code></td>
-                    <td><span class={`badge badge-${execution.status}`}>{execution.status}</span></td>
-                    <td>{execution.userId}</td>
-                    <td><Time iso={execution.createdAt} /></td>
-                    <td>{"latencyMs" in execution ? `${execution.latencyMs} ms` : "—"}</td>
-                  </tr>
+                  <ExecutionRow
+                    key={execution.executionId}
+                    client={client}
+                    execution={execution}
+                    onDone={(id, cancelled) => {
+                      setStatus(cancelled ? `${id} cancelled.` : "")
+                      paged.reload()
+                    }}
+                  />
                 ))}
               </tbody>
             </table>
@@ -112,13 +207,29 @@ export const Executions = ({ client, me }: { readonly client: Client; readonly m
 export const ExecutionDetail = ({ client, executionId }: { readonly client: Client; readonly executionId: string }) => {
   const record = useResource(`execution:${executionId}`, () => client.executions.get(executionId), running)
   const execution = record.value
+  const heading = useRef<HTMLHeadingElement>(null)
+  const [status, setStatus] = useState("")
   return (
     <>
       <p><Link to={{ view: "executions" }}>← All executions</Link></p>
       {record.problem === undefined ? null : <ErrorNotice problem={record.problem} />}
       {execution === undefined ? (record.problem === undefined ? <Loading what="the execution" /> : null) : (
         <section aria-labelledby="execution-title">
-          <h2 id="execution-title"><code>{execution.executionId}</code></h2>
+          <h2 id="execution-title" ref={heading} tabIndex={-1}><code>{execution.executionId}</code></h2>
+          <div class="actions">
+            <CancelExecution
+              client={client}
+              execution={execution}
+              label="Cancel execution"
+              onDone={(cancelled) => {
+                // The button goes with the new status: the focus moves to the record's heading.
+                heading.current?.focus()
+                setStatus(cancelled ? "Cancelled." : "")
+                record.reload()
+              }}
+            />
+          </div>
+          <p role="status" aria-live="polite">{status}</p>
           <dl class="fields">
             <dt>Status</dt>
             <dd><span class={`badge badge-${execution.status}`}>{execution.status}</span></dd>

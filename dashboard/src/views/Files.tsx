@@ -1,7 +1,7 @@
 /**
- * Staged files: upload by picking or dropping a file (sent as base64 by the client library),
- * the project's list with cursor paging (unpinned keys only), and one file's metadata by id
- * (any key). There is no route for a file's bytes, so none is offered.
+ * Staged files: upload by picking or dropping files (Upload.tsx), the project's list with cursor
+ * paging (unpinned keys only), and one file's metadata by id (any key). There is no route for a
+ * file's bytes, so none is offered.
  */
 import { Fragment } from "preact"
 import { useState } from "preact/hooks"
@@ -10,10 +10,9 @@ import { type Client, isPinned, type Me, type Problem, toProblem } from "../api.
 import { PAGE_SIZE, usePaged, useResource } from "../data.ts"
 import { ErrorNotice, Loading, PinnedNotice } from "../ui/Feedback.tsx"
 import { ListState } from "../ui/ListState.tsx"
+import { formatSize } from "../ui/Size.ts"
 import { Time } from "../ui/Time.tsx"
-
-const formatSize = (bytes: number): string =>
-  bytes < 1024 ? `${bytes} B` : bytes < 1024 * 1024 ? `${(bytes / 1024).toFixed(1)} KB` : `${(bytes / 1024 / 1024).toFixed(1)} MB`
+import { Upload } from "./Upload.tsx"
 
 const Metadata = ({ file }: { readonly file: FileMetadata }) => (
   <dl class="fields">
@@ -24,7 +23,7 @@ const Metadata = ({ file }: { readonly file: FileMetadata }) => (
     <dt>MIME type</dt>
     <dd>{file.mimeType}</dd>
     <dt>Size</dt>
-    <dd>{formatSize(file.size)} ({file.size} bytes)</dd>
+    <dd>{formatSize(file.size)}</dd>
     <dt>Expires</dt>
     <dd><Time iso={file.expiresAt} /></dd>
   </dl>
@@ -39,72 +38,6 @@ const FreshMetadata = ({ client, fileId }: { readonly client: Client; readonly f
   if (file.problem !== undefined) return <ErrorNotice problem={file.problem} />
   if (file.value === undefined) return <Loading what="the file's metadata" />
   return <Metadata file={file.value} />
-}
-
-/**
- * A 413 names the request body's ceiling (the base64 of the file cap plus room for the JSON):
- * said in terms of the file, which is what the user picked.
- */
-const inFileTerms = (problem: Problem, file: File): Problem =>
-  problem.status === 413
-    ? { ...problem, message: `${file.name} (${formatSize(file.size)}) is larger than this service takes (25 MiB unless its SERVICE_FILE_MAX_BYTES says otherwise). ${problem.message}` }
-    : problem
-
-const Upload = ({ client, onUploaded }: { readonly client: Client; readonly onUploaded: (file: FileMetadata) => void }) => {
-  const [state, setState] = useState<
-    { readonly kind: "idle" } | { readonly kind: "uploading"; readonly name: string } | { readonly kind: "failed"; readonly problem: Problem }
-  >({ kind: "idle" })
-  const [dragging, setDragging] = useState(false)
-
-  const upload = async (file: File | undefined) => {
-    if (file === undefined) return
-    setState({ kind: "uploading", name: file.name })
-    try {
-      const content = new Uint8Array(await file.arrayBuffer())
-      const staged = await client.files.create({ name: file.name, content, ...(file.type === "" ? {} : { mimeType: file.type }) })
-      setState({ kind: "idle" })
-      onUploaded(staged)
-    } catch (error) {
-      setState({ kind: "failed", problem: inFileTerms(toProblem(error), file) })
-    }
-  }
-
-  return (
-    <section aria-labelledby="upload-title">
-      <h2 id="upload-title">Upload a file</h2>
-      <div
-        class={dragging ? "drop-zone dragging" : "drop-zone"}
-        onDragOver={(event) => {
-          event.preventDefault()
-          setDragging(true)
-        }}
-        onDragLeave={() => setDragging(false)}
-        onDrop={(event) => {
-          event.preventDefault()
-          setDragging(false)
-          void upload(event.dataTransfer?.files[0])
-        }}
-      >
-        <p>Drop a file here, or choose one.</p>
-        <label for="file-input">File to upload</label>
-        <input
-          id="file-input"
-          type="file"
-          disabled={state.kind === "uploading"}
-          onChange={(event) => {
-            const input = event.currentTarget
-            void upload(input.files?.[0]).finally(() => {
-              input.value = ""
-            })
-          }}
-        />
-      </div>
-      <div role="status" aria-live="polite">
-        {state.kind === "uploading" ? <p>Uploading {state.name}…</p> : null}
-      </div>
-      {state.kind === "failed" ? <ErrorNotice problem={state.problem} /> : null}
-    </section>
-  )
 }
 
 const Lookup = ({ client }: { readonly client: Client }) => {
@@ -202,22 +135,9 @@ const FileList = ({ client, refresh }: { readonly client: Client; readonly refre
 
 export const Files = ({ client, me }: { readonly client: Client; readonly me: Me }) => {
   const [refresh, setRefresh] = useState(0)
-  const [uploaded, setUploaded] = useState<FileMetadata | undefined>(undefined)
   return (
     <>
-      <Upload
-        client={client}
-        onUploaded={(file) => {
-          setUploaded(file)
-          setRefresh((n) => n + 1)
-        }}
-      />
-      {uploaded === undefined ? null : (
-        <section class="success" aria-labelledby="uploaded-title">
-          <h2 id="uploaded-title">Uploaded</h2>
-          <Metadata file={uploaded} />
-        </section>
-      )}
+      <Upload client={client} onUploaded={() => setRefresh((n) => n + 1)} />
       {isPinned(me) ? (
         <section aria-labelledby="files-title">
           <h2 id="files-title">Files in the project</h2>

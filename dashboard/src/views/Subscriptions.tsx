@@ -1,7 +1,8 @@
 /**
  * Trigger subscriptions: create one from the catalog's triggers (filters from the trigger's
  * filter schema; a push trigger's ingest URL shown once), the list with cursor paging (a pinned
- * key sees its user's), rotate a push subscription's ingest URL (shown once), delete.
+ * key sees its user's), rotate a push subscription's ingest URL (after a confirmation: the old
+ * one stops at once; the new one shown once), delete (after a confirmation).
  */
 import { useMemo, useState } from "preact/hooks"
 import { type CreatedSubscription, findToolkit, listTriggers, type Subscription } from "../../../client/index.ts"
@@ -9,7 +10,7 @@ import { type Client, isPinned, type Me, type Problem, toProblem } from "../api.
 import { PAGE_SIZE, useAction, usePaged, useResource } from "../data.ts"
 import { acceptsTrigger } from "../events.ts"
 import { filterFields, filtersFrom, type FilterValues } from "../filterSchema.ts"
-import { ConfirmDelete } from "../ui/ConfirmDelete.tsx"
+import { Confirm } from "../ui/Confirm.tsx"
 import { ErrorNotice } from "../ui/Feedback.tsx"
 import { Link } from "../ui/Link.tsx"
 import { ListState } from "../ui/ListState.tsx"
@@ -201,18 +202,22 @@ const Row = (
       <td><Time iso={subscription.createdAt} /></td>
       <td class="actions">
         {subscription.pollIntervalSeconds === undefined ? (
-          <button
-            type="button"
-            aria-label={`Rotate ingest URL of ${id}`}
-            onClick={() => act(async () => onIngestUrl(id, (await client.subscriptions.rotateSecret(id)).ingestUrl))}
-          >
-            Rotate
-          </button>
+          <Confirm
+            label="Rotate"
+            confirmLabel="Confirm rotate"
+            keepLabel="Keep the URL"
+            warning="The current ingest URL stops working at once."
+            startAria={`Rotate ingest URL of ${id}`}
+            confirmAria={`Confirm rotating the ingest URL of ${id}`}
+            onConfirm={() => act(async () => onIngestUrl(id, (await client.subscriptions.rotateSecret(id)).ingestUrl))}
+          />
         ) : null}
-        <ConfirmDelete
+        <Confirm
           label="Delete"
+          confirmLabel="Confirm delete"
           keepLabel="Keep"
-          deleteAria={`Delete ${id}`}
+          danger
+          startAria={`Delete ${id}`}
           confirmAria={`Confirm deleting ${id}`}
           onConfirm={() =>
             act(async () => {

@@ -1,14 +1,14 @@
 /**
  * One webhook endpoint: edit its URL, events and active flag (PATCH with what changed), rotate
- * its signing secret (the new one shown once), delete it (after a confirmation), and its
- * delivery history.
+ * its signing secret (after a confirmation: the old one stops at once; the new one shown once),
+ * delete it (after a confirmation), and its delivery history with resend and recover.
  */
 import { useState } from "preact/hooks"
 import type { WebhookEndpoint } from "../../../client/index.ts"
 import { type Client, isPinned, type Me, type Problem, toProblem } from "../api.ts"
 import { useAction, useResource } from "../data.ts"
 import { navigate } from "../router.ts"
-import { ConfirmDelete } from "../ui/ConfirmDelete.tsx"
+import { Confirm } from "../ui/Confirm.tsx"
 import { ErrorNotice, Loading, PinnedNotice } from "../ui/Feedback.tsx"
 import { Link } from "../ui/Link.tsx"
 import { SecretOnce } from "../ui/SecretOnce.tsx"
@@ -73,19 +73,22 @@ const Danger = (
     <section aria-labelledby="secret-title">
       <h2 id="secret-title">Signing secret and deletion</h2>
       <div class="actions">
-        <button
-          type="button"
-          onClick={() =>
+        <Confirm
+          label="Rotate secret"
+          confirmLabel="Confirm rotate"
+          keepLabel="Keep the current secret"
+          warning="The current secret stops signing at once, queued retries included."
+          onConfirm={() =>
             act(async () => {
               setSecret((await client.webhooks.rotateSecret(endpointId)).secret)
               onRotated()
             })}
-        >
-          Rotate secret
-        </button>
-        <ConfirmDelete
+        />
+        <Confirm
           label="Delete endpoint"
+          confirmLabel="Confirm delete"
           keepLabel="Keep it"
+          danger
           onConfirm={() =>
             act(async () => {
               await client.webhooks.delete(endpointId)

@@ -1,0 +1,173 @@
+/**
+ * The executions views in headless Chromium against the real service: the list's filters live in
+ * the URL (a reload, the back button and a copied link keep them; a value the list cannot use is
+ * left out rather than failing the page), and a pending or running execution can be cancelled
+ * from its row or its record, by an unpinned key or by a key pinned to its user; a refusal shows
+ * the service's code and message.
+ */
+import type { Page } from "playwright-core"
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { createClient } from "../../client/index.ts"
+import { ensureDashboard } from "../../dashboard/scripts/build.ts"
+import { type InProcessService, KEY, PINNED_KEY, startService } from "../support/Service.ts"
+import { type Browser, launch, seriousViolations, watch } from "./Browser.ts"
+
+await ensureDashboard()
+const service: InProcessService = await startService({
+  SERVICE_RATE_LIMIT_REQUEST_BURST: "10000",
+  SERVICE_RATE_LIMIT_REQUESTS_PER_MINUTE: "60000"
+})
+const api = createClient({ baseUrl: service.baseUrl, apiKey: KEY })
+let browser: Browser
+
+beforeAll(async () => {
+  browser = await launch()
+})
+afterAll(async () => {
+  await browser?.close()
+  await service.close()
+})
+
+const url = (path: string) => `${service.baseUrl}${path}`
+
+/** Signs in on whatever dashboard page `path` is: the view it names is kept through sign-in. */
+const signIn = async (page: Page, path = "/dashboard/executions", key = KEY) => {
+  await page.goto(url(path))
+  await page.getByLabel("API key").fill(key)
+  await page.getByRole("button", { name: "Sign in" }).click()
+  await page.getByRole("navigation", { name: "Views" }).waitFor()
+}
+
+const list = (page: Page) => page.getByRole("region", { name: "Executions" })
+
+/** The list as (tool, status) pairs once it has loaded. */
+const rows = async (page: Page) => {
+  await expect.poll(() => page.evaluate(`document.querySelector("[aria-busy=true], .loading") === null`), { timeout: 10_000 }).toBe(true)
+  const cells = await list(page).locator("tbody tr").evaluateAll((trs) =>
+    trs.map((tr) => `${tr.children[1]?.textContent ?? ""} ${tr.children[2]?.textContent ?? ""}`)
+  )
+  return [...new Set(cells)].toSorted()
+}
+
+const chosen = async (page: Page) => [await page.getByLabel("Status").inputValue(), await page.getByLabel("Tool").inputValue()]
+
+const sleeping = (userId: string) => api.executions.execute({ tool: "demo.sleep", input: { ms: 60_000 }, userId, mode: "async" })
+
+describe("the executions list's filters", () => {
+  it("are kept in the URL: a reload, the back button and a copied link keep them; bad values are left out", async () => {
+    await api.executions.execute({ tool: "demo.echo", input: { n: 1 }, userId: "user_filters" })
+    await api.executions.execute({ tool: "demo.echo", input: { n: 2 }, userId: "user_filters" })
+    const failed = await api.executions.execute({ tool: "demo.fail", input: { code: "provider_error" }, userId: "user_filters" })
+    expect(failed.status).toBe("failed")
+    const page = await browser.context.newPage()
+    const watched = watch(page)
+    await signIn(page)
+    await page.getByRole("heading", { level: 1, name: "Executions" }).waitFor()
+    expect(await rows(page)).toEqual(["demo.echo succeeded", "demo.fail failed"])
+
+    await page.getByLabel("Status").selectOption("succeeded")
+    await page.getByLabel("Tool").selectOption("demo.echo")
+    await page.getByRole("button", { name: "Apply filters" }).click()
+    await expect.poll(() => new URL(page.url()).search).toBe("?status=succeeded&tool=demo.echo")
+    expect(await rows(page)).toEqual(["demo.echo succeeded"])
+
+    // A reload keeps them, in the list and in the form.
+    await page.reload()
+    await page.getByRole("heading", { level: 1, name: "Executions" }).waitFor()
+    expect(await chosen(page)).toEqual(["succeeded", "demo.echo"])
+    expect(await rows(page)).toEqual(["demo.echo succeeded"])
+
+    // Other filters, then back: the earlier ones again.
+    await page.getByLabel("Status").selectOption("failed")
+    await page.getByLabel("Tool").selectOption("")
+    await page.getByRole("button", { name: "Apply filters" }).click()
+    await expect.poll(() => new URL(page.url()).search).toBe("?status=failed")
+    expect(await rows(page)).toEqual(["demo.fail failed"])
+    await page.goBack()
+    await expect.poll(() => new URL(page.url()).search).toBe("?status=succeeded&tool=demo.echo")
+    await expect.poll(() => chosen(page)).toEqual(["succeeded", "demo.echo"])
+    expect(await rows(page)).toEqual(["demo.echo succeeded"])
+    await page.goForward()
+    await expect.poll(() => chosen(page)).toEqual(["failed", ""])
+    expect(await rows(page)).toEqual(["demo.fail failed"])
+    expect(await seriousViolations(page)).toEqual([])
+
+    // A copied link, opened in another tab (which signs in first).
+    const link = page.url()
+    const other = await browser.context.newPage()
+    await signIn(other, new URL(link).pathname + new URL(link).search)
+    await other.getByRole("heading", { level: 1, name: "Executions" }).waitFor()
+    expect(await chosen(other)).toEqual(["failed", ""])
+    expect(await rows(other)).toEqual(["demo.fail failed"])
+
+    // Values the list cannot use are left out: the unfiltered list, no error.
+    const before = watched.requests.length
+    await page.goto(url("/dashboard/executions?status=bogus&tool=no.such_tool&userId=not%20a%20user"))
+    await page.getByRole("heading", { level: 1, name: "Executions" }).waitFor()
+    expect(await rows(page)).toEqual(["demo.echo succeeded", "demo.fail failed"])
+    expect(await chosen(page)).toEqual(["", ""])
+    expect(await page.getByRole("alert").count()).toBe(0)
+    const listed = watched.requests.slice(before).filter((request) => request.includes("/v1/executions?"))
+    expect(listed.length).toBeGreaterThan(0)
+    expect(listed.filter((request) => /[?&](status|tool|userId)=/.test(request))).toEqual([])
+    expect(watched.errors).toEqual([])
+    await other.close()
+    await page.close()
+  })
+})
+
+describe("cancelling an execution", () => {
+  it("cancels a running execution from its row: the row then shows cancelled, and the focus stays in it", async () => {
+    const target = await sleeping("user_cancel_row")
+    const page = await browser.context.newPage()
+    await signIn(page, "/dashboard/executions?tool=demo.sleep&userId=user_cancel_row")
+    const row = page.locator(`tr[data-execution-id="${target.executionId}"]`)
+    await row.getByRole("button", { name: `Cancel ${target.executionId}` }).click()
+    await row.locator(".badge-cancelled").waitFor({ timeout: 10_000 })
+    expect(await row.getByRole("button").count()).toBe(0)
+    await list(page).getByRole("status").getByText(`${target.executionId} cancelled.`).waitFor()
+    expect(await page.evaluate("document.activeElement?.textContent")).toBe(target.executionId)
+    expect((await api.executions.get(target.executionId)).status).toBe("cancelled")
+    // Finished ones carry no Cancel button.
+    await page.goto(url("/dashboard/executions"))
+    await page.locator("tbody tr").first().waitFor()
+    const buttons = await list(page).locator("tbody tr").evaluateAll((trs) =>
+      trs.filter((tr) => tr.querySelector("button") !== null).map((tr) => tr.children[2]?.textContent ?? "")
+    )
+    expect(buttons.every((status) => status === "pending" || status === "running")).toBe(true)
+    await page.close()
+  })
+
+  it("cancels from the record view, which then shows cancelled; a key pinned to the user may cancel too", async () => {
+    const target = await sleeping("user_1")
+    const page = await browser.context.newPage()
+    await signIn(page, `/dashboard/executions/${target.executionId}`, PINNED_KEY)
+    await page.getByRole("heading", { level: 1, name: "Execution" }).waitFor()
+    await page.getByRole("button", { name: "Cancel execution" }).click()
+    const record = page.getByRole("region", { name: target.executionId })
+    await record.locator(".badge-cancelled").waitFor({ timeout: 10_000 })
+    await record.getByText("execution_cancelled").waitFor()
+    await record.getByText("Dispatch may have begun").waitFor()
+    expect(await page.getByRole("button", { name: "Cancel execution" }).count()).toBe(0)
+    expect(await page.evaluate("document.activeElement?.id")).toBe("execution-title")
+    expect(await seriousViolations(page)).toEqual([])
+    await page.close()
+  })
+
+  it("shows the service's code and message when the cancel is refused (the execution finished meanwhile)", async () => {
+    const target = await api.executions.execute({ tool: "demo.sleep", input: { ms: 1_500 }, userId: "user_cancel_late", mode: "async" })
+    const page = await browser.context.newPage()
+    // The cancel reaches the service only once the execution has finished: it answers 409.
+    await page.route(`**/v1/executions/${target.executionId}/cancel`, async (route) => {
+      await api.executions.wait(target.executionId, { timeoutMs: 10_000 })
+      await route.continue()
+    })
+    await signIn(page, `/dashboard/executions/${target.executionId}`)
+    await page.getByRole("button", { name: "Cancel execution" }).click()
+    const alert = page.getByRole("region", { name: target.executionId }).getByRole("alert")
+    await expect.poll(() => alert.locator(".error-code").textContent(), { timeout: 10_000 }).toBe("invalid_input")
+    expect(await alert.textContent()).toContain("HTTP 409")
+    expect((await alert.locator(".error-message").textContent())?.length).toBeGreaterThan(0)
+    await page.close()
+  })
+})

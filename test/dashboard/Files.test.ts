@@ -1,0 +1,152 @@
+/**
+ * The files view in headless Chromium against the real service: several files dropped or picked
+ * at once are all uploaded, one request after another, each listed with its result (the staged
+ * file's id, or the service's code and message); and sizes read as people say them, "1 byte",
+ * "N bytes", "1.5 KiB (1,536 bytes)", wherever a size is shown (uploads, the list, metadata, a
+ * refusal's message).
+ */
+import type { Page } from "playwright-core"
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { createClient } from "../../client/index.ts"
+import { ensureDashboard } from "../../dashboard/scripts/build.ts"
+import { type InProcessService, KEY, startService } from "../support/Service.ts"
+import { type Browser, launch, seriousViolations, watch } from "./Browser.ts"
+
+await ensureDashboard()
+const service: InProcessService = await startService({
+  SERVICE_RATE_LIMIT_REQUEST_BURST: "10000",
+  SERVICE_RATE_LIMIT_REQUESTS_PER_MINUTE: "60000"
+})
+const api = createClient({ baseUrl: service.baseUrl, apiKey: KEY })
+let browser: Browser
+
+beforeAll(async () => {
+  browser = await launch()
+})
+afterAll(async () => {
+  await browser?.close()
+  await service.close()
+})
+
+const url = (path: string) => `${service.baseUrl}${path}`
+
+const signIn = async (page: Page) => {
+  await page.goto(url("/dashboard"))
+  await page.getByLabel("API key").fill(KEY)
+  await page.getByRole("button", { name: "Sign in" }).click()
+  await page.getByRole("heading", { level: 1, name: "Staged files" }).waitFor()
+}
+
+/**
+ * Holds each upload a moment and records how many were in flight at once, and the names in the
+ * order they were sent; `refuse` names files answered with the service's 413.
+ */
+const observeUploads = async (page: Page, refuse: ReadonlyArray<string> = []) => {
+  const seen = { names: [] as Array<string>, inFlight: 0, mostInFlight: 0 }
+  await page.route("**/v1/files", async (route) => {
+    if (route.request().method() !== "POST") return route.continue()
+    const name = String((route.request().postDataJSON() as { name: string }).name)
+    seen.names.push(name)
+    seen.inFlight++
+    seen.mostInFlight = Math.max(seen.mostInFlight, seen.inFlight)
+    await new Promise((resolve) => setTimeout(resolve, 150))
+    try {
+      if (refuse.includes(name)) {
+        return await route.fulfill({
+          status: 413,
+          contentType: "application/json",
+          body: JSON.stringify({ error: { code: "invalid_input", message: "The request body exceeds 34968920 bytes.", retryable: false }, requestId: "req_test" })
+        })
+      }
+      return await route.fulfill({ response: await route.fetch() })
+    } finally {
+      seen.inFlight--
+    }
+  })
+  return seen
+}
+
+const drop = (page: Page, files: ReadonlyArray<{ readonly name: string; readonly size: number }>) =>
+  page.evaluate(`(() => {
+    const transfer = new DataTransfer()
+    for (const { name, size } of ${JSON.stringify(files)}) transfer.items.add(new File([new Uint8Array(size).fill(97)], name, { type: "text/plain" }))
+    document.querySelector(".drop-zone").dispatchEvent(new DragEvent("drop", { dataTransfer: transfer, bubbles: true, cancelable: true }))
+  })()`)
+
+describe("the files view", () => {
+  it("uploads every dropped file, one after another, each shown with its file id or its error", async () => {
+    const page = await browser.context.newPage()
+    const watched = watch(page)
+    await signIn(page)
+    const seen = await observeUploads(page, ["too-big.txt"])
+    await drop(page, [{ name: "first.txt", size: 1 }, { name: "too-big.txt", size: 2048 }, { name: "third.txt", size: 1536 }])
+    const uploads = page.getByRole("region", { name: "Uploads" })
+    await page.getByRole("status").filter({ hasText: "2 of 3 files uploaded; 1 failed." }).waitFor({ timeout: 10_000 })
+    expect(seen.names).toEqual(["first.txt", "too-big.txt", "third.txt"])
+    expect(seen.mostInFlight).toBe(1)
+
+    const item = (name: string) => uploads.getByRole("listitem").filter({ hasText: name })
+    expect(await uploads.getByRole("listitem").count()).toBe(3)
+    expect(await item("first.txt").locator("code.file-id").textContent()).toMatch(/^file_/)
+    expect(await item("third.txt").locator("code.file-id").textContent()).toMatch(/^file_/)
+    const refused = item("too-big.txt").getByRole("alert")
+    expect(await refused.locator(".error-code").textContent()).toBe("invalid_input")
+    expect(await refused.locator(".error-message").textContent()).toMatch(/^too-big\.txt, 2 KiB \(2,048 bytes\), is larger than this service takes/)
+    expect(await item("too-big.txt").locator("code.file-id").count()).toBe(0)
+    expect(await uploads.getByRole("listitem").allTextContents()).toEqual([
+      expect.stringMatching(/^first\.txt \(1 byte\): uploaded as file_/),
+      expect.stringMatching(/^too-big\.txt \(2 KiB \(2,048 bytes\)\): Error invalid_input/),
+      expect.stringMatching(/^third\.txt \(1\.5 KiB \(1,536 bytes\)\): uploaded as file_/)
+    ])
+
+    // The list holds the two that were staged, and only those.
+    const list = page.getByRole("region", { name: "Files in the project" })
+    await list.getByRole("cell", { name: "third.txt", exact: true }).waitFor()
+    await list.getByRole("cell", { name: "first.txt", exact: true }).waitFor()
+    expect(await list.getByRole("cell", { name: "too-big.txt", exact: true }).count()).toBe(0)
+    expect(await seriousViolations(page), "axe on the uploads").toEqual([])
+    expect(watched.errors).toEqual([])
+    await page.close()
+  })
+
+  it("takes several files from the picker too", async () => {
+    const page = await browser.context.newPage()
+    await signIn(page)
+    const seen = await observeUploads(page)
+    await page.getByLabel("Files to upload").setInputFiles([
+      { name: "picked-a.txt", mimeType: "text/plain", buffer: Buffer.from("a") },
+      { name: "picked-b.txt", mimeType: "text/plain", buffer: Buffer.from("bb") }
+    ])
+    await page.getByRole("status").filter({ hasText: "2 files uploaded." }).waitFor({ timeout: 10_000 })
+    expect(seen.names).toEqual(["picked-a.txt", "picked-b.txt"])
+    expect(seen.mostInFlight).toBe(1)
+    expect(await page.getByRole("region", { name: "Uploads" }).locator("code.file-id").count()).toBe(2)
+    await page.close()
+  })
+
+  it("reads sizes as bytes under 1 KiB and in KiB with the exact count above, in the list and the metadata", async () => {
+    const bytes = (size: number) => new Uint8Array(size).fill(97)
+    await api.files.create({ name: "one.txt", content: bytes(1) })
+    await api.files.create({ name: "ten.txt", content: bytes(10) })
+    const kib = await api.files.create({ name: "kib.txt", content: bytes(1536) })
+    await api.files.create({ name: "mib.txt", content: bytes(1024 * 1024) })
+    const page = await browser.context.newPage()
+    await signIn(page)
+    const list = page.getByRole("region", { name: "Files in the project" })
+    const sizeOf = (name: string) => list.getByRole("row").filter({ has: page.getByRole("cell", { name, exact: true }) }).getByRole("cell").nth(3)
+    await list.getByRole("cell", { name: "kib.txt", exact: true }).waitFor()
+    expect(await sizeOf("one.txt").textContent()).toBe("1 byte")
+    expect(await sizeOf("ten.txt").textContent()).toBe("10 bytes")
+    expect(await sizeOf("kib.txt").textContent()).toBe("1.5 KiB (1,536 bytes)")
+    expect(await sizeOf("mib.txt").textContent()).toBe("1 MiB (1,048,576 bytes)")
+
+    // A listed file's metadata, and one looked up by id.
+    await list.getByRole("button", { name: "Metadata of one.txt" }).click()
+    await list.getByRole("definition").getByText("1 byte", { exact: true }).waitFor()
+    await page.getByLabel("File id").fill(kib.fileId)
+    await page.getByRole("button", { name: "Show metadata" }).click()
+    await page.getByRole("region", { name: "Look up a file" }).getByRole("definition").getByText("1.5 KiB (1,536 bytes)", { exact: true }).waitFor()
+    expect(await page.locator("main").textContent()).not.toMatch(/\d B\b|1 bytes/)
+    await page.close()
+  })
+})
