@@ -11,7 +11,7 @@
  */
 import { Effect } from "effect"
 import { HttpServerRequest, HttpServerResponse } from "effect/http"
-import { IncomingMessage, type ServerResponse } from "node:http"
+import { IncomingMessage, type ServerResponse, STATUS_CODES } from "node:http"
 import type { McpGateway } from "../../mcp/index.ts"
 import { type Answer, BODY_LIMIT, type GatewayRequest, JsonAnswer } from "../../mcp/HttpAnswers.ts"
 import { EdgeFailure } from "./Envelope.ts"
@@ -97,7 +97,12 @@ const fromAnswer = (answer: Answer) => {
   }
   const response = answer
   const type = response.headers.get("content-type") ?? ""
-  if (response.body === null || type.startsWith("text/event-stream")) return Effect.succeed(HttpServerResponse.fromWeb(response))
+  if (response.body === null || type.startsWith("text/event-stream")) {
+    // A web Response made without a status text has an empty one, which Node would send as the
+    // reason phrase (`HTTP/1.1 200 `): the standard phrase is sent instead.
+    const streamed = HttpServerResponse.fromWeb(response)
+    return Effect.succeed(response.statusText === "" ? HttpServerResponse.setStatus(streamed, response.status, STATUS_CODES[response.status]) : streamed)
+  }
   const headers: Record<string, string> = {}
   response.headers.forEach((value, name) => {
     if (name !== "content-type" && name !== "content-length") headers[name] = value

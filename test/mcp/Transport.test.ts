@@ -3,6 +3,7 @@
  * the session header, protocol versions, authentication, sessions bound to their identity,
  * transport security, the body ceiling and the standard rate limit.
  */
+import { request as httpRequest } from "node:http"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { OTHER_KEY, PINNED_KEY } from "../support/Service.ts"
 import { type GatewayUnderTest, startGateway } from "./support/Gateway.ts"
@@ -93,6 +94,23 @@ describe("the /mcp transport", () => {
     expect(deleted.status).toBe(204)
     expect((await post(gw.url, LIST, { session })).status).toBe(404)
     expect((await fetch(gw.url, { method: "DELETE", headers: headersFor({ session }) })).status).toBe(404)
+  })
+
+  it("answers with the standard reason phrase, as every other route does", async () => {
+    const statusLine = (method: string, headers: Record<string, string>, body?: string) =>
+      new Promise<string>((resolve, reject) => {
+        const sent = httpRequest(gw.url, { method, headers }, (response) => {
+          response.resume()
+          resolve(`${response.statusCode} ${response.statusMessage}`)
+        })
+        sent.on("error", reject)
+        sent.end(body)
+      })
+    const session = await openSession(gw.url)
+    const headers = Object.fromEntries(headersFor({ session }).entries())
+    // An SSE answer, and one without a body.
+    expect(await statusLine("POST", { ...headers, "content-type": "application/json" }, JSON.stringify(LIST))).toBe("200 OK")
+    expect(await statusLine("DELETE", headers)).toBe("204 No Content")
   })
 
   it("checks MCP-Protocol-Version against the session's version", async () => {
