@@ -148,6 +148,14 @@ describe("resending and recovering deliveries", () => {
     expect(await recoverRefusal.locator(".error-message").textContent()).toMatch(/inactive/)
     await page.close()
 
+    // Opened while inactive, the endpoint offers neither action and says why.
+    const reopened = await browser.context.newPage()
+    await openEndpoint(reopened, succeeded.endpointId)
+    await history(reopened).getByText("This endpoint is inactive: activate it above to resend or recover its deliveries.").waitFor()
+    await history(reopened).locator("li.delivery").first().waitFor()
+    expect(await reopened.getByRole("button", { name: /Resend|Recover/ }).count()).toBe(0)
+    await reopened.close()
+
     const pinned = await browser.context.newPage()
     const watched = watch(pinned)
     await openEndpoint(pinned, succeeded.endpointId, PINNED_KEY)

@@ -6,7 +6,8 @@
  * The recovery extension (decisions.md 9; this view is for unpinned keys only, as every webhook
  * route): a finished delivery can be resent (a new delivery of the same event, at the lane's
  * tail), and the endpoint's failed deliveries since a time recovered. Either way the history is
- * loaded again from its first page, where the new deliveries are.
+ * loaded again from its first page, where the new deliveries are. An inactive endpoint is offered
+ * neither (the service refuses both with 409): the view says to activate it first.
  */
 import { useState } from "preact/hooks"
 import type { WebhookDelivery } from "../../../client/index.ts"
@@ -48,7 +49,7 @@ const Resend = (
 }
 
 const Delivery = (
-  { client, delivery, onResent }: { readonly client: Client; readonly delivery: WebhookDelivery; readonly onResent: (resent: WebhookDelivery) => void }
+  { client, delivery, onResent }: { readonly client: Client; readonly delivery: WebhookDelivery; readonly onResent: ((resent: WebhookDelivery) => void) | undefined }
 ) => (
   <li class={`delivery status-${delivery.status}`} data-delivery-id={delivery.deliveryId}>
     <div class="delivery-head">
@@ -70,7 +71,7 @@ const Delivery = (
     )}
     {delivery.nextRetryAt === undefined ? null : <p>Next retry: <Time iso={delivery.nextRetryAt} /></p>}
     {delivery.completedAt === undefined ? null : <p class="muted">Completed: <Time iso={delivery.completedAt} /></p>}
-    <Resend client={client} delivery={delivery} onResent={onResent} />
+    {onResent === undefined ? null : <Resend client={client} delivery={delivery} onResent={onResent} />}
   </li>
 )
 
@@ -122,7 +123,7 @@ const Recover = ({ client, endpointId, onRecovered }: { readonly client: Client;
   )
 }
 
-export const Deliveries = ({ client, endpointId }: { readonly client: Client; readonly endpointId: string }) => {
+export const Deliveries = ({ client, endpointId, active }: { readonly client: Client; readonly endpointId: string; readonly active: boolean }) => {
   const paged = usePaged(
     `deliveries:${endpointId}`,
     async (cursor) => {
@@ -145,7 +146,9 @@ export const Deliveries = ({ client, endpointId }: { readonly client: Client; re
         <h2 id="deliveries-title">Delivery history</h2>
         <button type="button" onClick={paged.reload} disabled={paged.busy}>Refresh</button>
       </div>
-      <Recover client={client} endpointId={endpointId} onRecovered={showNew} />
+      {active
+        ? <Recover client={client} endpointId={endpointId} onRecovered={showNew} />
+        : <p class="muted">This endpoint is inactive: activate it above to resend or recover its deliveries.</p>}
       <p role="status" aria-live="polite">{said}</p>
       <p class="muted" role="status">{polling ? "Refreshing every 2 seconds while deliveries are in progress." : ""}</p>
       <ListState paged={paged} what="deliveries" empty="No deliveries to this endpoint yet.">
@@ -156,7 +159,7 @@ export const Deliveries = ({ client, endpointId }: { readonly client: Client; re
                 key={delivery.deliveryId}
                 client={client}
                 delivery={delivery}
-                onResent={(resent) => showNew(`Resent as ${resent.deliveryId}, a new delivery of event ${resent.eventId}.`)}
+                onResent={active ? (resent) => showNew(`Resent as ${resent.deliveryId}, a new delivery of event ${resent.eventId}.`) : undefined}
               />
             ))}
           </ol>

@@ -154,7 +154,7 @@ const Endpoint = ({ client, endpointId }: { readonly client: Client; readonly en
               endpoint.reload()
             }}
           />
-          <Deliveries client={client} endpointId={endpointId} />
+          <Deliveries client={client} endpointId={endpointId} active={endpoint.value.active} />
         </>
       )}
     </>
