@@ -29,7 +29,7 @@ import { WebhookEndpointReads } from "./WebhookEndpointReads.ts"
 import { webhookSettings } from "./WebhookSettings.ts"
 import { envelopeFor, makeDeliveryAttempts } from "./DeliveryAttempt.ts"
 import { DELIVERIES_TABLE, deliveryFromRow, type DeliveryRow } from "./WebhookProjections.ts"
-import { rebuildFrom, type WebhookEvent, WebhookSources } from "./WebhookSources.ts"
+import { rebuildFrom, sourceFor, type WebhookEvent, WebhookSources } from "./WebhookSources.ts"
 import { makeWriteBehind, type Pending } from "./WriteBehind.ts"
 
 export interface WebhookLanesShape {
@@ -69,7 +69,10 @@ interface LaneState {
   failures: number
 }
 
-/** `drain`: the process is stopping (actors/Shutdown.ts); no further attempt starts. */
+/**
+ * `drain`: the process is stopping (actors/Shutdown.ts); no further attempt starts, except while
+ * the lane finishes what only this process can send (`finishing`).
+ */
 type Outcome = "next" | "stop" | "reload" | "drain" | "handover"
 
 /** What `work` answers when the process is stopping. */
@@ -159,12 +162,30 @@ export const make = Effect.gen(function*() {
     return typeof event === "string" ? event : envelopeFor(event)
   })
 
-  /** Works on the head delivery until it is finished, or the endpoint stops the lane. */
-  const drive = Effect.fnUntraced(function*(endpointId: string, state: LaneState, first: DeliveryRow, pending: Pending) {
+  /**
+   * Whether a delivery is due and only this process can send it: its event's payload is kept here
+   * and nowhere else (a trigger event this process took; decisions.md section 5). A stopping
+   * process finishes those before it exits, within the stop's deadline: after it they are gone.
+   */
+  const dueOnlyHere = Effect.fnUntraced(function*(row: DeliveryRow, now: number) {
+    const due = row.nextRetryAt !== undefined ? Date.parse(row.nextRetryAt) : Date.parse(row.queuedAt) + (delays[0] ?? 0)
+    if (due > now) return false
+    const recorded = yield* store.readStream(row.sourceStreamId, row.sourceVersion)
+    const source = recorded.find((event) => event.version === row.sourceVersion)
+    const rebuild = source === undefined ? undefined : sourceFor(sources, source)?.rebuild
+    return source !== undefined && rebuild !== undefined && typeof rebuild(source) === "object"
+  })
+
+  /**
+   * Works on the head delivery until it is finished, or the endpoint stops the lane. While the
+   * process stops, only a lane `finishing` what needs this process goes on, and none waits for
+   * a retry time.
+   */
+  const drive = Effect.fnUntraced(function*(endpointId: string, state: LaneState, first: DeliveryRow, pending: Pending, finishing: boolean) {
     const changed = state.changed
     let row = first
     while (true) {
-      if (shutdown.stopping()) return "drain" as Outcome
+      if (shutdown.stopping() && !finishing) return "drain" as Outcome
       const since = changed.generation()
       const endpoint = yield* endpoints.current(endpointId)
       if (endpoint === undefined || !endpoint.active) {
@@ -174,6 +195,7 @@ export const make = Effect.gen(function*() {
       }
       const due = row.nextRetryAt !== undefined ? Date.parse(row.nextRetryAt) : Date.parse(row.queuedAt) + (delays[0] ?? 0)
       const wait = due - (yield* Clock.currentTimeMillis)
+      if (wait > 0 && shutdown.stopping()) return "drain" as Outcome
       if (wait > 0) {
         // A change (endpoint edited, deleted) cuts the sleep short to re-read the endpoint;
         // deliveries handed over meanwhile wait behind the head without waking it.
@@ -235,12 +257,15 @@ export const make = Effect.gen(function*() {
     const wake = state.wake
     let known = false
     let last = ""
-    /** False when the lane must read the view again; `handover` when another process must run it. */
-    const run = Effect.fnUntraced(function*(rows: ReadonlyArray<DeliveryRow>, handed: boolean) {
+    /**
+     * False when the lane must read the view again; `handover` when another process must run it;
+     * `drain` when the process stops.
+     */
+    const run = Effect.fnUntraced(function*(rows: ReadonlyArray<DeliveryRow>, handed: boolean, finishing = false) {
       for (const row of rows) {
         if (handed && row.sourcePosition <= last) continue
-        const outcome = yield* drive(endpointId, state, row, pending)
-        if (outcome === "handover") return outcome
+        const outcome = yield* drive(endpointId, state, row, pending, finishing)
+        if (outcome === "handover" || outcome === "drain") return outcome
         if (outcome !== "next") return false
         if (row.sourcePosition > last) last = row.sourcePosition
         if (pending.records.length >= MAX_BEHIND) yield* records.settle(pending)
@@ -249,9 +274,19 @@ export const make = Effect.gen(function*() {
     })
     while (true) {
       if (shutdown.stopping()) {
-        // Stopping: the records of attempts made are written; the rest waits for the next process.
+        // Stopping: the records of attempts made are written; the rest waits for the next
+        // process, unless it needs this one: those are sent first, in the lane's order.
         yield* records.settle(pending)
-        return STOPPED
+        const open = yield* openDeliveries(endpointId, BATCH)
+        const now = yield* Clock.currentTimeMillis
+        const needed = yield* Effect.findFirst(open, (row) => dueOnlyHere(row, now))
+        if (Option.isNone(needed)) return STOPPED
+        const ran = yield* run(open, false, true)
+        if (ran === "handover" || ran === "drain") {
+          yield* records.settle(pending)
+          return STOPPED
+        }
+        continue
       }
       const since = wake.generation()
       if (state.stale) {
@@ -264,7 +299,7 @@ export const make = Effect.gen(function*() {
         if (rows.length > 0) {
           const ran = yield* run(rows, true)
           if (ran === "handover") return STOPPED
-          known = ran
+          known = ran === true
           continue
         }
         // Idle: records settle before the lease could pass to a peer.
@@ -277,7 +312,7 @@ export const make = Effect.gen(function*() {
       const batch = yield* openDeliveries(endpointId, BATCH)
       const ran = yield* run(batch, false)
       if (ran === "handover") return STOPPED
-      known = ran && batch.length < BATCH
+      known = ran === true && batch.length < BATCH
     }
   })
 

@@ -9,9 +9,10 @@ import { Agent, request } from "node:http"
 import { afterAll, describe, expect, it } from "vitest"
 import { createTestDatabase, dropTestDatabase, postgresAvailable } from "../support/Database.ts"
 import { freePort } from "../support/Ports.ts"
-import { type ChildService, startProcess } from "../support/Service.ts"
+import { type ChildService, startProcess, TEST_KEYS } from "../support/Service.ts"
 import { eventually, makeCertificate, type Receiver, startReceiver } from "../support/WebhookReceiver.ts"
-import { createEndpoint, keyOf, serviceEnv } from "../support/Webhooks.ts"
+import { createEndpoint, KEYS, keyOf, serviceEnv } from "../support/Webhooks.ts"
+import { createTriggerEndpoint, ingestPath, postIngest, slackCallback, subscribe } from "../support/Triggers.ts"
 
 interface Outcome {
   readonly status?: number
@@ -122,4 +123,37 @@ describe.skipIf(!postgresAvailable)("SIGTERM under load (Postgres, real processe
     expect(perDelivery.size).toBe(expected)
     await second.stop()
   }, 120_000)
+
+  it("delivers the trigger events it took before it exits: their payloads live in this process only", async () => {
+    const database = await createTestDatabase("sigterm_triggers")
+    const certificate = makeCertificate()
+    // Each answer takes 600 ms: the events queue behind the first when the signal arrives.
+    const slow = await startReceiver(certificate, () => ({ status: 200, delayMs: 600 }))
+    try {
+      const env = serviceEnv(database, certificate, { SERVICE_API_KEYS: `${KEYS},${TEST_KEYS}` })
+      const service = await startProcess(env, await freePort())
+      children.push(service)
+      const endpoint = await createTriggerEndpoint(service, slow.url("/hook/triggers"))
+      const subscription = await subscribe(service, { trigger: "demo.event", userId: "user_1", webhookEndpointIds: [endpoint.endpointId] })
+      const eventIds = ["EvStop1", "EvStop2", "EvStop3", "EvStop4"]
+      for (const eventId of eventIds) expect((await postIngest(service, ingestPath(subscription), slackCallback(eventId))).status).toBe(202)
+      await eventually(() => slow.received.length >= 1 || undefined, 10_000, "the first attempt")
+      const exited = new Promise<number | null>((resolve) => service.process.once("exit", (code) => resolve(code)))
+      service.process.kill("SIGTERM")
+      expect(await exited).toBe(0)
+      // Every event reached the receiver before the process exited, once.
+      const delivered = slow.received.map((r) => (JSON.parse(r.rawBody) as { id: string }).id)
+      expect(delivered).toHaveLength(eventIds.length)
+      expect(new Set(delivered).size).toBe(eventIds.length)
+      // Their records were written before it exited: the next process reads them succeeded.
+      const next = await startProcess(env, await freePort())
+      children.push(next)
+      const page = await (await next.fetch(`/v1/webhooks/${endpoint.endpointId}/deliveries`)).json() as { deliveries: Array<{ status: string }> }
+      expect(page.deliveries.map((delivery) => delivery.status)).toEqual(eventIds.map(() => "succeeded"))
+      await next.stop()
+    } finally {
+      await slow.close()
+      await dropTestDatabase(database)
+    }
+  }, 60_000)
 })
