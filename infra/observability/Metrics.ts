@@ -81,6 +81,8 @@ export const recordDelivery = (outcome: "succeeded" | "failed"): void =>
   deliveryCounters(outcome, () => ({ outcome })).updateUnsafe(1, registry)
 
 const appended = Metric.counter("eventlog_events_appended_total", { description: "Events appended to the log by this process", incremental: true })
+// Served at 0 from the start: a process that has appended nothing yet still has the series.
+appended.updateUnsafe(0, registry)
 
 /** Appended events in this process since it started, for the append rate. */
 let appendedCount = 0
