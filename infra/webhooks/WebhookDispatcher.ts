@@ -122,13 +122,33 @@ export const make = Effect.gen(function*() {
         ).pipe(Effect.as(false)))
     )
 
-  const dispatchWith = (index: SubscriptionIndex) => {
-    let lastSave: number | undefined
+  /** The position the dispatcher has dispatched through, saved a second apart by `saveCheckpoints`. */
+  interface Progress {
+    latest: Position | undefined
+  }
+
+  /**
+   * The one writer of the checkpoint: every CHECKPOINT_MS it saves the latest position, if it moved.
+   * A save per batch would cost a write per batch; saving only on a batch would leave the last
+   * batch before a quiet spell unsaved, its events counted as lag for as long as the log is quiet.
+   */
+  const saveCheckpoints = (progress: Progress) => {
+    let saved: Position | undefined
+    return Effect.suspend(() => {
+      const latest = progress.latest
+      if (latest === undefined || latest === saved) return Effect.void
+      return Effect.tap(checkpoints.save(latest), () => Effect.sync(() => void (saved = latest)))
+    }).pipe(
+      Effect.catchCause((cause) => Effect.logWarning("webhook dispatch checkpoint not saved; retrying", cause)),
+      Effect.repeat(Schedule.spaced(CHECKPOINT_MS))
+    )
+  }
+
+  const dispatchWith = (index: SubscriptionIndex, progress: Progress) => {
     return Effect.fnUntraced(function*(events: ReadonlyArray<RecordedEvent>) {
       const requests: Array<AppendRequest> = []
       const handed = new Map<string, Array<DeliveryRow>>()
       const now = yield* Clock.currentTimeMillis
-      lastSave ??= now
       const queuedAt = new Date(now).toISOString()
       for (const recorded of events) {
         index.observe(recorded)
@@ -165,12 +185,9 @@ export const make = Effect.gen(function*() {
       }
       let fresh = true
       for (let i = 0; i < requests.length; i += 200) fresh = (yield* queue(requests.slice(i, i + 200))) && fresh
-      // The checkpoint may lag: a re-read queues nothing twice.
+      // The checkpoint may lag (a second at most): a re-read queues nothing twice.
       const last = events[events.length - 1]
-      if (last !== undefined && now - lastSave >= CHECKPOINT_MS) {
-        lastSave = now
-        yield* checkpoints.save(last.position)
-      }
+      if (last !== undefined) progress.latest = last.position
       for (const [endpointId, rows] of handed) {
         yield* (fresh ? lanes.enqueue(endpointId, rows) : lanes.notify(endpointId))
       }
@@ -208,7 +225,9 @@ export const make = Effect.gen(function*() {
     // Taking over from a dead peer: start the lanes it left at once rather than at the next sweep.
     yield* sweep
     const from = yield* checkpoints.load
-    yield* store.follow(from, { batchSize: BATCH_SIZE }).pipe(Stream.runForEachArray(dispatchWith(makeSubscriptionIndex(views))))
+    const progress: Progress = { latest: undefined }
+    yield* Effect.forkScoped(saveCheckpoints(progress))
+    yield* store.follow(from, { batchSize: BATCH_SIZE }).pipe(Stream.runForEachArray(dispatchWith(makeSubscriptionIndex(views), progress)))
   })
 
   /**
