@@ -68,7 +68,7 @@ export const trackServer = (make: () => Server): TrackedServer => {
       const left = () => deadline - clock.currentTimeMillisUnsafe()
       // The listener only: connections stay, and answer what they have received.
       NetServer.prototype.close.call(node)
-      yield* Effect.logInfo("stopping: no new connections; finishing the requests and webhook attempts in flight", {
+      yield* Effect.logInfo("stopping: no new connections; finishing the requests, executions and webhook attempts in flight", {
         requestsInFlight: inFlight(),
         withinMs: STOP_WITHIN_MS
       })

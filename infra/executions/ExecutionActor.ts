@@ -11,7 +11,7 @@
  * idempotency claim alongside, because a sync run may record its start (or, for a pure tool, its
  * whole run) in that same commit.
  */
-import { Clock, Context, Effect, Layer, type Scope } from "effect"
+import { Clock, Context, Effect, Fiber, Layer, type Scope } from "effect"
 import {
   decide,
   type ExecutionCommand,
@@ -36,6 +36,7 @@ import {
   type StoreUnavailable
 } from "../eventlog/EventStore.ts"
 import { type Incarnation, Runner } from "../actors/Runner.ts"
+import { Shutdown } from "../actors/Shutdown.ts"
 import { isDurable } from "../eventlog/Database.ts"
 import { makeTerminalWaiters } from "./TerminalWaiters.ts"
 import { ExecutionPermits } from "./ExecutionPermits.ts"
@@ -190,6 +191,21 @@ export const make = Effect.gen(function*() {
       ))))
 
   const runs = makeRuns({ store, permits, adapters, files, scope, mutate, entryFor })
+
+  /**
+   * A clean stop (SIGTERM) lets the executions dispatched here finish, within the stop's deadline
+   * (actors/Shutdown.ts): only what is still running then is interrupted, and a peer or the next
+   * start fails it with `execution_interrupted`. Dispatches that begin meanwhile are waited for too.
+   */
+  const awaited = new Set<Fiber.Fiber<unknown, unknown>>()
+  yield* (yield* Shutdown).onStop("executions", Effect.gen(function*() {
+    while (true) {
+      const running = [...entries.values()].flatMap((entry) => entry.fiber === undefined || awaited.has(entry.fiber) ? [] : [entry.fiber])
+      if (running.length === 0) return
+      for (const fiber of running) awaited.add(fiber)
+      yield* Effect.forEach(running, Fiber.await, { concurrency: "unbounded", discard: true })
+    }
+  }))
 
   /**
    * The live executions among `ids` that another process owns, read afresh (a cached entry of

@@ -124,6 +124,38 @@ describe.skipIf(!postgresAvailable)("SIGTERM under load (Postgres, real processe
     await second.stop()
   }, 120_000)
 
+  it("lets an async execution it is running finish before it exits, within the stop's 10 s", async () => {
+    const database = await createTestDatabase("sigterm_executions")
+    const certificate = makeCertificate()
+    try {
+      const env = serviceEnv(database, certificate)
+      const service = await startProcess(env, await freePort())
+      children.push(service)
+      const accepted = await service.fetch("/v1/execute", {
+        method: "POST",
+        key: keyOf("p1"),
+        json: { tool: "demo.sleep", userId: "u1", input: { ms: 2_000 }, mode: "async" }
+      })
+      expect(accepted.status).toBe(202)
+      const { executionId } = await accepted.json() as { executionId: string }
+      await new Promise((resolve) => setTimeout(resolve, 500))
+      const exited = new Promise<number | null>((resolve) => service.process.once("exit", (code) => resolve(code)))
+      const signalledAt = Date.now()
+      service.process.kill("SIGTERM")
+      expect(await exited).toBe(0)
+      // It waited for the sleep (about 1.5 s left), no longer than the stop's bound.
+      expect(Date.now() - signalledAt).toBeGreaterThan(1_000)
+      expect(Date.now() - signalledAt).toBeLessThan(12_000)
+      const next = await startProcess(env, await freePort())
+      children.push(next)
+      const record = await (await next.fetch(`/v1/executions/${executionId}`, { key: keyOf("p1") })).json() as { status: string; output?: unknown }
+      expect(record).toMatchObject({ status: "succeeded", output: { sleptMs: 2_000 } })
+      await next.stop()
+    } finally {
+      await dropTestDatabase(database)
+    }
+  }, 60_000)
+
   it("delivers the trigger events it took before it exits: their payloads live in this process only", async () => {
     const database = await createTestDatabase("sigterm_triggers")
     const certificate = makeCertificate()
