@@ -1,8 +1,9 @@
 /**
  * One HTTP exchange with the service over `fetch`: bearer key, JSON bodies, the error envelope
  * as a `ServiceError`, and the retry policy. A 429 on GET or HEAD is retried exactly once after
- * the `retryAfter` the service gave (envelope, else `Retry-After`); other methods are never
- * retried, because a retried POST, PATCH or DELETE could act twice.
+ * the `retryAfter` the service gave (envelope, else `Retry-After`), and so is a 503 that gives
+ * one (the service's store is away for a moment); other methods are never retried, because a
+ * retried POST, PATCH or DELETE could act twice.
  */
 import { Clock, Duration, Effect, Schema } from "effect"
 import { fromResponse, networkError, ServiceError } from "./ServiceError.ts"
@@ -35,7 +36,11 @@ export interface Answer {
 
 /** When the service gave no delay with its 429, wait this long before the one retry. */
 const DEFAULT_RETRY_AFTER_SECONDS = 1
-const RETRIED_ON_429: ReadonlySet<Method> = new Set<Method>(["GET", "HEAD"])
+const RETRIED: ReadonlySet<Method> = new Set<Method>(["GET", "HEAD"])
+
+/** A refusal the service says to retry after a delay: its rate limit, or its store away (503 with a delay). */
+const retriedAfterDelay = (error: ServiceError): boolean =>
+  error.status === 429 || (error.status === 503 && error.retryable && error.retryAfter !== undefined)
 
 const buildUrl = (baseUrl: string, request: Request): string => {
   const url = new URL(request.path, baseUrl.endsWith("/") ? baseUrl : `${baseUrl}/`)
@@ -85,7 +90,7 @@ export const makeTransport = (options: TransportOptions) => {
   const send = (request: Request): Effect.Effect<Answer, ServiceError> =>
     Effect.flatMap(once(request), failIfError).pipe(
       Effect.catchIf(
-        (error) => error.status === 429 && RETRIED_ON_429.has(request.method),
+        (error) => retriedAfterDelay(error) && RETRIED.has(request.method),
         (error) =>
           Effect.sleep(Duration.seconds(error.retryAfter ?? DEFAULT_RETRY_AFTER_SECONDS)).pipe(
             Effect.andThen(Effect.flatMap(once(request), failIfError))

@@ -204,6 +204,25 @@ describe("client policies against a stub", () => {
     expect(stub.requests).toHaveLength(2)
   })
 
+  it("a GET answered 503 with a retry delay (the service's store away) is retried once; other failures are not", async () => {
+    const storeAway = (res: ServerResponse) => {
+      res.writeHead(503, { "content-type": "application/json", "request-id": "req_stub", "retry-after": "1" })
+      res.end(JSON.stringify({ error: { code: "provider_unavailable", message: "away", retryable: true, retryAfter: 1 }, requestId: "req_stub" }))
+    }
+    reset(storeAway, okMe)
+    expect(await client().me()).toEqual({ projectId: "proj_stub", keyId: "key_stub" })
+    expect(stub.requests.map((r) => r.method)).toEqual(["GET", "GET"])
+    expect((stub.requests[1]?.at ?? 0) - (stub.requests[0]?.at ?? 0)).toBeGreaterThanOrEqual(950)
+    // Without a delay the service does not say a retry will work: surfaced at once.
+    reset((res) => envelope(res, 502, "provider_unavailable"), okMe)
+    expect((await rejection(client().me())).status).toBe(502)
+    expect(stub.requests).toHaveLength(1)
+    // Never a POST.
+    reset(storeAway, okMe)
+    expect((await rejection(client().executions.cancel("exe_1"))).status).toBe(503)
+    expect(stub.requests.map((r) => r.method)).toEqual(["POST"])
+  })
+
   it("POST and DELETE are never retried", async () => {
     reset(tooMany, okMe)
     expect(await rejection(client().connections.create({ userId: "u", toolkit: "github", authClass: "bearer", credentials: { token: "t" } })))
