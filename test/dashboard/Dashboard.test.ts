@@ -9,48 +9,21 @@
  * Longer than 300 lines on purpose: one browser, one service and one receiver serve a journey
  * whose steps build on each other (an endpoint, then its delivery, then a subscription to it).
  */
-import { getCACertificates, setDefaultCACertificates } from "node:tls"
 import type { Page } from "playwright-core"
-import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { createClient } from "../../client/index.ts"
+import { describe, expect, it } from "vitest"
 import { BUDGET_BYTES, BUDGET_MS, loadOnce, median, servedBytes } from "../../dashboard/scripts/budget.ts"
-import { ensureDashboard } from "../../dashboard/scripts/build.ts"
-import { type InProcessService, KEY, PINNED_KEY, startService } from "../support/Service.ts"
-import { eventually, makeCertificate, type Receiver, startReceiver } from "../support/WebhookReceiver.ts"
-import { type Browser, launch, screenshot, seriousViolations, type Watched, watch } from "./Browser.ts"
+import { KEY, PINNED_KEY } from "../support/Service.ts"
+import { eventually } from "../support/WebhookReceiver.ts"
+import { screenshot, seriousViolations, type Watched, watch } from "./Browser.ts"
+import { dashboardHarness } from "./Harness.ts"
 
 const XSS_NAME = "<img src=x onerror=window.__xss=1>.txt"
 const XSS_PATH = "/hooks/<img src=x onerror=window.__xss=2>"
 
 // The built dashboard, the service and its receiver are set up while the file loads.
-await ensureDashboard()
-const originalCAs = getCACertificates("default")
-const certificate = makeCertificate()
-setDefaultCACertificates([...originalCAs, certificate.cert])
-const receiver: Receiver = await startReceiver(certificate)
-const service: InProcessService = await startService({
-  SERVICE_WEBHOOK_ALLOW_PRIVATE_NETWORKS: "true",
-  // A failed first attempt is retried after 4 s: long enough to watch "next retry" in the page.
-  SERVICE_WEBHOOK_RETRY_DELAYS_MS: "0,4000,4000,4000,4000",
-  SERVICE_RATE_LIMIT_REQUEST_BURST: "10000",
-  SERVICE_RATE_LIMIT_REQUESTS_PER_MINUTE: "60000"
-})
-
-const api = createClient({ baseUrl: service.baseUrl, apiKey: KEY })
-let browser: Browser
-
-beforeAll(async () => {
-  browser = await launch()
-})
-
-afterAll(async () => {
-  await browser?.close()
-  await service.close()
-  await receiver.close()
-  setDefaultCACertificates(originalCAs)
-})
-
-const url = (path: string) => `${service.baseUrl}${path}`
+// A failed first attempt is retried after 4 s: long enough to watch "next retry" in the page.
+const h = await dashboardHarness({ SERVICE_WEBHOOK_RETRY_DELAYS_MS: "0,4000,4000,4000,4000" }, { receiver: true })
+const { api, url, receiver, service } = h
 
 const expectAccessible = async (page: Page, view: string) => {
   expect(await seriousViolations(page), `axe on ${view}`).toEqual([])
@@ -92,7 +65,7 @@ const expectNothingRan = async (page: Page) => {
 
 describe("the dashboard in Chromium", () => {
   it("signs in, uploads a file, manages an endpoint and watches a delivery succeed after a retry", async () => {
-    const page = await browser.context.newPage()
+    const page = await h.browser.context.newPage()
     const watched = watch(page)
 
     // Sign-in: a wrong key shows the service's code and message; the right one is kept in
@@ -227,7 +200,7 @@ describe("the dashboard in Chromium", () => {
   }, 120_000)
 
   it("tells a pinned key which views it may not use, instead of failing", async () => {
-    const page = await browser.context.newPage()
+    const page = await h.browser.context.newPage()
     const watched = watch(page)
     // By keyboard alone: the key field has focus on load, Enter submits.
     await page.goto(url("/dashboard"))
@@ -272,7 +245,7 @@ describe("the dashboard in Chromium", () => {
   }, 60_000)
 
   it("shows the subscription views: the catalog's triggers and a filter form that follows the trigger", async () => {
-    const page = await browser.context.newPage()
+    const page = await h.browser.context.newPage()
     await signIn(page, KEY)
     await goTo(page, "Subscriptions", "Trigger subscriptions")
     const triggers = await page.getByLabel("Trigger", { exact: true }).locator("option").allTextContents()
@@ -300,16 +273,16 @@ describe("the dashboard in Chromium", () => {
     expect(assets.every((file) => file.cacheControl === "public, max-age=31536000, immutable")).toBe(true)
     expect(files[0]?.cacheControl).toBe("no-cache")
     expect(assets.reduce((sum, file) => sum + file.bytes, 0)).toBeLessThan(BUDGET_BYTES)
-    await loadOnce(browser.context, service.baseUrl, true)
+    await loadOnce(h.browser.context, service.baseUrl, true)
     const loads = [] as Array<number>
-    for (let run = 0; run < 3; run++) loads.push((await loadOnce(browser.context, service.baseUrl, true)).interactiveMs)
+    for (let run = 0; run < 3; run++) loads.push((await loadOnce(h.browser.context, service.baseUrl, true)).interactiveMs)
     expect(median(loads)).toBeLessThan(BUDGET_MS)
   }, 60_000)
 
   it("creates a demo.event subscription, ingests an event, sees it delivered, rotates and deletes", async () => {
     receiver.respond = () => ({ status: 200 })
     const endpoint = await api.webhooks.create({ url: receiver.url("/triggers"), events: ["trigger.*"] })
-    const page = await browser.context.newPage()
+    const page = await h.browser.context.newPage()
     const watched = watch(page)
     await signIn(page, KEY)
     await goTo(page, "Subscriptions", "Trigger subscriptions")
@@ -389,7 +362,7 @@ describe("the dashboard in Chromium", () => {
     })
     expect(connection.status).toBe(201)
     const connectionId = String(((await connection.json()) as { connectionId: string }).connectionId)
-    const page = await browser.context.newPage()
+    const page = await h.browser.context.newPage()
     // A plain-HTTP page on another machine's address has no Clipboard API: the same, here.
     await page.addInitScript(`
       Object.defineProperty(Navigator.prototype, "clipboard", { get: () => undefined })

@@ -5,41 +5,17 @@
  * the count said; an inactive endpoint's refusal (409) shows the service's code and message; a
  * pinned key is offered neither.
  */
-import { getCACertificates, setDefaultCACertificates } from "node:tls"
 import type { Page } from "playwright-core"
-import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { createClient, type WebhookEndpoint } from "../../client/index.ts"
-import { ensureDashboard } from "../../dashboard/scripts/build.ts"
-import { type InProcessService, KEY, PINNED_KEY, startService } from "../support/Service.ts"
-import { eventually, makeCertificate, type Receiver, startReceiver } from "../support/WebhookReceiver.ts"
-import { type Browser, launch, screenshot, seriousViolations, watch } from "./Browser.ts"
+import { describe, expect, it } from "vitest"
+import { type WebhookEndpoint } from "../../client/index.ts"
+import { KEY, PINNED_KEY } from "../support/Service.ts"
+import { eventually } from "../support/WebhookReceiver.ts"
+import { screenshot, seriousViolations, watch } from "./Browser.ts"
+import { dashboardHarness } from "./Harness.ts"
 
-await ensureDashboard()
-const originalCAs = getCACertificates("default")
-const certificate = makeCertificate()
-setDefaultCACertificates([...originalCAs, certificate.cert])
-const receiver: Receiver = await startReceiver(certificate)
-const service: InProcessService = await startService({
-  SERVICE_WEBHOOK_ALLOW_PRIVATE_NETWORKS: "true",
-  // Five quick attempts: a delivery to a failing receiver is failed within a second.
-  SERVICE_WEBHOOK_RETRY_DELAYS_MS: "0,50,50,50,50",
-  SERVICE_RATE_LIMIT_REQUEST_BURST: "10000",
-  SERVICE_RATE_LIMIT_REQUESTS_PER_MINUTE: "60000"
-})
-const api = createClient({ baseUrl: service.baseUrl, apiKey: KEY })
-let browser: Browser
-
-beforeAll(async () => {
-  browser = await launch()
-})
-afterAll(async () => {
-  await browser?.close()
-  await service.close()
-  await receiver.close()
-  setDefaultCACertificates(originalCAs)
-})
-
-const url = (path: string) => `${service.baseUrl}${path}`
+// Five quick attempts: a delivery to a failing receiver is failed within a second.
+const h = await dashboardHarness({ SERVICE_WEBHOOK_RETRY_DELAYS_MS: "0,50,50,50,50" }, { receiver: true })
+const { api, url, receiver } = h
 
 const openEndpoint = async (page: Page, endpointId: string, key = KEY) => {
   await page.goto(url(`/dashboard/webhooks/${endpointId}`))
@@ -69,7 +45,7 @@ describe("resending and recovering deliveries", () => {
     succeeded = await api.webhooks.create({ url: receiver.url("/resend"), events: ["execution.succeeded"] })
     await api.executions.execute({ tool: "demo.echo", input: { resend: true }, userId: "user_resend" })
     const [original] = await settled(succeeded.endpointId, 1)
-    const page = await browser.context.newPage()
+    const page = await h.browser.context.newPage()
     await openEndpoint(page, succeeded.endpointId)
     const deliveries = history(page).locator("li.delivery")
     await deliveries.locator(".badge-succeeded").waitFor()
@@ -101,7 +77,7 @@ describe("resending and recovering deliveries", () => {
     await api.executions.execute({ tool: "demo.fail", input: { code: "provider_error" }, userId: "user_recover" })
     const failed = await settled(endpoint.endpointId, 2)
     expect(failed.map((delivery) => delivery.status)).toEqual(["failed", "failed"])
-    const page = await browser.context.newPage()
+    const page = await h.browser.context.newPage()
     await openEndpoint(page, endpoint.endpointId)
     const deliveries = history(page).locator("li.delivery")
     await expect.poll(() => deliveries.locator(".badge-failed").count()).toBe(2)
@@ -130,7 +106,7 @@ describe("resending and recovering deliveries", () => {
   })
 
   it("shows the service's code and message when the endpoint is inactive (409), and offers a pinned key neither action", async () => {
-    const page = await browser.context.newPage()
+    const page = await h.browser.context.newPage()
     await openEndpoint(page, succeeded.endpointId)
     const resend = history(page).getByRole("button", { name: /^Resend whd_/ }).first()
     await resend.waitFor()
@@ -149,14 +125,14 @@ describe("resending and recovering deliveries", () => {
     await page.close()
 
     // Opened while inactive, the endpoint offers neither action and says why.
-    const reopened = await browser.context.newPage()
+    const reopened = await h.browser.context.newPage()
     await openEndpoint(reopened, succeeded.endpointId)
     await history(reopened).getByText("This endpoint is inactive: activate it above to resend or recover its deliveries.").waitFor()
     await history(reopened).locator("li.delivery").first().waitFor()
     expect(await reopened.getByRole("button", { name: /Resend|Recover/ }).count()).toBe(0)
     await reopened.close()
 
-    const pinned = await browser.context.newPage()
+    const pinned = await h.browser.context.newPage()
     const watched = watch(pinned)
     await openEndpoint(pinned, succeeded.endpointId, PINNED_KEY)
     await pinned.getByText("Not available with this key.").waitFor()

@@ -6,29 +6,13 @@
  * the service's code and message.
  */
 import type { Page } from "playwright-core"
-import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { createClient } from "../../client/index.ts"
-import { ensureDashboard } from "../../dashboard/scripts/build.ts"
-import { type InProcessService, KEY, PINNED_KEY, startService } from "../support/Service.ts"
-import { type Browser, launch, seriousViolations, watch } from "./Browser.ts"
+import { describe, expect, it } from "vitest"
+import { KEY, PINNED_KEY } from "../support/Service.ts"
+import { seriousViolations, watch } from "./Browser.ts"
+import { dashboardHarness } from "./Harness.ts"
 
-await ensureDashboard()
-const service: InProcessService = await startService({
-  SERVICE_RATE_LIMIT_REQUEST_BURST: "10000",
-  SERVICE_RATE_LIMIT_REQUESTS_PER_MINUTE: "60000"
-})
-const api = createClient({ baseUrl: service.baseUrl, apiKey: KEY })
-let browser: Browser
-
-beforeAll(async () => {
-  browser = await launch()
-})
-afterAll(async () => {
-  await browser?.close()
-  await service.close()
-})
-
-const url = (path: string) => `${service.baseUrl}${path}`
+const h = await dashboardHarness()
+const { api, url } = h
 
 /** Signs in on whatever dashboard page `path` is: the view it names is kept through sign-in. */
 const signIn = async (page: Page, path = "/dashboard/executions", key = KEY) => {
@@ -59,7 +43,7 @@ describe("the executions list's filters", () => {
     await api.executions.execute({ tool: "demo.echo", input: { n: 2 }, userId: "user_filters" })
     const failed = await api.executions.execute({ tool: "demo.fail", input: { code: "provider_error" }, userId: "user_filters" })
     expect(failed.status).toBe("failed")
-    const page = await browser.context.newPage()
+    const page = await h.browser.context.newPage()
     const watched = watch(page)
     await signIn(page)
     await page.getByRole("heading", { level: 1, name: "Executions" }).waitFor()
@@ -94,7 +78,7 @@ describe("the executions list's filters", () => {
 
     // A copied link, opened in another tab (which signs in first).
     const link = page.url()
-    const other = await browser.context.newPage()
+    const other = await h.browser.context.newPage()
     await signIn(other, new URL(link).pathname + new URL(link).search)
     await other.getByRole("heading", { level: 1, name: "Executions" }).waitFor()
     expect(await chosen(other)).toEqual(["failed", ""])
@@ -119,7 +103,7 @@ describe("the executions list's filters", () => {
 describe("cancelling an execution", () => {
   it("cancels a running execution from its row: the row then shows cancelled, and the focus stays in it", async () => {
     const target = await sleeping("user_cancel_row")
-    const page = await browser.context.newPage()
+    const page = await h.browser.context.newPage()
     await signIn(page, "/dashboard/executions?tool=demo.sleep&userId=user_cancel_row")
     const row = page.locator(`tr[data-execution-id="${target.executionId}"]`)
     await row.getByRole("button", { name: `Cancel ${target.executionId}` }).click()
@@ -140,7 +124,7 @@ describe("cancelling an execution", () => {
 
   it("cancels from the record view, which then shows cancelled; a key pinned to the user may cancel too", async () => {
     const target = await sleeping("user_1")
-    const page = await browser.context.newPage()
+    const page = await h.browser.context.newPage()
     await signIn(page, `/dashboard/executions/${target.executionId}`, PINNED_KEY)
     await page.getByRole("heading", { level: 1, name: "Execution" }).waitFor()
     await page.getByRole("button", { name: "Cancel execution" }).click()
@@ -156,7 +140,7 @@ describe("cancelling an execution", () => {
 
   it("shows the service's code and message when the cancel is refused (the execution finished meanwhile)", async () => {
     const target = await api.executions.execute({ tool: "demo.sleep", input: { ms: 1_500 }, userId: "user_cancel_late", mode: "async" })
-    const page = await browser.context.newPage()
+    const page = await h.browser.context.newPage()
     // The cancel reaches the service only once the execution has finished: it answers 409.
     await page.route(`**/v1/executions/${target.executionId}/cancel`, async (route) => {
       await api.executions.wait(target.executionId, { timeoutMs: 10_000 })

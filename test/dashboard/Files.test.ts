@@ -6,27 +6,13 @@
  * refusal's message).
  */
 import type { Page } from "playwright-core"
-import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { createClient } from "../../client/index.ts"
-import { ensureDashboard } from "../../dashboard/scripts/build.ts"
-import { type InProcessService, KEY, startService } from "../support/Service.ts"
-import { type Browser, launch, seriousViolations, watch } from "./Browser.ts"
+import { describe, expect, it } from "vitest"
+import { KEY } from "../support/Service.ts"
+import { seriousViolations, watch } from "./Browser.ts"
+import { dashboardHarness } from "./Harness.ts"
 
-await ensureDashboard()
-const service: InProcessService = await startService({
-  SERVICE_RATE_LIMIT_REQUEST_BURST: "10000",
-  SERVICE_RATE_LIMIT_REQUESTS_PER_MINUTE: "60000"
-})
-const api = createClient({ baseUrl: service.baseUrl, apiKey: KEY })
-let browser: Browser
-
-beforeAll(async () => {
-  browser = await launch()
-})
-afterAll(async () => {
-  await browser?.close()
-  await service.close()
-})
+const h = await dashboardHarness()
+const { api, service } = h
 
 const url = (path: string) => `${service.baseUrl}${path}`
 
@@ -75,7 +61,7 @@ const drop = (page: Page, files: ReadonlyArray<{ readonly name: string; readonly
 
 describe("the files view", () => {
   it("uploads every dropped file, one after another, each shown with its file id or its error", async () => {
-    const page = await browser.context.newPage()
+    const page = await h.browser.context.newPage()
     const watched = watch(page)
     await signIn(page)
     const seen = await observeUploads(page, ["too-big.txt"])
@@ -110,7 +96,7 @@ describe("the files view", () => {
   })
 
   it("takes several files from the picker too", async () => {
-    const page = await browser.context.newPage()
+    const page = await h.browser.context.newPage()
     await signIn(page)
     const seen = await observeUploads(page)
     await page.getByLabel("Files to upload").setInputFiles([
@@ -130,7 +116,7 @@ describe("the files view", () => {
     await api.files.create({ name: "ten.txt", content: bytes(10) })
     const kib = await api.files.create({ name: "kib.txt", content: bytes(1536) })
     await api.files.create({ name: "mib.txt", content: bytes(1024 * 1024) })
-    const page = await browser.context.newPage()
+    const page = await h.browser.context.newPage()
     await signIn(page)
     const list = page.getByRole("region", { name: "Files in the project" })
     const sizeOf = (name: string) => list.getByRole("row").filter({ has: page.getByRole("cell", { name, exact: true }) }).getByRole("cell").nth(3)

@@ -9,29 +9,13 @@
  * until it is confirmed.
  */
 import type { Page, Route } from "playwright-core"
-import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { createClient } from "../../client/index.ts"
-import { ensureDashboard } from "../../dashboard/scripts/build.ts"
-import { type InProcessService, KEY, startService } from "../support/Service.ts"
-import { type Browser, launch, watch } from "./Browser.ts"
+import { describe, expect, it } from "vitest"
+import { KEY } from "../support/Service.ts"
+import { watch } from "./Browser.ts"
+import { dashboardHarness } from "./Harness.ts"
 
-await ensureDashboard()
-const service: InProcessService = await startService({
-  SERVICE_RATE_LIMIT_REQUEST_BURST: "10000",
-  SERVICE_RATE_LIMIT_REQUESTS_PER_MINUTE: "60000"
-})
-const api = createClient({ baseUrl: service.baseUrl, apiKey: KEY })
-let browser: Browser
-
-beforeAll(async () => {
-  browser = await launch()
-})
-afterAll(async () => {
-  await browser?.close()
-  await service.close()
-})
-
-const url = (path: string) => `${service.baseUrl}${path}`
+const h = await dashboardHarness()
+const { api, url } = h
 
 const envelope = (status: number, code: string, message: string, retryable: boolean) => (route: Route) =>
   route.fulfill({
@@ -52,7 +36,7 @@ const storedKeys = (page: Page) => page.evaluate("Object.values(sessionStorage)"
 
 describe("the dashboard when the service falters", () => {
   it("keeps refreshing a running execution after a poll fails with a retryable error", async () => {
-    const page = await browser.context.newPage()
+    const page = await h.browser.context.newPage()
     await signIn(page)
     const started = await api.executions.execute({ tool: "demo.sleep", userId: "user_r", input: { ms: 3_000 }, mode: "async" })
     const id = started.executionId
@@ -75,7 +59,7 @@ describe("the dashboard when the service falters", () => {
   })
 
   it("goes back to sign-in, and forgets the key, when the key is refused mid-session", async () => {
-    const page = await browser.context.newPage()
+    const page = await h.browser.context.newPage()
     await signIn(page)
     await page.route("**/v1/**", envelope(401, "auth_expired", "The API key is invalid or revoked.", false))
     await page.getByRole("navigation", { name: "Views" }).getByRole("link", { name: "Executions" }).click()
@@ -86,7 +70,7 @@ describe("the dashboard when the service falters", () => {
   })
 
   it("keeps the key when the service cannot answer on a reload, and signs in again on Try again", async () => {
-    const page = await browser.context.newPage()
+    const page = await h.browser.context.newPage()
     await signIn(page)
     await page.route("**/v1/me", envelope(503, "provider_unavailable", "The service's store is unavailable; retry shortly.", true))
     await page.reload()
@@ -101,7 +85,7 @@ describe("the dashboard when the service falters", () => {
 
   it("reads a listed file's metadata afresh: one gone since the list shows not_found", async () => {
     const staged = await api.files.create({ name: "fresh.txt", content: new TextEncoder().encode("x") })
-    const page = await browser.context.newPage()
+    const page = await h.browser.context.newPage()
     await signIn(page)
     await page.getByRole("region", { name: "Files in the project" }).getByText("fresh.txt").waitFor()
     // The file expires (or is cleaned up) after the list was loaded.
@@ -112,7 +96,7 @@ describe("the dashboard when the service falters", () => {
   })
 
   it("refuses a blank file id in the page, without a request", async () => {
-    const page = await browser.context.newPage()
+    const page = await h.browser.context.newPage()
     const watched = watch(page)
     await signIn(page)
     const before = watched.requests.length
@@ -130,7 +114,7 @@ const focused = (page: Page) =>
 
 describe("the keyboard focus after in-place actions", () => {
   it("lands on the view's heading after signing in", async () => {
-    const page = await browser.context.newPage()
+    const page = await h.browser.context.newPage()
     await signIn(page)
     await expect.poll(() => focused(page)).toBe("H1:Staged files")
     await page.close()
@@ -138,7 +122,7 @@ describe("the keyboard focus after in-place actions", () => {
 
   it("moves to the confirmation when a delete is asked, back when it is kept, and stays on the page when Escape keeps it", async () => {
     const endpoint = await api.webhooks.create({ url: "https://example.com/focus", events: ["execution.completed"] })
-    const page = await browser.context.newPage()
+    const page = await h.browser.context.newPage()
     await signIn(page)
     await page.goto(url(`/dashboard/webhooks/${endpoint.endpointId}`))
     await page.getByRole("button", { name: "I have stored it" }).or(page.getByRole("button", { name: "Delete endpoint" })).first().waitFor()
@@ -155,7 +139,7 @@ describe("the keyboard focus after in-place actions", () => {
 
   it("asks before rotating an endpoint's signing secret: focus on the confirmation, Escape keeps it, nothing is sent until confirmed", async () => {
     const endpoint = await api.webhooks.create({ url: "https://example.com/rotate-focus", events: ["execution.completed"] })
-    const page = await browser.context.newPage()
+    const page = await h.browser.context.newPage()
     const watched = watch(page)
     await signIn(page)
     await page.goto(url(`/dashboard/webhooks/${endpoint.endpointId}`))
@@ -185,7 +169,7 @@ describe("the keyboard focus after in-place actions", () => {
     const endpoint = await api.webhooks.create({ url: "https://example.com/rotate-ingest", events: ["trigger.*"] })
     const created = await api.subscriptions.create({ trigger: "demo.event", userId: "user_rotate", webhookEndpointIds: [endpoint.endpointId] })
     const id = created.subscriptionId
-    const page = await browser.context.newPage()
+    const page = await h.browser.context.newPage()
     const watched = watch(page)
     await signIn(page)
     await page.goto(url("/dashboard/subscriptions"))
@@ -209,7 +193,7 @@ describe("the keyboard focus after in-place actions", () => {
 
   it("stays on the page when a shown-once secret is put away, and when a page of the list is turned", async () => {
     for (let i = 0; i < 21; i++) await api.files.create({ name: `page-${i}.txt`, content: new TextEncoder().encode("p") })
-    const page = await browser.context.newPage()
+    const page = await h.browser.context.newPage()
     await signIn(page)
     await page.getByRole("link", { name: "Webhooks" }).click()
     await page.getByRole("heading", { level: 1, name: "Webhook endpoints" }).waitFor()
