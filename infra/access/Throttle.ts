@@ -2,10 +2,10 @@
  * The per-project rate limit of one authenticated request (decisions.md section 2): a token from
  * the standard bucket, or for an execution request (`POST /v1/execute`, an MCP `tools/call` that
  * executes) from the execute bucket and then the daily quota. Used by the API's middleware
- * (http/server/MiddlewareLive.ts) for the requests it serves, by the edge (http/server/Edge.ts) for those it refuses
- * after the key (media type, size, body content), and by the MCP gateway for its tool calls, so
- * that every authenticated request counts, every answer behind the limit carries its headers,
- * and a refusal reads the same wherever it is made.
+ * (http/server/MiddlewareLive.ts) for the requests it serves, by the edge (http/server/Edge.ts)
+ * for those it refuses after the key (media type, size, body content), and by the MCP gateway for
+ * its tool calls, so that every authenticated request counts, every answer behind the limit
+ * carries its headers, and a refusal reads the same wherever it is made.
  */
 import { Clock, Effect } from "effect"
 import { normalized } from "../../domain/Errors.ts"

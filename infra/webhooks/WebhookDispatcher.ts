@@ -144,8 +144,8 @@ export const make = Effect.gen(function*() {
     )
   }
 
-  const dispatchWith = (index: SubscriptionIndex, progress: Progress) => {
-    return Effect.fnUntraced(function*(events: ReadonlyArray<RecordedEvent>) {
+  const dispatchWith = (index: SubscriptionIndex, progress: Progress) =>
+    Effect.fnUntraced(function*(events: ReadonlyArray<RecordedEvent>) {
       const requests: Array<AppendRequest> = []
       const handed = new Map<string, Array<DeliveryRow>>()
       const now = yield* Clock.currentTimeMillis
@@ -193,7 +193,6 @@ export const make = Effect.gen(function*() {
       }
       if (events.length < BATCH_SIZE) yield* Effect.sleep(COALESCE_MS)
     })
-  }
 
   /** Endpoints with open deliveries, one query per endpoint (a skip scan over the view's index). */
   const sweep = Effect.gen(function*() {

@@ -162,14 +162,17 @@ export const make = Effect.gen(function*() {
     return typeof event === "string" ? event : envelopeFor(event)
   })
 
+  /** When a delivery's next attempt is due: its retry time, or its first attempt's delay after it was queued. */
+  const dueAt = (row: DeliveryRow): number =>
+    row.nextRetryAt !== undefined ? Date.parse(row.nextRetryAt) : Date.parse(row.queuedAt) + (delays[0] ?? 0)
+
   /**
    * Whether a delivery is due and only this process can send it: its event's payload is kept here
    * and nowhere else (a trigger event this process took; decisions.md section 5). A stopping
    * process finishes those before it exits, within the stop's deadline: after it they are gone.
    */
   const dueOnlyHere = Effect.fnUntraced(function*(row: DeliveryRow, now: number) {
-    const due = row.nextRetryAt !== undefined ? Date.parse(row.nextRetryAt) : Date.parse(row.queuedAt) + (delays[0] ?? 0)
-    if (due > now) return false
+    if (dueAt(row) > now) return false
     const recorded = yield* store.readStream(row.sourceStreamId, row.sourceVersion)
     const source = recorded.find((event) => event.version === row.sourceVersion)
     const rebuild = source === undefined ? undefined : sourceFor(sources, source)?.rebuild
@@ -193,8 +196,7 @@ export const make = Effect.gen(function*() {
         yield* abandonAll(endpointId, endpoint === undefined ? "endpoint_deleted" : "endpoint_inactive")
         return "stop" as Outcome
       }
-      const due = row.nextRetryAt !== undefined ? Date.parse(row.nextRetryAt) : Date.parse(row.queuedAt) + (delays[0] ?? 0)
-      const wait = due - (yield* Clock.currentTimeMillis)
+      const wait = dueAt(row) - (yield* Clock.currentTimeMillis)
       if (wait > 0 && shutdown.stopping()) return "drain" as Outcome
       if (wait > 0) {
         // A change (endpoint edited, deleted) cuts the sleep short to re-read the endpoint;
