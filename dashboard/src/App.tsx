@@ -67,7 +67,7 @@ const View = ({ route, session }: { readonly route: Route; readonly session: Ses
     case "executions":
       return <Executions client={client} me={me} filters={route} />
     case "execution":
-      return <ExecutionDetail key={route.executionId} client={client} executionId={route.executionId} />
+      return <ExecutionDetail key={route.executionId} client={client} executionId={route.executionId} from={route.from ?? {}} />
     case "not-found":
       return <p>There is no such page in the dashboard. <Link to={{ view: "files" }}>Go to the files</Link>.</p>
   }

@@ -24,7 +24,8 @@ export type Route =
   | { readonly view: "subscriptions" }
   | { readonly view: "trigger-events"; readonly subscriptionId?: string; readonly trigger?: string }
   | ({ readonly view: "executions" } & ExecutionFilters)
-  | { readonly view: "execution"; readonly executionId: string }
+  /** One record; `from` is the list's filters it was opened from, for the way back. */
+  | { readonly view: "execution"; readonly executionId: string; readonly from?: ExecutionFilters }
   | { readonly view: "not-found" }
 
 const decode = (segment: string): string | undefined => {
@@ -80,9 +81,20 @@ export const parseRoute = (pathname: string, search: string): Route => {
   if (first === "executions" && parts.length === 1) return { view: "executions", ...executionFilters(search) }
   if (first === "executions" && parts.length === 2 && second !== undefined) {
     const executionId = decode(second)
-    if (executionId !== undefined) return { view: "execution", executionId }
+    const from = executionFilters(search)
+    if (executionId !== undefined) return { view: "execution", executionId, ...(Object.keys(from).length === 0 ? {} : { from }) }
   }
   return { view: "not-found" }
+}
+
+/** `?status=…&tool=…&userId=…` of the filters set, or nothing. */
+const filtersQuery = (filters: ExecutionFilters): string => {
+  const query = new URLSearchParams()
+  if (filters.status !== undefined) query.set("status", filters.status)
+  if (filters.tool !== undefined) query.set("tool", filters.tool)
+  if (filters.userId !== undefined) query.set("userId", filters.userId)
+  const search = query.toString()
+  return search === "" ? "" : `?${search}`
 }
 
 export const hrefOf = (route: Route): string => {
@@ -102,16 +114,10 @@ export const hrefOf = (route: Route): string => {
       const search = query.toString()
       return `${BASE}/trigger-events${search === "" ? "" : `?${search}`}`
     }
-    case "executions": {
-      const query = new URLSearchParams()
-      if (route.status !== undefined) query.set("status", route.status)
-      if (route.tool !== undefined) query.set("tool", route.tool)
-      if (route.userId !== undefined) query.set("userId", route.userId)
-      const search = query.toString()
-      return `${BASE}/executions${search === "" ? "" : `?${search}`}`
-    }
+    case "executions":
+      return `${BASE}/executions${filtersQuery(route)}`
     case "execution":
-      return `${BASE}/executions/${encodeURIComponent(route.executionId)}`
+      return `${BASE}/executions/${encodeURIComponent(route.executionId)}${filtersQuery(route.from ?? {})}`
     case "not-found":
       return BASE
   }

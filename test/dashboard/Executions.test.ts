@@ -84,6 +84,16 @@ describe("the executions list's filters", () => {
     expect(await chosen(other)).toEqual(["failed", ""])
     expect(await rows(other)).toEqual(["demo.fail failed"])
 
+    // A record opened from the filtered list leads back to it, filters and all.
+    await other.getByRole("link", { name: failed.executionId }).click()
+    await other.getByRole("heading", { level: 2, name: failed.executionId }).waitFor()
+    expect(new URL(other.url()).search).toBe("?status=failed")
+    await other.getByRole("link", { name: "← All executions" }).click()
+    await other.getByRole("heading", { level: 1, name: "Executions" }).waitFor()
+    expect(new URL(other.url()).pathname + new URL(other.url()).search).toBe("/dashboard/executions?status=failed")
+    await expect.poll(() => chosen(other)).toEqual(["failed", ""])
+    expect(await rows(other)).toEqual(["demo.fail failed"])
+
     // Values the list cannot use are left out: the unfiltered list, no error.
     const before = watched.requests.length
     await page.goto(url("/dashboard/executions?status=bogus&tool=no.such_tool&userId=not%20a%20user"))

@@ -64,9 +64,11 @@ const CancelExecution = (
 }
 
 const ExecutionRow = (
-  { client, execution, onDone }: {
+  { client, execution, filters, onDone }: {
     readonly client: Client
     readonly execution: ExecutionRecord
+    /** The list's filters: the record's link keeps them for its way back. */
+    readonly filters: ExecutionFilters
     readonly onDone: (executionId: string, cancelled: boolean) => void
   }
 ) => {
@@ -74,7 +76,7 @@ const ExecutionRow = (
   const id = execution.executionId
   return (
     <tr ref={row} data-execution-id={id}>
-      <td><Link to={{ view: "execution", executionId: id }}>{id}</Link></td>
+      <td><Link to={{ view: "execution", executionId: id, from: filters }}>{id}</Link></td>
       <td><code>{execution.tool}</code></td>
       <td><span class={`badge badge-${execution.status}`}>{execution.status}</span></td>
       <td>{execution.userId}</td>
@@ -189,6 +191,7 @@ export const Executions = ({ client, me, filters }: { readonly client: Client; r
                     key={execution.executionId}
                     client={client}
                     execution={execution}
+                    filters={filters}
                     onDone={(id, cancelled) => {
                       setStatus(cancelled ? `${id} cancelled.` : "")
                       paged.reload()
@@ -204,14 +207,16 @@ export const Executions = ({ client, me, filters }: { readonly client: Client; r
   )
 }
 
-export const ExecutionDetail = ({ client, executionId }: { readonly client: Client; readonly executionId: string }) => {
+export const ExecutionDetail = (
+  { client, executionId, from }: { readonly client: Client; readonly executionId: string; readonly from: ExecutionFilters }
+) => {
   const record = useResource(`execution:${executionId}`, () => client.executions.get(executionId), running)
   const execution = record.value
   const heading = useRef<HTMLHeadingElement>(null)
   const [status, setStatus] = useState("")
   return (
     <>
-      <p><Link to={{ view: "executions" }}>← All executions</Link></p>
+      <p><Link to={{ view: "executions", ...from }}>← All executions</Link></p>
       {record.problem === undefined ? null : <ErrorNotice problem={record.problem} />}
       {execution === undefined ? (record.problem === undefined ? <Loading what="the execution" /> : null) : (
         <section aria-labelledby="execution-title">
