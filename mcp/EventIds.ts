@@ -11,8 +11,8 @@
  *
  * A GET with `Last-Event-ID` of a GET stream resumes after its position. One of a POST stream
  * (a client resuming a broken POST answer) cannot be replayed, since a POST stream's messages are
- * not kept, and must not be answered with the GET stream's notifications, past or future: it gets
- * a stream that carries nothing (SessionStream.ts `park`).
+ * not kept, and must not be answered with the GET stream's notifications, past or future: it is
+ * 405, with no stream (McpGateway.ts).
  */
 import { randomBytes } from "node:crypto"
 import { formatPosition, parsePosition, type Position } from "../infra/eventlog/EventStore.ts"

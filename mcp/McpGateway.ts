@@ -37,6 +37,17 @@ import type { FastPath } from "./FastPath.ts"
 import { isJsonObject } from "../domain/JsonObject.ts"
 
 const unknownEventId = () => Answers.rpcError(400, -32000, "Bad Request: Last-Event-ID is not an event id of this session")
+/**
+ * A GET resuming a POST answer's stream: such a stream is not kept (SessionStream.ts), so there is
+ * none to resume, and a GET is answered with a stream or 405 (MCP 2025-11-25, transports, "Listening
+ * for Messages from the Server"). The official SDK client takes 405 as "no stream here" and stops;
+ * it resumes a POST stream that ended with a JSON-RPC error (it takes only a result for an end).
+ */
+const postStreamNotResumable = () =>
+  Answers.withHeaders(
+    Answers.rpcError(405, -32000, "Method Not Allowed: the stream of a POST answer is not kept, so it cannot be resumed; send the request again (its idempotency key makes that safe)"),
+    { allow: "POST, DELETE" }
+  )
 
 /** The later of a resumption's position and the session's start, when that is known. */
 const latest = (position: Position, floor: Position | undefined): Position =>
@@ -229,9 +240,8 @@ export const makeHandle = (parts: GatewayParts) => {
     if (resumed?._tag === "After" && (yield* streams.pastEnd(resumed.position))) return unknownEventId()
     // Never from before the session: what the log held then was never the session's to carry.
     const from = resumed?._tag === "After" ? latest(resumed.position, session.createdPosition) : feed.position()
-    const body = resumed?._tag === "FromNow" ? streams.park(session) : streams.open(session, from)
-    if (body === undefined) return Answers.rpcError(409, -32000, "Conflict: this session holds too many resumed streams open")
-    return new Response(body, {
+    if (resumed?._tag === "FromNow") return postStreamNotResumable()
+    return new Response(streams.open(session, from), {
       headers: {
         "content-type": "text/event-stream",
         "cache-control": "no-cache, no-transform",

@@ -7,9 +7,9 @@
  *   transport insists on an `Accept` that lists both, so it is handed one that does, with
  *   `enableJsonResponse` saying which answer the client asked for.
  * - Its events' ids are unique in the session (EventIds.ts). A POST stream is not replayed: a
- *   client resuming one with GET `Last-Event-ID` gets the session's stream from now (not the GET
- *   stream's past notifications, which belong to another stream); resending the call is safe,
- *   since it carries the same idempotency key.
+ *   client resuming one with GET `Last-Event-ID` gets 405 (McpGateway.ts), not the GET stream's
+ *   notifications, which belong to another stream; resending the call is safe, since it carries
+ *   the same idempotency key.
  * - `notifications/cancelled` ends the named request when it runs in this process.
  * The `Server` is closed once its answer is complete, or when the client goes away; closing it
  * aborts the handlers still running, which interrupts their effects.

@@ -22,12 +22,10 @@
  * the session's creation position, and events older than the session are passed over (for rows
  * made before that position was kept). An id past the log's end is refused.
  *
- * A GET resuming a POST stream (`Last-Event-ID` of a POST answer) gets a stream of its own that
- * carries nothing but keep-alives (`park`): a POST stream's messages are not kept, and the
- * session's notifications belong to its GET stream, which the resumption must not take over (MCP
- * 2025-11-25, "Resumability": no message on two streams, no replay of another stream's). The
- * official SDK client resumes a POST stream that ended with a JSON-RPC error that way; were the
- * resumption the session's stream, the two would end each other in turn, for ever.
+ * A GET resuming a POST stream (`Last-Event-ID` of a POST answer) gets no stream: a POST stream's
+ * messages are not kept, and the session's notifications belong to its GET stream, which the
+ * resumption must not take over (MCP 2025-11-25, "Resumability": no message on two streams, no
+ * replay of another stream's). The gateway answers it 405 (McpGateway.ts).
  */
 import { Clock, Deferred, Duration, Effect, Exit, Queue, Schema, Stream, type Context } from "effect"
 import { randomUUID } from "node:crypto"
@@ -41,8 +39,6 @@ import type { McpSettingsShape } from "./McpSettings.ts"
 import { decodeTaskEvent } from "./TaskEvents.ts"
 
 const KEEPALIVE = Duration.seconds(15)
-/** Parked resumptions of POST streams one session may hold open in a process. */
-const MAX_PARKED = 16
 const HISTORY_BATCH = 500
 
 const ConnectionFact = Schema.Struct({
@@ -71,8 +67,6 @@ export const makeSessionStreams = (deps: SessionStreamDeps) => {
   const { connections, feed, sessions, settings, store } = deps
   /** The live stream of each session in this process: ending it is one call. */
   const live = new Map<string, { readonly token: string; readonly end: () => void }>()
-  /** The parked resumptions of POST streams of each session in this process. */
-  const parked = new Map<string, Set<() => void>>()
 
   /** The user whose connections change the session's tool list, if its list depends on one. */
   const listUser = (session: McpSession) => (settings.tools === "catalog" ? session.userId : undefined)
@@ -193,57 +187,20 @@ export const makeSessionStreams = (deps: SessionStreamDeps) => {
       })
     , { bufferSize: 256 })
 
-  /** A resumption of a POST stream: keep-alives until the session or the process ends. */
-  const parkedFrames = (session: McpSession) =>
-    Stream.callback<string>((out) =>
-      Effect.gen(function*() {
-        const ended = yield* Deferred.make<void>()
-        const end = () => void Deferred.doneUnsafe(ended, Exit.void)
-        const mine = parked.get(session.sessionId) ?? new Set()
-        parked.set(session.sessionId, mine)
-        mine.add(end)
-        yield* Effect.addFinalizer(() =>
-          Effect.sync(() => {
-            mine.delete(end)
-            if (mine.size === 0 && parked.get(session.sessionId) === mine) parked.delete(session.sessionId)
-          })
-        )
-        const watch = Effect.gen(function*() {
-          while (true) {
-            yield* Effect.sleep(KEEPALIVE)
-            if ((yield* Effect.orDie(sessions.get(session.sessionId))) === undefined) return
-            yield* Queue.offer(out, ": keepalive\n\n")
-          }
-        })
-        yield* Effect.forkScoped(Effect.raceFirst(watch, Deferred.await(ended)).pipe(Effect.ensuring(Queue.end(out))))
-      }), { bufferSize: 4 })
-
   return {
     /** The SSE body of a GET stream of `session`, from log position `from`. */
     open: (session: McpSession, from: Position): ReadableStream<Uint8Array> =>
       Stream.toReadableStreamWith(frames(session, from).pipe(Stream.encodeText), deps.context),
-    /**
-     * The SSE body of a GET resuming one of the session's POST streams, or undefined when the
-     * session holds MAX_PARKED of them already (each one is a connection held open).
-     */
-    park: (session: McpSession): ReadableStream<Uint8Array> | undefined =>
-      (parked.get(session.sessionId)?.size ?? 0) >= MAX_PARKED
-        ? undefined
-        : Stream.toReadableStreamWith(parkedFrames(session).pipe(Stream.encodeText), deps.context),
     /** Whether `position` lies past the log's end: no event id of any session names it. */
     pastEnd: (position: Position): Effect.Effect<boolean> =>
       comparePositions(position, feed.position()) <= 0
         ? Effect.succeed(false)
         : Effect.map(Effect.orDie(store.head), (head) => comparePositions(position, head) > 0),
     /** Ends the session's streams in this process (DELETE). */
-    end: (sessionId: string) => {
-      live.get(sessionId)?.end()
-      for (const end of parked.get(sessionId) ?? []) end()
-    },
+    end: (sessionId: string) => live.get(sessionId)?.end(),
     /** Ends every stream of this process (shutdown: a stream never ends by itself). */
     endAll: () => {
       for (const stream of live.values()) stream.end()
-      for (const ends of parked.values()) for (const end of ends) end()
     }
   }
 }

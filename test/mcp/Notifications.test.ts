@@ -186,16 +186,16 @@ describe("the session's GET stream", () => {
     expect(JSON.parse(replayed[1]!.data)).toMatchObject({ method: "notifications/tools/list_changed" })
     seen.push(...replayed.map((e) => e.id!))
     expect(new Set(seen).size).toBe(seen.length)
-    // Resuming a POST stream: no replay of the GET stream's list_changed, and nothing after.
+    // Resuming a POST stream: no replay of the GET stream's list_changed, and no stream at all.
     const fromPost = await fetch(gw.url, { headers: headersFor({ session, accept: "text/event-stream", headers: { ...user, "last-event-id": posts[0]! } }) })
-    expect(fromPost.status).toBe(200)
-    expect(await readEvents(fromPost, 1, 800)).toEqual([])
+    expect(fromPost.status).toBe(405)
   })
 
   // MCP 2025-11-25, "Resumability": a resumption MUST NOT replay what another stream would have
   // carried, and a message goes out on one stream only. A POST stream's messages are not kept, so
-  // its resumption carries nothing, and leaves the session's GET stream where it is.
-  it("answers a POST stream's resumption with a stream of its own that carries nothing, and keeps the session's stream", async () => {
+  // it cannot be resumed: the GET is 405 (transport: a GET is answered with a stream or 405), and
+  // the session's GET stream stays where it is.
+  it("answers a POST stream's resumption 405, without a stream, and keeps the session's stream", async () => {
     const user = { "x-service-user-id": "jill" }
     const session = await openSession(gw.url, { headers: user })
     const main = await openStream(gw, session, user)
@@ -204,9 +204,13 @@ describe("the session's GET stream", () => {
     const failed = parseSse(await (await post(gw.url, { jsonrpc: "2.0", id: 1, method: "tools/call", params: { name: "nope.x", arguments: {} } }, { session, headers: user })).text())
     const postId = failed.find((e) => e.id !== undefined)!.id!
     const resumption = await openStream(gw, session, { ...user, "last-event-id": postId })
-    expect(resumption.status).toBe(200)
+    expect(resumption.status).toBe(405)
+    expect(resumption.headers.get("content-type")).toContain("application/json")
+    const body = await resumption.json() as { error: { code: number; message: string } }
+    expect(body.error.code).toBe(-32000)
+    expect(body.error.message).toMatch(/cannot be resumed/)
     await createConnection(gw, "jill")
-    // The change reaches the session's stream, which the resumption did not end ...
+    // The change reaches the session's stream, which the resumption did not end.
     const decoder = new TextDecoder()
     let text = ""
     while (!text.includes("list_changed")) {
@@ -216,8 +220,6 @@ describe("the session's GET stream", () => {
     }
     expect(text).toContain("notifications/tools/list_changed")
     await mainReader.cancel()
-    // ... and not the resumption.
-    expect(await readEvents(resumption, 1, 800)).toEqual([])
   })
 
   it("refuses a Last-Event-ID past the log's end, and resumes one from before the session without others' past", async () => {
@@ -234,27 +236,34 @@ describe("the session's GET stream", () => {
   })
 
   // The SDK resumes a POST stream that ended with an error (it takes only a result for the end of
-  // a call) by a GET with the POST stream's last id; that GET must not take the session's stream.
-  it("opens no more streams after an error answer, and gets each notification once", async () => {
-    let gets = 0
-    const counting: typeof fetch = (input, init) => {
-      if ((init?.method ?? "GET") === "GET") gets++
-      return fetch(input, init)
+  // a call) by a GET with the POST stream's last id; that GET must not take the session's stream,
+  // nor stay open: before, each error held a connection open and the 17th answer was 409.
+  it("opens no more streams after error answers, however many, and gets each notification once", async () => {
+    const gets: Array<number> = []
+    const counting: typeof fetch = async (input, init) => {
+      const response = await fetch(input, init)
+      if ((init?.method ?? "GET") === "GET") gets.push(response.status)
+      return response
     }
     const user = "lou"
     const transport = new StreamableHTTPClientTransport(new URL(gw.url), {
       fetch: counting,
       requestInit: { headers: { authorization: `Bearer ${KEY}`, "x-service-user-id": user } }
     })
+    const errors: Array<string> = []
+    transport.onerror = (error) => void errors.push(error.message)
     const client = new Client({ name: "streams", version: "1.0.0" }, { capabilities: {} })
+    client.onerror = (error) => void errors.push(error.message)
     let changes = 0
     client.setNotificationHandler(ToolListChangedNotificationSchema, () => void changes++)
     await client.connect(transport)
     await new Promise((resolve) => setTimeout(resolve, 500))
-    await expect(client.callTool({ name: "nope.x", arguments: {} })).rejects.toThrow(/Unknown tool/)
-    await new Promise((resolve) => setTimeout(resolve, 4_000))
-    // The session's stream and the one resumption: nothing churns.
-    expect(gets).toBeLessThanOrEqual(2)
+    for (let n = 0; n < 20; n++) await expect(client.callTool({ name: `nope.x${n}`, arguments: {} })).rejects.toThrow(/Unknown tool/)
+    await new Promise((resolve) => setTimeout(resolve, 2_500))
+    // The session's stream, then one refused resumption per error answer: none left open.
+    expect(gets[0]).toBe(200)
+    expect(gets.slice(1)).toEqual(Array.from({ length: 20 }, () => 405))
+    expect(errors).toEqual([])
     await createConnection(gw, user)
     await new Promise((resolve) => setTimeout(resolve, 1_500))
     expect(changes).toBe(1)
