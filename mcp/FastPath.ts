@@ -26,7 +26,7 @@ import {
 import { type JsonAnswer, jsonResponse, type RpcId } from "./HttpAnswers.ts"
 import type { McpSession } from "./McpSessions.ts"
 import type { RpcFailure } from "./RpcFailure.ts"
-import { keepsTasks } from "./RpcExchange.ts"
+import { argumentsAsSent, keepsTasks } from "./RpcExchange.ts"
 import type { TaskRequests } from "./TaskRequests.ts"
 import type { makeToolCalls } from "./ToolCalls.ts"
 import { isJsonObject } from "../domain/JsonObject.ts"
@@ -71,7 +71,7 @@ export const makeFastPath = ({ taskRequests, toolCalls, track }: FastPathParts):
     return Effect.raceFirst(answered, cancelled)
   }
 
-  const toolCall = (request: CallToolRequest, id: Exclude<RpcId, null>, session: McpSession, headerUserId: string | undefined) => {
+  const toolCall = (request: CallToolRequest, sent: unknown, id: Exclude<RpcId, null>, session: McpSession, headerUserId: string | undefined) => {
     const params = request.params
     if (params._meta?.progressToken !== undefined) return undefined
     // Dropped where the SDK path drops it (RpcExchange.ts).
@@ -81,7 +81,7 @@ export const makeFastPath = ({ taskRequests, toolCalls, track }: FastPathParts):
       headerUserId,
       requestId: id,
       name: params.name,
-      arguments: params.arguments,
+      arguments: argumentsAsSent(sent) ?? params.arguments,
       task,
       meta: params._meta,
       notify: () => Effect.void
@@ -94,7 +94,7 @@ export const makeFastPath = ({ taskRequests, toolCalls, track }: FastPathParts):
     const id = body.id
     switch (body.method) {
       case "tools/call":
-        return toolCall(parsed as CallToolRequest, id, session, headerUserId)
+        return toolCall(parsed as CallToolRequest, body, id, session, headerUserId)
       case "tasks/get":
         return respond(session, id, taskRequests.get(session, (parsed as GetTaskRequest).params.taskId))
       case "tasks/result":

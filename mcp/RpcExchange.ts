@@ -45,6 +45,21 @@ export const messagesOf = (body: unknown): ReadonlyArray<unknown> => (Array.isAr
 const requestIds = (messages: ReadonlyArray<unknown>): ReadonlyArray<RpcId> =>
   messages.flatMap((m) => (isJsonObject(m) && typeof m.method === "string" && (typeof m.id === "string" || typeof m.id === "number") ? [m.id] : []))
 
+/**
+ * The `arguments` of a message's params as the client sent them. The SDK's parse of params builds
+ * the arguments object key by key, which takes a `__proto__` key for the prototype and drops it;
+ * the tool's input schema must judge what was sent (decisions.md section 2: `__proto__` is an
+ * unknown field), as `POST /v1/execute` does.
+ */
+export const argumentsAsSent = (message: unknown): unknown =>
+  isJsonObject(message) && isJsonObject(message.params) ? message.params.arguments : undefined
+
+/** The arguments as sent of a body's `tools/call` requests, by request id. */
+const sentArguments = (messages: ReadonlyArray<unknown>): ReadonlyMap<RpcId, unknown> =>
+  new Map(messages.flatMap((m) =>
+    isJsonObject(m) && m.method === "tools/call" && (typeof m.id === "string" || typeof m.id === "number") ? [[m.id, argumentsAsSent(m)] as const] : []
+  ))
+
 export const cancelledIds = (messages: ReadonlyArray<unknown>): ReadonlyArray<RpcId> =>
   messages.flatMap((m) => {
     if (!isJsonObject(m) || m.method !== "notifications/cancelled" || !isJsonObject(m.params)) return []
@@ -122,7 +137,7 @@ export const makeExchange = (servers: (facts: RequestFacts) => Server, feed: Log
       for (const id of ids) inflight.get(keyOf(sessionId, id))?.()
     },
     serve: async (request: GatewayRequest, body: unknown, facts: RequestFacts, sse: boolean, signal: AbortSignal): Promise<Response> => {
-      const server = servers(facts)
+      const server = servers({ ...facts, sentArguments: sentArguments(messagesOf(body)) })
       const transport = new WebStandardStreamableHTTPServerTransport(
         sse ? { enableJsonResponse: false, eventStore: primingStore(feed.position()) } : { enableJsonResponse: true }
       )

@@ -87,6 +87,8 @@ const runWith = (context: Context.Context<never>) => {
 export interface RequestFacts {
   readonly session: McpSession
   readonly headerUserId: string | undefined
+  /** The arguments of the body's `tools/call` requests as sent, by id (RpcExchange.ts `argumentsAsSent`). */
+  readonly sentArguments?: ReadonlyMap<string | number, unknown>
 }
 
 export const makeRpcServers = (deps: RpcDeps) => {
@@ -145,7 +147,7 @@ export const makeRpcServers = (deps: RpcDeps) => {
           headerUserId: facts.headerUserId,
           requestId: extra.requestId,
           name: request.params.name,
-          arguments: request.params.arguments,
+          arguments: facts.sentArguments?.get(extra.requestId) ?? request.params.arguments,
           task: request.params.task,
           meta: request.params._meta,
           notify

@@ -145,6 +145,37 @@ describe("tools in catalog mode", () => {
     await anonymous.close()
   })
 
+  // decisions.md section 2: `__proto__` is an unknown field. JSON keeps it as a key; an object
+  // built key by key (the SDK's parse of params) would take it for the prototype and drop it.
+  it("judges the arguments as sent: a __proto__ key is refused as POST /v1/execute refuses it, in JSON and SSE answers", async () => {
+    const session = await openSession(gw.url, { headers: USER })
+    const sent = (name: string, args: string, accept?: string) =>
+      `{"jsonrpc":"2.0","id":"${name}-${accept ?? ""}","method":"tools/call","params":{"name":"${name}","arguments":${args}}}`
+    for (const accept of ["application/json", "application/json, text/event-stream"]) {
+      const closed = await messageOf(await post(gw.url, sent("demo.fail", `{"code":"timeout","__proto__":{"x":1}}`, accept), { session, headers: USER, accept }))
+      const result = closed.result as Result
+      expect(result.isError).toBe(true)
+      expect(errorOf(result)).toMatchObject({ code: "invalid_input", message: expect.stringContaining("__proto__") })
+      expect(executionOf(result)).toBeUndefined()
+    }
+    const viaHttp = await gw.service.fetch("/v1/execute", {
+      method: "POST",
+      body: `{"tool":"demo.echo","userId":"user_1","input":{"a":1,"__proto__":{"x":1}}}`,
+      headers: { "content-type": "application/json" }
+    })
+    const open = await messageOf(await post(gw.url, sent("demo.echo", `{"a":1,"__proto__":{"x":1}}`), { session, headers: USER, accept: "application/json" }))
+    const echoed = open.result as Result
+    if (viaHttp.status === 200) {
+      const record = await viaHttp.json() as { output: unknown }
+      expect(echoed.isError).toBeUndefined()
+      expect(JSON.parse(echoed.content[0]!.text!)).toEqual(record.output)
+      expect(Object.keys(record.output as object)).toContain("__proto__")
+    } else {
+      expect(viaHttp.status).toBe(422)
+      expect(errorOf(echoed)?.code).toBe("invalid_input")
+    }
+  })
+
   it("holds a pinned key to its user: _meta naming another is auth_insufficient_scope, none means the pinned user", async () => {
     const { client, close } = await connect(gw.url, { key: PINNED_KEY })
     const other = await client.callTool({ name: "demo.echo", arguments: {}, _meta: { "dev.service/userId": "user_2" } }) as Result
