@@ -18,7 +18,8 @@ const notFound = () => new NotFound({ message: "No such connection." })
 const visible = (caller: CallerShape, connection: ConnectionView | undefined): connection is ConnectionView =>
   connection !== undefined && (caller.pinnedUserId === undefined || connection.userId === caller.pinnedUserId)
 
-const cursorScope = (projectId: string) => `connections:${projectId}`
+/** A cursor belongs to one list: the project's, or one user's (as executions' and subscriptions' do). */
+const cursorScope = (projectId: string, userId: string | undefined) => `connections:${projectId}:${userId ?? ""}`
 
 export const ConnectionsHttp = HttpApiBuilder.group(Api, "connections", (handlers) =>
   Effect.gen(function*() {
@@ -53,7 +54,7 @@ export const ConnectionsHttp = HttpApiBuilder.group(Api, "connections", (handler
         const caller = yield* Caller
         // No user named with an unpinned key lists the whole project, as executions do.
         const userId = yield* actingUser(caller, { explicit: query.userId, header: headers["x-service-user-id"] })
-        const scope = cursorScope(caller.projectId)
+        const scope = cursorScope(caller.projectId, userId)
         const position = query.cursor === undefined ? undefined : yield* cursors.decode(scope, query.cursor)
         const first = position?.[0]
         if (position !== undefined && (position.length !== 1 || typeof first !== "string")) {

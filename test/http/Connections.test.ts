@@ -141,6 +141,11 @@ const suite = (store: Store) =>
       const first = await call("/v1/connections?userId=paging&limit=1")
       const next = String(first.body?.nextCursor)
       expect(code((await call(`/v1/connections?cursor=${encodeURIComponent(next)}`, { key: OTHER_KEY })).body)).toBe("invalid_input")
+      // A cursor belongs to its user's list: neither another user's list nor the whole project's
+      // takes it (docs/api.md, "Lists and cursors"), nor a pinned key's list of its own user.
+      expect(code((await call(`/v1/connections?userId=user_1&cursor=${encodeURIComponent(next)}`)).body)).toBe("invalid_input")
+      expect(code((await call(`/v1/connections?cursor=${encodeURIComponent(next)}`)).body)).toBe("invalid_input")
+      expect(code((await call(`/v1/connections?cursor=${encodeURIComponent(next)}`, { key: PINNED_KEY })).body)).toBe("invalid_input")
       expect((await call(`/v1/connections?cursor=${encodeURIComponent(`x${next}`)}`)).status).toBe(422)
       expect((await call("/v1/connections?limit=0")).status).toBe(422)
       expect((await call("/v1/connections?limit=101")).status).toBe(422)
