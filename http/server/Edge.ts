@@ -162,6 +162,9 @@ const unwantedBody = (text: string): EdgeFailure | undefined => {
 const unstorableBody = (reason: Unstorable) =>
   new EdgeFailure(422, normalized("invalid_input", `The request body ${unstorableMessage[reason]}.`))
 
+const NO_STORE = (requestId: string) => ({ "request-id": requestId, "cache-control": "no-store" })
+const IDENTIFIED = (requestId: string) => ({ "request-id": requestId })
+
 export const makeEdge = (options: EdgeOptions) => {
   const routes = compile(options.routes)
   const matching = (path: string): CompiledRoute | undefined => {
@@ -178,9 +181,12 @@ export const makeEdge = (options: EdgeOptions) => {
       return logged(request, requestId, inFlight, (trace) => Effect.gen(function*() {
       const path = request.url.split("?", 1)[0] ?? "/"
       const meta: RequestMeta = { id: requestId, answerHeaders: undefined }
+      // Answers are per key, and some carry a secret once (a signing secret, an ingest URL): no
+      // cache on the way may keep one. What sets its own caching (the dashboard, the docs) keeps it.
       const respond = (response: HttpServerResponse.HttpServerResponse) => {
-        if (meta.answerHeaders === undefined && !closing()) return Response.setHeader(response, "request-id", requestId)
-        const headers = meta.answerHeaders === undefined ? { "request-id": requestId } : { ...meta.answerHeaders, "request-id": requestId }
+        const own = response.headers["cache-control"] === undefined ? NO_STORE : IDENTIFIED
+        if (meta.answerHeaders === undefined && !closing()) return Response.setHeaders(response, own(requestId))
+        const headers = meta.answerHeaders === undefined ? own(requestId) : { ...meta.answerHeaders, ...own(requestId) }
         return Response.setHeaders(response, closing() ? { ...headers, connection: "close" } : headers)
       }
       const refuse = (failure: EdgeFailure) => respond(envelopeResponse(requestId, failure.status, failure.error, failure.headers))

@@ -134,6 +134,20 @@ describe("edge", () => {
     expect(a.headers.get("request-id")).not.toBe(b.headers.get("request-id"))
   })
 
+  // Answers are per key and some carry a secret once (a signing secret, an ingest URL): no cache
+  // on the way (a proxy, the browser's) may keep one.
+  it("answers API routes with Cache-Control: no-store, refusals and secrets included", async () => {
+    const created = await service.fetch("/v1/webhooks", { method: "POST", json: { url: "https://example.com/hook", events: ["execution.completed"] } })
+    expect(created.status).toBe(201)
+    expect(created.headers.get("cache-control")).toBe("no-store")
+    const { endpointId } = await created.json() as { endpointId: string }
+    const rotated = await service.fetch(`/v1/webhooks/${endpointId}/rotate-secret`, { method: "POST" })
+    expect(rotated.headers.get("cache-control")).toBe("no-store")
+    for (const answer of [await service.fetch("/v1/me"), await service.fetch("/v1/me", { key: null }), await service.fetch("/v1/nope")]) {
+      expect(answer.headers.get("cache-control")).toBe("no-store")
+    }
+  })
+
   it("serves the OpenAPI document and the docs UI", async () => {
     const spec = await service.fetch("/openapi.json", { key: null })
     expect(spec.status).toBe(200)
