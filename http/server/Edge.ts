@@ -15,7 +15,7 @@ import { CurrentRequest, type RequestMeta } from "../api/Caller.ts"
 import { endOfTurn } from "./EndOfTurn.ts"
 import { rateHeaders, rateLimitedError } from "../../infra/access/Throttle.ts"
 import type { Decision } from "../../infra/access/RateLimiter.ts"
-import { readLimited, utf8, withBody } from "./RequestBody.ts"
+import { readLimited, utf8Text, withBody } from "./RequestBody.ts"
 import { type InFlight, logged } from "./RequestLog.ts"
 import type { Verdict } from "./Gate.ts"
 import {
@@ -255,7 +255,11 @@ export const makeEdge = (options: EdgeOptions) => {
         const body = yield* readLimited(request, limit)
         if (body === undefined) return refuse(yield* counted(bodyTooLarge(limit)))
         if (body === null) return refuse(yield* counted(malformedBody()))
-        const text = utf8.decode(body)
+        const decoded = utf8Text(body)
+        // A route with its own credential judges the body after it: there, bytes that are not
+        // UTF-8 reach the handler as text that is no JSON.
+        if (decoded === undefined && !route.ownCredential) return refuse(yield* counted(malformedBody()))
+        const text = decoded ?? "\uFFFD"
         // What the event log cannot keep is refused here, before it reaches any service (a route
         // with its own credential refuses it itself, once the credential holds).
         const reason = route.ownCredential ? undefined : unstorableText(text)

@@ -81,7 +81,19 @@ interface Buffered {
 }
 
 /** One decoder for every request: `decode` without `stream` keeps no state between calls. */
-export const utf8 = new TextDecoder()
+const strictUtf8 = new TextDecoder("utf-8", { fatal: true })
+
+/**
+ * A body's text, or undefined when its bytes are not UTF-8: JSON text is UTF-8 (RFC 8259 section
+ * 8.1), so such a body is no JSON, rather than replacement characters in place of its bytes.
+ */
+export const utf8Text = (bytes: Uint8Array): string | undefined => {
+  try {
+    return strictUtf8.decode(bytes)
+  } catch {
+    return undefined
+  }
+}
 
 const textOf = (self: Buffered) => self[BODY].text
 

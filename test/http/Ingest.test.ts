@@ -128,6 +128,10 @@ const suite = (name: string, env: () => Promise<Record<string, string>>, cleanup
         expect(refused.status, body).toBe(422)
         expect(((await refused.json()) as { error: { code: string } }).error.code).toBe("invalid_input")
       }
+      // Bytes that are not UTF-8 are no JSON, even where their replacement characters would be.
+      const notUtf8 = Buffer.concat([Buffer.from('{"type":"url_verification","challenge":"'), Buffer.from([0xff]), Buffer.from('"}')])
+      const refused = await service.fetch(ingestPath(demo), { method: "POST", key: null, body: notUtf8, headers: { "content-type": "application/json" } })
+      expect(refused.status).toBe(422)
     })
 
     it("refuses a body over 1 MiB with 413", async () => {

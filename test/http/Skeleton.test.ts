@@ -64,6 +64,16 @@ describe("edge", () => {
     expect(execute.headers.get("allow")).toBe("POST")
   })
 
+  // JSON text is UTF-8 (RFC 8259 section 8.1): bytes that are not are no JSON text, rather than
+  // replacement characters stored in their place.
+  it("a body that is not UTF-8 is 400 invalid_input; on ingest a bad credential still comes first (404)", async () => {
+    const bytes = Buffer.concat([Buffer.from(`{"tool":"demo.echo","userId":"u","input":{"s":"`), Buffer.from([0xff, 0xfe]), Buffer.from(`"}}`)])
+    const refused = await service.fetch("/v1/execute", { method: "POST", headers: { "content-type": "application/json" }, body: bytes })
+    await expectEnvelope(refused, 400, "invalid_input")
+    const ingest = await service.fetch("/v1/ingest/trgsub_nope/trgsec_nope", { method: "POST", key: null, headers: { "content-type": "application/json" }, body: bytes })
+    expect(ingest.status).toBe(404)
+  })
+
   it("a body that is not JSON typed is 415", async () => {
     const response = await service.fetch("/v1/me", { method: "POST", body: "hello", headers: { "content-type": "text/plain" } })
     // The route exists only for GET, so the method is checked first.
