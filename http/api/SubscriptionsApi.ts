@@ -58,8 +58,9 @@ export const CreateSubscriptionRequest = Schema.Struct({
   connectionId: Schema.optionalKey(ResourceId),
   webhookEndpointIds: Schema.Array(ResourceId).check(Schema.isMinLength(1), Schema.isMaxLength(20)),
   filters: Schema.optionalKey(JsonObject),
-  // The lower bound is configuration (SERVICE_TRIGGER_MIN_POLL_SECONDS); the server checks it.
-  pollIntervalSeconds: Schema.optionalKey(Schema.Int.check(Schema.isBetween({ minimum: 1, maximum: 86_400 })))
+  // The range's lower bound is configuration (SERVICE_TRIGGER_MIN_POLL_SECONDS): the service checks
+  // the range and names it, whichever side a value falls on.
+  pollIntervalSeconds: Schema.optionalKey(Schema.Int.annotate({ description: "Seconds between polls: SERVICE_TRIGGER_MIN_POLL_SECONDS (30 by default) to 86400; default 60." }))
 })
 export type CreateSubscriptionRequest = typeof CreateSubscriptionRequest.Type
 

@@ -150,13 +150,17 @@ const suite = (name: string, env: () => Promise<Record<string, string>>, cleanup
         ["an unknown field", { ...demo, extra: true }],
         ["a bad user id", { ...demo, userId: "bad user" }]
       ]
+      const messages = new Map<string, string>()
       for (const [what, body] of cases) {
         const response = await post(body)
         const answer = await response.text()
         expect(response.status, `${what}: ${answer}`).toBe(422)
         expect(JSON.parse(answer).error.code, what).toBe("invalid_input")
-        if (process.env.SHOW) console.log(what, "=>", JSON.parse(answer).error.message)
+        messages.set(what, JSON.parse(answer).error.message)
       }
+      // Either side of the range names the range this service takes (its minimum is configured).
+      expect(messages.get("pollIntervalSeconds below the minimum")).toContain("from 10 to 86400")
+      expect(messages.get("pollIntervalSeconds above 86400")).toContain("from 10 to 86400")
       // An inactive endpoint is allowed (checked again at delivery).
       await subscribe(service, { ...demo, webhookEndpointIds: [inactiveEndpointId, exactEndpointId] })
     })
