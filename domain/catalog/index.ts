@@ -32,12 +32,18 @@ const toolkitsByName: ReadonlyMap<string, ToolkitManifest> = new Map(toolkits.ma
 /** `slack.post_message` → `slack__post_message`: the name used where dots are not allowed (MCP). */
 export const toWireName = (name: string): string => name.replace(".", "__")
 
+/** `<toolkit>.<name>` or `<toolkit>__<name>`, each part letters, digits, `_` and `-`, no dot in either. */
+const CANONICAL = /^[A-Za-z0-9][A-Za-z0-9_-]*\.[A-Za-z0-9][A-Za-z0-9_-]*$/
+
 /** Accepts the canonical dotted name or the wire name; undefined when neither form is valid. */
 export const toCanonicalName = (name: string): string | undefined => {
   const dot = name.indexOf(".")
-  if (dot > 0) return name.indexOf("__") < 0 ? name : undefined
-  const separator = name.indexOf("__")
-  return separator > 0 ? `${name.slice(0, separator)}.${name.slice(separator + 2)}` : undefined
+  const canonical = dot > 0
+    ? (name.indexOf("__") < 0 ? name : undefined)
+    : name.indexOf("__") > 0
+    ? `${name.slice(0, name.indexOf("__"))}.${name.slice(name.indexOf("__") + 2)}`
+    : undefined
+  return canonical !== undefined && CANONICAL.test(canonical) ? canonical : undefined
 }
 
 export const findTool = (name: string): ToolDefinition | undefined => {

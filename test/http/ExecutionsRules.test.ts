@@ -192,6 +192,9 @@ for (const mode of modes) {
         ["?limit=abc"],
         ["?status=done"],
         ["?tool=demo"],
+        ["?tool=demo.echo%0A"],
+        ["?tool=demo.ec%20ho"],
+        ["?tool=demo.echo."],
         ["?unknown=1"],
         ["?cursor=garbage"],
         ["?cursor=eyJ4IjoxfQ.AAAAAAAAAAAAAAAAAAAAAA"]
