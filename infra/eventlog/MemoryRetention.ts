@@ -9,8 +9,9 @@
  *
  * Why it is safe: nothing reads a finished execution's or delivery's stream again; followers of
  * the log are within seconds of its head; an idempotency claim is only compared within its own
- * window, which its stream outlives. A follower more than the window behind goes on from the
- * oldest event kept.
+ * window, which its stream outlives, and one whose execution a shorter window dropped is taken as
+ * expired (Executions.ts). A follower more than the window behind goes on from the oldest event
+ * kept.
  *
  * Postgres keeps everything: retention there is an operator's choice, not the service's.
  */

@@ -214,10 +214,13 @@ export const make = Effect.gen(function*() {
         }
         if (decision._tag === "Replay") {
           const record = yield* actor.markReplayed(decision.executionId).pipe(
-            Effect.catchTag("NotFound", (e) => Effect.die(e)),
+            Effect.catchTag("NotFound", () => Effect.succeed(undefined)),
             orDie
           )
-          return yield* answer(record, waitMs)
+          if (record !== undefined) return yield* answer(record, waitMs)
+          // The execution the key names is gone: memory mode's retention window
+          // (SERVICE_MEMORY_RETENTION_MS) is shorter than the key's. The key is then as good as
+          // expired, and this request claims it anew.
         }
         const claim: Idempotency.IdempotencyKeyClaimed = { type: "IdempotencyKeyClaimed", executionId, inputMac: compared.mac, claimedAtMs: now }
         alongside.push({

@@ -67,4 +67,25 @@ describe("memory retention (in process)", () => {
     expect(after.status).toBe(200)
     await eventually(async () => (await deliveriesOf(service, "p1", endpoint.endpointId)).some((d) => d.status === "succeeded"))
   }, 30_000)
+
+  // decisions.md section 3 keys a replay for 24 hours, but a window shorter than that drops the
+  // execution a key names: the key is then as good as expired, and runs anew (it was a 404).
+  it("runs a key anew once the window dropped the execution it named", async () => {
+    const key = keyOf("p1")
+    const body = { tool: "demo.echo", userId: "u1", input: { a: 1 }, idempotencyKey: "retained-key" }
+    const first = await service.fetch("/v1/execute", { method: "POST", key, json: body })
+    const { executionId } = (await first.json()) as { executionId: string }
+    const replay = await service.fetch("/v1/execute", { method: "POST", key, json: body })
+    expect(((await replay.json()) as { executionId: string; replayed?: boolean })).toMatchObject({ executionId, replayed: true })
+    await eventually(async () => (await service.fetch(`/v1/executions/${executionId}`, { key })).status === 404, 10_000, "the execution to go")
+    const again = await service.fetch("/v1/execute", { method: "POST", key, json: body })
+    expect(again.status).toBe(200)
+    const fresh = (await again.json()) as { executionId: string; replayed?: boolean; status: string }
+    expect(fresh.executionId).not.toBe(executionId)
+    expect(fresh.status).toBe("succeeded")
+    expect(fresh.replayed).toBeUndefined()
+    // From then on the key names the new execution.
+    const replayOfFresh = await service.fetch("/v1/execute", { method: "POST", key, json: body })
+    expect(((await replayOfFresh.json()) as { executionId: string })).toMatchObject({ executionId: fresh.executionId, replayed: true })
+  }, 30_000)
 })
