@@ -137,9 +137,23 @@ const compile = (routes: ReadonlyArray<Route>): ReadonlyArray<CompiledRoute> => 
   return [...byPath.values()]
 }
 
-/** The API decodes `application/json` only (parameters aside); it refuses `+json` types in plain text. */
-const isJson = (header: string | undefined): boolean =>
-  header !== undefined && (header.split(";", 1)[0] ?? "").trim().toLowerCase() === "application/json"
+/**
+ * The API reads `application/json` in UTF-8 only: a `+json` type, or a charset other than UTF-8
+ * (JSON text is UTF-8, RFC 8259 section 8.1), would be read as something it is not.
+ */
+const isJson = (header: string | undefined): boolean => {
+  if (header === undefined) return false
+  const [type, ...parameters] = header.split(";")
+  if ((type ?? "").trim().toLowerCase() !== "application/json") return false
+  return parameters.every((parameter) => {
+    const [name, value] = parameter.split("=", 2).map((part) => part.trim().toLowerCase())
+    return name !== "charset" || value?.replace(/^"(.*)"$/, "$1") === "utf-8"
+  })
+}
+
+/** A body sent with a content coding (gzip, br): the API reads bodies as sent, not decoded. */
+const isEncoded = (header: string | undefined): boolean =>
+  header !== undefined && header.split(",").some((coding) => coding.trim().toLowerCase() !== "identity")
 
 /**
  * The refusal of a body sent to a route that takes none: none for an empty body or `{}`; 400
@@ -248,6 +262,7 @@ export const makeEdge = (options: EdgeOptions) => {
       if (outOfScope && hasBody) meta.answerHeaders = { connection: "close" }
       if (hasBody && !outOfScope) {
         if (!isJson(request.headers["content-type"])) return refuseUnread(yield* counted(unsupportedMediaType()))
+        if (isEncoded(request.headers["content-encoding"])) return refuseUnread(yield* counted(unsupportedMediaType("The request body must not be content-encoded.")))
         if (contentLength !== undefined && Number(contentLength) > limit) return refuseUnread(yield* counted(bodyTooLarge(limit)))
       }
       let effective = request

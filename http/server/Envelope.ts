@@ -39,8 +39,8 @@ export class EdgeFailure {
 export const malformedBody = () => new EdgeFailure(400, normalized("invalid_input", "The request body is not valid JSON."))
 export const bodyTooLarge = (limit: number) =>
   new EdgeFailure(413, normalized("invalid_input", `The request body exceeds ${limit} bytes.`), { connection: "close" })
-export const unsupportedMediaType = () =>
-  new EdgeFailure(415, normalized("invalid_input", "The request body must be application/json."))
+export const unsupportedMediaType = (message = "The request body must be application/json (in UTF-8).") =>
+  new EdgeFailure(415, normalized("invalid_input", message))
 export const methodNotAllowed = (allowed: ReadonlyArray<string>) =>
   new EdgeFailure(405, normalized("invalid_input", "The method is not allowed on this path."), { allow: allowed.join(", ") })
 export const routeNotFound = () => new EdgeFailure(404, normalized("not_found", "No such route."))

@@ -80,6 +80,27 @@ describe("edge", () => {
     await expectEnvelope(response, 405, "invalid_input")
   })
 
+  // What the body's headers say it is must be what the service reads: JSON in UTF-8, not encoded.
+  it("a JSON body in another charset or with a content coding is 415, not read as plain UTF-8 JSON", async () => {
+    const body = JSON.stringify({ tool: "demo.echo", userId: "u", input: {} })
+    for (const headers of [
+      { "content-type": "application/json; charset=utf-16" },
+      { "content-type": "application/json; charset=latin1" },
+      { "content-type": "application/json", "content-encoding": "gzip" },
+      { "content-type": "application/json", "content-encoding": "br" }
+    ]) {
+      const response = await service.fetch("/v1/execute", { method: "POST", headers, body })
+      await expectEnvelope(response, 415, "invalid_input")
+    }
+    for (const headers of [
+      { "content-type": "application/json; charset=utf-8" },
+      { "content-type": "application/json; charset=\"UTF-8\"" },
+      { "content-type": "application/json", "content-encoding": "identity" }
+    ]) {
+      expect((await service.fetch("/v1/execute", { method: "POST", headers, body })).status, JSON.stringify(headers)).toBe(200)
+    }
+  })
+
   it("a client that hangs up halfway through a body leaves the service answering", async () => {
     const url = new URL(service.baseUrl)
     const halfSent = Array.from({ length: 5 }, () =>
