@@ -23,6 +23,7 @@ import {
   causeResponse,
   EdgeFailure,
   envelopeResponse,
+  idNotFound,
   malformedBody,
   methodNotAllowed,
   routeNotFound,
@@ -301,9 +302,10 @@ export const makeEdge = (options: EdgeOptions) => {
         Effect.catchCause((cause) => {
           for (const reason of cause.reasons) {
             if (reason._tag === "Fail" && isRouteNotFound(reason.error)) {
-              // A path the router cannot decode (a bad percent escape) matches no route even
-              // when its shape does; with the method allowed there, it is simply not found.
-              return Effect.succeed(refuse(routeNotFound()))
+              // A path the router cannot take (a bad percent escape, an id past its length
+              // limit) matches no route even when its shape does; with the method allowed
+              // there, its id is simply not found.
+              return Effect.succeed(refuse(idNotFound()))
             }
           }
           return Effect.map(causeResponse(requestId, cause), respond)

@@ -48,6 +48,16 @@ describe("edge", () => {
     await expectEnvelope(await service.fetch("/v1/executions//cancel", { method: "POST", key: null }), 404, "not_found")
   })
 
+  // The route exists; the id in it does not (however long): not found, without calling the
+  // route itself unknown.
+  it("an id too long for the router is 404 not_found about the id, not about the route", async () => {
+    for (const path of [`/v1/executions/exe_${"a".repeat(300)}`, `/v1/webhooks/whe_${"a".repeat(300)}/deliveries`]) {
+      const response = await service.fetch(path)
+      const body = await expectEnvelope(response, 404, "not_found")
+      expect(body.error.message, path).not.toContain("route")
+    }
+  })
+
   it("a wrong method on a known path is 405 invalid_input with Allow", async () => {
     const response = await service.fetch("/v1/me", { method: "DELETE" })
     expect(response.headers.get("allow")).toBe("GET, HEAD")
