@@ -180,14 +180,21 @@ const describe: Record<BlockReason, string> = {
  * A name that does not resolve (or not within `resolveTimeoutMs`) is accepted: it reaches
  * nothing now, and the connect-time lookup re-checks whatever it resolves to later.
  */
-const UNWRITTEN = /[\u0000-\u001f\u007f]/
+/** Whether `text` holds a C0 control character or DEL. */
+const hasControl = (text: string): boolean => {
+  for (let i = 0; i < text.length; i++) {
+    const code = text.charCodeAt(i)
+    if (code < 0x20 || code === 0x7f) return true
+  }
+  return false
+}
 
 export const validateUrl = Effect.fnUntraced(function*(raw: string, options: UrlCheckOptions): Effect.fn.Return<URL, InvalidInput> {
   // The parser would drop tabs and line breaks anywhere, and control characters at either end:
   // what it stored would not be what the client wrote. (A space it encodes, which keeps it.)
   const url = URL.canParse(raw) ? new URL(raw) : undefined
   if (url === undefined) return yield* refuse("url must be an absolute URL")
-  if (UNWRITTEN.test(raw)) return yield* refuse("url must not contain control characters")
+  if (hasControl(raw)) return yield* refuse("url must not contain control characters")
   if (url.port === "0") return yield* refuse("url must not use port 0")
   if (options.requireHttps ? url.protocol !== "https:" : url.protocol !== "https:" && url.protocol !== "http:") {
     return yield* refuse(options.requireHttps ? "url must use https" : "url must use http or https")

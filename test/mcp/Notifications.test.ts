@@ -251,8 +251,11 @@ describe("the session's GET stream", () => {
       requestInit: { headers: { authorization: `Bearer ${KEY}`, "x-service-user-id": user } }
     })
     const errors: Array<string> = []
+    // The SDK reports through these callback properties; it has no addEventListener.
+    // oxlint-disable-next-line unicorn/prefer-add-event-listener
     transport.onerror = (error) => void errors.push(error.message)
     const client = new Client({ name: "streams", version: "1.0.0" }, { capabilities: {} })
+    // oxlint-disable-next-line unicorn/prefer-add-event-listener
     client.onerror = (error) => void errors.push(error.message)
     let changes = 0
     client.setNotificationHandler(ToolListChangedNotificationSchema, () => void changes++)
