@@ -9,6 +9,7 @@ import { type ExecutionRecord, type ExecutionStatus, listTools } from "../../../
 import { type Client, isPinned, type Me } from "../api.ts"
 import { PAGE_SIZE, useAction, usePaged, useResource } from "../data.ts"
 import { EXECUTION_STATUSES, type ExecutionFilters, navigate } from "../router.ts"
+import { Button } from "../ui/Button.tsx"
 import { ErrorNotice, Loading } from "../ui/Feedback.tsx"
 import { Json } from "../ui/Json.tsx"
 import { Link } from "../ui/Link.tsx"
@@ -167,7 +168,7 @@ export const Executions = ({ client, me, filters }: { readonly client: Client; r
       <section aria-labelledby="executions-title">
         <div class="section-head">
           <h2 id="executions-title">Executions</h2>
-          <button type="button" onClick={paged.reload} disabled={paged.busy}>Refresh</button>
+          <Button enabled={!paged.busy} onPress={paged.reload}>Refresh</Button>
         </div>
         <p role="status" aria-live="polite">{status}</p>
         <ListState paged={paged} what="executions" empty="No executions match.">

@@ -8,6 +8,7 @@ import { useState } from "preact/hooks"
 import type { FileMetadata } from "../../../client/index.ts"
 import { type Client, isPinned, type Me, type Problem, toProblem } from "../api.ts"
 import { PAGE_SIZE, usePaged, useResource } from "../data.ts"
+import { Button } from "../ui/Button.tsx"
 import { ErrorNotice, Loading, PinnedNotice } from "../ui/Feedback.tsx"
 import { ListState } from "../ui/ListState.tsx"
 import { formatSize } from "../ui/Size.ts"
@@ -82,7 +83,7 @@ const FileList = ({ client, refresh }: { readonly client: Client; readonly refre
     <section aria-labelledby="files-title">
       <div class="section-head">
         <h2 id="files-title">Files in the project</h2>
-        <button type="button" onClick={paged.reload} disabled={paged.busy}>Refresh</button>
+        <Button enabled={!paged.busy} onPress={paged.reload}>Refresh</Button>
       </div>
       <ListState paged={paged} what="files" empty="No staged files. Uploaded files appear here until they expire.">
         {(files) => (

@@ -5,6 +5,7 @@
  */
 import { useEffect, useRef, useState } from "preact/hooks"
 import { type Client, clientFor, type Me, type Problem, toProblem } from "../api.ts"
+import { Button } from "../ui/Button.tsx"
 import { ErrorNotice } from "../ui/Feedback.tsx"
 
 export const SignIn = (
@@ -22,6 +23,7 @@ export const SignIn = (
 
   const submit = async (event: Event) => {
     event.preventDefault()
+    if (busy) return
     const input = field.current
     const key = input?.value.trim() ?? ""
     if (key === "") {
@@ -58,9 +60,9 @@ export const SignIn = (
           autocomplete="off"
           spellcheck={false}
           required
-          disabled={busy}
+          readOnly={busy}
         />
-        <button type="submit" disabled={busy}>{busy ? "Signing in…" : "Sign in"}</button>
+        <Button type="submit" enabled={!busy}>{busy ? "Signing in…" : "Sign in"}</Button>
       </form>
       {problem === undefined ? null : <div id="sign-in-error"><ErrorNotice problem={problem} /></div>}
     </main>

@@ -10,6 +10,7 @@ import { type Client, isPinned, type Me, type Problem, toProblem } from "../api.
 import { PAGE_SIZE, useAction, usePaged, useResource } from "../data.ts"
 import { acceptsTrigger } from "../events.ts"
 import { filterFields, filtersFrom, type FilterValues } from "../filterSchema.ts"
+import { Button } from "../ui/Button.tsx"
 import { Confirm } from "../ui/Confirm.tsx"
 import { ErrorNotice } from "../ui/Feedback.tsx"
 import { Link } from "../ui/Link.tsx"
@@ -93,7 +94,7 @@ const CreateSubscription = (
       <form
         onSubmit={async (event) => {
           event.preventDefault()
-          if (trigger === undefined) return
+          if (busy || trigger === undefined) return
           setBusy(true)
           setProblem(undefined)
           const webhookEndpointIds = [...new Set([...picked, ...splitIds(typedIds)])]
@@ -171,7 +172,7 @@ const CreateSubscription = (
           </>
         ) : null}
 
-        <button type="submit" disabled={busy || trigger === undefined}>{busy ? "Creating…" : "Create subscription"}</button>
+        <Button type="submit" enabled={!busy && trigger !== undefined}>{busy ? "Creating…" : "Create subscription"}</Button>
       </form>
       {problem === undefined ? null : <ErrorNotice problem={problem} />}
     </section>
@@ -260,7 +261,7 @@ export const Subscriptions = ({ client, me }: { readonly client: Client; readonl
       <section aria-labelledby="subscriptions-title">
         <div class="section-head">
           <h2 id="subscriptions-title">Subscriptions</h2>
-          <button type="button" onClick={paged.reload} disabled={paged.busy}>Refresh</button>
+          <Button enabled={!paged.busy} onPress={paged.reload}>Refresh</Button>
         </div>
         <ListState paged={paged} what="subscriptions" empty="No trigger subscriptions yet.">
           {(subscriptions) => (

@@ -8,6 +8,7 @@ import { listTriggers, type TriggerEvent } from "../../../client/index.ts"
 import { type Client, isPinned, type Me } from "../api.ts"
 import { PAGE_SIZE, usePaged } from "../data.ts"
 import { navigate } from "../router.ts"
+import { Button } from "../ui/Button.tsx"
 import { PinnedNotice } from "../ui/Feedback.tsx"
 import { ListState } from "../ui/ListState.tsx"
 import { Time } from "../ui/Time.tsx"
@@ -91,7 +92,7 @@ const History = ({ client, filters }: { readonly client: Client; readonly filter
     <section aria-labelledby="trigger-events-title">
       <div class="section-head">
         <h2 id="trigger-events-title">Events</h2>
-        <button type="button" onClick={paged.reload} disabled={paged.busy}>Refresh</button>
+        <Button enabled={!paged.busy} onPress={paged.reload}>Refresh</Button>
       </div>
       <p class="muted" role="status">{polling ? "Refreshing every 2 seconds while deliveries are in progress." : ""}</p>
       <ListState paged={paged} what="trigger events" empty="No trigger events match.">

@@ -6,6 +6,7 @@ import { useState } from "preact/hooks"
 import type { CreatedWebhookEndpoint } from "../../../client/index.ts"
 import { type Client, isPinned, type Me, type Problem, toProblem } from "../api.ts"
 import { PAGE_SIZE, usePaged } from "../data.ts"
+import { Button } from "../ui/Button.tsx"
 import { ErrorNotice, PinnedNotice } from "../ui/Feedback.tsx"
 import { Link } from "../ui/Link.tsx"
 import { ListState } from "../ui/ListState.tsx"
@@ -25,6 +26,7 @@ const CreateEndpoint = ({ client, onCreated }: { readonly client: Client; readon
       <form
         onSubmit={async (event) => {
           event.preventDefault()
+          if (busy || events.length === 0) return
           setBusy(true)
           setProblem(undefined)
           try {
@@ -52,7 +54,7 @@ const CreateEndpoint = ({ client, onCreated }: { readonly client: Client; readon
           <input id="endpoint-active" type="checkbox" checked={active} onChange={(event) => setActive(event.currentTarget.checked)} />
           <label for="endpoint-active">Active</label>
         </div>
-        <button type="submit" disabled={busy || events.length === 0}>{busy ? "Creating…" : "Create endpoint"}</button>
+        <Button type="submit" enabled={!busy && events.length > 0}>{busy ? "Creating…" : "Create endpoint"}</Button>
       </form>
       {problem === undefined ? null : <ErrorNotice problem={problem} />}
     </section>
@@ -93,7 +95,7 @@ const Endpoints = ({ client }: { readonly client: Client }) => {
       <section aria-labelledby="endpoints-title">
         <div class="section-head">
           <h2 id="endpoints-title">Endpoints</h2>
-          <button type="button" onClick={paged.reload} disabled={paged.busy}>Refresh</button>
+          <Button enabled={!paged.busy} onPress={paged.reload}>Refresh</Button>
         </div>
         <ListState paged={paged} what="endpoints" empty="No webhook endpoints yet.">
           {(endpoints) => (
