@@ -4,7 +4,7 @@
  * with its output or error. A pending or running execution can be cancelled from its row or its
  * record. Both poll while work is pending or running.
  */
-import { useRef, useState } from "preact/hooks"
+import { useEffect, useRef, useState } from "preact/hooks"
 import { type ExecutionRecord, type ExecutionStatus, listTools } from "../../../client/index.ts"
 import { type Client, isPinned, type Me } from "../api.ts"
 import { PAGE_SIZE, useAction, usePaged, useResource } from "../data.ts"
@@ -100,8 +100,13 @@ const ExecutionRow = (
   )
 }
 
-/** The filters as chosen; applying them puts them in the URL, which the list follows. */
-const FilterBar = ({ filters, pinned }: { readonly filters: ExecutionFilters; readonly pinned: boolean }) => {
+/**
+ * The filters as chosen; applying them puts them in the URL, which the list follows. The form is
+ * made anew for the new filters, so `onApply` moves the focus out of it first (to the list).
+ */
+const FilterBar = (
+  { filters, pinned, onApply }: { readonly filters: ExecutionFilters; readonly pinned: boolean; readonly onApply: () => void }
+) => {
   const [status, setStatus] = useState<ExecutionStatus | "">(filters.status ?? "")
   const [tool, setTool] = useState(filters.tool ?? "")
   const [userId, setUserId] = useState(filters.userId ?? "")
@@ -118,6 +123,7 @@ const FilterBar = ({ filters, pinned }: { readonly filters: ExecutionFilters; re
           ...(tool === "" ? {} : { tool }),
           ...(pinned || user === "" ? {} : { userId: user })
         })
+        onApply()
       }}
     >
       <label for="executions-status">Status</label>
@@ -162,12 +168,26 @@ export const Executions = ({ client, me, filters }: { readonly client: Client; r
     running
   )
   const [status, setStatus] = useState("")
+  const heading = useRef<HTMLHeadingElement>(null)
+  // A row cancelled from a list it then leaves (filtered to running ones) takes its link and the
+  // focus with it: once the list has loaded again, a focus left on the page's body goes to the heading.
+  const cancelled = useRef(false)
+  useEffect(() => {
+    if (!cancelled.current || paged.busy) return
+    cancelled.current = false
+    if (document.activeElement === null || document.activeElement === document.body) heading.current?.focus()
+  }, [paged.value, paged.busy])
   return (
     <>
-      <FilterBar key={`${filters.status ?? ""}:${filters.tool ?? ""}:${userId ?? ""}`} filters={filters} pinned={pinned} />
+      <FilterBar
+        key={`${filters.status ?? ""}:${filters.tool ?? ""}:${userId ?? ""}`}
+        filters={filters}
+        pinned={pinned}
+        onApply={() => heading.current?.focus()}
+      />
       <section aria-labelledby="executions-title">
         <div class="section-head">
-          <h2 id="executions-title">Executions</h2>
+          <h2 id="executions-title" ref={heading} tabIndex={-1}>Executions</h2>
           <Button enabled={!paged.busy} onPress={paged.reload}>Refresh</Button>
         </div>
         <p role="status" aria-live="polite">{status}</p>
@@ -193,8 +213,9 @@ export const Executions = ({ client, me, filters }: { readonly client: Client; r
                     client={client}
                     execution={execution}
                     filters={filters}
-                    onDone={(id, cancelled) => {
-                      setStatus(cancelled ? `${id} cancelled.` : "")
+                    onDone={(id, done) => {
+                      setStatus(done ? `${id} cancelled.` : "")
+                      cancelled.current = true
                       paged.reload()
                     }}
                   />

@@ -4,7 +4,7 @@
  * key sees its user's), rotate a push subscription's ingest URL (after a confirmation: the old
  * one stops at once; the new one shown once), delete (after a confirmation).
  */
-import { useMemo, useState } from "preact/hooks"
+import { useMemo, useRef, useState } from "preact/hooks"
 import { type CreatedSubscription, findToolkit, listTriggers, type Subscription } from "../../../client/index.ts"
 import { type Client, isPinned, type Me, type Problem, toProblem } from "../api.ts"
 import { PAGE_SIZE, useAction, usePaged, useResource } from "../data.ts"
@@ -184,7 +184,7 @@ const Row = (
     readonly client: Client
     readonly subscription: Subscription
     readonly onIngestUrl: (subscriptionId: string, url: string) => void
-    readonly onDeleted: () => void
+    readonly onDeleted: (subscriptionId: string) => void
   }
 ) => {
   const { problem, act } = useAction()
@@ -223,7 +223,7 @@ const Row = (
           onConfirm={() =>
             act(async () => {
               await client.subscriptions.delete(id)
-              onDeleted()
+              onDeleted(id)
             })}
         />
         {problem === undefined ? null : <ErrorNotice problem={problem} />}
@@ -237,6 +237,7 @@ export const Subscriptions = ({ client, me }: { readonly client: Client; readonl
   const [shown, setShown] = useState<{ readonly title: string; readonly url: string } | undefined>(undefined)
   // Every creation says so, a polling one (no ingest URL) too; an older ingest URL panel goes.
   const [status, setStatus] = useState("")
+  const heading = useRef<HTMLHeadingElement>(null)
   const paged = usePaged(`subscriptions:${refresh}`, async (cursor) => {
     const page = await client.subscriptions.list({ limit: PAGE_SIZE, cursor })
     return { items: page.subscriptions, nextCursor: page.nextCursor }
@@ -260,7 +261,7 @@ export const Subscriptions = ({ client, me }: { readonly client: Client; readonl
       {shown === undefined ? null : <SecretOnce title={shown.title} label="Ingest URL" value={shown.url} onDone={() => setShown(undefined)} />}
       <section aria-labelledby="subscriptions-title">
         <div class="section-head">
-          <h2 id="subscriptions-title">Subscriptions</h2>
+          <h2 id="subscriptions-title" ref={heading} tabIndex={-1}>Subscriptions</h2>
           <Button enabled={!paged.busy} onPress={paged.reload}>Refresh</Button>
         </div>
         <ListState paged={paged} what="subscriptions" empty="No trigger subscriptions yet.">
@@ -289,7 +290,12 @@ export const Subscriptions = ({ client, me }: { readonly client: Client; readonl
                       setStatus("")
                       setShown({ title: `Ingest URL of ${id} rotated`, url })
                     }}
-                    onDeleted={() => setRefresh((n) => n + 1)}
+                    onDeleted={(id) => {
+                      // The row goes, its buttons with it: the focus moves to the list's heading.
+                      heading.current?.focus()
+                      setStatus(`Subscription ${id} deleted.`)
+                      setRefresh((n) => n + 1)
+                    }}
                   />
                 ))}
               </tbody>
