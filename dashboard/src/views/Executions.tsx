@@ -14,6 +14,7 @@ import { ErrorNotice, Loading } from "../ui/Feedback.tsx"
 import { Json } from "../ui/Json.tsx"
 import { Link } from "../ui/Link.tsx"
 import { ListState } from "../ui/ListState.tsx"
+import { TableScroll } from "../ui/TableScroll.tsx"
 import { Time } from "../ui/Time.tsx"
 
 const running = (execution: ExecutionRecord) => execution.status === "pending" || execution.status === "running"
@@ -193,35 +194,37 @@ export const Executions = ({ client, me, filters }: { readonly client: Client; r
         <p role="status" aria-live="polite">{status}</p>
         <ListState paged={paged} what="executions" empty="No executions match.">
           {(executions) => (
-            <table>
-              <caption class="visually-hidden">Executions, newest first</caption>
-              <thead>
-                <tr>
-                  <th scope="col">Execution</th>
-                  <th scope="col">Tool</th>
-                  <th scope="col">Status</th>
-                  <th scope="col">User</th>
-                  <th scope="col">Created</th>
-                  <th scope="col">Latency</th>
-                  <th scope="col"><span class="visually-hidden">Actions</span></th>
-                </tr>
-              </thead>
-              <tbody>
-                {executions.map((execution) => (
-                  <ExecutionRow
-                    key={execution.executionId}
-                    client={client}
-                    execution={execution}
-                    filters={filters}
-                    onDone={(id, done) => {
-                      setStatus(done ? `${id} cancelled.` : "")
-                      cancelled.current = true
-                      paged.reload()
-                    }}
-                  />
-                ))}
-              </tbody>
-            </table>
+            <TableScroll label="Executions, newest first">
+              <table>
+                <caption class="visually-hidden">Executions, newest first</caption>
+                <thead>
+                  <tr>
+                    <th scope="col">Execution</th>
+                    <th scope="col">Tool</th>
+                    <th scope="col">Status</th>
+                    <th scope="col">User</th>
+                    <th scope="col">Created</th>
+                    <th scope="col">Latency</th>
+                    <th scope="col"><span class="visually-hidden">Actions</span></th>
+                  </tr>
+                </thead>
+                <tbody>
+                  {executions.map((execution) => (
+                    <ExecutionRow
+                      key={execution.executionId}
+                      client={client}
+                      execution={execution}
+                      filters={filters}
+                      onDone={(id, done) => {
+                        setStatus(done ? `${id} cancelled.` : "")
+                        cancelled.current = true
+                        paged.reload()
+                      }}
+                    />
+                  ))}
+                </tbody>
+              </table>
+            </TableScroll>
           )}
         </ListState>
       </section>

@@ -16,6 +16,7 @@ import { ErrorNotice } from "../ui/Feedback.tsx"
 import { Link } from "../ui/Link.tsx"
 import { ListState } from "../ui/ListState.tsx"
 import { SecretOnce } from "../ui/SecretOnce.tsx"
+import { TableScroll } from "../ui/TableScroll.tsx"
 import { Time } from "../ui/Time.tsx"
 import { FilterForm } from "./FilterForm.tsx"
 
@@ -266,40 +267,42 @@ export const Subscriptions = ({ client, me }: { readonly client: Client; readonl
         </div>
         <ListState paged={paged} what="subscriptions" empty="No trigger subscriptions yet.">
           {(subscriptions) => (
-            <table>
-              <caption class="visually-hidden">Trigger subscriptions, newest first</caption>
-              <thead>
-                <tr>
-                  <th scope="col">Subscription</th>
-                  <th scope="col">Trigger</th>
-                  <th scope="col">User</th>
-                  <th scope="col">Endpoints</th>
-                  <th scope="col">Filters</th>
-                  <th scope="col">Status</th>
-                  <th scope="col">Created</th>
-                  <th scope="col"><span class="visually-hidden">Actions</span></th>
-                </tr>
-              </thead>
-              <tbody>
-                {subscriptions.map((subscription) => (
-                  <Row
-                    key={subscription.subscriptionId}
-                    client={client}
-                    subscription={subscription}
-                    onIngestUrl={(id, url) => {
-                      setStatus("")
-                      setShown({ title: `Ingest URL of ${id} rotated`, url })
-                    }}
-                    onDeleted={(id) => {
-                      // The row goes, its buttons with it: the focus moves to the list's heading.
-                      heading.current?.focus()
-                      setStatus(`Subscription ${id} deleted.`)
-                      setRefresh((n) => n + 1)
-                    }}
-                  />
-                ))}
-              </tbody>
-            </table>
+            <TableScroll label="Trigger subscriptions, newest first">
+              <table>
+                <caption class="visually-hidden">Trigger subscriptions, newest first</caption>
+                <thead>
+                  <tr>
+                    <th scope="col">Subscription</th>
+                    <th scope="col">Trigger</th>
+                    <th scope="col">User</th>
+                    <th scope="col">Endpoints</th>
+                    <th scope="col">Filters</th>
+                    <th scope="col">Status</th>
+                    <th scope="col">Created</th>
+                    <th scope="col"><span class="visually-hidden">Actions</span></th>
+                  </tr>
+                </thead>
+                <tbody>
+                  {subscriptions.map((subscription) => (
+                    <Row
+                      key={subscription.subscriptionId}
+                      client={client}
+                      subscription={subscription}
+                      onIngestUrl={(id, url) => {
+                        setStatus("")
+                        setShown({ title: `Ingest URL of ${id} rotated`, url })
+                      }}
+                      onDeleted={(id) => {
+                        // The row goes, its buttons with it: the focus moves to the list's heading.
+                        heading.current?.focus()
+                        setStatus(`Subscription ${id} deleted.`)
+                        setRefresh((n) => n + 1)
+                      }}
+                    />
+                  ))}
+                </tbody>
+              </table>
+            </TableScroll>
           )}
         </ListState>
       </section>

@@ -12,6 +12,7 @@ import { navigate } from "../router.ts"
 import { Button } from "../ui/Button.tsx"
 import { PinnedNotice } from "../ui/Feedback.tsx"
 import { ListState } from "../ui/ListState.tsx"
+import { TableScroll } from "../ui/TableScroll.tsx"
 import { Time } from "../ui/Time.tsx"
 
 const MOVING: ReadonlySet<string> = new Set(["selecting", "pending", "delivering"])
@@ -103,21 +104,23 @@ const History = (
       <p class="muted" role="status">{polling ? "Refreshing every 2 seconds while deliveries are in progress." : ""}</p>
       <ListState paged={paged} what="trigger events" empty="No trigger events match.">
         {(events) => (
-          <table>
-            <caption class="visually-hidden">Trigger events, newest first</caption>
-            <thead>
-              <tr>
-                <th scope="col">Received</th>
-                <th scope="col">Trigger</th>
-                <th scope="col">Subscription</th>
-                <th scope="col">Dedup</th>
-                <th scope="col">Delivery</th>
-                <th scope="col">Targets</th>
-                <th scope="col">Event</th>
-              </tr>
-            </thead>
-            <tbody>{events.map((event) => <EventRow key={event.arrivalId} event={event} />)}</tbody>
-          </table>
+          <TableScroll label="Trigger events, newest first">
+            <table>
+              <caption class="visually-hidden">Trigger events, newest first</caption>
+              <thead>
+                <tr>
+                  <th scope="col">Received</th>
+                  <th scope="col">Trigger</th>
+                  <th scope="col">Subscription</th>
+                  <th scope="col">Dedup</th>
+                  <th scope="col">Delivery</th>
+                  <th scope="col">Targets</th>
+                  <th scope="col">Event</th>
+                </tr>
+              </thead>
+              <tbody>{events.map((event) => <EventRow key={event.arrivalId} event={event} />)}</tbody>
+            </table>
+          </TableScroll>
         )}
       </ListState>
     </section>

@@ -11,6 +11,7 @@ import { ErrorNotice, PinnedNotice } from "../ui/Feedback.tsx"
 import { Link } from "../ui/Link.tsx"
 import { ListState } from "../ui/ListState.tsx"
 import { SecretOnce } from "../ui/SecretOnce.tsx"
+import { TableScroll } from "../ui/TableScroll.tsx"
 import { Time } from "../ui/Time.tsx"
 import { EventPicker } from "./EventPicker.tsx"
 
@@ -99,32 +100,34 @@ const Endpoints = ({ client }: { readonly client: Client }) => {
         </div>
         <ListState paged={paged} what="endpoints" empty="No webhook endpoints yet.">
           {(endpoints) => (
-            <table>
-              <caption class="visually-hidden">Webhook endpoints</caption>
-              <thead>
-                <tr>
-                  <th scope="col">URL</th>
-                  <th scope="col">Events</th>
-                  <th scope="col">Active</th>
-                  <th scope="col">Secret prefix</th>
-                  <th scope="col">Created</th>
-                </tr>
-              </thead>
-              <tbody>
-                {endpoints.map((endpoint) => (
-                  <tr key={endpoint.endpointId}>
-                    <td class="url">
-                      <Link to={{ view: "webhook", endpointId: endpoint.endpointId }}>{endpoint.url}</Link>
-                      <div class="muted"><code>{endpoint.endpointId}</code></div>
-                    </td>
-                    <td>{endpoint.events.join(", ")}</td>
-                    <td>{endpoint.active ? "yes" : "no"}</td>
-                    <td><code>{endpoint.secretPrefix}</code>…</td>
-                    <td><Time iso={endpoint.createdAt} /></td>
+            <TableScroll label="Webhook endpoints">
+              <table>
+                <caption class="visually-hidden">Webhook endpoints</caption>
+                <thead>
+                  <tr>
+                    <th scope="col">URL</th>
+                    <th scope="col">Events</th>
+                    <th scope="col">Active</th>
+                    <th scope="col">Secret prefix</th>
+                    <th scope="col">Created</th>
                   </tr>
-                ))}
-              </tbody>
-            </table>
+                </thead>
+                <tbody>
+                  {endpoints.map((endpoint) => (
+                    <tr key={endpoint.endpointId}>
+                      <td class="url">
+                        <Link to={{ view: "webhook", endpointId: endpoint.endpointId }}>{endpoint.url}</Link>
+                        <div class="muted"><code>{endpoint.endpointId}</code></div>
+                      </td>
+                      <td>{endpoint.events.join(", ")}</td>
+                      <td>{endpoint.active ? "yes" : "no"}</td>
+                      <td><code>{endpoint.secretPrefix}</code>…</td>
+                      <td><Time iso={endpoint.createdAt} /></td>
+                    </tr>
+                  ))}
+                </tbody>
+              </table>
+            </TableScroll>
           )}
         </ListState>
       </section>
