@@ -69,6 +69,24 @@ describe("the dashboard when the service falters", () => {
     await page.close()
   })
 
+  it("titles the page Sign in again after Sign out and after a key refused mid-session", async () => {
+    const page = await h.browser.context.newPage()
+    await signIn(page)
+    await page.getByRole("navigation", { name: "Views" }).getByRole("link", { name: "Executions" }).click()
+    await expect.poll(() => page.title()).toBe("Executions · Service dashboard")
+    await page.getByRole("button", { name: "Sign out" }).click()
+    await page.getByLabel("API key").waitFor()
+    await expect.poll(() => page.title()).toBe("Sign in · Service dashboard")
+    await page.getByLabel("API key").fill(KEY)
+    await page.getByRole("button", { name: "Sign in" }).click()
+    await expect.poll(() => page.title()).toBe("Executions · Service dashboard")
+    await page.route("**/v1/**", envelope(401, "auth_expired", "The API key is invalid or revoked.", false))
+    await page.getByRole("navigation", { name: "Views" }).getByRole("link", { name: "Files" }).click()
+    await page.getByLabel("API key").waitFor({ timeout: 10_000 })
+    await expect.poll(() => page.title()).toBe("Sign in · Service dashboard")
+    await page.close()
+  })
+
   it("keeps the key when the service cannot answer on a reload, and signs in again on Try again", async () => {
     const page = await h.browser.context.newPage()
     await signIn(page)

@@ -16,6 +16,8 @@ export const SignIn = (
   const field = useRef<HTMLInputElement>(null)
 
   useEffect(() => {
+    // Signed out from a view (Sign out, or the key refused): the tab no longer names that view.
+    document.title = "Sign in · Service dashboard"
     field.current?.focus()
     // What the budget measures as "interactive": the form is rendered, focused and wired.
     performance.mark("dashboard:interactive")
