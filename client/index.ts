@@ -10,7 +10,7 @@
 export { type Client, createClient } from "./PromiseClient.ts"
 export * from "./Resources.ts"
 export { type ClientOptions, makeServiceClient, ServiceClient, type ServiceClientShape } from "./ServiceClient.ts"
-export { ServiceError } from "./ServiceError.ts"
+export { ServiceError, type ServiceErrorCode } from "./ServiceError.ts"
 export type { Fetch } from "./Transport.ts"
 export { type HeaderSource, TOLERANCE_SECONDS, verifyWebhook, type VerifyResult } from "./Webhooks.ts"
 // The catalog is code: list toolkits, tools and triggers without a round trip.

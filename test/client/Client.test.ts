@@ -223,6 +223,23 @@ describe("client policies against a stub", () => {
     expect(stub.requests.map((r) => r.method)).toEqual(["POST"])
   })
 
+  it("an envelope whose code this client does not know keeps the service's code, message and request id", async () => {
+    reset((res) => {
+      res.writeHead(500, { "content-type": "application/json", "request-id": "req_fake" })
+      res.end(JSON.stringify({ error: { code: "internal", message: "Something broke on the server.", retryable: false }, requestId: "req_fake" }))
+    })
+    expect(await rejection(client().me())).toMatchObject({
+      status: 500,
+      code: "internal",
+      message: "Something broke on the server.",
+      retryable: false,
+      requestId: "req_fake"
+    })
+    // Not an envelope at all (a proxy's page): still a code made from the status.
+    reset((res) => res.writeHead(500, { "content-type": "text/html" }).end("<h1>Bad gateway</h1>"))
+    expect(await rejection(client().me())).toMatchObject({ status: 500, code: "provider_unavailable", message: "HTTP 500 without an error envelope." })
+  })
+
   it("POST and DELETE are never retried", async () => {
     reset(tooMany, okMe)
     expect(await rejection(client().connections.create({ userId: "u", toolkit: "github", authClass: "bearer", credentials: { token: "t" } })))

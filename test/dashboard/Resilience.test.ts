@@ -87,6 +87,17 @@ describe("the dashboard when the service falters", () => {
     await page.close()
   })
 
+  it("shows the service's code and message when the code is one the client library does not know", async () => {
+    const page = await h.browser.context.newPage()
+    await page.route("**/v1/files?*", envelope(500, "internal", "Something broke on the server.", false))
+    await signIn(page)
+    const alert = page.getByRole("region", { name: "Files in the project" }).getByRole("alert")
+    await expect.poll(() => alert.locator(".error-code").textContent(), { timeout: 10_000 }).toBe("internal")
+    expect(await alert.locator(".error-message").textContent()).toBe("Something broke on the server.")
+    expect(await alert.textContent()).toContain("HTTP 500")
+    await page.close()
+  })
+
   it("keeps the key when the service cannot answer on a reload, and signs in again on Try again", async () => {
     const page = await h.browser.context.newPage()
     await signIn(page)
