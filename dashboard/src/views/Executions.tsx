@@ -8,7 +8,7 @@ import { useEffect, useRef, useState } from "preact/hooks"
 import { type ExecutionRecord, type ExecutionStatus, listTools } from "../../../client/index.ts"
 import { type Client, isPinned, type Me } from "../api.ts"
 import { PAGE_SIZE, useAction, usePaged, useResource } from "../data.ts"
-import { EXECUTION_STATUSES, type ExecutionFilters, navigate } from "../router.ts"
+import { EXECUTION_STATUSES, type ExecutionFilters, navigate, replaceRoute } from "../router.ts"
 import { Button } from "../ui/Button.tsx"
 import { ErrorNotice, Loading } from "../ui/Feedback.tsx"
 import { Json } from "../ui/Json.tsx"
@@ -158,8 +158,13 @@ const FilterBar = (
 
 export const Executions = ({ client, me, filters }: { readonly client: Client; readonly me: Me; readonly filters: ExecutionFilters }) => {
   const pinned = isPinned(me)
-  // A pinned key lists its own user's executions only: a user in the URL is not its to choose.
+  // A pinned key lists its own user's executions only: a user in the URL is not its to choose,
+  // and is taken out of the URL so that it does not name a user whose list this is not.
   const userId = pinned ? undefined : filters.userId
+  const strayUser = pinned && filters.userId !== undefined
+  useEffect(() => {
+    if (strayUser) replaceRoute({ view: "executions", ...(filters.status === undefined ? {} : { status: filters.status }), ...(filters.tool === undefined ? {} : { tool: filters.tool }) })
+  }, [strayUser])
   const paged = usePaged(
     `executions:${filters.status ?? ""}:${filters.tool ?? ""}:${userId ?? ""}`,
     async (cursor) => {
