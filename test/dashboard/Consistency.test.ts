@@ -1,7 +1,8 @@
 /**
  * What the dashboard shows agrees with what it does, in headless Chromium against the real
  * service: a filter value from the URL that the list cannot use is left out of the form, the
- * request and the URL alike (a pinned key's user id too).
+ * request and the URL alike (a pinned key's user id too); an error about a field the form no
+ * longer has goes with it; a shown-once ingest URL goes with its deleted subscription.
  */
 import type { Page } from "playwright-core"
 import { describe, expect, it } from "vitest"
@@ -46,6 +47,51 @@ describe("filters from the URL", () => {
     await settled(page)
     await expect.poll(() => new URL(page.url()).search).toBe("?status=succeeded")
     expect(watched.requests.filter((request) => request.includes("/v1/") && request.includes("userId=user_2"))).toEqual([])
+    await page.close()
+  })
+})
+
+describe("the subscriptions view", () => {
+  it("drops an error about the poll interval when the trigger chosen has no poll interval", async () => {
+    const page = await h.browser.context.newPage()
+    await page.route("**/v1/subscriptions", (route) =>
+      route.request().method() === "POST"
+        ? route.fulfill({
+          status: 422,
+          contentType: "application/json",
+          body: JSON.stringify({ error: { code: "invalid_input", message: "pollIntervalSeconds must be an integer from 30 to 86400.", retryable: false }, requestId: "req_poll" })
+        })
+        : route.continue())
+    await signIn(page, "/dashboard/subscriptions")
+    await page.getByLabel("Trigger", { exact: true }).selectOption("github.issue_opened")
+    await page.getByLabel("User id").fill("user_poll")
+    await page.getByLabel("owner (required)").fill("octo")
+    await page.getByLabel("repo (required)").fill("hello")
+    await page.getByLabel("Other webhook endpoint ids (optional)").fill("whe_x")
+    await page.getByLabel(/^Poll interval/).fill("5")
+    await page.getByRole("button", { name: "Create subscription" }).click()
+    const create = page.getByRole("region", { name: "Subscribe to a trigger" })
+    await create.getByRole("alert").getByText(/pollIntervalSeconds/).waitFor()
+    await page.getByLabel("Trigger", { exact: true }).selectOption("demo.event")
+    await expect.poll(() => create.getByRole("alert").count()).toBe(0)
+    await page.close()
+  })
+
+  it("removes a shown ingest URL once its subscription is deleted", async () => {
+    const endpoint = await api.webhooks.create({ url: "https://example.com/consistency", events: ["trigger.*"] })
+    const page = await h.browser.context.newPage()
+    await signIn(page, "/dashboard/subscriptions")
+    await page.getByLabel("Trigger", { exact: true }).selectOption("demo.event")
+    await page.getByLabel("User id").fill("user_shown")
+    await page.getByLabel("Other webhook endpoint ids (optional)").fill(endpoint.endpointId)
+    await page.getByRole("button", { name: "Create subscription" }).click()
+    const ingestUrl = await page.getByLabel("Ingest URL", { exact: true }).inputValue()
+    const id = /\/v1\/ingest\/(trgsub_[^/]+)\//.exec(ingestUrl)?.[1] ?? ""
+    const row = page.locator(`tr[data-subscription-id="${id}"]`)
+    await row.getByRole("button", { name: `Delete ${id}` }).click()
+    await row.getByRole("button", { name: `Confirm deleting ${id}` }).click()
+    await expect.poll(() => row.count(), { timeout: 10_000 }).toBe(0)
+    await expect.poll(() => page.getByLabel("Ingest URL", { exact: true }).count()).toBe(0)
     await page.close()
   })
 })

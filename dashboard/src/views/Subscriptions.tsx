@@ -128,6 +128,8 @@ const CreateSubscription = (
             setTriggerName(event.currentTarget.value)
             setValues({})
             setPicked([])
+            // An error about the last trigger's form (its filters, its poll interval) goes with it.
+            setProblem(undefined)
           }}
         >
           {TRIGGERS.map((entry) => <option key={entry.name} value={entry.name}>{entry.name} ({entry.deliveryMode})</option>)}
@@ -235,7 +237,7 @@ const Row = (
 
 export const Subscriptions = ({ client, me }: { readonly client: Client; readonly me: Me }) => {
   const [refresh, setRefresh] = useState(0)
-  const [shown, setShown] = useState<{ readonly title: string; readonly url: string } | undefined>(undefined)
+  const [shown, setShown] = useState<{ readonly subscriptionId: string; readonly title: string; readonly url: string } | undefined>(undefined)
   // Every creation says so, a polling one (no ingest URL) too; an older ingest URL panel goes.
   const [status, setStatus] = useState("")
   const heading = useRef<HTMLHeadingElement>(null)
@@ -249,7 +251,11 @@ export const Subscriptions = ({ client, me }: { readonly client: Client; readonl
         client={client}
         me={me}
         onCreated={(created) => {
-          setShown(created.ingestUrl === undefined ? undefined : { title: `Subscription ${created.subscriptionId} created`, url: created.ingestUrl })
+          setShown(
+            created.ingestUrl === undefined
+              ? undefined
+              : { subscriptionId: created.subscriptionId, title: `Subscription ${created.subscriptionId} created`, url: created.ingestUrl }
+          )
           setStatus(
             created.ingestUrl === undefined
               ? `Subscription ${created.subscriptionId} created (polling every ${created.pollIntervalSeconds ?? 60} s).`
@@ -290,12 +296,14 @@ export const Subscriptions = ({ client, me }: { readonly client: Client; readonl
                       subscription={subscription}
                       onIngestUrl={(id, url) => {
                         setStatus("")
-                        setShown({ title: `Ingest URL of ${id} rotated`, url })
+                        setShown({ subscriptionId: id, title: `Ingest URL of ${id} rotated`, url })
                       }}
                       onDeleted={(id) => {
                         // The row goes, its buttons with it: the focus moves to the list's heading.
                         heading.current?.focus()
                         setStatus(`Subscription ${id} deleted.`)
+                      // Its ingest URL, if shown, no longer works: it goes too.
+                      setShown((current) => (current?.subscriptionId === id ? undefined : current))
                         setRefresh((n) => n + 1)
                       }}
                     />
