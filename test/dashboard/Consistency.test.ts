@@ -77,6 +77,21 @@ describe("the subscriptions view", () => {
     await page.close()
   })
 
+  it("says the poll interval's range beside its field, and leaves the judging to the service", async () => {
+    const page = await h.browser.context.newPage()
+    await signIn(page, "/dashboard/subscriptions")
+    await page.getByLabel("Trigger", { exact: true }).selectOption("github.issue_opened")
+    const field = page.getByLabel(/^Poll interval/)
+    const describedBy = (await field.getAttribute("aria-describedby")) ?? ""
+    const hint = await page.locator(`[id="${describedBy}"]`).textContent()
+    expect(hint).toMatch(/30 s unless SERVICE_TRIGGER_MIN_POLL_SECONDS/)
+    expect(hint).toMatch(/86400 s/)
+    expect(hint).toMatch(/60 s when left empty/)
+    // The browser does not refuse what a service configured with a lower minimum takes.
+    expect(await field.getAttribute("min")).toBe("1")
+    await page.close()
+  })
+
   it("removes a shown ingest URL once its subscription is deleted", async () => {
     const endpoint = await api.webhooks.create({ url: "https://example.com/consistency", events: ["trigger.*"] })
     const page = await h.browser.context.newPage()

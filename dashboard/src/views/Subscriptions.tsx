@@ -170,8 +170,22 @@ const CreateSubscription = (
 
         {trigger?.deliveryMode === "polling" ? (
           <>
-            <label for="subscription-poll">Poll interval in seconds (default 60)</label>
-            <input id="subscription-poll" type="number" min={1} max={86400} step={1} value={pollSeconds} onInput={(event) => setPollSeconds(event.currentTarget.value)} />
+            <label for="subscription-poll">Poll interval in seconds (optional)</label>
+            {/* The lower bound is the service's configuration, which the page cannot read: the
+                field takes any whole number and the service judges it (a 422 names its range). */}
+            <input
+              id="subscription-poll"
+              type="number"
+              min={1}
+              max={86400}
+              step={1}
+              aria-describedby="subscription-poll-hint"
+              value={pollSeconds}
+              onInput={(event) => setPollSeconds(event.currentTarget.value)}
+            />
+            <p id="subscription-poll-hint" class="hint">
+              From the service's minimum (30 s unless SERVICE_TRIGGER_MIN_POLL_SECONDS sets another) to 86400 s; 60 s when left empty (the minimum, if that is higher).
+            </p>
           </>
         ) : null}
 
