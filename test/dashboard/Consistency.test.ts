@@ -110,3 +110,39 @@ describe("the subscriptions view", () => {
     await page.close()
   })
 })
+
+describe("a list's page", () => {
+  it("is kept through a reload and through Back from a record opened on it", async () => {
+    for (let i = 0; i < 21; i++) await api.executions.execute({ tool: "demo.echo", input: { i }, userId: "user_pages" })
+    const page = await h.browser.context.newPage()
+    await signIn(page, "/dashboard/executions?userId=user_pages")
+    const list = page.getByRole("region", { name: "Executions", exact: true })
+    await list.getByRole("button", { name: "Next page" }).click()
+    await list.getByText("Page 2").waitFor()
+    await settled(page)
+    expect(await list.locator("tbody tr").count()).toBe(1)
+    const onPage2 = (await list.locator("tbody tr a").first().textContent()) ?? ""
+    // The cursor is not in the URL.
+    expect(new URL(page.url()).search).toBe("?userId=user_pages")
+
+    await page.reload()
+    await list.getByText("Page 2").waitFor({ timeout: 10_000 })
+    await settled(page)
+    expect(await list.locator("tbody tr a").first().textContent()).toBe(onPage2)
+
+    await list.getByRole("link", { name: onPage2 }).click()
+    await page.getByRole("heading", { level: 2, name: onPage2 }).waitFor()
+    await page.goBack()
+    await list.getByText("Page 2").waitFor({ timeout: 10_000 })
+    await settled(page)
+    expect(await list.locator("tbody tr a").first().textContent()).toBe(onPage2)
+    // The first page is a press away, and a new visit starts there.
+    await list.getByRole("button", { name: "First page" }).click()
+    await list.getByText("Page 1").waitFor()
+    await page.goto(url("/dashboard/executions?userId=user_pages"))
+    await page.getByRole("heading", { level: 1, name: "Executions" }).waitFor()
+    await settled(page)
+    expect(await list.locator("tbody tr").count()).toBe(20)
+    await page.close()
+  })
+})
