@@ -49,7 +49,7 @@ import {
   WebhookPage
 } from "./Resources.ts"
 import { ServiceError } from "./ServiceError.ts"
-import { type Fetch, makeTransport } from "./Transport.ts"
+import { type Fetch, makeTransport, type RetryWait } from "./Transport.ts"
 
 export interface ClientOptions {
   /** The service's base address, e.g. `http://localhost:8080`. */
@@ -62,6 +62,8 @@ export interface ClientOptions {
   readonly userId?: string | undefined
   /** Defaults to the global `fetch`. */
   readonly fetch?: Fetch | undefined
+  /** Told before the client waits to send a refused GET or HEAD once more (README, Retries). */
+  readonly onRetryWait?: ((wait: RetryWait) => void) | undefined
 }
 
 type Op<A> = Effect.Effect<A, ServiceError>

@@ -4,12 +4,19 @@
  * that never reached an envelope (network down, the `wait` deadline) use status 0.
  */
 import { Data, Schema } from "effect"
-import { type ErrorCode, ErrorCode as ErrorCodeSchema, isRetryable } from "../domain/Errors.ts"
+import { type ErrorCode, isRetryable } from "../domain/Errors.ts"
+
+/**
+ * The service's error code: one of `ErrorCode` as this client knows the contract, or any other
+ * string a newer service sends, kept as sent rather than replaced by a guess from the status.
+ * (`string & {}` keeps the known codes offered by editors while admitting the rest.)
+ */
+export type ServiceErrorCode = ErrorCode | (string & {})
 
 export class ServiceError extends Data.TaggedError("ServiceError")<{
   /** The HTTP status; 0 when no response carried the error (network failure, client-side timeout). */
   readonly status: number
-  readonly code: ErrorCode
+  readonly code: ServiceErrorCode
   readonly message: string
   readonly retryable: boolean
   /** Seconds to wait before retrying, when the service said. */
@@ -20,7 +27,8 @@ export class ServiceError extends Data.TaggedError("ServiceError")<{
 
 const Envelope = Schema.Struct({
   error: Schema.Struct({
-    code: ErrorCodeSchema,
+    // Any code: one this client does not know yet is still the service's code and message.
+    code: Schema.String,
     message: Schema.String,
     retryable: Schema.Boolean,
     retryAfter: Schema.optionalKey(Schema.Number)

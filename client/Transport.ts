@@ -10,12 +10,27 @@ import { fromResponse, networkError, ServiceError } from "./ServiceError.ts"
 
 export type Fetch = (input: string, init: RequestInit) => Promise<Response>
 
+/** The one retry about to wait: the refused request, the refusal, and the seconds until it is sent again. */
+export interface RetryWait {
+  readonly method: Method
+  /** The route's path, e.g. `/v1/executions` (without the query). */
+  readonly path: string
+  readonly seconds: number
+  readonly error: ServiceError
+}
+
 export interface TransportOptions {
   /** The service's base address, e.g. `http://localhost:8080`. */
   readonly baseUrl: string
   readonly apiKey: string
   /** Defaults to the global `fetch`. */
   readonly fetch?: Fetch | undefined
+  /**
+   * Told when a request is refused and will be sent once more after a wait (the retry policy
+   * above), before the wait: so a user can be told why nothing happens for a while. It changes
+   * nothing about the request; a hook that throws is ignored.
+   */
+  readonly onRetryWait?: ((wait: RetryWait) => void) | undefined
 }
 
 export type Method = "GET" | "HEAD" | "POST" | "PATCH" | "DELETE"
@@ -69,6 +84,13 @@ const failIfError = (response: Answer): Effect.Effect<Answer, ServiceError> =>
 
 export const makeTransport = (options: TransportOptions) => {
   const fetchImpl: Fetch = options.fetch ?? ((input, init) => globalThis.fetch(input, init))
+  const tell = (wait: RetryWait): void => {
+    try {
+      options.onRetryWait?.(wait)
+    } catch {
+      // The caller's hook never changes what the request does.
+    }
+  }
 
   const once = (request: Request): Effect.Effect<Answer, ServiceError> =>
     Effect.tryPromise({
@@ -91,10 +113,13 @@ export const makeTransport = (options: TransportOptions) => {
     Effect.flatMap(once(request), failIfError).pipe(
       Effect.catchIf(
         (error) => retriedAfterDelay(error) && RETRIED.has(request.method),
-        (error) =>
-          Effect.sleep(Duration.seconds(error.retryAfter ?? DEFAULT_RETRY_AFTER_SECONDS)).pipe(
+        (error) => {
+          const seconds = error.retryAfter ?? DEFAULT_RETRY_AFTER_SECONDS
+          return Effect.sync(() => tell({ method: request.method, path: `/${request.path.replace(/^\//, "")}`, seconds, error })).pipe(
+            Effect.andThen(Effect.sleep(Duration.seconds(seconds))),
             Effect.andThen(Effect.flatMap(once(request), failIfError))
           )
+        }
       )
     )
 

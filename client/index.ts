@@ -10,8 +10,8 @@
 export { type Client, createClient } from "./PromiseClient.ts"
 export * from "./Resources.ts"
 export { type ClientOptions, makeServiceClient, ServiceClient, type ServiceClientShape } from "./ServiceClient.ts"
-export { ServiceError } from "./ServiceError.ts"
-export type { Fetch } from "./Transport.ts"
+export { ServiceError, type ServiceErrorCode } from "./ServiceError.ts"
+export type { Fetch, RetryWait } from "./Transport.ts"
 export { type HeaderSource, TOLERANCE_SECONDS, verifyWebhook, type VerifyResult } from "./Webhooks.ts"
 // The catalog is code: list toolkits, tools and triggers without a round trip.
 export { catalogVersion, findTool, findToolkit, findTrigger, listTools, listTriggers, toolkits } from "../domain/catalog/index.ts"

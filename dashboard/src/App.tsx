@@ -9,6 +9,7 @@ import { type Route, useRoute } from "./router.ts"
 import { forgetKey, storedKey, storeKey } from "./session.ts"
 import { ErrorNotice, Loading } from "./ui/Feedback.tsx"
 import { Link } from "./ui/Link.tsx"
+import { RetryWaitNotice } from "./ui/RetryWait.tsx"
 import { Executions, ExecutionDetail } from "./views/Executions.tsx"
 import { Files } from "./views/Files.tsx"
 import { SignIn } from "./views/SignIn.tsx"
@@ -112,6 +113,7 @@ const Shell = (
       </header>
       <main id="main">
         <h1 ref={heading} tabIndex={-1}>{title}</h1>
+        <RetryWaitNotice />
         <View route={route} session={session} />
       </main>
     </>

@@ -6,7 +6,22 @@ import { type Client, createClient, type Me, ServiceError } from "../../client/i
 
 export type { Client, Me }
 
-export const clientFor = (apiKey: string): Client => createClient({ baseUrl: window.location.origin, apiKey })
+/** Dispatched on `window` when the client waits to retry a refused GET (ui/RetryWait.tsx says so). */
+export const RETRY_WAIT = "service-dashboard:retry-wait"
+
+export interface RetryWaitDetail {
+  readonly status: number
+  readonly code: string
+  readonly seconds: number
+}
+
+export const clientFor = (apiKey: string): Client =>
+  createClient({
+    baseUrl: window.location.origin,
+    apiKey,
+    onRetryWait: ({ error, seconds }) =>
+      window.dispatchEvent(new CustomEvent<RetryWaitDetail>(RETRY_WAIT, { detail: { status: error.status, code: error.code, seconds } }))
+  })
 
 /** What a failed call shows: the service's code and message (and request id to quote). */
 export interface Problem {

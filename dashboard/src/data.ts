@@ -76,6 +76,31 @@ export const useResource = <T,>(key: string, load: () => Promise<T>, moving: (va
   return { value, problem, busy, reload }
 }
 
+/**
+ * The cursors a list has followed, kept in the history entry's state (never in the URL: a cursor
+ * means nothing in a shared link), so a reload, and Back to the entry, show the same page. One
+ * list per entry: each view pages one list.
+ */
+const PAGES = "dashboard:pages"
+
+const isRecord = (value: unknown): value is Readonly<Record<string, unknown>> => typeof value === "object" && value !== null
+
+const storedStack = (key: string): ReadonlyArray<string | undefined> => {
+  const state: unknown = window.history.state
+  const kept = isRecord(state) ? state[PAGES] : undefined
+  if (!isRecord(kept) || kept.key !== key || !Array.isArray(kept.cursors)) return [undefined]
+  const cursors = kept.cursors as ReadonlyArray<unknown>
+  return cursors.every((cursor) => typeof cursor === "string") ? [undefined, ...(cursors as ReadonlyArray<string>)] : [undefined]
+}
+
+const storeStack = (key: string, stack: ReadonlyArray<string | undefined>): void => {
+  const state: unknown = window.history.state
+  const cursors = stack.slice(1)
+  const kept = isRecord(state) ? state[PAGES] : undefined
+  if (isRecord(kept) && kept.key === key && JSON.stringify(kept.cursors) === JSON.stringify(cursors)) return
+  window.history.replaceState({ ...(isRecord(state) ? state : {}), [PAGES]: { key, cursors } }, "")
+}
+
 export interface Paged<T> extends Loaded<Page<T>> {
   readonly page: number
   readonly first: () => void
@@ -92,8 +117,13 @@ export const usePaged = <T,>(
   load: (cursor: string | undefined) => Promise<Page<T>>,
   moving: (item: T) => boolean = () => false
 ): Paged<T> => {
-  const [cursors, setCursors] = useState<{ readonly key: string; readonly stack: ReadonlyArray<string | undefined> }>({ key, stack: [undefined] })
-  const stack = cursors.key === key ? cursors.stack : [undefined]
+  const [cursors, setCursors] = useState<{ readonly key: string; readonly stack: ReadonlyArray<string | undefined> }>(() => ({
+    key,
+    stack: storedStack(key)
+  }))
+  // A new key (other filters, Back to another entry) starts where that entry left its list.
+  const stack = cursors.key === key ? cursors.stack : storedStack(key)
+  useEffect(() => storeStack(key, stack), [key, stack.length, stack[stack.length - 1]])
   const cursor = stack[stack.length - 1]
   const loaded = useResource(`${key}\u0000${stack.length}\u0000${cursor ?? ""}`, () => load(cursor), (page) => page.items.some(moving))
   return {

@@ -4,7 +4,7 @@
  * ids and list filters ever go into a URL, never a key, secret or ingest URL.
  */
 import { useEffect, useState } from "preact/hooks"
-import { type ExecutionStatus, listTools } from "../../client/index.ts"
+import { type ExecutionStatus, listTools, listTriggers } from "../../client/index.ts"
 
 export const BASE = "/dashboard"
 
@@ -38,6 +38,7 @@ const decode = (segment: string): string | undefined => {
 
 const isStatus = (value: string): value is ExecutionStatus => (EXECUTION_STATUSES as ReadonlyArray<string>).includes(value)
 const TOOLS: ReadonlySet<string> = new Set(listTools().map((tool) => tool.name))
+const TRIGGERS: ReadonlySet<string> = new Set(listTriggers().map((trigger) => trigger.name))
 /** The service's user id rule (domain/Ids.ts `UserId`). */
 const USER_ID = /^[A-Za-z0-9_.-]{1,64}$/
 
@@ -69,13 +70,15 @@ export const parseRoute = (pathname: string, search: string): Route => {
   }
   if (first === "subscriptions" && parts.length === 1) return { view: "subscriptions" }
   if (first === "trigger-events" && parts.length === 1) {
+    // As for executions: a trigger the catalog does not have (the form could not show it) or a
+    // blank subscription id is left out.
     const query = new URLSearchParams(search)
-    const subscriptionId = query.get("subscriptionId") ?? undefined
-    const trigger = query.get("trigger") ?? undefined
+    const subscriptionId = query.get("subscriptionId")?.trim() ?? ""
+    const trigger = query.get("trigger") ?? ""
     return {
       view: "trigger-events",
-      ...(subscriptionId === undefined ? {} : { subscriptionId }),
-      ...(trigger === undefined ? {} : { trigger })
+      ...(subscriptionId === "" ? {} : { subscriptionId }),
+      ...(TRIGGERS.has(trigger) ? { trigger } : {})
     }
   }
   if (first === "executions" && parts.length === 1) return { view: "executions", ...executionFilters(search) }
@@ -131,15 +134,39 @@ export const navigate = (route: Route): void => {
   for (const listener of listeners) listener()
 }
 
+/** The same view with other filters, in place of the current history entry (no new Back step). */
+export const replaceRoute = (route: Route): void => {
+  const href = hrefOf(route)
+  if (href !== window.location.pathname + window.location.search) window.history.replaceState(window.history.state, "", href)
+  for (const listener of listeners) listener()
+}
+
 const current = (): Route => parseRoute(window.location.pathname, window.location.search)
+
+/**
+ * A query that names values the route left out (parseRoute) is written as the route has it, so
+ * the URL says what the view shows: a reload or a copied link then agrees with the page.
+ */
+const canonicalize = (): void => {
+  // From the location itself, never from a route held in state, which may be older.
+  const route = current()
+  if (route.view === "not-found") return
+  const href = hrefOf(route)
+  const here = window.location.pathname + window.location.search
+  if (href !== here && href.split("?")[0] === window.location.pathname) window.history.replaceState(window.history.state, "", href)
+}
 
 /** The current route, following links, navigate() and the browser's back and forward. */
 export const useRoute = (): Route => {
   const [route, setRoute] = useState(current)
+  useEffect(canonicalize, [route])
   useEffect(() => {
     const update = () => setRoute(current())
     listeners.add(update)
     window.addEventListener("popstate", update)
+    // A route replaced before this listened (a view's first effects run before its shell's) is
+    // taken up now.
+    if (hrefOf(current()) !== hrefOf(route)) update()
     return () => {
       listeners.delete(update)
       window.removeEventListener("popstate", update)

@@ -191,6 +191,28 @@ describe("client policies against a stub", () => {
     expect((second?.at ?? 0) - (first?.at ?? 0)).toBeGreaterThanOrEqual(950)
   })
 
+  it("onRetryWait hears of the wait before the one retry, and of nothing else", async () => {
+    const waits: Array<{ method: string; path: string; seconds: number; status: number; code: string }> = []
+    const heard = createClient({
+      baseUrl: stub.baseUrl,
+      apiKey: "stub_key",
+      onRetryWait: (wait) => waits.push({ method: wait.method, path: wait.path, seconds: wait.seconds, status: wait.error.status, code: wait.error.code })
+    })
+    reset(tooMany, okMe)
+    expect(await heard.me()).toEqual({ projectId: "proj_stub", keyId: "key_stub" })
+    expect(waits).toEqual([{ method: "GET", path: "/v1/me", seconds: 1, status: 429, code: "rate_limited" }])
+    // Not retried, not heard: a POST's 429, and an answer that needs no retry.
+    reset(tooMany, okMe)
+    await rejection(heard.executions.cancel("exe_1"))
+    reset(okMe)
+    await heard.me()
+    expect(waits).toHaveLength(1)
+    // A hook that throws changes nothing for the request.
+    const throwing = createClient({ baseUrl: stub.baseUrl, apiKey: "stub_key", onRetryWait: () => { throw new Error("hook") } })
+    reset(tooMany, okMe)
+    expect(await throwing.me()).toEqual({ projectId: "proj_stub", keyId: "key_stub" })
+  })
+
   it("a second 429 surfaces, and there is no third try", async () => {
     reset(tooMany, tooMany, okMe)
     const error = await rejection(client().me())
@@ -221,6 +243,23 @@ describe("client policies against a stub", () => {
     reset(storeAway, okMe)
     expect((await rejection(client().executions.cancel("exe_1"))).status).toBe(503)
     expect(stub.requests.map((r) => r.method)).toEqual(["POST"])
+  })
+
+  it("an envelope whose code this client does not know keeps the service's code, message and request id", async () => {
+    reset((res) => {
+      res.writeHead(500, { "content-type": "application/json", "request-id": "req_fake" })
+      res.end(JSON.stringify({ error: { code: "internal", message: "Something broke on the server.", retryable: false }, requestId: "req_fake" }))
+    })
+    expect(await rejection(client().me())).toMatchObject({
+      status: 500,
+      code: "internal",
+      message: "Something broke on the server.",
+      retryable: false,
+      requestId: "req_fake"
+    })
+    // Not an envelope at all (a proxy's page): still a code made from the status.
+    reset((res) => res.writeHead(500, { "content-type": "text/html" }).end("<h1>Bad gateway</h1>"))
+    expect(await rejection(client().me())).toMatchObject({ status: 500, code: "provider_unavailable", message: "HTTP 500 without an error envelope." })
   })
 
   it("POST and DELETE are never retried", async () => {

@@ -255,7 +255,7 @@ describe("the dashboard in Chromium", () => {
     await page.getByLabel("Trigger", { exact: true }).selectOption("github.issue_opened")
     await page.getByLabel("owner (required)").waitFor()
     await page.getByLabel("labels (optional)").waitFor()
-    await page.getByLabel("Poll interval in seconds (default 60)").waitFor()
+    await page.getByLabel("Poll interval in seconds (optional)").waitFor()
     await page.getByLabel("Trigger", { exact: true }).selectOption("demo.event")
     // Both lists load from the service: empty so far, no error.
     await page.getByText("No trigger subscriptions yet.").waitFor()

@@ -69,6 +69,78 @@ describe("the dashboard when the service falters", () => {
     await page.close()
   })
 
+  it("titles the page Sign in again after Sign out and after a key refused mid-session", async () => {
+    const page = await h.browser.context.newPage()
+    await signIn(page)
+    await page.getByRole("navigation", { name: "Views" }).getByRole("link", { name: "Executions" }).click()
+    await expect.poll(() => page.title()).toBe("Executions · Service dashboard")
+    await page.getByRole("button", { name: "Sign out" }).click()
+    await page.getByLabel("API key").waitFor()
+    await expect.poll(() => page.title()).toBe("Sign in · Service dashboard")
+    await page.getByLabel("API key").fill(KEY)
+    await page.getByRole("button", { name: "Sign in" }).click()
+    await expect.poll(() => page.title()).toBe("Executions · Service dashboard")
+    await page.route("**/v1/**", envelope(401, "auth_expired", "The API key is invalid or revoked.", false))
+    await page.getByRole("navigation", { name: "Views" }).getByRole("link", { name: "Files" }).click()
+    await page.getByLabel("API key").waitFor({ timeout: 10_000 })
+    await expect.poll(() => page.title()).toBe("Sign in · Service dashboard")
+    await page.close()
+  })
+
+  it("shows the service's code and message when the code is one the client library does not know", async () => {
+    const page = await h.browser.context.newPage()
+    await page.route("**/v1/files?*", envelope(500, "internal", "Something broke on the server.", false))
+    await signIn(page)
+    const alert = page.getByRole("region", { name: "Files in the project" }).getByRole("alert")
+    await expect.poll(() => alert.locator(".error-code").textContent(), { timeout: 10_000 }).toBe("internal")
+    expect(await alert.locator(".error-message").textContent()).toBe("Something broke on the server.")
+    expect(await alert.textContent()).toContain("HTTP 500")
+    await page.close()
+  })
+
+  it("says how long to wait when the service rate-limits an action (429 with Retry-After)", async () => {
+    const page = await h.browser.context.newPage()
+    await page.route("**/v1/webhooks", (route) =>
+      route.request().method() === "POST"
+        ? route.fulfill({
+          status: 429,
+          contentType: "application/json",
+          headers: { "retry-after": "37", "request-id": "req_00000000000000000000000000000000" },
+          body: JSON.stringify({ error: { code: "rate_limited", message: "Too many requests.", retryable: true, retryAfter: 37 }, requestId: "req_00000000000000000000000000000000" })
+        })
+        : route.continue())
+    await signIn(page)
+    await page.getByRole("navigation", { name: "Views" }).getByRole("link", { name: "Webhooks" }).click()
+    await page.getByLabel("HTTPS URL").fill("https://example.com/limited")
+    await page.getByRole("button", { name: "Create endpoint" }).click()
+    const alert = page.getByRole("region", { name: "Add an endpoint" }).getByRole("alert")
+    await expect.poll(() => alert.locator(".error-code").textContent(), { timeout: 10_000 }).toBe("rate_limited")
+    expect(await alert.textContent()).toContain("try again in 37 s")
+    await page.close()
+  })
+
+  it("says so while the client waits to retry a rate-limited list, and stops saying so once it has loaded", async () => {
+    const page = await h.browser.context.newPage()
+    let limited = 0
+    await page.route("**/v1/executions?*", (route) => {
+      if (limited++ > 0) return route.continue()
+      return route.fulfill({
+        status: 429,
+        contentType: "application/json",
+        headers: { "retry-after": "3", "request-id": "req_00000000000000000000000000000000" },
+        body: JSON.stringify({ error: { code: "rate_limited", message: "Too many requests.", retryable: true, retryAfter: 3 }, requestId: "req_00000000000000000000000000000000" })
+      })
+    })
+    await signIn(page)
+    await page.getByRole("navigation", { name: "Views" }).getByRole("link", { name: "Executions" }).click()
+    const said = () => page.evaluate(`[...document.querySelectorAll("[role=status]")].map((e) => e.textContent).join(" | ")`) as Promise<string>
+    await expect.poll(said, { timeout: 5_000 }).toMatch(/Rate limited; retrying in [1-3] s/)
+    await expect.poll(() => limited, { timeout: 10_000 }).toBe(2)
+    await expect.poll(() => page.evaluate(`document.querySelector("[aria-busy=true], .loading") === null`), { timeout: 10_000 }).toBe(true)
+    await expect.poll(said).not.toMatch(/Rate limited/)
+    await page.close()
+  })
+
   it("keeps the key when the service cannot answer on a reload, and signs in again on Try again", async () => {
     const page = await h.browser.context.newPage()
     await signIn(page)

@@ -20,6 +20,7 @@ export const ErrorNotice = (
       {problem.status > 0 ? <span class="muted"> (HTTP {problem.status})</span> : null}
     </p>
     <p class="error-message">{problem.message}</p>
+    {problem.retryAfter === undefined ? null : <p class="retry-after">The service asks to wait: try again in {problem.retryAfter} s.</p>}
     {problem.requestId === undefined ? null : <p class="muted">Request id: <code>{problem.requestId}</code></p>}
     {action}
   </div>

@@ -1,10 +1,11 @@
 /**
  * Cursor paging: forward by the page's nextCursor, back through the cursors already followed.
- * A button that cannot act now says so with `aria-disabled` and ignores the press, but keeps the
- * keyboard focus: a `disabled` button drops it to the page's body while the next page loads.
+ * A button that cannot act now keeps the keyboard focus while the next page loads (ui/Button.tsx).
  */
+import { Button } from "./Button.tsx"
+
 const PagerButton = ({ label, enabled, onPress }: { readonly label: string; readonly enabled: boolean; readonly onPress: () => void }) => (
-  <button type="button" aria-disabled={!enabled} onClick={() => (enabled ? onPress() : undefined)}>{label}</button>
+  <Button enabled={enabled} onPress={onPress}>{label}</Button>
 )
 
 export const Pager = (

@@ -13,6 +13,7 @@ import { useState } from "preact/hooks"
 import type { WebhookDelivery } from "../../../client/index.ts"
 import { type Client, type Problem, toProblem } from "../api.ts"
 import { PAGE_SIZE, useAction, usePaged } from "../data.ts"
+import { Button } from "../ui/Button.tsx"
 import { ErrorNotice } from "../ui/Feedback.tsx"
 import { ListState } from "../ui/ListState.tsx"
 import { formatTime, Time } from "../ui/Time.tsx"
@@ -144,7 +145,7 @@ export const Deliveries = ({ client, endpointId, active }: { readonly client: Cl
     <section aria-labelledby="deliveries-title">
       <div class="section-head">
         <h2 id="deliveries-title">Delivery history</h2>
-        <button type="button" onClick={paged.reload} disabled={paged.busy}>Refresh</button>
+        <Button enabled={!paged.busy} onPress={paged.reload}>Refresh</Button>
       </div>
       {active
         ? <Recover client={client} endpointId={endpointId} onRecovered={showNew} />

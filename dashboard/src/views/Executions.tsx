@@ -4,15 +4,17 @@
  * with its output or error. A pending or running execution can be cancelled from its row or its
  * record. Both poll while work is pending or running.
  */
-import { useRef, useState } from "preact/hooks"
+import { useEffect, useRef, useState } from "preact/hooks"
 import { type ExecutionRecord, type ExecutionStatus, listTools } from "../../../client/index.ts"
 import { type Client, isPinned, type Me } from "../api.ts"
 import { PAGE_SIZE, useAction, usePaged, useResource } from "../data.ts"
-import { EXECUTION_STATUSES, type ExecutionFilters, navigate } from "../router.ts"
+import { EXECUTION_STATUSES, type ExecutionFilters, navigate, replaceRoute } from "../router.ts"
+import { Button } from "../ui/Button.tsx"
 import { ErrorNotice, Loading } from "../ui/Feedback.tsx"
 import { Json } from "../ui/Json.tsx"
 import { Link } from "../ui/Link.tsx"
 import { ListState } from "../ui/ListState.tsx"
+import { TableScroll } from "../ui/TableScroll.tsx"
 import { Time } from "../ui/Time.tsx"
 
 const running = (execution: ExecutionRecord) => execution.status === "pending" || execution.status === "running"
@@ -99,8 +101,13 @@ const ExecutionRow = (
   )
 }
 
-/** The filters as chosen; applying them puts them in the URL, which the list follows. */
-const FilterBar = ({ filters, pinned }: { readonly filters: ExecutionFilters; readonly pinned: boolean }) => {
+/**
+ * The filters as chosen; applying them puts them in the URL, which the list follows. The form is
+ * made anew for the new filters, so `onApply` moves the focus out of it first (to the list).
+ */
+const FilterBar = (
+  { filters, pinned, onApply }: { readonly filters: ExecutionFilters; readonly pinned: boolean; readonly onApply: () => void }
+) => {
   const [status, setStatus] = useState<ExecutionStatus | "">(filters.status ?? "")
   const [tool, setTool] = useState(filters.tool ?? "")
   const [userId, setUserId] = useState(filters.userId ?? "")
@@ -117,6 +124,7 @@ const FilterBar = ({ filters, pinned }: { readonly filters: ExecutionFilters; re
           ...(tool === "" ? {} : { tool }),
           ...(pinned || user === "" ? {} : { userId: user })
         })
+        onApply()
       }}
     >
       <label for="executions-status">Status</label>
@@ -150,8 +158,13 @@ const FilterBar = ({ filters, pinned }: { readonly filters: ExecutionFilters; re
 
 export const Executions = ({ client, me, filters }: { readonly client: Client; readonly me: Me; readonly filters: ExecutionFilters }) => {
   const pinned = isPinned(me)
-  // A pinned key lists its own user's executions only: a user in the URL is not its to choose.
+  // A pinned key lists its own user's executions only: a user in the URL is not its to choose,
+  // and is taken out of the URL so that it does not name a user whose list this is not.
   const userId = pinned ? undefined : filters.userId
+  const strayUser = pinned && filters.userId !== undefined
+  useEffect(() => {
+    if (strayUser) replaceRoute({ view: "executions", ...(filters.status === undefined ? {} : { status: filters.status }), ...(filters.tool === undefined ? {} : { tool: filters.tool }) })
+  }, [strayUser])
   const paged = usePaged(
     `executions:${filters.status ?? ""}:${filters.tool ?? ""}:${userId ?? ""}`,
     async (cursor) => {
@@ -161,45 +174,62 @@ export const Executions = ({ client, me, filters }: { readonly client: Client; r
     running
   )
   const [status, setStatus] = useState("")
+  const heading = useRef<HTMLHeadingElement>(null)
+  // A row cancelled from a list it then leaves (filtered to running ones) takes its link and the
+  // focus with it: once the list has loaded again, a focus left on the page's body goes to the heading.
+  const cancelled = useRef(false)
+  useEffect(() => {
+    if (!cancelled.current || paged.busy) return
+    cancelled.current = false
+    if (document.activeElement === null || document.activeElement === document.body) heading.current?.focus()
+  }, [paged.value, paged.busy])
   return (
     <>
-      <FilterBar key={`${filters.status ?? ""}:${filters.tool ?? ""}:${userId ?? ""}`} filters={filters} pinned={pinned} />
+      <FilterBar
+        key={`${filters.status ?? ""}:${filters.tool ?? ""}:${userId ?? ""}`}
+        filters={filters}
+        pinned={pinned}
+        onApply={() => heading.current?.focus()}
+      />
       <section aria-labelledby="executions-title">
         <div class="section-head">
-          <h2 id="executions-title">Executions</h2>
-          <button type="button" onClick={paged.reload} disabled={paged.busy}>Refresh</button>
+          <h2 id="executions-title" ref={heading} tabIndex={-1}>Executions</h2>
+          <Button enabled={!paged.busy} onPress={paged.reload}>Refresh</Button>
         </div>
         <p role="status" aria-live="polite">{status}</p>
         <ListState paged={paged} what="executions" empty="No executions match.">
           {(executions) => (
-            <table>
-              <caption class="visually-hidden">Executions, newest first</caption>
-              <thead>
-                <tr>
-                  <th scope="col">Execution</th>
-                  <th scope="col">Tool</th>
-                  <th scope="col">Status</th>
-                  <th scope="col">User</th>
-                  <th scope="col">Created</th>
-                  <th scope="col">Latency</th>
-                  <th scope="col"><span class="visually-hidden">Actions</span></th>
-                </tr>
-              </thead>
-              <tbody>
-                {executions.map((execution) => (
-                  <ExecutionRow
-                    key={execution.executionId}
-                    client={client}
-                    execution={execution}
-                    filters={filters}
-                    onDone={(id, cancelled) => {
-                      setStatus(cancelled ? `${id} cancelled.` : "")
-                      paged.reload()
-                    }}
-                  />
-                ))}
-              </tbody>
-            </table>
+            <TableScroll label="Executions, newest first">
+              <table>
+                <caption class="visually-hidden">Executions, newest first</caption>
+                <thead>
+                  <tr>
+                    <th scope="col">Execution</th>
+                    <th scope="col">Tool</th>
+                    <th scope="col">Status</th>
+                    <th scope="col">User</th>
+                    <th scope="col">Created</th>
+                    <th scope="col">Latency</th>
+                    <th scope="col"><span class="visually-hidden">Actions</span></th>
+                  </tr>
+                </thead>
+                <tbody>
+                  {executions.map((execution) => (
+                    <ExecutionRow
+                      key={execution.executionId}
+                      client={client}
+                      execution={execution}
+                      filters={filters}
+                      onDone={(id, done) => {
+                        setStatus(done ? `${id} cancelled.` : "")
+                        cancelled.current = true
+                        paged.reload()
+                      }}
+                    />
+                  ))}
+                </tbody>
+              </table>
+            </TableScroll>
           )}
         </ListState>
       </section>

@@ -8,9 +8,11 @@ import { useState } from "preact/hooks"
 import type { FileMetadata } from "../../../client/index.ts"
 import { type Client, isPinned, type Me, type Problem, toProblem } from "../api.ts"
 import { PAGE_SIZE, usePaged, useResource } from "../data.ts"
+import { Button } from "../ui/Button.tsx"
 import { ErrorNotice, Loading, PinnedNotice } from "../ui/Feedback.tsx"
 import { ListState } from "../ui/ListState.tsx"
 import { formatSize } from "../ui/Size.ts"
+import { TableScroll } from "../ui/TableScroll.tsx"
 import { Time } from "../ui/Time.tsx"
 import { Upload } from "./Upload.tsx"
 
@@ -82,51 +84,53 @@ const FileList = ({ client, refresh }: { readonly client: Client; readonly refre
     <section aria-labelledby="files-title">
       <div class="section-head">
         <h2 id="files-title">Files in the project</h2>
-        <button type="button" onClick={paged.reload} disabled={paged.busy}>Refresh</button>
+        <Button enabled={!paged.busy} onPress={paged.reload}>Refresh</Button>
       </div>
       <ListState paged={paged} what="files" empty="No staged files. Uploaded files appear here until they expire.">
         {(files) => (
-          <table>
-            <caption class="visually-hidden">Staged files, newest first</caption>
-            <thead>
-              <tr>
-                <th scope="col">Name</th>
-                <th scope="col">File id</th>
-                <th scope="col">MIME type</th>
-                <th scope="col">Size</th>
-                <th scope="col">Expires</th>
-                <th scope="col"><span class="visually-hidden">Actions</span></th>
-              </tr>
-            </thead>
-            <tbody>
-              {files.map((file) => (
-                <Fragment key={file.fileId}>
-                  <tr>
-                    <td class="file-name">{file.name}</td>
-                    <td><code>{file.fileId}</code></td>
-                    <td>{file.mimeType}</td>
-                    <td>{formatSize(file.size)}</td>
-                    <td><Time iso={file.expiresAt} /></td>
-                    <td>
-                      <button
-                        type="button"
-                        aria-expanded={selected === file.fileId}
-                        aria-label={`Metadata of ${file.name}`}
-                        onClick={() => setSelected(selected === file.fileId ? undefined : file.fileId)}
-                      >
-                        Metadata
-                      </button>
-                    </td>
-                  </tr>
-                  {selected === file.fileId ? (
+          <TableScroll label="Staged files, newest first">
+            <table>
+              <caption class="visually-hidden">Staged files, newest first</caption>
+              <thead>
+                <tr>
+                  <th scope="col">Name</th>
+                  <th scope="col">File id</th>
+                  <th scope="col">MIME type</th>
+                  <th scope="col">Size</th>
+                  <th scope="col">Expires</th>
+                  <th scope="col"><span class="visually-hidden">Actions</span></th>
+                </tr>
+              </thead>
+              <tbody>
+                {files.map((file) => (
+                  <Fragment key={file.fileId}>
                     <tr>
-                      <td colSpan={6}><FreshMetadata client={client} fileId={file.fileId} /></td>
+                      <td class="file-name">{file.name}</td>
+                      <td><code>{file.fileId}</code></td>
+                      <td>{file.mimeType}</td>
+                      <td>{formatSize(file.size)}</td>
+                      <td><Time iso={file.expiresAt} /></td>
+                      <td>
+                        <button
+                          type="button"
+                          aria-expanded={selected === file.fileId}
+                          aria-label={`Metadata of ${file.name}`}
+                          onClick={() => setSelected(selected === file.fileId ? undefined : file.fileId)}
+                        >
+                          Metadata
+                        </button>
+                      </td>
                     </tr>
-                  ) : null}
-                </Fragment>
-              ))}
-            </tbody>
-          </table>
+                    {selected === file.fileId ? (
+                      <tr>
+                        <td colSpan={6}><FreshMetadata client={client} fileId={file.fileId} /></td>
+                      </tr>
+                    ) : null}
+                  </Fragment>
+                ))}
+              </tbody>
+            </table>
+          </TableScroll>
         )}
       </ListState>
     </section>

@@ -5,6 +5,7 @@
  */
 import { useEffect, useRef, useState } from "preact/hooks"
 import { type Client, clientFor, type Me, type Problem, toProblem } from "../api.ts"
+import { Button } from "../ui/Button.tsx"
 import { ErrorNotice } from "../ui/Feedback.tsx"
 
 export const SignIn = (
@@ -15,6 +16,8 @@ export const SignIn = (
   const field = useRef<HTMLInputElement>(null)
 
   useEffect(() => {
+    // Signed out from a view (Sign out, or the key refused): the tab no longer names that view.
+    document.title = "Sign in · Service dashboard"
     field.current?.focus()
     // What the budget measures as "interactive": the form is rendered, focused and wired.
     performance.mark("dashboard:interactive")
@@ -22,6 +25,7 @@ export const SignIn = (
 
   const submit = async (event: Event) => {
     event.preventDefault()
+    if (busy) return
     const input = field.current
     const key = input?.value.trim() ?? ""
     if (key === "") {
@@ -58,9 +62,9 @@ export const SignIn = (
           autocomplete="off"
           spellcheck={false}
           required
-          disabled={busy}
+          readOnly={busy}
         />
-        <button type="submit" disabled={busy}>{busy ? "Signing in…" : "Sign in"}</button>
+        <Button type="submit" enabled={!busy}>{busy ? "Signing in…" : "Sign in"}</Button>
       </form>
       {problem === undefined ? null : <div id="sign-in-error"><ErrorNotice problem={problem} /></div>}
     </main>

@@ -4,17 +4,19 @@
  * key sees its user's), rotate a push subscription's ingest URL (after a confirmation: the old
  * one stops at once; the new one shown once), delete (after a confirmation).
  */
-import { useMemo, useState } from "preact/hooks"
+import { useMemo, useRef, useState } from "preact/hooks"
 import { type CreatedSubscription, findToolkit, listTriggers, type Subscription } from "../../../client/index.ts"
 import { type Client, isPinned, type Me, type Problem, toProblem } from "../api.ts"
 import { PAGE_SIZE, useAction, usePaged, useResource } from "../data.ts"
 import { acceptsTrigger } from "../events.ts"
 import { filterFields, filtersFrom, type FilterValues } from "../filterSchema.ts"
+import { Button } from "../ui/Button.tsx"
 import { Confirm } from "../ui/Confirm.tsx"
 import { ErrorNotice } from "../ui/Feedback.tsx"
 import { Link } from "../ui/Link.tsx"
 import { ListState } from "../ui/ListState.tsx"
 import { SecretOnce } from "../ui/SecretOnce.tsx"
+import { TableScroll } from "../ui/TableScroll.tsx"
 import { Time } from "../ui/Time.tsx"
 import { FilterForm } from "./FilterForm.tsx"
 
@@ -93,7 +95,7 @@ const CreateSubscription = (
       <form
         onSubmit={async (event) => {
           event.preventDefault()
-          if (trigger === undefined) return
+          if (busy || trigger === undefined) return
           setBusy(true)
           setProblem(undefined)
           const webhookEndpointIds = [...new Set([...picked, ...splitIds(typedIds)])]
@@ -126,6 +128,8 @@ const CreateSubscription = (
             setTriggerName(event.currentTarget.value)
             setValues({})
             setPicked([])
+            // An error about the last trigger's form (its filters, its poll interval) goes with it.
+            setProblem(undefined)
           }}
         >
           {TRIGGERS.map((entry) => <option key={entry.name} value={entry.name}>{entry.name} ({entry.deliveryMode})</option>)}
@@ -166,12 +170,26 @@ const CreateSubscription = (
 
         {trigger?.deliveryMode === "polling" ? (
           <>
-            <label for="subscription-poll">Poll interval in seconds (default 60)</label>
-            <input id="subscription-poll" type="number" min={1} max={86400} step={1} value={pollSeconds} onInput={(event) => setPollSeconds(event.currentTarget.value)} />
+            <label for="subscription-poll">Poll interval in seconds (optional)</label>
+            {/* The lower bound is the service's configuration, which the page cannot read: the
+                field takes any whole number and the service judges it (a 422 names its range). */}
+            <input
+              id="subscription-poll"
+              type="number"
+              min={1}
+              max={86400}
+              step={1}
+              aria-describedby="subscription-poll-hint"
+              value={pollSeconds}
+              onInput={(event) => setPollSeconds(event.currentTarget.value)}
+            />
+            <p id="subscription-poll-hint" class="hint">
+              From the service's minimum (30 s unless SERVICE_TRIGGER_MIN_POLL_SECONDS sets another) to 86400 s; 60 s when left empty (the minimum, if that is higher).
+            </p>
           </>
         ) : null}
 
-        <button type="submit" disabled={busy || trigger === undefined}>{busy ? "Creating…" : "Create subscription"}</button>
+        <Button type="submit" enabled={!busy && trigger !== undefined}>{busy ? "Creating…" : "Create subscription"}</Button>
       </form>
       {problem === undefined ? null : <ErrorNotice problem={problem} />}
     </section>
@@ -183,7 +201,7 @@ const Row = (
     readonly client: Client
     readonly subscription: Subscription
     readonly onIngestUrl: (subscriptionId: string, url: string) => void
-    readonly onDeleted: () => void
+    readonly onDeleted: (subscriptionId: string) => void
   }
 ) => {
   const { problem, act } = useAction()
@@ -222,7 +240,7 @@ const Row = (
           onConfirm={() =>
             act(async () => {
               await client.subscriptions.delete(id)
-              onDeleted()
+              onDeleted(id)
             })}
         />
         {problem === undefined ? null : <ErrorNotice problem={problem} />}
@@ -233,9 +251,10 @@ const Row = (
 
 export const Subscriptions = ({ client, me }: { readonly client: Client; readonly me: Me }) => {
   const [refresh, setRefresh] = useState(0)
-  const [shown, setShown] = useState<{ readonly title: string; readonly url: string } | undefined>(undefined)
+  const [shown, setShown] = useState<{ readonly subscriptionId: string; readonly title: string; readonly url: string } | undefined>(undefined)
   // Every creation says so, a polling one (no ingest URL) too; an older ingest URL panel goes.
   const [status, setStatus] = useState("")
+  const heading = useRef<HTMLHeadingElement>(null)
   const paged = usePaged(`subscriptions:${refresh}`, async (cursor) => {
     const page = await client.subscriptions.list({ limit: PAGE_SIZE, cursor })
     return { items: page.subscriptions, nextCursor: page.nextCursor }
@@ -246,7 +265,11 @@ export const Subscriptions = ({ client, me }: { readonly client: Client; readonl
         client={client}
         me={me}
         onCreated={(created) => {
-          setShown(created.ingestUrl === undefined ? undefined : { title: `Subscription ${created.subscriptionId} created`, url: created.ingestUrl })
+          setShown(
+            created.ingestUrl === undefined
+              ? undefined
+              : { subscriptionId: created.subscriptionId, title: `Subscription ${created.subscriptionId} created`, url: created.ingestUrl }
+          )
           setStatus(
             created.ingestUrl === undefined
               ? `Subscription ${created.subscriptionId} created (polling every ${created.pollIntervalSeconds ?? 60} s).`
@@ -259,40 +282,49 @@ export const Subscriptions = ({ client, me }: { readonly client: Client; readonl
       {shown === undefined ? null : <SecretOnce title={shown.title} label="Ingest URL" value={shown.url} onDone={() => setShown(undefined)} />}
       <section aria-labelledby="subscriptions-title">
         <div class="section-head">
-          <h2 id="subscriptions-title">Subscriptions</h2>
-          <button type="button" onClick={paged.reload} disabled={paged.busy}>Refresh</button>
+          <h2 id="subscriptions-title" ref={heading} tabIndex={-1}>Subscriptions</h2>
+          <Button enabled={!paged.busy} onPress={paged.reload}>Refresh</Button>
         </div>
         <ListState paged={paged} what="subscriptions" empty="No trigger subscriptions yet.">
           {(subscriptions) => (
-            <table>
-              <caption class="visually-hidden">Trigger subscriptions, newest first</caption>
-              <thead>
-                <tr>
-                  <th scope="col">Subscription</th>
-                  <th scope="col">Trigger</th>
-                  <th scope="col">User</th>
-                  <th scope="col">Endpoints</th>
-                  <th scope="col">Filters</th>
-                  <th scope="col">Status</th>
-                  <th scope="col">Created</th>
-                  <th scope="col"><span class="visually-hidden">Actions</span></th>
-                </tr>
-              </thead>
-              <tbody>
-                {subscriptions.map((subscription) => (
-                  <Row
-                    key={subscription.subscriptionId}
-                    client={client}
-                    subscription={subscription}
-                    onIngestUrl={(id, url) => {
-                      setStatus("")
-                      setShown({ title: `Ingest URL of ${id} rotated`, url })
-                    }}
-                    onDeleted={() => setRefresh((n) => n + 1)}
-                  />
-                ))}
-              </tbody>
-            </table>
+            <TableScroll label="Trigger subscriptions, newest first">
+              <table>
+                <caption class="visually-hidden">Trigger subscriptions, newest first</caption>
+                <thead>
+                  <tr>
+                    <th scope="col">Subscription</th>
+                    <th scope="col">Trigger</th>
+                    <th scope="col">User</th>
+                    <th scope="col">Endpoints</th>
+                    <th scope="col">Filters</th>
+                    <th scope="col">Status</th>
+                    <th scope="col">Created</th>
+                    <th scope="col"><span class="visually-hidden">Actions</span></th>
+                  </tr>
+                </thead>
+                <tbody>
+                  {subscriptions.map((subscription) => (
+                    <Row
+                      key={subscription.subscriptionId}
+                      client={client}
+                      subscription={subscription}
+                      onIngestUrl={(id, url) => {
+                        setStatus("")
+                        setShown({ subscriptionId: id, title: `Ingest URL of ${id} rotated`, url })
+                      }}
+                      onDeleted={(id) => {
+                        // The row goes, its buttons with it: the focus moves to the list's heading.
+                        heading.current?.focus()
+                        setStatus(`Subscription ${id} deleted.`)
+                      // Its ingest URL, if shown, no longer works: it goes too.
+                      setShown((current) => (current?.subscriptionId === id ? undefined : current))
+                        setRefresh((n) => n + 1)
+                      }}
+                    />
+                  ))}
+                </tbody>
+              </table>
+            </TableScroll>
           )}
         </ListState>
       </section>

@@ -3,13 +3,16 @@
  * first: each arrival's dedup status, aggregate delivery status and per-endpoint targets.
  * Polls while an event is still being selected, pending or delivering.
  */
-import { useState } from "preact/hooks"
+import type { RefObject } from "preact"
+import { useRef, useState } from "preact/hooks"
 import { listTriggers, type TriggerEvent } from "../../../client/index.ts"
 import { type Client, isPinned, type Me } from "../api.ts"
 import { PAGE_SIZE, usePaged } from "../data.ts"
 import { navigate } from "../router.ts"
+import { Button } from "../ui/Button.tsx"
 import { PinnedNotice } from "../ui/Feedback.tsx"
 import { ListState } from "../ui/ListState.tsx"
+import { TableScroll } from "../ui/TableScroll.tsx"
 import { Time } from "../ui/Time.tsx"
 
 const MOVING: ReadonlySet<string> = new Set(["selecting", "pending", "delivering"])
@@ -20,7 +23,8 @@ interface Filters {
   readonly trigger?: string | undefined
 }
 
-const FilterBar = ({ filters }: { readonly filters: Filters }) => {
+/** Applying or clearing makes the form anew for the new filters: `onApply` moves the focus out of it first. */
+const FilterBar = ({ filters, onApply }: { readonly filters: Filters; readonly onApply: () => void }) => {
   const [subscriptionId, setSubscriptionId] = useState(filters.subscriptionId ?? "")
   const [trigger, setTrigger] = useState(filters.trigger ?? "")
   return (
@@ -31,6 +35,7 @@ const FilterBar = ({ filters }: { readonly filters: Filters }) => {
         event.preventDefault()
         const id = subscriptionId.trim()
         navigate({ view: "trigger-events", ...(id === "" ? {} : { subscriptionId: id }), ...(trigger === "" ? {} : { trigger }) })
+        onApply()
       }}
     >
       <label for="events-subscription">Subscription id</label>
@@ -47,6 +52,7 @@ const FilterBar = ({ filters }: { readonly filters: Filters }) => {
           setSubscriptionId("")
           setTrigger("")
           navigate({ view: "trigger-events" })
+          onApply()
         }}
       >
         Clear
@@ -77,7 +83,9 @@ const EventRow = ({ event }: { readonly event: TriggerEvent }) => (
   </tr>
 )
 
-const History = ({ client, filters }: { readonly client: Client; readonly filters: Filters }) => {
+const History = (
+  { client, filters, heading }: { readonly client: Client; readonly filters: Filters; readonly heading: RefObject<HTMLHeadingElement | null> }
+) => {
   const paged = usePaged(
     `trigger-events:${filters.subscriptionId ?? ""}:${filters.trigger ?? ""}`,
     async (cursor) => {
@@ -90,27 +98,29 @@ const History = ({ client, filters }: { readonly client: Client; readonly filter
   return (
     <section aria-labelledby="trigger-events-title">
       <div class="section-head">
-        <h2 id="trigger-events-title">Events</h2>
-        <button type="button" onClick={paged.reload} disabled={paged.busy}>Refresh</button>
+        <h2 id="trigger-events-title" ref={heading} tabIndex={-1}>Events</h2>
+        <Button enabled={!paged.busy} onPress={paged.reload}>Refresh</Button>
       </div>
       <p class="muted" role="status">{polling ? "Refreshing every 2 seconds while deliveries are in progress." : ""}</p>
       <ListState paged={paged} what="trigger events" empty="No trigger events match.">
         {(events) => (
-          <table>
-            <caption class="visually-hidden">Trigger events, newest first</caption>
-            <thead>
-              <tr>
-                <th scope="col">Received</th>
-                <th scope="col">Trigger</th>
-                <th scope="col">Subscription</th>
-                <th scope="col">Dedup</th>
-                <th scope="col">Delivery</th>
-                <th scope="col">Targets</th>
-                <th scope="col">Event</th>
-              </tr>
-            </thead>
-            <tbody>{events.map((event) => <EventRow key={event.arrivalId} event={event} />)}</tbody>
-          </table>
+          <TableScroll label="Trigger events, newest first">
+            <table>
+              <caption class="visually-hidden">Trigger events, newest first</caption>
+              <thead>
+                <tr>
+                  <th scope="col">Received</th>
+                  <th scope="col">Trigger</th>
+                  <th scope="col">Subscription</th>
+                  <th scope="col">Dedup</th>
+                  <th scope="col">Delivery</th>
+                  <th scope="col">Targets</th>
+                  <th scope="col">Event</th>
+                </tr>
+              </thead>
+              <tbody>{events.map((event) => <EventRow key={event.arrivalId} event={event} />)}</tbody>
+            </table>
+          </TableScroll>
         )}
       </ListState>
     </section>
@@ -118,9 +128,14 @@ const History = ({ client, filters }: { readonly client: Client; readonly filter
 }
 
 export const TriggerEvents = ({ client, me, filters }: { readonly client: Client; readonly me: Me; readonly filters: Filters }) =>
-  isPinned(me) ? <PinnedNotice what="trigger event history" userId={me.pinnedUserId ?? ""} /> : (
+  isPinned(me) ? <PinnedNotice what="trigger event history" userId={me.pinnedUserId ?? ""} /> : <Filtered client={client} filters={filters} />
+
+const Filtered = ({ client, filters }: { readonly client: Client; readonly filters: Filters }) => {
+  const heading = useRef<HTMLHeadingElement>(null)
+  return (
     <>
-      <FilterBar key={`${filters.subscriptionId ?? ""}:${filters.trigger ?? ""}`} filters={filters} />
-      <History client={client} filters={filters} />
+      <FilterBar key={`${filters.subscriptionId ?? ""}:${filters.trigger ?? ""}`} filters={filters} onApply={() => heading.current?.focus()} />
+      <History client={client} filters={filters} heading={heading} />
     </>
   )
+}

@@ -8,6 +8,7 @@ import type { WebhookEndpoint } from "../../../client/index.ts"
 import { type Client, isPinned, type Me, type Problem, toProblem } from "../api.ts"
 import { useAction, useResource } from "../data.ts"
 import { navigate } from "../router.ts"
+import { Button } from "../ui/Button.tsx"
 import { Confirm } from "../ui/Confirm.tsx"
 import { ErrorNotice, Loading, PinnedNotice } from "../ui/Feedback.tsx"
 import { Link } from "../ui/Link.tsx"
@@ -38,14 +39,19 @@ const EditEndpoint = (
       <form
         onSubmit={async (event) => {
           event.preventDefault()
-          if (!changed) return
+          if (busy || !changed || events.length === 0) return
           setBusy(true)
           setProblem(undefined)
           try {
-            await client.webhooks.update(endpoint.endpointId, changes)
+            // The form shows what was saved and stays mounted, so the focus stays on its button.
+            const saved = await client.webhooks.update(endpoint.endpointId, changes)
+            setUrl(saved.url)
+            setEvents(saved.events)
+            setActive(saved.active)
             onSaved()
           } catch (error) {
             setProblem(toProblem(error))
+          } finally {
             setBusy(false)
           }
         }}
@@ -57,7 +63,7 @@ const EditEndpoint = (
           <input id="edit-active" type="checkbox" checked={active} onChange={(event) => setActive(event.currentTarget.checked)} />
           <label for="edit-active">Active</label>
         </div>
-        <button type="submit" disabled={busy || !changed || events.length === 0}>{busy ? "Saving…" : "Save changes"}</button>
+        <Button type="submit" enabled={!busy && changed && events.length > 0}>{busy ? "Saving…" : "Save changes"}</Button>
       </form>
       {problem === undefined ? null : <ErrorNotice problem={problem} />}
     </section>
@@ -110,7 +116,6 @@ export const WebhookDetail = ({ client, me, endpointId }: { readonly client: Cli
 
 const Endpoint = ({ client, endpointId }: { readonly client: Client; readonly endpointId: string }) => {
   const endpoint = useResource(`endpoint:${endpointId}`, () => client.webhooks.get(endpointId))
-  const [saves, setSaves] = useState(0)
   const [status, setStatus] = useState("")
   return (
     <>
@@ -135,11 +140,9 @@ const Endpoint = ({ client, endpointId }: { readonly client: Client; readonly en
             <dd><Time iso={endpoint.value.updatedAt} /></dd>
           </dl>
           <EditEndpoint
-            key={`${endpoint.value.updatedAt}:${saves}`}
             client={client}
             endpoint={endpoint.value}
             onSaved={() => {
-              setSaves((n) => n + 1)
               setStatus("Changes saved.")
               endpoint.reload()
             }}

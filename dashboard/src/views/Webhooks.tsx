@@ -6,10 +6,12 @@ import { useState } from "preact/hooks"
 import type { CreatedWebhookEndpoint } from "../../../client/index.ts"
 import { type Client, isPinned, type Me, type Problem, toProblem } from "../api.ts"
 import { PAGE_SIZE, usePaged } from "../data.ts"
+import { Button } from "../ui/Button.tsx"
 import { ErrorNotice, PinnedNotice } from "../ui/Feedback.tsx"
 import { Link } from "../ui/Link.tsx"
 import { ListState } from "../ui/ListState.tsx"
 import { SecretOnce } from "../ui/SecretOnce.tsx"
+import { TableScroll } from "../ui/TableScroll.tsx"
 import { Time } from "../ui/Time.tsx"
 import { EventPicker } from "./EventPicker.tsx"
 
@@ -25,6 +27,7 @@ const CreateEndpoint = ({ client, onCreated }: { readonly client: Client; readon
       <form
         onSubmit={async (event) => {
           event.preventDefault()
+          if (busy || events.length === 0) return
           setBusy(true)
           setProblem(undefined)
           try {
@@ -52,7 +55,7 @@ const CreateEndpoint = ({ client, onCreated }: { readonly client: Client; readon
           <input id="endpoint-active" type="checkbox" checked={active} onChange={(event) => setActive(event.currentTarget.checked)} />
           <label for="endpoint-active">Active</label>
         </div>
-        <button type="submit" disabled={busy || events.length === 0}>{busy ? "Creating…" : "Create endpoint"}</button>
+        <Button type="submit" enabled={!busy && events.length > 0}>{busy ? "Creating…" : "Create endpoint"}</Button>
       </form>
       {problem === undefined ? null : <ErrorNotice problem={problem} />}
     </section>
@@ -93,36 +96,38 @@ const Endpoints = ({ client }: { readonly client: Client }) => {
       <section aria-labelledby="endpoints-title">
         <div class="section-head">
           <h2 id="endpoints-title">Endpoints</h2>
-          <button type="button" onClick={paged.reload} disabled={paged.busy}>Refresh</button>
+          <Button enabled={!paged.busy} onPress={paged.reload}>Refresh</Button>
         </div>
         <ListState paged={paged} what="endpoints" empty="No webhook endpoints yet.">
           {(endpoints) => (
-            <table>
-              <caption class="visually-hidden">Webhook endpoints</caption>
-              <thead>
-                <tr>
-                  <th scope="col">URL</th>
-                  <th scope="col">Events</th>
-                  <th scope="col">Active</th>
-                  <th scope="col">Secret prefix</th>
-                  <th scope="col">Created</th>
-                </tr>
-              </thead>
-              <tbody>
-                {endpoints.map((endpoint) => (
-                  <tr key={endpoint.endpointId}>
-                    <td class="url">
-                      <Link to={{ view: "webhook", endpointId: endpoint.endpointId }}>{endpoint.url}</Link>
-                      <div class="muted"><code>{endpoint.endpointId}</code></div>
-                    </td>
-                    <td>{endpoint.events.join(", ")}</td>
-                    <td>{endpoint.active ? "yes" : "no"}</td>
-                    <td><code>{endpoint.secretPrefix}</code>…</td>
-                    <td><Time iso={endpoint.createdAt} /></td>
+            <TableScroll label="Webhook endpoints">
+              <table>
+                <caption class="visually-hidden">Webhook endpoints</caption>
+                <thead>
+                  <tr>
+                    <th scope="col">URL</th>
+                    <th scope="col">Events</th>
+                    <th scope="col">Active</th>
+                    <th scope="col">Secret prefix</th>
+                    <th scope="col">Created</th>
                   </tr>
-                ))}
-              </tbody>
-            </table>
+                </thead>
+                <tbody>
+                  {endpoints.map((endpoint) => (
+                    <tr key={endpoint.endpointId}>
+                      <td class="url">
+                        <Link to={{ view: "webhook", endpointId: endpoint.endpointId }}>{endpoint.url}</Link>
+                        <div class="muted"><code>{endpoint.endpointId}</code></div>
+                      </td>
+                      <td>{endpoint.events.join(", ")}</td>
+                      <td>{endpoint.active ? "yes" : "no"}</td>
+                      <td><code>{endpoint.secretPrefix}</code>…</td>
+                      <td><Time iso={endpoint.createdAt} /></td>
+                    </tr>
+                  ))}
+                </tbody>
+              </table>
+            </TableScroll>
           )}
         </ListState>
       </section>

@@ -1,0 +1,72 @@
+/**
+ * The dashboard on a 375 px screen, in headless Chromium against the real service: a long valid
+ * id does not make the page scroll sideways, and a table that scrolls inside its own box can be
+ * reached and scrolled by keyboard (axe's scrollable-region-focusable), named for what it holds.
+ */
+import type { Page } from "playwright-core"
+import { describe, expect, it } from "vitest"
+import { KEY } from "../support/Service.ts"
+import { seriousViolations } from "./Browser.ts"
+import { dashboardHarness } from "./Harness.ts"
+
+const h = await dashboardHarness()
+const { api, url } = h
+
+const LONG_USER = "user_with_a_quite_long_identifier_that_is_sixty_four_chars_xxxxx"
+
+const signIn = async (page: Page, path: string) => {
+  await page.goto(url(path))
+  await page.getByLabel("API key").fill(KEY)
+  await page.getByRole("button", { name: "Sign in" }).click()
+  await page.getByRole("navigation", { name: "Views" }).waitFor()
+}
+
+const fits = (page: Page) => page.evaluate<boolean>(`document.documentElement.scrollWidth <= document.documentElement.clientWidth`)
+
+const settled = (page: Page) =>
+  expect.poll(() => page.evaluate(`document.querySelector("[aria-busy=true], .loading") === null`), { timeout: 10_000 }).toBe(true)
+
+describe("the dashboard at 375 px", () => {
+  it("keeps an execution record with a 64-character user id inside the screen", async () => {
+    expect(LONG_USER).toHaveLength(64)
+    const execution = await api.executions.execute({ tool: "demo.echo", input: {}, userId: LONG_USER })
+    const page = await h.browser.context.newPage()
+    await page.setViewportSize({ width: 375, height: 740 })
+    await signIn(page, `/dashboard/executions/${execution.executionId}`)
+    await page.getByText(LONG_USER).waitFor()
+    expect(await fits(page)).toBe(true)
+    await page.close()
+  })
+
+  it("lets a table that scrolls inside itself take the keyboard focus, named for what it holds", async () => {
+    const endpoint = await api.webhooks.create({ url: "https://example.com/narrow-events", events: ["trigger.*"] })
+    const pushed = await api.subscriptions.create({ trigger: "demo.event", userId: "user_narrow_events", webhookEndpointIds: [endpoint.endpointId] })
+    const ingested = await fetch(url(new URL(pushed.ingestUrl ?? "").pathname), {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ type: "event_callback", event_id: "Ev_narrow_events", event_time: Math.floor(Date.now() / 1000), event: { type: "narrow" } })
+    })
+    expect(ingested.status).toBe(202)
+    await api.executions.execute({ tool: "demo.echo", input: {}, userId: LONG_USER })
+    await api.files.create({ name: "narrow-events.txt", content: new TextEncoder().encode("n") })
+    const page = await h.browser.context.newPage()
+    await page.setViewportSize({ width: 375, height: 740 })
+    await signIn(page, "/dashboard/trigger-events")
+    for (const [path, name] of [
+      ["/dashboard/trigger-events", "Trigger events, newest first"],
+      ["/dashboard/executions", "Executions, newest first"],
+      ["/dashboard/subscriptions", "Trigger subscriptions, newest first"],
+      ["/dashboard/webhooks", "Webhook endpoints"],
+      ["/dashboard/files", "Staged files, newest first"]
+    ] as const) {
+      await page.goto(url(path))
+      await page.locator("table tbody tr").first().waitFor()
+      await settled(page)
+      expect(await seriousViolations(page), path).toEqual([])
+      const region = page.getByRole("region", { name })
+      expect(await region.getAttribute("tabindex"), path).toBe("0")
+      expect(await fits(page), path).toBe(true)
+    }
+    await page.close()
+  })
+})
