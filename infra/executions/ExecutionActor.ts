@@ -190,17 +190,21 @@ export const make = Effect.gen(function*() {
           }))
       ))))
 
-  const runs = makeRuns({ store, permits, adapters, files, scope, mutate, entryFor })
+  const shutdown = yield* Shutdown
+  const runs = makeRuns({ store, permits, adapters, files, scope, mutate, entryFor, stopping: shutdown.stopping })
 
   /**
    * A clean stop (SIGTERM) lets the executions dispatched here finish, within the stop's deadline
    * (actors/Shutdown.ts): only what is still running then is interrupted, and a peer or the next
-   * start fails it with `execution_interrupted`. Dispatches that begin meanwhile are waited for too.
+   * start fails it with `execution_interrupted`. What waits for a permit does not start once the
+   * stop has begun (ExecutionRun.ts): it stays pending for the next process, and is not waited for.
    */
   const awaited = new Set<Fiber.Fiber<unknown, unknown>>()
-  yield* (yield* Shutdown).onStop("executions", Effect.gen(function*() {
+  yield* shutdown.onStop("executions", Effect.gen(function*() {
     while (true) {
-      const running = [...entries.values()].flatMap((entry) => entry.fiber === undefined || awaited.has(entry.fiber) ? [] : [entry.fiber])
+      const running = [...entries.values()].flatMap((entry) =>
+        entry.fiber === undefined || !entry.dispatching || awaited.has(entry.fiber) ? [] : [entry.fiber]
+      )
       if (running.length === 0) return
       for (const fiber of running) awaited.add(fiber)
       yield* Effect.forEach(running, Fiber.await, { concurrency: "unbounded", discard: true })

@@ -57,6 +57,11 @@ export interface Entry {
   state: ExecutionState
   version: number
   fiber: Fiber.Fiber<void, never> | undefined
+  /**
+   * Whether its dispatch went past the permit into the tool (set before the start is recorded):
+   * what a clean stop waits for. A dispatch still waiting for a permit is not.
+   */
+  dispatching: boolean
   /** Frees the toolkit permit once (cancel frees it before the dispatch fiber has ended). */
   releasePermit: Effect.Effect<void>
 }
@@ -66,6 +71,7 @@ export const newEntry = (state: ExecutionState, version: number): Entry => ({
   state,
   version,
   fiber: undefined,
+  dispatching: false,
   releasePermit: Effect.void
 })
 
@@ -122,9 +128,11 @@ export interface RunDependencies {
   ) => Effect.Effect<ExecutionRecord, NotFound | StateConflict | StoreUnavailable>
   /** The cached live execution, or a fresh fold. */
   readonly entryFor: (executionId: string) => Effect.Effect<Entry, StoreUnavailable>
+  /** True once the process is stopping (actors/Shutdown.ts): no pending execution starts then. */
+  readonly stopping: () => boolean
 }
 
-export const makeRuns = ({ store, permits, adapters, files, scope, mutate, entryFor }: RunDependencies) => {
+export const makeRuns = ({ store, permits, adapters, files, scope, mutate, entryFor, stopping }: RunDependencies) => {
   const runTool = (request: Pick<ExecutionRequested, "executionId" | "projectId" | "userId" | "attachments">, plan: DispatchPlan) =>
     runAdapter(adapters.get(plan.tool.name), plan, {
       executionId: request.executionId,
@@ -176,6 +184,10 @@ export const makeRuns = ({ store, permits, adapters, files, scope, mutate, entry
       run.permit = "held"
     }
     if (entry.state?.record.status === "pending") {
+      // A stopping process starts nothing: the execution stays pending, and the next process
+      // (or a peer) runs it. The permit goes back as the dispatch ends.
+      if (stopping()) return
+      entry.dispatching = true
       const started = yield* mutate(executionId, (now) => ({ _tag: "StartDispatch", now, owner: run.incarnation.id })).pipe(
         // A store that fails (a connection lost) delays the start; it must not leave it pending.
         Effect.retry(whileStoreFails),
@@ -191,6 +203,7 @@ export const makeRuns = ({ store, permits, adapters, files, scope, mutate, entry
         return
       }
     } else if (entry.state?.record.status !== "running") return
+    entry.dispatching = true
     const outcome = yield* runTool(request, plan)
     yield* mutate(executionId, (now) => outcomeCommand(outcome, now)).pipe(
       Effect.catchTag("StateConflict", () => Effect.void),

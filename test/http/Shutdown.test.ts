@@ -156,6 +156,49 @@ describe.skipIf(!postgresAvailable)("SIGTERM under load (Postgres, real processe
     }
   }, 60_000)
 
+  // A stop finishes what it is running; what waits for a permit stays pending for the next
+  // process, which runs it. Before, the stop started the queued ones as permits came free, and
+  // the ones it started last were cut at the deadline: failed as execution_interrupted.
+  it("starts nothing queued once stopping: the running ones finish, the pending ones run in the next process", async () => {
+    const database = await createTestDatabase("sigterm_queued")
+    const certificate = makeCertificate()
+    try {
+      const env = serviceEnv(database, certificate)
+      const service = await startProcess(env, await freePort())
+      children.push(service)
+      // demo allows 4 at once per project: 4 run, 12 wait (12 x 1.5 s would outlast the 10 s).
+      const ids: Array<string> = []
+      for (let i = 0; i < 16; i++) {
+        const accepted = await service.fetch("/v1/execute", {
+          method: "POST",
+          key: keyOf("p1"),
+          json: { tool: "demo.sleep", userId: "u1", input: { ms: 1_500 }, mode: "async" }
+        })
+        expect(accepted.status).toBe(202)
+        ids.push((await accepted.json() as { executionId: string }).executionId)
+      }
+      await new Promise((resolve) => setTimeout(resolve, 300))
+      const exited = new Promise<number | null>((resolve) => service.process.once("exit", (code) => resolve(code)))
+      const signalledAt = Date.now()
+      service.process.kill("SIGTERM")
+      expect(await exited).toBe(0)
+      // The four running ones (about 1.2 s left), not the queue behind them.
+      expect(Date.now() - signalledAt).toBeLessThan(5_000)
+      const next = await startProcess(env, await freePort())
+      children.push(next)
+      const read = async () =>
+        Promise.all(ids.map(async (id) => await (await next.fetch(`/v1/executions/${id}`, { key: keyOf("p1") })).json() as { status: string; startedAt?: string; error?: { code: string } }))
+      await eventually(async () => (await read()).every((record) => record.status === "succeeded"), 30_000, "every execution to succeed")
+      const records = await read()
+      expect(records.filter((record) => record.status !== "succeeded")).toEqual([])
+      // Four started before the signal; none in the first process after it.
+      expect(records.filter((record) => Date.parse(record.startedAt!) < signalledAt).length).toBe(4)
+      await next.stop()
+    } finally {
+      await dropTestDatabase(database)
+    }
+  }, 90_000)
+
   it("delivers the trigger events it took before it exits: their payloads live in this process only", async () => {
     const database = await createTestDatabase("sigterm_triggers")
     const certificate = makeCertificate()
