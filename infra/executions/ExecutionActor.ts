@@ -197,10 +197,14 @@ export const make = Effect.gen(function*() {
    * A clean stop (SIGTERM) lets the executions dispatched here finish, within the stop's deadline
    * (actors/Shutdown.ts): only what is still running then is interrupted, and a peer or the next
    * start fails it with `execution_interrupted`. What waits for a permit does not start once the
-   * stop has begun (ExecutionRun.ts): it stays pending for the next process, and is not waited for.
+   * stop has begun (ExecutionRun.ts): it stays pending for the next process, and is not waited for;
+   * a request waiting for it is answered at once.
    */
   const awaited = new Set<Fiber.Fiber<unknown, unknown>>()
   yield* shutdown.onStop("executions", Effect.gen(function*() {
+    // A request waiting for one that will not start here now (a sync call of an async-by-nature
+    // tool behind the toolkit's cap) is answered with it as it is: 202, pending, and its Location.
+    for (const [executionId, entry] of entries) if (entry.fiber !== undefined && !entry.dispatching) waiters.release(executionId)
     while (true) {
       const running = [...entries.values()].flatMap((entry) =>
         entry.fiber === undefined || !entry.dispatching || awaited.has(entry.fiber) ? [] : [entry.fiber]

@@ -32,6 +32,8 @@ export interface TerminalWaitersDeps {
 
 export const makeTerminalWaiters = (deps: TerminalWaitersDeps) => {
   const waiting = new Map<string, Set<(record: ExecutionRecord) => void>>()
+  /** Each waiter's way to stop waiting with what it knows now (its fallback), by execution. */
+  const releases = new Map<string, Set<() => void>>()
   let remote = 0
   let follower: Fiber.Fiber<void, StoreUnavailable> | undefined
 
@@ -90,10 +92,14 @@ export const makeTerminalWaiters = (deps: TerminalWaitersDeps) => {
         resume(Effect.succeed(record))
       }
       const listener = (record: ExecutionRecord) => finish(record)
+      const release = () => finish(fallback())
       const forget = () => {
         const set = waiting.get(executionId)
         set?.delete(listener)
         if (set?.size === 0) waiting.delete(executionId)
+        const own = releases.get(executionId)
+        own?.delete(release)
+        if (own?.size === 0) releases.delete(executionId)
         if (fromElsewhere) {
           remote--
           stopFollowerIfIdle()
@@ -103,6 +109,9 @@ export const makeTerminalWaiters = (deps: TerminalWaitersDeps) => {
       const set = waiting.get(executionId) ?? new Set()
       set.add(listener)
       waiting.set(executionId, set)
+      const own = releases.get(executionId) ?? new Set()
+      own.add(release)
+      releases.set(executionId, own)
       if (fromElsewhere) {
         remote++
         // Registered: now the follower, then one read for what committed before it started.
@@ -124,5 +133,13 @@ export const makeTerminalWaiters = (deps: TerminalWaitersDeps) => {
     return registered
   }
 
-  return { settle, wait }
+  /**
+   * Ends the waits on `executionId` now, each with what it knows (its fallback, as at its
+   * timeout): a sync execute then answers 202 with the current record and its `Location`.
+   */
+  const release = (executionId: string) => {
+    for (const end of [...(releases.get(executionId) ?? [])]) end()
+  }
+
+  return { settle, wait, release }
 }
