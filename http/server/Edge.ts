@@ -4,7 +4,7 @@
  * parsing), unknown routes (404) and wrong methods (405), and the envelope for anything that
  * escapes the API's own middleware. Every response leaves with a `Request-Id` header.
  */
-import { Effect } from "effect"
+import { Cause, Effect } from "effect"
 import type { Duplex } from "node:stream"
 import { normalized } from "../../domain/Errors.ts"
 import { unstorableMessage, type Unstorable, unstorableText } from "../../domain/Storable.ts"
@@ -300,6 +300,9 @@ export const makeEdge = (options: EdgeOptions) => {
         Effect.provideService(CurrentRequest, meta),
         Effect.map(respond),
         Effect.catchCause((cause) => {
+          // Interrupted only (the client went away, or the stop's deadline cut it): no answer
+          // to make, and nothing failed; the request's line says 499 (RequestLog.ts).
+          if (Cause.hasInterruptsOnly(cause)) return Effect.failCause(cause)
           for (const reason of cause.reasons) {
             if (reason._tag === "Fail" && isRouteNotFound(reason.error)) {
               // A path the router cannot take (a bad percent escape, an id past its length

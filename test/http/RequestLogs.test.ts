@@ -70,3 +70,31 @@ describe.skipIf(!postgresAvailable)("request logs", () => {
     expect(messages(logged)).not.toContain("unhandled failure")
   })
 })
+
+// operations.md, "Logs": a client that goes away before its answer is logged with nginx's 499,
+// at info, not as an unhandled failure answered 500.
+describe("a client that goes away", () => {
+  let service: InProcessService | undefined
+  afterAll(() => service?.close())
+
+  it("is counted and logged as 499, with no error line", async () => {
+    const logged: Array<Logged> = []
+    service = await startService({ ...ROOMY }, collector(logged))
+    const controller = new AbortController()
+    const pending = service.fetch("/v1/execute", {
+      method: "POST",
+      json: { tool: "demo.sleep", userId: "u1", input: { ms: 1_500 } },
+      signal: controller.signal
+    }).catch(() => undefined)
+    await new Promise((resolve) => setTimeout(resolve, 300))
+    controller.abort()
+    await pending
+    // The request's line and its metric carry the same status; the metric is read here.
+    const counted = async () =>
+      /http_server_requests_total\{[^}]*route="\/v1\/execute"[^}]*status="499"[^}]*\} 1/.test(await (await service!.fetch("/metrics", { key: null })).text())
+    const deadline = Date.now() + 5_000
+    while (!(await counted()) && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 50))
+    expect(await counted()).toBe(true)
+    expect(messages(logged)).not.toContain("unhandled failure")
+  })
+})
