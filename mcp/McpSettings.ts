@@ -8,7 +8,7 @@
  * reference servers do for a local server: a rebinding page reaches 127.0.0.1 under its own name.
  */
 import { Config, Effect } from "effect"
-import { ConfigInvalid } from "../infra/Settings.ts"
+import { ConfigInvalid, integer } from "../infra/Settings.ts"
 
 export type DiscoveryMode = "catalog" | "search"
 
@@ -58,7 +58,8 @@ const invalid = (variable: string, reason: string) => Effect.fail(new ConfigInva
 /** Reads and checks the gateway's variables; a bad value stops start-up with one line naming it. */
 export const mcpSettings: Effect.Effect<McpSettingsShape, Config.ConfigError | ConfigInvalid> = Effect.gen(function*() {
   const tools = yield* Config.Literals(["catalog", "search"], "SERVICE_MCP_TOOLS").pipe(Config.withDefault("catalog" as const))
-  const port = yield* Config.Int("SERVICE_PORT").pipe(Config.withDefault(8080))
+  // Read as every variable is (trimmed, one line when bad); the preflight has checked it first.
+  const port = yield* integer("SERVICE_PORT", 8080, 0, 65535)
   const baseUrl = (yield* optionalText("SERVICE_BASE_URL")) ?? `http://localhost:${port}`
   const baseOrigin = originOf(baseUrl)
   if (baseOrigin === undefined) return yield* invalid("SERVICE_BASE_URL", `expected an http(s) URL, got "${baseUrl}"`)

@@ -113,6 +113,17 @@ describe.skipIf(!postgresAvailable)("start-up failures on Postgres", () => {
     await rotating.stop()
   })
 
+  // Every variable is read trimmed (infra/Settings.ts); the port was read a second time, by the
+  // MCP settings, untrimmed, and failed start-up with a schema error.
+  it("a port with spaces around it is the port", async () => {
+    const port = await freePort()
+    const child = await startProcess({ SERVICE_PORT: ` ${port} ` }, port)
+    const exited = new Promise<number | null>((resolve) => child.process.once("exit", (code) => resolve(code)))
+    expect((await fetch(`http://127.0.0.1:${port}/healthz`)).status).toBe(200)
+    child.process.kill("SIGTERM")
+    expect(await exited).toBe(0)
+  })
+
   it("SIGTERM stops cleanly: exit 0 and a line saying so", async () => {
     const url = await createTestDatabase("sigterm")
     databases.push(url)
