@@ -91,10 +91,26 @@ export const describeStartupFailure = (cause: Cause.Cause<unknown>, databaseHost
     const where = databaseHost === undefined ? "" : ` at ${databaseHost}`
     if (code in DATABASE_CODES) return `SERVICE_DATABASE_URL: the database${where} is unreachable (${DATABASE_CODES[code]})`
     if (code in POSTGRES_CODES) return `SERVICE_DATABASE_URL: ${POSTGRES_CODES[code]}${where}: ${firstLine(error.message)}`
+    // Any other SQLSTATE: a statement of the start (a migration, say) that Postgres refused.
+    if (SQLSTATE.test(code)) return `SERVICE_DATABASE_URL: the database${where} refused a statement: ${firstLine(error.message)} (SQLSTATE ${code})`
+  }
+  // The Postgres client's own failure (a server that does not answer in time, or does not speak
+  // Postgres): what it said, and what it found below, under the variable that points there.
+  const client = errors.find((error) => typeof error.message === "string" && error.message.startsWith(PG_CLIENT))
+  if (client !== undefined) {
+    const said = firstLine(client.message).slice(PG_CLIENT.length)
+    const below = errors.slice(errors.indexOf(client) + 1).map((error) => firstLine(error.message)).find((m) => m !== "" && m !== said && !m.startsWith(PG_CLIENT))
+    const where = databaseHost === undefined ? "" : ` at ${databaseHost}`
+    return `SERVICE_DATABASE_URL: the database${where} failed: ${said}${below === undefined ? "" : ` (${below})`}`
   }
   const first = errors[0]
   return `${what}: ${firstLine(first?.message ?? Cause.pretty(cause))}`
 }
+
+/** A Postgres error code (SQLSTATE): five digits or capitals, a digit among them (Node's codes, EPIPE, have none). */
+const SQLSTATE = /^(?=.*\d)[0-9A-Z]{5}$/
+/** How the Postgres client's messages begin. */
+const PG_CLIENT = "PgConnection: "
 
 /** The host and port of a database URL, without its credentials. */
 export const databaseHostOf = (url: string | undefined): string | undefined => {
