@@ -138,7 +138,8 @@ export const makeTerminalWaiters = (deps: TerminalWaitersDeps) => {
    * timeout): a sync execute then answers 202 with the current record and its `Location`.
    */
   const release = (executionId: string) => {
-    for (const end of [...(releases.get(executionId) ?? [])]) end()
+    // Each end takes itself out of the set; a Set's iteration goes on past a deleted entry.
+    for (const end of releases.get(executionId) ?? []) end()
   }
 
   return { settle, wait, release }
