@@ -6,4 +6,10 @@
 import { enableCompileCache } from "node:module"
 
 enableCompileCache()
+// A reader that goes away (`events tail | head -2`) ends the command quietly, as it ends any
+// Unix filter, rather than with Node's stack for an unhandled EPIPE.
+process.stdout.on("error", (error: NodeJS.ErrnoException) => {
+  if (error.code === "EPIPE") process.exit(0)
+  throw error
+})
 await import("./cli/Root.ts")

@@ -282,6 +282,25 @@ describe.skipIf(!postgresAvailable)("command line on Postgres", () => {
     }
   })
 
+  // `events tail | head -2`: the reader goes away, and the tail ends quietly, as a Unix filter does.
+  it("events tail ends quietly (exit 0, no stack) when its reader closes the pipe", async () => {
+    await appendThree("cli-tail-pipe")
+    const clean = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith("SERVICE_")))
+    const child = spawn(process.execPath, [MAIN, "events", "tail"], { env: { ...clean, ...env }, stdio: ["ignore", "pipe", "pipe"] })
+    let err = ""
+    child.stderr.on("data", (chunk: Buffer) => (err += chunk.toString()))
+    const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)))
+    const deadline = Date.now() + 10_000
+    while (!err.includes("following after ") && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 50))
+    // The reader goes away; the tail learns it at its next write, for the next event.
+    child.stdout.destroy()
+    await appendThree("cli-tail-pipe-2")
+    const code = await Promise.race([exited, new Promise<string>((resolve) => setTimeout(() => resolve("still running"), 15_000))])
+    if (code === "still running") child.kill("SIGKILL")
+    expect(code).toBe(0)
+    expect(err).not.toContain("EPIPE")
+  })
+
   it("events tail without a flag follows from the newest event; --from starts after a position", async () => {
     const fromHead = await tail([], "cli-tail-2", 3, () => appendThree("cli-tail-2"))
     expect(fromHead.map((e) => e.data)).toEqual([{ n: 1 }, { n: 2 }, { n: 3 }])
