@@ -49,9 +49,20 @@ export const replayProjection = (
 ): Effect.Effect<number, SqlError, SqlClient.SqlClient> =>
   Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
-    const specs = specMap([projection])
     // Random as well as timed: two processes rebuilding at start-up must not share a table.
     const suffix = `r${Date.now().toString(36)}${randomBytes(3).toString("hex")}`
+    // Cut short (Ctrl-C on `projections replay`, a start interrupted) or failed: the tables this
+    // replay was filling go; the live ones were never touched. (A kill -9 leaves them behind.)
+    const dropOwn = Effect.forEach(projection.tables, (table) => sql.unsafe(`DROP TABLE IF EXISTS ${ident(physicalName(table.name, suffix))}`), {
+      discard: true
+    }).pipe(Effect.ignore)
+    return yield* rebuild(projection, suffix, onProgress).pipe(Effect.onExit((exit) => (exit._tag === "Success" ? Effect.void : dropOwn)))
+  })
+
+const rebuild = (projection: Projection, suffix: string, onProgress: (progress: ReplayProgress) => Effect.Effect<void>) =>
+  Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    const specs = specMap([projection])
     for (const table of projection.tables) {
       for (const statement of createTableStatements(table, suffix)) yield* sql.unsafe(statement)
     }

@@ -49,7 +49,15 @@ const replay = Command.make(
           return yield* fail(`unknown projection ${wanted}; known: ${all.map((p) => p.name).join(", ") || "none"}`)
         }
         for (const projection of chosen) {
-          const count = yield* replayProjection(projection, (progress) => bar(projection.name, progress))
+          const count = yield* replayProjection(projection, (progress) => bar(projection.name, progress)).pipe(
+            // Stopped (Ctrl-C): say which one, and end as an interrupted command does (130).
+            Effect.onInterrupt(() =>
+              Effect.sync(() => {
+                process.stderr.write(`\ninterrupted: ${projection.name} keeps its tables as they were (those listed as rebuilt above are in place)\n`)
+                process.exitCode = 130
+              })
+            )
+          )
           if (process.stderr.isTTY === true) process.stderr.write("\n")
           yield* print(`${projection.name}: rebuilt from ${count} events and swapped in`)
         }

@@ -33,9 +33,14 @@ const root = Command.make("service").pipe(
   Command.withSubcommands([serve, migrate, keys, projections, events, secrets])
 )
 
-/** A stop asked for by a signal is a clean end: exit 0, not 130. */
+/**
+ * A stop asked for by a signal is a clean end: exit 0, not 130, unless the command said
+ * otherwise (`projections replay` cut short sets 130: its work was not done).
+ */
 const teardown: Runtime.Teardown = (exit, onExit) =>
-  Exit.isFailure(exit) && Cause.hasInterruptsOnly(exit.cause) ? onExit(0) : Runtime.defaultTeardown(exit, onExit)
+  Exit.isFailure(exit) && Cause.hasInterruptsOnly(exit.cause)
+    ? onExit(typeof process.exitCode === "number" ? process.exitCode : 0)
+    : Runtime.defaultTeardown(exit, onExit)
 
 root.pipe(
   Command.run({ version: "0.1.0" }),

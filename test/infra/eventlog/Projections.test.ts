@@ -171,6 +171,33 @@ describe.skipIf(!postgresAvailable)("projections on Postgres", () => {
       }))
   })
 
+  layer(pgLayer([inline]), { timeout: 60_000, excludeTestServices: true })("an interrupted replay", (it) => {
+    // `projections replay` stopped with Ctrl-C (or a replay at start-up cut short): the tables it
+    // was filling go, the live ones stay as they were.
+    it.effect("leaves no table of its own behind and the live tables as they were", () =>
+      Effect.gen(function*() {
+        const store = yield* EventStore
+        const sql = yield* SqlClient.SqlClient
+        const state = new Map<string, { version: number; balance: number }>()
+        for (let n = 0; n < 2_500; n++) {
+          const account = ACCOUNT_IDS[n % ACCOUNT_IDS.length]!
+          const current = state.get(account) ?? { version: 0, balance: 0 }
+          const { request, balance } = nextEvent(account, current.version, current.balance, n)
+          yield* store.append([request])
+          state.set(account, { version: current.version + 1, balance })
+        }
+        const before = yield* pgDump(ACCOUNTS)
+        const firstBatch = yield* Deferred.make<void>()
+        const replay = yield* Effect.forkChild(replayProjection(inline, (p) => (p.done > 0 ? Deferred.succeed(firstBatch, undefined) : Effect.void)))
+        yield* Deferred.await(firstBatch)
+        yield* Fiber.interrupt(replay)
+        const tables = yield* sql<{ name: string }>`
+          SELECT tablename AS name FROM pg_tables WHERE schemaname = 'public' AND tablename LIKE 'v\\_%' ORDER BY 1`
+        assert.deepStrictEqual(tables.map((t) => t.name), [physicalName(ACCOUNTS.name), physicalName(ENTRIES.name)])
+        assert.deepStrictEqual(yield* pgDump(ACCOUNTS), before)
+      }))
+  })
+
   layer(pgLayer([inline, asyncProjection]), { timeout: 60_000, excludeTestServices: true })("status", (it) => {
     it.effect("reports checkpoints and lag: inline never lags, an async projection lags until replayed", () =>
       Effect.gen(function*() {
