@@ -95,6 +95,8 @@ interface Caller {
   readonly principal: Principal
   readonly keyHash: string
   readonly headerUserId: string | undefined
+  /** Whether the request's key still holds (a revoke ends what it opened); true while the store is away. */
+  readonly keyValid: Effect.Effect<boolean>
 }
 
 export const makeHandle = (parts: GatewayParts) => {
@@ -131,7 +133,8 @@ export const makeHandle = (parts: GatewayParts) => {
     const headerUserId = request.headers.get(USER_HEADER) ?? undefined
     const checked = sessionUser(undefined, headerUserId, principal.userId)
     if (!("userId" in checked)) return Answers.envelope(requestId, checked.code === "invalid_input" ? 422 : 403, normalized(checked.code, checked.message), limits)
-    return { caller: { principal, keyHash: keyHash(presented), headerUserId } satisfies Caller, limits }
+    const keyValid = keys.verify(presented).pipe(Effect.map((still) => still !== undefined), Effect.orElseSucceed(() => true))
+    return { caller: { principal, keyHash: keyHash(presented), headerUserId, keyValid } satisfies Caller, limits }
   })
 
   /** The session a later request names, or the answer for a missing, unknown or foreign one. */
@@ -241,7 +244,7 @@ export const makeHandle = (parts: GatewayParts) => {
     // Never from before the session: what the log held then was never the session's to carry.
     const from = resumed?._tag === "After" ? latest(resumed.position, session.createdPosition) : feed.position()
     if (resumed?._tag === "FromNow") return postStreamNotResumable()
-    return new Response(streams.open(session, from), {
+    return new Response(streams.open(session, from, caller.keyValid), {
       headers: {
         "content-type": "text/event-stream",
         "cache-control": "no-cache, no-transform",

@@ -110,7 +110,7 @@ export const makeSessionStreams = (deps: SessionStreamDeps) => {
     return next
   })
 
-  const frames = (session: McpSession, from: Position) =>
+  const frames = (session: McpSession, from: Position, keyValid: Effect.Effect<boolean>) =>
     Stream.callback<string>((out) =>
       Effect.gen(function*() {
         const token = randomUUID()
@@ -160,12 +160,14 @@ export const makeSessionStreams = (deps: SessionStreamDeps) => {
           while (true) yield* handle(yield* Queue.take(inbox))
         })
 
-        // Keep-alive, and the end of the stream once the session is gone or taken over.
+        // Keep-alive, and the end of the stream once the session is gone or taken over, or the
+        // key that opened it was revoked.
         const watch = Effect.gen(function*() {
           while (true) {
             yield* Effect.sleep(KEEPALIVE)
             const now = yield* Effect.orDie(sessions.get(session.sessionId))
             if (now === undefined || (now.streamToken !== undefined && now.streamToken !== token)) return
+            if (!(yield* keyValid)) return
             yield* Queue.offer(out, ": keepalive\n\n")
           }
         })
@@ -188,9 +190,12 @@ export const makeSessionStreams = (deps: SessionStreamDeps) => {
     , { bufferSize: 256 })
 
   return {
-    /** The SSE body of a GET stream of `session`, from log position `from`. */
-    open: (session: McpSession, from: Position): ReadableStream<Uint8Array> =>
-      Stream.toReadableStreamWith(frames(session, from).pipe(Stream.encodeText), deps.context),
+    /**
+     * The SSE body of a GET stream of `session`, from log position `from`; it ends once `keyValid`
+     * says the key that opened it no longer holds (checked with each keep-alive).
+     */
+    open: (session: McpSession, from: Position, keyValid: Effect.Effect<boolean>): ReadableStream<Uint8Array> =>
+      Stream.toReadableStreamWith(frames(session, from, keyValid).pipe(Stream.encodeText), deps.context),
     /** Whether `position` lies past the log's end: no event id of any session names it. */
     pastEnd: (position: Position): Effect.Effect<boolean> =>
       comparePositions(position, feed.position()) <= 0

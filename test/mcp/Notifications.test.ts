@@ -6,6 +6,8 @@
 import { Client } from "@modelcontextprotocol/sdk/client/index.js"
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js"
 import { ToolListChangedNotificationSchema } from "@modelcontextprotocol/sdk/types.js"
+import { Effect, Redacted } from "effect"
+import { ApiKeys } from "../../infra/access/ApiKeys.ts"
 import { KEY } from "../support/Service.ts"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { connect } from "./support/Clients.ts"
@@ -221,6 +223,28 @@ describe("the session's GET stream", () => {
     expect(text).toContain("notifications/tools/list_changed")
     await mainReader.cancel()
   })
+
+  // A revoked key opens nothing new (401); the stream it opened before must not go on carrying the
+  // session's notifications either: it ends at its next check.
+  it("ends a session's stream once the key that opened it is revoked", async () => {
+    const made = await gw.service.runtime.runPromise(Effect.flatMap(ApiKeys, (keys) => keys.create({ projectId: "proj_test" })))
+    const key = Redacted.value(made.key)
+    const user = { "x-service-user-id": "rita" }
+    const session = await openSession(gw.url, { key, headers: user })
+    const stream = await fetch(gw.url, { headers: headersFor({ key, session, accept: "text/event-stream", headers: user }) })
+    expect(stream.status).toBe(200)
+    const reader = stream.body!.getReader()
+    await reader.read()
+    await gw.service.runtime.runPromise(Effect.flatMap(ApiKeys, (keys) => keys.revoke(made.record.keyId)))
+    const ended = async () => {
+      while (true) {
+        const next = await reader.read()
+        if (next.done) return true
+      }
+    }
+    expect(await Promise.race([ended(), new Promise<boolean>((resolve) => setTimeout(() => resolve(false), 20_000))])).toBe(true)
+    expect((await post(gw.url, { jsonrpc: "2.0", id: 9, method: "ping" }, { key, session, headers: user })).status).toBe(401)
+  }, 30_000)
 
   it("refuses a Last-Event-ID past the log's end, and resumes one from before the session without others' past", async () => {
     const user = { "x-service-user-id": "kim" }
