@@ -9,6 +9,8 @@ import { createRequire } from "node:module"
 import { dirname, join, resolve } from "node:path"
 import { fileURLToPath } from "node:url"
 import type { Page } from "playwright-core"
+import { expect } from "vitest"
+import { KEY } from "../support/Service.ts"
 
 export { type Browser, launch } from "../../dashboard/scripts/chromium.ts"
 
@@ -57,3 +59,15 @@ export const screenshot = async (page: Page, name: string): Promise<void> => {
   mkdirSync(SCREENSHOTS, { recursive: true })
   await page.screenshot({ path: join(SCREENSHOTS, `${name}.png`), fullPage: true })
 }
+
+/** Opens `address` (a dashboard URL), signs in with `key`, and waits for the views' navigation. */
+export const signIn = async (page: Page, address: string, key = KEY): Promise<void> => {
+  await page.goto(address)
+  await page.getByLabel("API key").fill(key)
+  await page.getByRole("button", { name: "Sign in" }).click()
+  await page.getByRole("navigation", { name: "Views" }).waitFor()
+}
+
+/** Waits until no list of the page is loading. */
+export const settled = (page: Page) =>
+  expect.poll(() => page.evaluate(`document.querySelector("[aria-busy=true], .loading") === null`), { timeout: 10_000 }).toBe(true)

@@ -7,21 +7,13 @@
 import type { Page } from "playwright-core"
 import { describe, expect, it } from "vitest"
 import { KEY, PINNED_KEY } from "../support/Service.ts"
-import { watch } from "./Browser.ts"
+import { watch, signIn as signInAt, settled } from "./Browser.ts"
 import { dashboardHarness } from "./Harness.ts"
 
 const h = await dashboardHarness()
 const { api, url } = h
 
-const signIn = async (page: Page, path: string, key = KEY) => {
-  await page.goto(url(path))
-  await page.getByLabel("API key").fill(key)
-  await page.getByRole("button", { name: "Sign in" }).click()
-  await page.getByRole("navigation", { name: "Views" }).waitFor()
-}
-
-const settled = (page: Page) =>
-  expect.poll(() => page.evaluate(`document.querySelector("[aria-busy=true], .loading") === null`), { timeout: 10_000 }).toBe(true)
+const signIn = (page: Page, path: string, key = KEY) => signInAt(page, url(path), key)
 
 describe("filters from the URL", () => {
   it("leaves out a trigger the catalog does not have: not chosen, not sent, not kept in the URL", async () => {

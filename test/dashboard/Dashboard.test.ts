@@ -14,7 +14,7 @@ import { describe, expect, it } from "vitest"
 import { BUDGET_BYTES, BUDGET_MS, loadOnce, median, servedBytes } from "../../dashboard/scripts/budget.ts"
 import { KEY, PINNED_KEY } from "../support/Service.ts"
 import { eventually } from "../support/WebhookReceiver.ts"
-import { screenshot, seriousViolations, type Watched, watch } from "./Browser.ts"
+import { screenshot, seriousViolations, type Watched, watch, signIn as signInAt } from "./Browser.ts"
 import { dashboardHarness } from "./Harness.ts"
 
 const XSS_NAME = "<img src=x onerror=window.__xss=1>.txt"
@@ -38,12 +38,7 @@ const check = async (page: Page, view: string) => {
   await screenshot(page, view)
 }
 
-const signIn = async (page: Page, key: string) => {
-  await page.goto(url("/dashboard"))
-  await page.getByLabel("API key").fill(key)
-  await page.getByRole("button", { name: "Sign in" }).click()
-  await page.getByRole("navigation", { name: "Views" }).waitFor()
-}
+const signIn = (page: Page, key: string) => signInAt(page, url("/dashboard"), key)
 
 const goTo = async (page: Page, label: string, heading: string) => {
   await page.getByRole("navigation", { name: "Views" }).getByRole("link", { name: label }).click()

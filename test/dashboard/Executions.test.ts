@@ -8,19 +8,14 @@
 import type { Page } from "playwright-core"
 import { describe, expect, it } from "vitest"
 import { KEY, PINNED_KEY } from "../support/Service.ts"
-import { seriousViolations, watch } from "./Browser.ts"
+import { seriousViolations, watch, signIn as signInAt } from "./Browser.ts"
 import { dashboardHarness } from "./Harness.ts"
 
 const h = await dashboardHarness()
 const { api, url } = h
 
 /** Signs in on whatever dashboard page `path` is: the view it names is kept through sign-in. */
-const signIn = async (page: Page, path = "/dashboard/executions", key = KEY) => {
-  await page.goto(url(path))
-  await page.getByLabel("API key").fill(key)
-  await page.getByRole("button", { name: "Sign in" }).click()
-  await page.getByRole("navigation", { name: "Views" }).waitFor()
-}
+const signIn = (page: Page, path = "/dashboard/executions", key = KEY) => signInAt(page, url(path), key)
 
 const list = (page: Page) => page.getByRole("region", { name: "Executions" })
 

@@ -8,7 +8,7 @@
  */
 import type { Page } from "playwright-core"
 import { describe, expect, it } from "vitest"
-import { KEY } from "../support/Service.ts"
+import { signIn as signInAt, settled } from "./Browser.ts"
 import { dashboardHarness } from "./Harness.ts"
 
 const h = await dashboardHarness()
@@ -21,15 +21,7 @@ const focused = (page: Page) =>
   ) as Promise<string>
 
 /** Signs in on whatever dashboard page `path` is. */
-const signIn = async (page: Page, path = "/dashboard") => {
-  await page.goto(url(path))
-  await page.getByLabel("API key").fill(KEY)
-  await page.getByRole("button", { name: "Sign in" }).click()
-  await page.getByRole("navigation", { name: "Views" }).waitFor()
-}
-
-const settled = (page: Page) =>
-  expect.poll(() => page.evaluate(`document.querySelector("[aria-busy=true], .loading") === null`), { timeout: 10_000 }).toBe(true)
+const signIn = (page: Page, path = "/dashboard") => signInAt(page, url(path))
 
 describe("the focus while a control is busy", () => {
   it("stays on Refresh while a list with a running execution polls", async () => {

@@ -5,8 +5,7 @@
  */
 import type { Page } from "playwright-core"
 import { describe, expect, it } from "vitest"
-import { KEY } from "../support/Service.ts"
-import { seriousViolations } from "./Browser.ts"
+import { seriousViolations, signIn as signInAt, settled } from "./Browser.ts"
 import { dashboardHarness } from "./Harness.ts"
 
 const h = await dashboardHarness()
@@ -14,17 +13,9 @@ const { api, url } = h
 
 const LONG_USER = "user_with_a_quite_long_identifier_that_is_sixty_four_chars_xxxxx"
 
-const signIn = async (page: Page, path: string) => {
-  await page.goto(url(path))
-  await page.getByLabel("API key").fill(KEY)
-  await page.getByRole("button", { name: "Sign in" }).click()
-  await page.getByRole("navigation", { name: "Views" }).waitFor()
-}
+const signIn = (page: Page, path: string) => signInAt(page, url(path))
 
 const fits = (page: Page) => page.evaluate<boolean>(`document.documentElement.scrollWidth <= document.documentElement.clientWidth`)
-
-const settled = (page: Page) =>
-  expect.poll(() => page.evaluate(`document.querySelector("[aria-busy=true], .loading") === null`), { timeout: 10_000 }).toBe(true)
 
 describe("the dashboard at 375 px", () => {
   it("keeps an execution record with a 64-character user id inside the screen", async () => {

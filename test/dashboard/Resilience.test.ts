@@ -11,7 +11,7 @@
 import type { Page, Route } from "playwright-core"
 import { describe, expect, it } from "vitest"
 import { KEY } from "../support/Service.ts"
-import { watch } from "./Browser.ts"
+import { watch, signIn as signInAt } from "./Browser.ts"
 import { dashboardHarness } from "./Harness.ts"
 
 const h = await dashboardHarness()
@@ -25,12 +25,7 @@ const envelope = (status: number, code: string, message: string, retryable: bool
     body: JSON.stringify({ error: { code, message, retryable }, requestId: "req_00000000000000000000000000000000" })
   })
 
-const signIn = async (page: Page) => {
-  await page.goto(url("/dashboard"))
-  await page.getByLabel("API key").fill(KEY)
-  await page.getByRole("button", { name: "Sign in" }).click()
-  await page.getByRole("navigation", { name: "Views" }).waitFor()
-}
+const signIn = (page: Page) => signInAt(page, url("/dashboard"))
 
 const storedKeys = (page: Page) => page.evaluate("Object.values(sessionStorage)") as Promise<ReadonlyArray<string>>
 
