@@ -44,9 +44,6 @@ import { AttachmentFiles } from "./ExecutionPorts.ts"
 import { Adapters } from "../providers/Adapter.ts"
 import { countOutcome, type DispatchPlan, type Entry, makeRuns, newEntry, toNew } from "./ExecutionRun.ts"
 
-/** How long before a stop's cut the requests still waiting for an execution are answered. */
-const ANSWER_BEFORE_CUT_MS = 1_000
-
 export { capOf, type DispatchPlan } from "./ExecutionRun.ts"
 
 export interface NewExecution {
@@ -204,7 +201,10 @@ export const make = Effect.gen(function*() {
    * a request waiting for it is answered at once.
    */
   const awaited = new Set<Fiber.Fiber<unknown, unknown>>()
-  const awaitRunning = Effect.gen(function*() {
+  yield* shutdown.onStop("executions", Effect.gen(function*() {
+    // A request waiting for one that will not start here now (a sync call of an async-by-nature
+    // tool behind the toolkit's cap) is answered with it as it is: 202, pending, and its Location.
+    for (const [executionId, entry] of entries) if (entry.fiber !== undefined && !entry.dispatching) waiters.release(executionId)
     while (true) {
       const running = [...entries.values()].flatMap((entry) =>
         entry.fiber === undefined || !entry.dispatching || awaited.has(entry.fiber) ? [] : [entry.fiber]
@@ -213,20 +213,6 @@ export const make = Effect.gen(function*() {
       for (const fiber of running) awaited.add(fiber)
       yield* Effect.forEach(running, Fiber.await, { concurrency: "unbounded", discard: true })
     }
-  })
-  // What still runs a moment before the stop cuts it: its waiting requests are answered first,
-  // with the record as it is (202 and its Location), rather than closed with no answer.
-  const answerBeforeCut = Effect.suspend(() => Effect.sleep(Math.max(0, shutdown.remainingMs() - ANSWER_BEFORE_CUT_MS))).pipe(
-    Effect.andThen(Effect.sync(() => {
-      for (const executionId of entries.keys()) waiters.release(executionId)
-    })),
-    Effect.andThen(Effect.never)
-  )
-  yield* shutdown.onStop("executions", Effect.gen(function*() {
-    // A request waiting for one that will not start here now (a sync call of an async-by-nature
-    // tool behind the toolkit's cap) is answered with it as it is: 202, pending, and its Location.
-    for (const [executionId, entry] of entries) if (entry.fiber !== undefined && !entry.dispatching) waiters.release(executionId)
-    yield* Effect.raceFirst(awaitRunning, answerBeforeCut)
   }))
 
   /**
