@@ -204,7 +204,8 @@ export const make = Effect.gen(function*() {
   yield* shutdown.onStop("executions", Effect.gen(function*() {
     // A request waiting for one that will not start here now (a sync call of an async-by-nature
     // tool behind the toolkit's cap) is answered with it as it is: 202, pending, and its Location.
-    for (const [executionId, entry] of entries) if (entry.fiber !== undefined && !entry.dispatching) waiters.release(executionId)
+    // So is one waiting for an execution another process runs: the stop does not wait for those.
+    waiters.releaseAll((executionId) => entries.get(executionId)?.dispatching === true)
     while (true) {
       const running = [...entries.values()].flatMap((entry) =>
         entry.fiber === undefined || !entry.dispatching || awaited.has(entry.fiber) ? [] : [entry.fiber]
@@ -276,6 +277,9 @@ export const make = Effect.gen(function*() {
     awaitTerminal: (executionId, timeoutMs) =>
       Effect.flatMap(entryFor(executionId), (entry) => {
         if (entry.state === undefined || isTerminalState(entry.state)) return Effect.succeed(entry.state?.record)
+        // Once stopping, one not already under way here will not start here (ExecutionRun.ts):
+        // its caller is answered with it as it is, as the stop answered those waiting before.
+        if (shutdown.stopping() && !entry.dispatching) return Effect.succeed(entry.state.record)
         return waiters.wait(executionId, timeoutMs, () => entries.get(executionId)?.state?.record ?? entry.state?.record)
       }),
 

@@ -142,5 +142,11 @@ export const makeTerminalWaiters = (deps: TerminalWaitersDeps) => {
     for (const end of releases.get(executionId) ?? []) end()
   }
 
-  return { settle, wait, release }
+  /** Ends now every wait but those `keep` names (a clean stop keeps the executions running here). */
+  const releaseAll = (keep: (executionId: string) => boolean) => {
+    // Each release takes its execution out of the map; a Map's iteration goes on past it.
+    for (const executionId of releases.keys()) if (!keep(executionId)) release(executionId)
+  }
+
+  return { settle, wait, release, releaseAll }
 }
