@@ -15,6 +15,8 @@ import { Context, Effect, Layer, Scope } from "effect"
 export interface ShutdownShape {
   /** True once the stop has begun: no new attempt, no new lane; readiness answers 503. */
   readonly stopping: () => boolean
+  /** Milliseconds until the stop cuts what is left: Infinity until it begins. */
+  readonly remainingMs: () => number
   /**
    * Registers `finish` for as long as the current scope lives: when the stop begins it runs
    * with the others, and must end once the participant's work in flight is done.
@@ -31,9 +33,11 @@ export class Shutdown extends Context.Service<Shutdown, ShutdownShape>()("app/in
 
 export const make = (): ShutdownShape => {
   let stopping = false
+  let deadline = Number.POSITIVE_INFINITY
   const participants = new Map<symbol, { readonly name: string; readonly finish: Effect.Effect<void> }>()
   return {
     stopping: () => stopping,
+    remainingMs: () => Math.max(0, deadline - Date.now()),
     onStop: (name, finish) =>
       Effect.acquireRelease(
         Effect.sync(() => {
@@ -46,6 +50,7 @@ export const make = (): ShutdownShape => {
     stop: (withinMs) =>
       Effect.suspend(() => {
         stopping = true
+        deadline = Date.now() + withinMs
         const unfinished = new Set([...participants.values()].map((p) => p.name))
         return Effect.forEach(
           [...participants.values()],

@@ -44,6 +44,9 @@ import { AttachmentFiles } from "./ExecutionPorts.ts"
 import { Adapters } from "../providers/Adapter.ts"
 import { countOutcome, type DispatchPlan, type Entry, makeRuns, newEntry, toNew } from "./ExecutionRun.ts"
 
+/** How long before a stop's cut the requests still waiting for an execution are answered. */
+const ANSWER_BEFORE_CUT_MS = 1_000
+
 export { capOf, type DispatchPlan } from "./ExecutionRun.ts"
 
 export interface NewExecution {
@@ -201,11 +204,7 @@ export const make = Effect.gen(function*() {
    * a request waiting for it is answered at once.
    */
   const awaited = new Set<Fiber.Fiber<unknown, unknown>>()
-  yield* shutdown.onStop("executions", Effect.gen(function*() {
-    // A request waiting for one that will not start here now (a sync call of an async-by-nature
-    // tool behind the toolkit's cap) is answered with it as it is: 202, pending, and its Location.
-    // So is one waiting for an execution another process runs: the stop does not wait for those.
-    waiters.releaseAll((executionId) => entries.get(executionId)?.dispatching === true)
+  const awaitRunning = Effect.gen(function*() {
     while (true) {
       const running = [...entries.values()].flatMap((entry) =>
         entry.fiber === undefined || !entry.dispatching || awaited.has(entry.fiber) ? [] : [entry.fiber]
@@ -214,6 +213,19 @@ export const make = Effect.gen(function*() {
       for (const fiber of running) awaited.add(fiber)
       yield* Effect.forEach(running, Fiber.await, { concurrency: "unbounded", discard: true })
     }
+  })
+  // What still runs a moment before the stop cuts it: its waiting requests are answered first,
+  // with the record as it is (202 and its Location), rather than closed with no answer.
+  const answerBeforeCut = Effect.suspend(() => Effect.sleep(Math.max(0, shutdown.remainingMs() - ANSWER_BEFORE_CUT_MS))).pipe(
+    Effect.andThen(Effect.sync(() => waiters.releaseAll(() => false))),
+    Effect.andThen(Effect.never)
+  )
+  yield* shutdown.onStop("executions", Effect.gen(function*() {
+    // A request waiting for one that will not start here now (a sync call of an async-by-nature
+    // tool behind the toolkit's cap) is answered with it as it is: 202, pending, and its Location.
+    // So is one waiting for an execution another process runs: the stop does not wait for those.
+    waiters.releaseAll((executionId) => entries.get(executionId)?.dispatching === true)
+    yield* Effect.raceFirst(awaitRunning, answerBeforeCut)
   }))
 
   /**
@@ -279,7 +291,8 @@ export const make = Effect.gen(function*() {
         if (entry.state === undefined || isTerminalState(entry.state)) return Effect.succeed(entry.state?.record)
         // Once stopping, one not already under way here will not start here (ExecutionRun.ts):
         // its caller is answered with it as it is, as the stop answered those waiting before.
-        if (shutdown.stopping() && !entry.dispatching) return Effect.succeed(entry.state.record)
+        // So is any caller once the stop is about to cut what still runs.
+        if (shutdown.stopping() && (!entry.dispatching || shutdown.remainingMs() <= ANSWER_BEFORE_CUT_MS)) return Effect.succeed(entry.state.record)
         return waiters.wait(executionId, timeoutMs, () => entries.get(executionId)?.state?.record ?? entry.state?.record)
       }),
 

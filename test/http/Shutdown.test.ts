@@ -267,6 +267,43 @@ describe.skipIf(!postgresAvailable)("SIGTERM under load (Postgres, real processe
     }
   }, 90_000)
 
+  // A call waiting for a tool that outlasts the stop's 10 s is answered before the cut, as a sync
+  // call that outwaits SERVICE_EXECUTE_SYNC_WAIT_MS is: 202, the record as it is, its Location.
+  // Before, the cut closed its connection with no answer, and the client lost the execution id.
+  it("answers a call whose tool outlasts the stop 202 before the cut, with the record's Location", async () => {
+    const database = await createTestDatabase("sigterm_long_call")
+    const certificate = makeCertificate()
+    try {
+      const env = serviceEnv(database, certificate)
+      const service = await startProcess(env, await freePort())
+      children.push(service)
+      const waiting = service.fetch("/v1/execute", {
+        method: "POST",
+        key: keyOf("p1"),
+        json: { tool: "demo.sleep", userId: "u1", input: { ms: 15_000 } }
+      })
+      await new Promise((resolve) => setTimeout(resolve, 500))
+      const exited = new Promise<number | null>((resolve) => service.process.once("exit", (code) => resolve(code)))
+      service.process.kill("SIGTERM")
+      const answered = await waiting
+      expect(answered.status).toBe(202)
+      const record = await answered.json() as { executionId: string; status: string }
+      expect(record.status).toBe("running")
+      expect(answered.headers.get("location")).toBe(`/v1/executions/${record.executionId}`)
+      expect(await exited).toBe(0)
+      // Its dispatch had begun and was cut: the next process records that.
+      const next = await startProcess(env, await freePort())
+      children.push(next)
+      await eventually(async () =>
+        ((await (await next.fetch(`/v1/executions/${record.executionId}`, { key: keyOf("p1") })).json()) as { status: string }).status === "failed", 30_000, "the cut execution to fail")
+      const after = await (await next.fetch(`/v1/executions/${record.executionId}`, { key: keyOf("p1") })).json() as { error: { code: string } }
+      expect(after.error.code).toBe("execution_interrupted")
+      await next.stop()
+    } finally {
+      await dropTestDatabase(database)
+    }
+  }, 90_000)
+
   it("delivers the trigger events it took before it exits: their payloads live in this process only", async () => {
     const database = await createTestDatabase("sigterm_triggers")
     const certificate = makeCertificate()
