@@ -27,6 +27,37 @@ const POLL_MS = 10
 /** After the last answer, how long connections get to close by themselves. */
 const LINGER_MS = 500
 
+/** The next SIGTERM or SIGINT the process receives. */
+const nextSignal = Effect.callback<NodeJS.Signals>((resume) => {
+  const on = (signal: NodeJS.Signals) => {
+    off()
+    resume(Effect.succeed(signal))
+  }
+  const off = () => {
+    process.off("SIGTERM", on)
+    process.off("SIGINT", on)
+  }
+  process.on("SIGTERM", on)
+  process.on("SIGINT", on)
+  return Effect.sync(off)
+})
+
+/**
+ * While a stop runs, a further signal means "now", as operators expect of a second Ctrl-C: the
+ * stop's deadline becomes now, so what is in flight is cut, and the process still closes its
+ * layers and gives its leases up. A third exits at once, leases and all (peers take them over
+ * when they expire).
+ */
+const hurriedBySignals = (shutdown: ShutdownShape) =>
+  Effect.gen(function*() {
+    const second = yield* nextSignal
+    yield* Effect.logWarning("stopping: a second signal; cutting what is in flight now", { signal: second })
+    shutdown.hurry()
+    const third = yield* nextSignal
+    yield* Effect.logWarning("stopping: a third signal; exiting at once", { signal: third })
+    process.exit(1)
+  })
+
 export interface TrackedServer {
   /** Makes the Node server (as NodeHttpServer.layer asks) and starts tracking it. */
   readonly create: () => Server
@@ -64,8 +95,10 @@ export const trackServer = (make: () => Server): TrackedServer => {
       const node = server
       if (node === undefined || !node.listening) return
       const clock = yield* Clock.Clock
-      const deadline = clock.currentTimeMillisUnsafe() + STOP_WITHIN_MS
-      const left = () => deadline - clock.currentTimeMillisUnsafe()
+      // The stop's deadline is the shutdown's: a second signal brings it forward (Shutdown.hurry).
+      yield* Effect.forkChild(hurriedBySignals(shutdown))
+      const stopping = shutdown.stop(STOP_WITHIN_MS)
+      const left = () => shutdown.remainingMs()
       // The listener only: connections stay, and answer what they have received.
       NetServer.prototype.close.call(node)
       yield* Effect.logInfo("stopping: no new connections; finishing the requests, executions and webhook attempts in flight", {
@@ -84,7 +117,7 @@ export const trackServer = (make: () => Server): TrackedServer => {
           yield* Effect.sleep(POLL_MS)
         }
       })
-      const [unfinished] = yield* Effect.all([shutdown.stop(left()), requests], { concurrency: 2 })
+      const [unfinished] = yield* Effect.all([stopping, requests], { concurrency: 2 })
       // Nothing in flight for a moment: idle connections close, busy ones after their answer
       // (which says `Connection: close`). Those still open a moment later carry an event stream
       // (or whatever the deadline cut), and go last.

@@ -10,7 +10,7 @@
  * attempt, write the records of those made, stop), and the HTTP server's drain
  * (http/server/Drain.ts) runs them all while it finishes its own requests.
  */
-import { Context, Effect, Layer, Scope } from "effect"
+import { Context, Deferred, Effect, Layer, Scope } from "effect"
 
 export interface ShutdownShape {
   /** True once the stop has begun: no new attempt, no new lane; readiness answers 503. */
@@ -27,6 +27,11 @@ export interface ShutdownShape {
    * names of those that did not.
    */
   readonly stop: (withinMs: number) => Effect.Effect<ReadonlyArray<string>>
+  /**
+   * Cuts a stop under way short (a second SIGTERM or Ctrl-C): its deadline becomes now, so
+   * `stop` answers at once with what is unfinished, and what is in flight is cut.
+   */
+  readonly hurry: () => void
 }
 
 export class Shutdown extends Context.Service<Shutdown, ShutdownShape>()("app/infra/actors/Shutdown") {}
@@ -34,6 +39,7 @@ export class Shutdown extends Context.Service<Shutdown, ShutdownShape>()("app/in
 export const make = (): ShutdownShape => {
   let stopping = false
   let deadline = Number.POSITIVE_INFINITY
+  const hurried = Deferred.makeUnsafe<void>()
   const participants = new Map<symbol, { readonly name: string; readonly finish: Effect.Effect<void> }>()
   return {
     stopping: () => stopping,
@@ -58,9 +64,14 @@ export const make = (): ShutdownShape => {
           { concurrency: "unbounded", discard: true }
         ).pipe(
           Effect.timeoutOption(withinMs),
+          Effect.raceFirst(Deferred.await(hurried)),
           Effect.map(() => [...unfinished])
         )
-      })
+      }),
+    hurry: () => {
+      deadline = Math.min(deadline, Date.now())
+      Deferred.doneUnsafe(hurried, Effect.void)
+    }
   }
 }
 

@@ -9,7 +9,7 @@ import { Agent, request } from "node:http"
 import { afterAll, describe, expect, it } from "vitest"
 import { createTestDatabase, dropTestDatabase, postgresAvailable } from "../support/Database.ts"
 import { freePort } from "../support/Ports.ts"
-import { type ChildService, startProcess, TEST_KEYS } from "../support/Service.ts"
+import { type ChildService, KEY, startProcess, TEST_KEYS } from "../support/Service.ts"
 import { eventually, makeCertificate, type Receiver, startReceiver } from "../support/WebhookReceiver.ts"
 import { createEndpoint, KEYS, keyOf, serviceEnv } from "../support/Webhooks.ts"
 import { createTriggerEndpoint, ingestPath, postIngest, slackCallback, subscribe } from "../support/Triggers.ts"
@@ -303,6 +303,31 @@ describe.skipIf(!postgresAvailable)("SIGTERM under load (Postgres, real processe
       await dropTestDatabase(database)
     }
   }, 90_000)
+
+  // Operators expect a second Ctrl-C to mean "now". Before, every further signal was ignored and
+  // the stop waited its full 10 s for what ran.
+  it("cuts the stop short at a second signal: what runs is cut, the process exits 0 at once", async () => {
+    const service = await startProcess({}, await freePort())
+    children.push(service)
+    const accepted = await service.fetch("/v1/execute", {
+      method: "POST",
+      key: KEY,
+      json: { tool: "demo.sleep", userId: "u1", input: { ms: 9_000 }, mode: "async" }
+    })
+    expect(accepted.status).toBe(202)
+    const exited = new Promise<number | null>((resolve) => service.process.once("exit", (code) => resolve(code)))
+    const signalledAt = Date.now()
+    service.process.kill("SIGTERM")
+    await eventually(() => service.output().includes("stopping: no new connections"), 5_000, "the stop to begin")
+    await new Promise((resolve) => setTimeout(resolve, 300))
+    // Still waiting for the sleep: the first signal alone would take about 9 s.
+    expect(service.process.exitCode).toBeNull()
+    service.process.kill("SIGINT")
+    expect(await exited).toBe(0)
+    expect(Date.now() - signalledAt, service.output()).toBeLessThan(5_000)
+    expect(service.output()).toContain("a second signal; cutting what is in flight now")
+    expect(service.output()).toContain("stopped: requests answered, leases released")
+  }, 60_000)
 
   it("delivers the trigger events it took before it exits: their payloads live in this process only", async () => {
     const database = await createTestDatabase("sigterm_triggers")
