@@ -122,42 +122,52 @@ export const formatPrettyLine = (record: LogRecord): string => {
   return redactText(line)
 }
 
-/** Lines waiting for the end of the turn; written together, in order. */
-let pending: Array<string> = []
-let scheduled = false
-
-const flush = (): void => {
-  scheduled = false
-  if (pending.length === 0) return
-  const text = pending.join("")
-  pending = []
-  process.stdout.write(text)
-}
-
-let exitHooked = false
-
-const writeLine = (line: string): void => {
-  pending.push(`${line}\n`)
-  if (!exitHooked) {
-    exitHooked = true
-    process.once("exit", flush)
+/**
+ * A writer of lines to `stream`: lines wait for the end of the turn and are written together, in
+ * order; what is waiting is flushed synchronously when the process exits.
+ */
+const makeWriter = (stream: NodeJS.WriteStream) => {
+  let pending: Array<string> = []
+  let scheduled = false
+  let exitHooked = false
+  const flush = (): void => {
+    scheduled = false
+    if (pending.length === 0) return
+    const text = pending.join("")
+    pending = []
+    stream.write(text)
   }
-  if (scheduled) return
-  scheduled = true
-  setImmediate(flush)
+  return (line: string): void => {
+    pending.push(`${line}\n`)
+    if (!exitHooked) {
+      exitHooked = true
+      process.once("exit", flush)
+    }
+    if (scheduled) return
+    scheduled = true
+    setImmediate(flush)
+  }
 }
 
-/** The logger of `format`, writing to stdout. */
-export const lineLogger = (format: LogFormat): Logger.Logger<unknown, void> =>
-  Logger.make((options) => writeLine((format === "json" ? formatJsonLine : formatPrettyLine)(toRecord(options))))
+const writers = { stdout: makeWriter(process.stdout), stderr: makeWriter(process.stderr) }
+
+/** The logger of `format`, writing to stdout (or stderr, for commands whose stdout is data). */
+export const lineLogger = (format: LogFormat, to: keyof typeof writers = "stdout"): Logger.Logger<unknown, void> => {
+  const write = writers[to]
+  return Logger.make((options) => write((format === "json" ? formatJsonLine : formatPrettyLine)(toRecord(options))))
+}
 
 /**
  * The service's loggers in place of Effect's default one. A bad SERVICE_LOG_FORMAT falls back to
  * the default here; the preflight (src/Preflight.ts) reports it as one line and stops.
  */
-export const layer: Layer.Layer<never> = Layer.unwrap(
-  logFormat.pipe(
-    Effect.orElseSucceed((): LogFormat => (process.stdout.isTTY === true ? "pretty" : "json")),
-    Effect.map((format) => Logger.layer([lineLogger(format)]))
+export const layerTo = (to: "stdout" | "stderr"): Layer.Layer<never> =>
+  Layer.unwrap(
+    logFormat.pipe(
+      Effect.orElseSucceed((): LogFormat => (process.stdout.isTTY === true ? "pretty" : "json")),
+      Effect.map((format) => Logger.layer([lineLogger(format, to)]))
+    )
   )
-)
+
+/** The service's logs, on stdout. */
+export const layer: Layer.Layer<never> = layerTo("stdout")

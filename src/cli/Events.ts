@@ -2,11 +2,14 @@
  * `events tail`: follows the event log and prints one JSON line per event. Payloads are printed
  * as stored; the log never holds file bytes or secrets in plain text.
  */
-import { Effect, Option, Stream } from "effect"
+import { Effect, Option, Schedule, Stream } from "effect"
 import { Command, Flag } from "effect/cli"
-import { EventStore, parsePosition, START } from "../../infra/eventlog/EventStore.ts"
+import { EventStore, parsePosition, type Position, START } from "../../infra/eventlog/EventStore.ts"
 import { layerPgEventStore } from "../../infra/eventlog/PgEventStore.ts"
 import { fail, print, withDatabase } from "./Shared.ts"
+
+/** How often a tail whose store went away tries again. */
+const RETRY_MS = 1_000
 
 const tail = Command.make(
   "tail",
@@ -28,10 +31,17 @@ const tail = Command.make(
         const store = yield* EventStore
         const start = given ?? (fromStart ? START : yield* store.head)
         const type = Option.getOrUndefined(streamType)
-        // On stderr, so the JSON lines on stdout stay clean: where following starts.
-        yield* Effect.sync(() => process.stderr.write(`following after ${start.tx}:${start.seq}\n`))
-        yield* store.follow(start).pipe(
-          Stream.filter((e) => type === undefined || e.streamType === type),
+        // On stderr, so the JSON lines on stdout stay clean: where following starts, and again
+        // after the store went away (a Postgres restart), from the last event printed, so
+        // nothing is printed twice or skipped.
+        const note = (line: string) => Effect.sync(() => void process.stderr.write(`${line}\n`))
+        let last: Position = start
+        yield* note(`following after ${start.tx}:${start.seq}`)
+        yield* Stream.suspend(() => store.follow(last)).pipe(
+          Stream.filter((e) => {
+            last = e.position
+            return type === undefined || e.streamType === type
+          }),
           Stream.runForEach((e) =>
             print(JSON.stringify({
               position: `${e.position.tx}:${e.position.seq}`,
@@ -41,7 +51,9 @@ const tail = Command.make(
               schemaVersion: e.schemaVersion,
               at: new Date(e.createdAt).toISOString(),
               data: e.data
-            })))
+            }))),
+          Effect.tapError((error) => note(`the store is unavailable (${error.message}); following again after ${last.tx}:${last.seq} once it answers`)),
+          Effect.retry(Schedule.spaced(RETRY_MS))
         )
       }).pipe(Effect.provide(layerPgEventStore))
     )

@@ -24,7 +24,10 @@ const service = Layer.launch(AppLive.pipe(Layer.provide(Telemetry.layer))).pipe(
   Effect.onInterrupt(() => Effect.logInfo("stopped: requests answered, leases released"))
 )
 
-const serve = Command.make("serve", {}, () => reportingStartup(reportingConfig(Effect.andThen(preflight, service)))).pipe(
+// The service logs on stdout (decisions.md section 9); the other commands print their data there
+// (`events tail | jq`), so their logs go to stderr.
+const serve = Command.make("serve", {}, () =>
+  reportingStartup(reportingConfig(Effect.andThen(preflight, service))).pipe(Effect.provide(Logging.layer))).pipe(
   Command.withDescription("Run the service (in memory without SERVICE_DATABASE_URL, on Postgres with it)")
 )
 
@@ -45,6 +48,6 @@ const teardown: Runtime.Teardown = (exit, onExit) =>
 root.pipe(
   Command.run({ version: "0.1.0" }),
   Effect.provide(NodeServices.layer),
-  Effect.provide(Logging.layer),
+  Effect.provide(Logging.layerTo("stderr")),
   NodeRuntime.runMain({ disableErrorReporting: false, teardown })
 )
