@@ -35,6 +35,7 @@ import { LATEST_VERSION } from "./RpcServer.ts"
 import type { makeSessionStreams } from "./SessionStream.ts"
 import type { FastPath } from "./FastPath.ts"
 import { isJsonObject } from "../domain/JsonObject.ts"
+import { acceptsEventStream } from "./Accept.ts"
 
 const unknownEventId = () => Answers.rpcError(400, -32000, "Bad Request: Last-Event-ID is not an event id of this session")
 /**
@@ -221,7 +222,7 @@ export const makeHandle = (parts: GatewayParts) => {
       const answer = { jsonrpc: "2.0", id, error: { code, message } }
       return Answers.jsonResponse(JSON.stringify(answer), 200, { "mcp-session-id": session.sessionId })
     }
-    const sse = (request.headers.get("accept") ?? "").includes("text/event-stream")
+    const sse = acceptsEventStream(request.headers.get("accept"))
     const plain = sse || initializing || checked?._tag !== "Parsed" ? undefined : fast(exchanged, checked.value, session, caller.headerUserId)
     if (plain !== undefined) return Answers.withHeaders(yield* plain, { "mcp-session-id": session.sessionId })
     const response = yield* Effect.tryPromise({
@@ -232,7 +233,7 @@ export const makeHandle = (parts: GatewayParts) => {
   })
 
   const get = Effect.fnUntraced(function*(request: Answers.GatewayRequest, caller: Caller) {
-    if (!(request.headers.get("accept") ?? "").includes("text/event-stream")) {
+    if (!acceptsEventStream(request.headers.get("accept"))) {
       return Answers.rpcError(406, -32000, "Not Acceptable: Client must accept text/event-stream")
     }
     const session = yield* sessionOf(request, caller, null)

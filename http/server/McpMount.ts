@@ -9,6 +9,7 @@
  * (bench/scenarios/mcp.ts). Other requests reach the gateway as a web `Request` whose signal
  * fires when the client goes away; SSE answers, and GET streams, are streamed unbuffered.
  */
+import { acceptsEventStream } from "../../mcp/Accept.ts"
 import { Effect } from "effect"
 import { HttpServerRequest, HttpServerResponse } from "effect/http"
 import { IncomingMessage, type ServerResponse, STATUS_CODES } from "node:http"
@@ -82,7 +83,7 @@ const toWebRequest = (request: HttpServerRequest.HttpServerRequest) => {
 /** The request for the gateway: read at once for a plain JSON POST, streaming otherwise. */
 const gatewayRequest = Effect.fnUntraced(function*(request: HttpServerRequest.HttpServerRequest) {
   const source = request.source
-  const wantsStream = (request.headers["accept"] ?? "").includes("text/event-stream")
+  const wantsStream = acceptsEventStream(request.headers["accept"])
   if (request.method === "POST" && !wantsStream && source instanceof IncomingMessage) {
     const body = yield* readBody(source, BODY_LIMIT)
     if (body !== undefined) return readRequest(request, body)

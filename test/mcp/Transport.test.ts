@@ -205,6 +205,24 @@ describe("the /mcp transport", () => {
     expect((await fetch(gw.url, { headers: headersFor({ session, accept: "application/json" }) })).status).toBe(406)
     expect((await fetch(gw.url, { headers: headersFor({ session: "mcps_00000000000000000000000000000000", accept: "text/event-stream" }) })).status).toBe(404)
   })
+
+  // `q=0` says "not acceptable" (RFC 9110, 12.4.2): it used to count as asking for the stream.
+  it("takes text/event-stream;q=0 as not accepting a stream: GET is 406, POST answers JSON", async () => {
+    const session = await openSession(gw.url)
+    const get = await fetch(gw.url, { headers: headersFor({ session, accept: "text/event-stream;q=0, application/json" }) })
+    expect(get.status).toBe(406)
+    await get.body?.cancel()
+    for (const accept of ["application/json, text/event-stream;q=0", "application/json, text/event-stream; q=0.0"]) {
+      const answer = await post(gw.url, { jsonrpc: "2.0", id: 7, method: "tools/list" }, { session, accept })
+      expect(answer.status).toBe(200)
+      expect(answer.headers.get("content-type")).toMatch(/^application\/json/)
+      expect(await answer.json()).toMatchObject({ id: 7, result: { tools: expect.any(Array) } })
+    }
+    // A positive weight (and any case) still asks for it.
+    const stream = await post(gw.url, { jsonrpc: "2.0", id: 8, method: "tools/list" }, { session, accept: "application/json;q=0.9, Text/Event-Stream;q=0.5" })
+    expect(stream.headers.get("content-type")).toMatch(/^text\/event-stream/)
+    await stream.body?.cancel()
+  })
 })
 
 describe("the /mcp standard rate limit", () => {
