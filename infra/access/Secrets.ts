@@ -64,6 +64,9 @@ const keysOf = (master: Uint8Array) => {
   }
 }
 
+/** A key's public name: 16 characters of a MAC under it of a fixed text. */
+export const keyId = (keys: { readonly mac: (purpose: string, data: string) => string }): string => keys.mac("key-id", "service").slice(0, 16)
+
 const sameMac = (expected: string, given: string, length: number | undefined) => {
   const a = Buffer.from(length === undefined ? expected : expected.slice(0, length))
   const b = Buffer.from(given)
@@ -77,6 +80,12 @@ export type Resealed =
   | { readonly _tag: "Unreadable" }
 
 export interface KeyRing extends SecretsShape {
+  /**
+   * Short public names of the keys (a MAC of a fixed text, which reveals nothing of a key): the
+   * current one's and, during a rotation, the previous one's. A running process records them
+   * (actors/Runner.ts), so `secrets reseal` can tell whether every process holds the new key.
+   */
+  readonly ids: ReadonlyArray<string>
   /** True when the previous key (not the current one) opens `sealed`. */
   readonly openedByPrevious: (sealed: string) => boolean
   /** `sealed` under the current key: as it is, re-sealed from the previous key, or unreadable. */
@@ -89,6 +98,7 @@ export const makeKeyRing = (master: Uint8Array, previousMaster?: Uint8Array): Ke
   const previous = previousMaster === undefined ? undefined : keysOf(previousMaster)
   const open = (sealed: string) => current.open(sealed) ?? previous?.open(sealed)
   return {
+    ids: [current, ...(previous === undefined ? [] : [previous])].map(keyId),
     seal: current.seal,
     open,
     mac: current.mac,
@@ -108,11 +118,15 @@ export const makeKeyRing = (master: Uint8Array, previousMaster?: Uint8Array): Ke
 export const makeSecrets = (master: Uint8Array, previousMaster?: Uint8Array): SecretsShape => makeKeyRing(master, previousMaster)
 
 /** The key ring of SERVICE_SECRET_KEY (and SERVICE_SECRET_KEY_PREVIOUS), as configured. */
-export const keyRing = Effect.gen(function*() {
-  const key = yield* secretKey(yield* isDurable)
-  const previous = yield* previousSecretKey
-  return makeKeyRing(Redacted.value(key), previous === undefined ? undefined : Redacted.value(previous))
-})
+export const keyRingOf = (durable: boolean) =>
+  Effect.gen(function*() {
+    const key = yield* secretKey(durable)
+    const previous = yield* previousSecretKey
+    return makeKeyRing(Redacted.value(key), previous === undefined ? undefined : Redacted.value(previous))
+  })
+
+/** The key ring as configured, for the storage in use (a key is required with a database). */
+export const keyRing = Effect.flatMap(isDurable, keyRingOf)
 
 /** SERVICE_SECRET_KEY, required with a database and generated for this process without one. */
 export const layer = Layer.effect(Secrets, keyRing)

@@ -27,6 +27,7 @@ import { onStorage } from "../eventlog/Database.ts"
 import type { Migration } from "../eventlog/PgMigrations.ts"
 import { newId } from "../Ids.ts"
 import { integer } from "../Settings.ts"
+import { keyRingOf } from "../access/Secrets.ts"
 
 export interface Incarnation {
   /** The owner id recorded by what this incarnation owns. */
@@ -91,6 +92,12 @@ export const runnerMigrations: ReadonlyArray<Migration> = [{
     )`,
     `CREATE INDEX actor_leases_runner ON actor_leases (runner_id)`
   ]
+}, {
+  id: 51,
+  name: "runner_key_ids",
+  // The secret keys each process holds, by their public names (access/Secrets.ts, KeyRing.ids),
+  // comma-separated: `secrets reseal` refuses while a live process lacks the new key.
+  statements: [`ALTER TABLE runners ADD COLUMN key_ids text`]
 }]
 
 /**
@@ -139,11 +146,14 @@ export const layerPg: Layer.Layer<Runner, never, SqlClient.SqlClient> = Layer.ef
     const layerScope = yield* Effect.scope
     const ttl = `${timings.ttlMs} milliseconds`
     const host = hostname()
+    // On Postgres the service requires the key (access/KeyCheck.ts); a runner built without one
+    // (a test of leases alone) records none.
+    const keyIds = yield* keyRingOf(true).pipe(Effect.map((ring) => ring.ids.join(",")), Effect.orElseSucceed(() => null))
 
     const register = Effect.fnUntraced(function*(id: string) {
       const sent = performance.now()
-      yield* sql`INSERT INTO runners (runner_id, expires_at, host, pid)
-        VALUES (${id}, now() + ${ttl}::interval, ${host}, ${process.pid})`
+      yield* sql`INSERT INTO runners (runner_id, expires_at, host, pid, key_ids)
+        VALUES (${id}, now() + ${ttl}::interval, ${host}, ${process.pid}, ${keyIds})`
       return sent
     })
     /**

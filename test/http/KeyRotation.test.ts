@@ -105,6 +105,16 @@ describe.skipIf(!postgresAvailable)("secret key rotation (Postgres)", () => {
     // New key, old key as the previous one: everything still opens; new secrets seal under the new key.
     const rotating = await startService(env(NEW, OLD))
     await exercise(rotating, endpoint.secret, "rotating")
+
+    // A process still on the old key alone: re-sealing now would leave it opening nothing, so
+    // the command refuses, names it, and changes nothing (it goes on working).
+    const stale = await startService(env(OLD))
+    const refused = await cli(["secrets", "reseal"], { SERVICE_DATABASE_URL: url, SERVICE_SECRET_KEY: NEW.toString("base64"), SERVICE_SECRET_KEY_PREVIOUS: OLD.toString("base64") })
+    expect(refused.code).toBe(1)
+    expect(refused.stdout).toBe("")
+    expect(refused.stderr.trim()).toMatch(new RegExp(`^error: 1 running process does not hold SERVICE_SECRET_KEY \\(\\S+ pid ${process.pid}\\): restart it .*; nothing was re-sealed$`))
+    await exercise(stale, endpoint.secret, "stale after the refusal")
+    await stale.close()
     await rotating.close()
 
     const resealed = await cli(["secrets", "reseal"], { SERVICE_DATABASE_URL: url, SERVICE_SECRET_KEY: NEW.toString("base64"), SERVICE_SECRET_KEY_PREVIOUS: OLD.toString("base64") })
