@@ -57,3 +57,25 @@ describe("a delete", () => {
     await page.close()
   })
 })
+
+describe("a secret shown once", () => {
+  it("says that putting it away or leaving the page loses it, and the controls that do say so", async () => {
+    const page = await h.browser.context.newPage()
+    await signIn(page, "/dashboard/webhooks")
+    await page.getByLabel("HTTPS URL").fill("https://example.com/audit-secret")
+    await page.getByRole("button", { name: "Create endpoint" }).click()
+    const panel = page.locator("section.secret")
+    await panel.waitFor()
+    const said = (await panel.textContent()) ?? ""
+    expect(said).toContain("Shown once.")
+    expect(said).toMatch(/leave this page|reload/i)
+    await panel.getByRole("button", { name: "Copy signing secret" }).waitFor()
+    // The way out of the panel, and the link away from the page, say the secret goes.
+    expect(await panel.getByRole("button", { name: /^I have stored it/ }).textContent()).toBe("I have stored it: remove the signing secret from the page")
+    const link = panel.getByRole("link", { name: "Open the endpoint" })
+    const linkSays = await link.evaluate((element) => element.closest("p")?.textContent ?? "")
+    expect(linkSays).toContain("the secret is not shown there")
+    expect(await seriousViolations(page)).toEqual([])
+    await page.close()
+  })
+})
