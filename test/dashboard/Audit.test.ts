@@ -24,6 +24,19 @@ const focused = (page: Page) =>
 /** The text of every live region on the page (role=status), joined. */
 const statuses = (page: Page) => page.evaluate<string>(`[...document.querySelectorAll('[role="status"]')].map((e) => e.textContent).join(" | ")`)
 
+/** A push subscription with one endpoint, and one event ingested for it. */
+const ingested = async (name: string) => {
+  const endpoint = await api.webhooks.create({ url: `https://example.com/${name}`, events: ["trigger.*"] })
+  const subscription = await api.subscriptions.create({ trigger: "demo.event", userId: `user_${name}`, webhookEndpointIds: [endpoint.endpointId] })
+  const answer = await fetch(url(new URL(subscription.ingestUrl ?? "").pathname), {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ type: "event_callback", event_id: `Ev_${name}`, event_time: Math.floor(Date.now() / 1000), event: { type: name } })
+  })
+  expect(answer.status).toBe(202)
+  return { endpoint, subscription }
+}
+
 describe("a delete", () => {
   it("says which endpoint it deleted, on the list it returns to, with the focus on the view's heading", async () => {
     const endpoint = await api.webhooks.create({ url: "https://example.com/audit-delete", events: ["execution.completed"] })
@@ -76,6 +89,33 @@ describe("a secret shown once", () => {
     const linkSays = await link.evaluate((element) => element.closest("p")?.textContent ?? "")
     expect(linkSays).toContain("the secret is not shown there")
     expect(await seriousViolations(page)).toEqual([])
+    await page.close()
+  })
+})
+
+describe("a trigger event's row", () => {
+  it("links to its subscription's page and to its endpoints' deliveries", async () => {
+    const { endpoint, subscription } = await ingested("audit-links")
+    const page = await h.browser.context.newPage()
+    await signIn(page, `/dashboard/trigger-events?subscriptionId=${subscription.subscriptionId}`)
+    const row = page.locator("tbody tr").first()
+    await row.waitFor()
+    await expect.poll(() => row.getByRole("link", { name: endpoint.endpointId }).count(), { timeout: 15_000 }).toBe(1)
+    expect(await row.getByRole("link", { name: endpoint.endpointId }).getAttribute("href")).toBe(`/dashboard/webhooks/${endpoint.endpointId}`)
+    await row.getByRole("link", { name: subscription.subscriptionId }).click()
+    await expect.poll(() => new URL(page.url()).pathname).toBe(`/dashboard/subscriptions/${subscription.subscriptionId}`)
+    await page.getByRole("heading", { level: 1, name: "Trigger subscription" }).waitFor()
+    await page.getByText(`user_audit-links`).waitFor()
+    await settled(page)
+    expect(await seriousViolations(page)).toEqual([])
+    // The subscription's page leads on to its events and its endpoints.
+    expect(await page.getByRole("link", { name: endpoint.endpointId }).getAttribute("href")).toBe(`/dashboard/webhooks/${endpoint.endpointId}`)
+    await page.getByRole("link", { name: "Events of this subscription" }).click()
+    await expect.poll(() => new URL(page.url()).search).toBe(`?subscriptionId=${subscription.subscriptionId}`)
+    // The list leads to the same page.
+    await page.getByRole("link", { name: "Subscriptions" }).click()
+    const listed = page.locator(`tr[data-subscription-id="${subscription.subscriptionId}"]`)
+    expect(await listed.getByRole("link", { name: subscription.subscriptionId }).getAttribute("href")).toBe(`/dashboard/subscriptions/${subscription.subscriptionId}`)
     await page.close()
   })
 })
