@@ -7,7 +7,7 @@
  */
 import type { Page } from "playwright-core"
 import { describe, expect, it } from "vitest"
-import { seriousViolations, signIn as signInAt, settled } from "./Browser.ts"
+import { screenshot, seriousViolations, signIn as signInAt, settled } from "./Browser.ts"
 import { dashboardHarness } from "./Harness.ts"
 
 const h = await dashboardHarness()
@@ -116,6 +116,30 @@ describe("a trigger event's row", () => {
     await page.getByRole("link", { name: "Subscriptions" }).click()
     const listed = page.locator(`tr[data-subscription-id="${subscription.subscriptionId}"]`)
     expect(await listed.getByRole("link", { name: subscription.subscriptionId }).getAttribute("href")).toBe(`/dashboard/subscriptions/${subscription.subscriptionId}`)
+    await page.close()
+  })
+})
+
+describe("ids in tables at 1280 px", () => {
+  it("keeps every id in a table on one line", async () => {
+    await ingested("audit-wrap")
+    await api.executions.execute({ tool: "demo.echo", input: {}, userId: "user_audit_wrap" })
+    await api.files.create({ name: "audit-wrap.txt", content: new TextEncoder().encode("w") })
+    const page = await h.browser.context.newPage()
+    await page.setViewportSize({ width: 1280, height: 900 })
+    await signIn(page, "/dashboard/files")
+    for (const path of ["/dashboard/trigger-events", "/dashboard/subscriptions", "/dashboard/webhooks", "/dashboard/executions", "/dashboard/files"]) {
+      await page.goto(url(path))
+      await page.locator("table tbody tr").first().waitFor()
+      await settled(page)
+      // An inline element broken across lines has one box per line.
+      const broken = await page.evaluate<ReadonlyArray<string>>(
+        `[...document.querySelectorAll("td code:not(.filters-json)")].filter((e) => e.getClientRects().length > 1).map((e) => e.textContent)`
+      )
+      expect(broken, path).toEqual([])
+      expect(await seriousViolations(page), path).toEqual([])
+      await screenshot(page, `audit-1280${path.replaceAll("/", "-")}`)
+    }
     await page.close()
   })
 })
