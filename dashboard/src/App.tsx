@@ -9,10 +9,12 @@ import { type Route, useRoute } from "./router.ts"
 import { forgetKey, storedKey, storeKey } from "./session.ts"
 import { ErrorNotice, Loading } from "./ui/Feedback.tsx"
 import { Link } from "./ui/Link.tsx"
+import { OutcomeNotice } from "./ui/Outcome.tsx"
 import { RetryWaitNotice } from "./ui/RetryWait.tsx"
 import { Executions, ExecutionDetail } from "./views/Executions.tsx"
 import { Files } from "./views/Files.tsx"
 import { SignIn } from "./views/SignIn.tsx"
+import { SubscriptionDetail } from "./views/SubscriptionDetail.tsx"
 import { Subscriptions } from "./views/Subscriptions.tsx"
 import { TriggerEvents } from "./views/TriggerEvents.tsx"
 import { WebhookDetail } from "./views/WebhookDetail.tsx"
@@ -26,7 +28,7 @@ interface Session {
 const NAV: ReadonlyArray<{ readonly route: Route; readonly label: string; readonly views: ReadonlyArray<Route["view"]> }> = [
   { route: { view: "files" }, label: "Files", views: ["files"] },
   { route: { view: "webhooks" }, label: "Webhooks", views: ["webhooks", "webhook"] },
-  { route: { view: "subscriptions" }, label: "Subscriptions", views: ["subscriptions"] },
+  { route: { view: "subscriptions" }, label: "Subscriptions", views: ["subscriptions", "subscription"] },
   { route: { view: "trigger-events" }, label: "Trigger events", views: ["trigger-events"] },
   { route: { view: "executions" }, label: "Executions", views: ["executions", "execution"] }
 ]
@@ -41,6 +43,8 @@ const titleOf = (route: Route): string => {
       return "Webhook endpoint"
     case "subscriptions":
       return "Trigger subscriptions"
+    case "subscription":
+      return "Trigger subscription"
     case "trigger-events":
       return "Trigger event history"
     case "executions":
@@ -49,6 +53,20 @@ const titleOf = (route: Route): string => {
       return "Execution"
     case "not-found":
       return "Not found"
+  }
+}
+
+/** The record a view shows, if any: another record of the same view is a new page too. */
+const recordOf = (route: Route): string => {
+  switch (route.view) {
+    case "webhook":
+      return route.endpointId
+    case "subscription":
+      return route.subscriptionId
+    case "execution":
+      return route.executionId
+    default:
+      return ""
   }
 }
 
@@ -63,6 +81,8 @@ const View = ({ route, session }: { readonly route: Route; readonly session: Ses
       return <WebhookDetail key={route.endpointId} client={client} me={me} endpointId={route.endpointId} />
     case "subscriptions":
       return <Subscriptions client={client} me={me} />
+    case "subscription":
+      return <SubscriptionDetail key={route.subscriptionId} client={client} subscriptionId={route.subscriptionId} />
     case "trigger-events":
       return <TriggerEvents client={client} me={me} filters={route} />
     case "executions":
@@ -87,7 +107,7 @@ const Shell = (
     // Not on the first render: the page has just loaded and the browser's own focus is right.
     if (first.current) first.current = false
     else heading.current?.focus()
-  }, [route.view, title, route.view === "webhook" ? route.endpointId : route.view === "execution" ? route.executionId : ""])
+  }, [route.view, title, recordOf(route)])
   const { me } = session
   return (
     <>
@@ -114,6 +134,7 @@ const Shell = (
       <main id="main">
         <h1 ref={heading} tabIndex={-1}>{title}</h1>
         <RetryWaitNotice />
+        <OutcomeNotice route={route} />
         <View route={route} session={session} />
       </main>
     </>

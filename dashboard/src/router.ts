@@ -22,6 +22,7 @@ export type Route =
   | { readonly view: "webhooks" }
   | { readonly view: "webhook"; readonly endpointId: string }
   | { readonly view: "subscriptions" }
+  | { readonly view: "subscription"; readonly subscriptionId: string }
   | { readonly view: "trigger-events"; readonly subscriptionId?: string; readonly trigger?: string }
   | ({ readonly view: "executions" } & ExecutionFilters)
   /** One record; `from` is the list's filters it was opened from, for the way back. */
@@ -69,6 +70,10 @@ export const parseRoute = (pathname: string, search: string): Route => {
     if (endpointId !== undefined) return { view: "webhook", endpointId }
   }
   if (first === "subscriptions" && parts.length === 1) return { view: "subscriptions" }
+  if (first === "subscriptions" && parts.length === 2 && second !== undefined) {
+    const subscriptionId = decode(second)
+    if (subscriptionId !== undefined) return { view: "subscription", subscriptionId }
+  }
   if (first === "trigger-events" && parts.length === 1) {
     // As for executions: a trigger the catalog does not have (the form could not show it) or a
     // blank subscription id is left out.
@@ -110,6 +115,8 @@ export const hrefOf = (route: Route): string => {
       return `${BASE}/webhooks/${encodeURIComponent(route.endpointId)}`
     case "subscriptions":
       return `${BASE}/subscriptions`
+    case "subscription":
+      return `${BASE}/subscriptions/${encodeURIComponent(route.subscriptionId)}`
     case "trigger-events": {
       const query = new URLSearchParams()
       if (route.subscriptionId !== undefined) query.set("subscriptionId", route.subscriptionId)

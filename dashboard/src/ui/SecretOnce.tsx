@@ -2,7 +2,10 @@
  * A secret the service shows only once (a webhook signing secret, an ingest URL): displayed as
  * text with a copy button until dismissed, then gone from the page for good.
  *
- * It must be seen: when it appears, the page scrolls to it and its heading takes the focus (a
+ * It must be seen, and so must what loses it: the panel says that putting it away, leaving or
+ * reloading the page loses it, and its last button says what it does.
+ *
+ * When it appears, the page scrolls to it and its heading takes the focus (a
  * screen reader reads it out); a new secret replacing another does the same.
  */
 import type { ComponentChildren } from "preact"
@@ -56,7 +59,8 @@ export const SecretOnce = (
       <h3 id={`${id}-title`} ref={heading} tabIndex={-1}>{title}</h3>
       {children}
       <p>
-        <strong>Shown once.</strong> Copy it now: the service will not show it again.
+        <strong>Shown once.</strong> Copy it now: the service will not show it again. It is gone from the page for good when you
+        put it away, leave this page or reload it.
       </p>
       <label for={id}>{label}</label>
       <div class="secret-row">
@@ -76,7 +80,7 @@ export const SecretOnce = (
           onDone()
         }}
       >
-        I have stored it
+        I have stored it: remove the {label.toLowerCase()} from the page
       </button>
     </section>
   )

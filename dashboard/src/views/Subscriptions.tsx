@@ -209,12 +209,16 @@ const Row = (
   return (
     <tr data-subscription-id={id}>
       <td>
-        <code>{id}</code>
+        <Link to={{ view: "subscription", subscriptionId: id }}><code>{id}</code></Link>
         <div><Link to={{ view: "trigger-events", subscriptionId: id }}>Events</Link></div>
       </td>
       <td><code>{subscription.trigger}</code></td>
       <td>{subscription.userId}</td>
-      <td>{subscription.webhookEndpointIds.map((endpointId) => <div key={endpointId}><code>{endpointId}</code></div>)}</td>
+      <td>
+        {subscription.webhookEndpointIds.map((endpointId) => (
+          <div key={endpointId}><Link to={{ view: "webhook", endpointId }}><code>{endpointId}</code></Link></div>
+        ))}
+      </td>
       <td><code class="filters-json">{JSON.stringify(subscription.filters)}</code></td>
       <td>{subscription.status}{subscription.pollIntervalSeconds === undefined ? "" : `, every ${subscription.pollIntervalSeconds} s`}</td>
       <td><Time iso={subscription.createdAt} /></td>

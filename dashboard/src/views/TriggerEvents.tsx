@@ -10,6 +10,7 @@ import { type Client, isPinned, type Me } from "../api.ts"
 import { PAGE_SIZE, usePaged } from "../data.ts"
 import { navigate } from "../router.ts"
 import { Button } from "../ui/Button.tsx"
+import { Link } from "../ui/Link.tsx"
 import { PinnedNotice } from "../ui/Feedback.tsx"
 import { ListState } from "../ui/ListState.tsx"
 import { TableScroll } from "../ui/TableScroll.tsx"
@@ -61,11 +62,12 @@ const FilterBar = ({ filters, onApply }: { readonly filters: Filters; readonly o
   )
 }
 
+/** Links like the other lists': to the subscription's page, and to each endpoint's page, which holds its deliveries. */
 const EventRow = ({ event }: { readonly event: TriggerEvent }) => (
   <tr data-arrival-id={event.arrivalId}>
     <td><Time iso={event.receivedAt} /></td>
     <td><code>{event.trigger}</code><div class="muted">{event.deliveryMode}</div></td>
-    <td><code>{event.subscriptionId}</code></td>
+    <td><Link to={{ view: "subscription", subscriptionId: event.subscriptionId }}><code>{event.subscriptionId}</code></Link></td>
     <td>{event.dedupStatus}</td>
     <td><span class={`badge badge-${event.deliveryStatus}`}>{event.deliveryStatus}</span></td>
     <td>
@@ -73,7 +75,7 @@ const EventRow = ({ event }: { readonly event: TriggerEvent }) => (
         <ul class="targets">
           {event.deliveryTargets.map((target) => (
             <li key={target.deliveryId}>
-              <code>{target.endpointId}</code>: {target.status} <span class="muted">(<code>{target.deliveryId}</code>)</span>
+              <Link to={{ view: "webhook", endpointId: target.endpointId }}><code>{target.endpointId}</code></Link>: {target.status} <span class="muted">(<code>{target.deliveryId}</code>)</span>
             </li>
           ))}
         </ul>

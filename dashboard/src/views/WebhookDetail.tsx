@@ -12,6 +12,7 @@ import { Button } from "../ui/Button.tsx"
 import { Confirm } from "../ui/Confirm.tsx"
 import { ErrorNotice, Loading, PinnedNotice } from "../ui/Feedback.tsx"
 import { Link } from "../ui/Link.tsx"
+import { sayOutcome } from "../ui/Outcome.tsx"
 import { SecretOnce } from "../ui/SecretOnce.tsx"
 import { Time } from "../ui/Time.tsx"
 import { Deliveries } from "./Deliveries.tsx"
@@ -98,7 +99,10 @@ const Danger = (
           onConfirm={() =>
             act(async () => {
               await client.webhooks.delete(endpointId)
+              // This page goes with the endpoint: the list says what happened (the focus goes
+              // to its heading, as on any change of view).
               navigate({ view: "webhooks" })
+              sayOutcome(`Endpoint ${endpointId} deleted.`)
             })}
         />
       </div>

@@ -82,7 +82,8 @@ const Endpoints = ({ client }: { readonly client: Client }) => {
           onDone={() => setCreated(undefined)}
         >
           <p>
-            <Link to={{ view: "webhook", endpointId: created.endpointId }}>Open the endpoint</Link> to edit it and follow its deliveries.
+            <Link to={{ view: "webhook", endpointId: created.endpointId }}>Open the endpoint</Link> to edit it and follow its deliveries
+            (this leaves the page, and the secret is not shown there: copy it first).
           </p>
         </SecretOnce>
       )}
