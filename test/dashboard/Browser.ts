@@ -71,3 +71,18 @@ export const signIn = async (page: Page, address: string, key = KEY): Promise<vo
 /** Waits until no list of the page is loading. */
 export const settled = (page: Page) =>
   expect.poll(() => page.evaluate(`document.querySelector("[aria-busy=true], .loading") === null`), { timeout: 10_000 }).toBe(true)
+
+/**
+ * Fills the subscription form for a polling subscription (github.issue_opened on octo/hello) and
+ * creates it; waits for the page to say it was made (a polling one has no ingest URL to show).
+ */
+export const createPollingSubscription = async (page: Page, input: { readonly userId: string; readonly connectionId: string; readonly endpointId: string }) => {
+  await page.getByLabel("Trigger", { exact: true }).selectOption("github.issue_opened")
+  await page.getByLabel("User id").fill(input.userId)
+  await page.getByLabel(/^Connection/).fill(input.connectionId)
+  await page.getByLabel("owner (required)").fill("octo")
+  await page.getByLabel("repo (required)").fill("hello")
+  await page.getByLabel("Other webhook endpoint ids (optional)").fill(input.endpointId)
+  await page.getByRole("button", { name: "Create subscription" }).click()
+  await page.getByText(/^Subscription trgsub_\S+ created \(polling every 60 s\)\.$/).waitFor()
+}

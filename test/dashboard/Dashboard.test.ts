@@ -14,7 +14,7 @@ import { describe, expect, it } from "vitest"
 import { BUDGET_BYTES, BUDGET_MS, loadOnce, median, servedBytes } from "../../dashboard/scripts/budget.ts"
 import { KEY, PINNED_KEY } from "../support/Service.ts"
 import { eventually } from "../support/WebhookReceiver.ts"
-import { screenshot, seriousViolations, type Watched, watch, signIn as signInAt } from "./Browser.ts"
+import { createPollingSubscription, screenshot, seriousViolations, type Watched, watch, signIn as signInAt } from "./Browser.ts"
 import { dashboardHarness } from "./Harness.ts"
 
 const XSS_NAME = "<img src=x onerror=window.__xss=1>.txt"
@@ -384,14 +384,7 @@ describe("the dashboard in Chromium", () => {
 
     // A polling subscription has no ingest URL: the page still says it was made.
     await goTo(page, "Subscriptions", "Trigger subscriptions")
-    await page.getByLabel("Trigger", { exact: true }).selectOption("github.issue_opened")
-    await page.getByLabel("User id").fill("user_narrow")
-    await page.getByLabel(/^Connection/).fill(connectionId)
-    await page.getByLabel("owner (required)").fill("octo")
-    await page.getByLabel("repo (required)").fill("hello")
-    await page.getByLabel("Other webhook endpoint ids (optional)").fill(endpoint.endpointId)
-    await page.getByRole("button", { name: "Create subscription" }).click()
-    await page.getByText(/^Subscription trgsub_\S+ created \(polling every 60 s\)\.$/).waitFor()
+    await createPollingSubscription(page, { userId: "user_narrow", connectionId, endpointId: endpoint.endpointId })
     expect(await page.getByLabel("Ingest URL", { exact: true }).count()).toBe(0)
 
     // A file over the cap is refused by its request body's size (413): said in file terms. The

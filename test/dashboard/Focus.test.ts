@@ -8,7 +8,7 @@
  */
 import type { Page } from "playwright-core"
 import { describe, expect, it } from "vitest"
-import { signIn as signInAt, settled } from "./Browser.ts"
+import { createPollingSubscription, signIn as signInAt, settled } from "./Browser.ts"
 import { dashboardHarness } from "./Harness.ts"
 
 const h = await dashboardHarness()
@@ -105,14 +105,7 @@ describe("the focus while a control is busy", () => {
     const connectionId = String(((await connection.json()) as { connectionId: string }).connectionId)
     const page = await h.browser.context.newPage()
     await signIn(page, "/dashboard/subscriptions")
-    await page.getByLabel("Trigger", { exact: true }).selectOption("github.issue_opened")
-    await page.getByLabel("User id").fill("user_focus_polling")
-    await page.getByLabel(/^Connection/).fill(connectionId)
-    await page.getByLabel("owner (required)").fill("octo")
-    await page.getByLabel("repo (required)").fill("hello")
-    await page.getByLabel("Other webhook endpoint ids (optional)").fill(endpoint.endpointId)
-    await page.getByRole("button", { name: "Create subscription" }).click()
-    await page.getByText(/^Subscription trgsub_\S+ created \(polling every 60 s\)\.$/).waitFor()
+    await createPollingSubscription(page, { userId: "user_focus_polling", connectionId, endpointId: endpoint.endpointId })
     expect(await focused(page)).toBe("BUTTON:Create subscription")
     await page.close()
   })
