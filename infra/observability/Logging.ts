@@ -68,6 +68,44 @@ export interface LogRecord {
   readonly cause: string | undefined
 }
 
+/** How many causes deep a chain of messages goes (a chain may loop). */
+const CHAIN_DEPTH = 5
+
+/**
+ * An expected failure in one short line: its tag (or name) and message, then its cause's, and so
+ * on (`StoreUnavailable; cause: SqlError: PgConnection: Failed to connect; cause: Error: connect
+ * ECONNREFUSED …`). A stack says nothing about a database that went away, and an outage repeats
+ * the line every few seconds.
+ */
+export const describeFailure = (error: unknown): string => {
+  const links: Array<string> = []
+  let current = error
+  let previous: unknown
+  for (let depth = 0; depth < CHAIN_DEPTH && current !== undefined && current !== null; depth++) {
+    if (typeof current !== "object") {
+      links.push(String(current))
+      break
+    }
+    const { _tag, name, message, cause } = current as { _tag?: unknown; name?: unknown; message?: unknown; cause?: unknown }
+    const label = typeof _tag === "string" ? _tag : typeof name === "string" ? name : "Error"
+    // A wrapper that repeats its cause's message (the Postgres client's errors do) adds nothing.
+    if (message !== previous) links.push(typeof message === "string" && message !== "" ? `${label}: ${message}` : label)
+    previous = message
+    current = cause
+  }
+  return links.join("; cause: ")
+}
+
+/**
+ * A cause as logged: expected failures as their short chains; anything with a defect (a bug)
+ * or an interruption whole, stacks included.
+ */
+const describeCause = (cause: Cause.Cause<unknown>): string | undefined => {
+  if (cause.reasons.length === 0) return undefined
+  if (!cause.reasons.every(Cause.isFailReason)) return Cause.pretty(cause)
+  return cause.reasons.map((reason) => describeFailure(reason.error)).join("\n")
+}
+
 export const toRecord = (options: Logger.Options<unknown>): LogRecord => {
   const parts = Array.isArray(options.message) ? options.message : [options.message]
   const fields: Record<string, unknown> = {}
@@ -76,7 +114,7 @@ export const toRecord = (options: Logger.Options<unknown>): LogRecord => {
   for (const part of parts) {
     if (message === undefined && typeof part === "string") message = part
     else if (isPlainObject(part)) for (const key in part) fields[key] = fieldValue(key, part[key])
-    else if (part instanceof Error) details.push(part.message)
+    else if (part instanceof Error) details.push(describeFailure(part))
     else if (part !== undefined) details.push(part)
   }
   const annotations = options.fiber.getRef(References.CurrentLogAnnotations)
@@ -87,7 +125,7 @@ export const toRecord = (options: Logger.Options<unknown>): LogRecord => {
     level: options.logLevel.toLowerCase(),
     message: message ?? "",
     fields,
-    cause: options.cause.reasons.length > 0 ? Cause.pretty(options.cause) : undefined
+    cause: describeCause(options.cause)
   }
 }
 

@@ -1,0 +1,50 @@
+/**
+ * Log lines of failures: an expected failure (a store outage, a refused attempt) says why in one
+ * short line, the chain of its causes' messages; only a defect (a bug) keeps its stack. Before,
+ * a StoreUnavailable passed as a message part was logged as `"details":""`, saying nothing, and
+ * as a cause as about 1.5 KB of nested stacks per warning, all through an outage.
+ */
+import { Cause, Effect, Logger } from "effect"
+import { describe, expect, it } from "vitest"
+import { StoreUnavailable } from "../../../infra/eventlog/EventStore.ts"
+import { formatJsonLine, toRecord } from "../../../infra/observability/Logging.ts"
+
+const linesOf = async (program: Effect.Effect<void>): Promise<ReadonlyArray<Record<string, unknown>>> => {
+  const lines: Array<string> = []
+  const logger = Logger.make((options) => lines.push(formatJsonLine(toRecord(options))))
+  await Effect.runPromise(program.pipe(Effect.provide(Logger.layer([logger]))))
+  return lines.map((line) => JSON.parse(line) as Record<string, unknown>)
+}
+
+/** As the Postgres client reports a refused connection: its error, caused by the socket's. */
+const refused = () => {
+  const socket = Object.assign(new Error("connect ECONNREFUSED 127.0.0.1:5432"), { code: "ECONNREFUSED" })
+  const client = Object.assign(new Error("PgConnection: Failed to connect", { cause: socket }), { _tag: "SqlError" })
+  return new StoreUnavailable({ cause: client })
+}
+
+describe("log lines of failures", () => {
+  it("an error among the message's parts is the chain of its causes' messages", async () => {
+    const [line] = await linesOf(Effect.logWarning("webhook delivery records not written yet; retrying", refused()))
+    expect(line!.details).toBe("StoreUnavailable; cause: SqlError: PgConnection: Failed to connect; cause: Error: connect ECONNREFUSED 127.0.0.1:5432")
+  })
+
+  it("a cause of expected failures is the same short chain, with no stack", async () => {
+    const [line] = await linesOf(Effect.fail(refused()).pipe(Effect.catchCause((cause) => Effect.logWarning("webhook lane failed; retrying", cause))))
+    expect(line!.cause).toBe("StoreUnavailable; cause: SqlError: PgConnection: Failed to connect; cause: Error: connect ECONNREFUSED 127.0.0.1:5432")
+    expect(JSON.stringify(line).length).toBeLessThan(400)
+  })
+
+  it("a defect keeps its stack: it is a bug to find", async () => {
+    const [line] = await linesOf(Effect.die(new Error("boom")).pipe(Effect.catchCause((cause) => Effect.logWarning("adapter failed unexpectedly", cause))))
+    expect(String(line!.cause)).toMatch(/Error: boom\n\s+at /)
+  })
+
+  it("a chain that loops, or runs deep, ends", async () => {
+    const a: Error & { cause?: unknown } = new Error("a")
+    const b = new Error("b", { cause: a })
+    a.cause = b
+    const [line] = await linesOf(Effect.logWarning("looping", Cause.squash(Cause.fail(a))))
+    expect(String(line!.details).split("; cause: ").length).toBeLessThanOrEqual(5)
+  })
+})
