@@ -105,8 +105,7 @@ export const make = Effect.gen(function*() {
 
   /** Records the arrival as accepted under `ids`; a lost race for its stream makes it a duplicate (or nothing). */
   const accept = Effect.fnUntraced(function*(arrival: Arrival, ids: { readonly arrivalId: string; readonly eventId: string }, now: number, duplicates: "record" | "skip") {
-    // While the lease is lost the arrival is refused (503) rather than held (Runner.ts).
-    const incarnation = yield* runner.registered
+    const incarnation = yield* runner.current
     payloads.own(incarnation.id)
     const received = receivedOf(arrival, ids, now, incarnation.id)
     // Kept before the record exists: its deliveries, here or by a recoverer, find it.
