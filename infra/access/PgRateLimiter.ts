@@ -146,11 +146,13 @@ export const layerPg = Layer.effect(
     const sql = yield* SqlClient.SqlClient
     const policy = policies(limits)
 
+    // The float8 arrays travel as text: the driver infers each element's type from its value,
+    // and refuses an array mixing whole (10 a ms) and fractional (16.67 a ms) numbers.
     const leaseRows = (takes: ReadonlyArray<BucketTake & { readonly n: number }>) =>
       sql<{ bucket_id: string; granted: number; leased: number; left_tokens: number; now_ms: number }>`
         SELECT bucket_id, granted, leased, left_tokens, now_ms FROM lease_rate_tokens(
-          ${takes.map((t) => t.bucket)}::text[], ${takes.map((t) => t.policy.burst)}::float8[],
-          ${takes.map((t) => t.policy.perMinute / 60_000)}::float8[], ${takes.map((t) => t.n)}::int4[],
+          ${takes.map((t) => t.bucket)}::text[], ${takes.map((t) => String(t.policy.burst))}::float8[],
+          ${takes.map((t) => String(t.policy.perMinute / 60_000))}::float8[], ${takes.map((t) => t.n)}::int4[],
           ${takes.map((t) => t.lease)}::int4[], ${takes.map((t) => t.returned)}::int4[])`.pipe(Effect.mapError(unavailable))
 
     // Tokens lent to this process per bucket, handed out without a round trip until spent or

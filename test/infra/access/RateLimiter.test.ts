@@ -105,6 +105,21 @@ const suite = <R>(
           assert.strictEqual(decisions.filter((x) => x.id === id && x.kind === "execute" && x.d.allowed).length, 2)
         }
       })))
+
+  it.effect("buckets whose refill rates are a whole and a fractional number per ms share one statement", () =>
+    // 600,000 a minute is 10 tokens a ms, 1,000,000 is 16.67: one batch holds both kinds of
+    // number (it used to fail to encode: "Array parameter elements must have the same inferred OID").
+    withLimiter(make, {
+      SERVICE_RATE_LIMIT_REQUEST_BURST: "10000",
+      SERVICE_RATE_LIMIT_REQUESTS_PER_MINUTE: "600000",
+      SERVICE_RATE_LIMIT_EXECUTE_BURST: "100000",
+      SERVICE_RATE_LIMIT_EXECUTE_PER_MINUTE: "1000000"
+    }, (limiter) =>
+      Effect.gen(function*() {
+        const id = freshProject()
+        const decisions = yield* Effect.all([limiter.take(id, "standard"), limiter.take(id, "execute")], { concurrency: "unbounded" })
+        assert.deepStrictEqual(decisions.map((d) => d.allowed), [true, true])
+      })))
 }
 
 describe("RateLimiter (memory)", () => {
