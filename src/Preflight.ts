@@ -6,6 +6,7 @@
  */
 import { Effect } from "effect"
 import { bootstrapKeys, previousSecretKey, rateLimits, secretKey } from "../infra/access/AccessSettings.ts"
+import { storeTimeoutSetting } from "../infra/eventlog/Database.ts"
 import { retentionSetting } from "../infra/eventlog/MemoryRetention.ts"
 import { logFormat } from "../infra/observability/Logging.ts"
 import { readySettings } from "../infra/observability/Readiness.ts"
@@ -26,6 +27,7 @@ export const preflight = Effect.gen(function*() {
   yield* serverLimits
   yield* httpUrl("SERVICE_BASE_URL", `http://localhost:${port}`)
   const url = yield* databaseUrl
+  yield* storeTimeoutSetting
   yield* secretKey(url !== undefined)
   yield* bootstrapKeys
   yield* rateLimits

@@ -9,7 +9,8 @@
 import { PgClient } from "@effect/sql-pg"
 import { Context, Effect, Layer, type Redacted } from "effect"
 import { SqlClient } from "effect/sql"
-import { databaseUrl } from "../Settings.ts"
+import { databaseUrl, integer } from "../Settings.ts"
+import * as PgBoundedClient from "./PgBoundedClient.ts"
 import { checkSchemaVersion, type Migration, runMigrations } from "./PgMigrations.ts"
 import { type Projection, Projections } from "./Projection.ts"
 import { ensureProjectionTables } from "./ProjectionAdmin.ts"
@@ -35,34 +36,62 @@ export interface SchemaParts {
 /** Connections of the pool every feature shares. */
 export const POOL_SIZE = 16
 
-/** The pool every feature shares. */
-export const pgClientLayer = (url: Redacted.Redacted<string>) =>
-  PgClient.layer({ url, maxConnections: POOL_SIZE, applicationName: "service" })
+/**
+ * SERVICE_STORE_TIMEOUT_MS: how long the serving process waits for one statement, or for a
+ * connection, before it takes the store for unavailable (a Postgres that hangs instead of
+ * refusing; PgBoundedClient.ts). 0 waits as long as it takes.
+ */
+export const storeTimeoutSetting = Effect.map(
+  integer("SERVICE_STORE_TIMEOUT_MS", 5_000, 0, 600_000),
+  (ms) => (ms === 0 ? undefined : ms)
+)
+
+/**
+ * The pool every feature shares, with its bounded client (by `boundMs`, when set) and its
+ * unbounded one (PgBoundedClient.ts).
+ */
+const pgClients = (url: Redacted.Redacted<string>, boundMs: number | undefined) =>
+  PgBoundedClient.make({ url, maxConnections: POOL_SIZE, applicationName: "service" }, boundMs)
 
 export const layerMemory: Layer.Layer<Database> = Layer.succeed(Database, { _tag: "Memory" })
 
-/** Postgres at `url`, migrated, with the tables of every projection. */
-export const layerPostgres = (url: Redacted.Redacted<string>, parts: SchemaParts) =>
+/**
+ * Postgres at `url`, migrated, with the tables of every projection. `boundMs` bounds every
+ * statement of the client the features get (the serving process); migrations run unbounded
+ * whatever it is, as does everything of an operator command (which passes none).
+ */
+export const layerPostgres = (url: Redacted.Redacted<string>, parts: SchemaParts, boundMs?: number) =>
   Layer.effect(
     Database,
     Effect.gen(function*() {
-      // A database migrated by a newer version is refused before anything is applied to it.
-      yield* checkSchemaVersion(parts.migrations)
-      const applied = yield* runMigrations(parts.migrations)
-      if (applied.length > 0) yield* Effect.logInfo(`applied migrations: ${applied.join(", ")}`)
-      yield* ensureProjectionTables.pipe(Effect.provideService(Projections, parts.projections))
+      const clients = yield* pgClients(url, boundMs)
+      const unbounded = Layer.mergeAll(
+        Layer.succeed(SqlClient.SqlClient, clients.unbounded),
+        Layer.succeed(PgClient.PgClient, clients.unbounded)
+      )
+      yield* Effect.gen(function*() {
+        // A database migrated by a newer version is refused before anything is applied to it.
+        yield* checkSchemaVersion(parts.migrations)
+        const applied = yield* runMigrations(parts.migrations)
+        if (applied.length > 0) yield* Effect.logInfo(`applied migrations: ${applied.join(", ")}`)
+        yield* ensureProjectionTables.pipe(Effect.provideService(Projections, parts.projections))
+      }).pipe(Effect.provide(unbounded))
       return {
         _tag: "Postgres" as const,
-        sql: yield* SqlClient.SqlClient,
-        pg: yield* PgClient.PgClient,
+        sql: clients.bounded,
+        pg: clients.bounded,
         migrationIds: parts.migrations.map((migration) => migration.id)
       }
     })
-  ).pipe(Layer.provide(pgClientLayer(url)))
+  )
 
-/** Memory or Postgres, as SERVICE_DATABASE_URL says. */
+/** Memory or Postgres, as SERVICE_DATABASE_URL says; the serving process's store is bounded. */
 export const layer = (parts: SchemaParts) =>
-  Layer.unwrap(Effect.map(databaseUrl, (url) => (url === undefined ? layerMemory : layerPostgres(url, parts))))
+  Layer.unwrap(Effect.gen(function*() {
+    const url = yield* databaseUrl
+    if (url === undefined) return layerMemory
+    return layerPostgres(url, parts, yield* storeTimeoutSetting)
+  }))
 
 /** The Postgres clients of a `Postgres` storage, as the layers that need them expect them. */
 export const clientsOf = (storage: Extract<Storage, { _tag: "Postgres" }>): Layer.Layer<SqlClient.SqlClient | PgClient.PgClient> =>
