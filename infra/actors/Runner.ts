@@ -20,6 +20,7 @@
  */
 import { Context, Deferred, Duration, Effect, Exit, Fiber, Layer, Scope } from "effect"
 import { SqlClient } from "effect/sql"
+import { ConnectionError, SqlError } from "effect/sql/SqlError"
 import { hostname } from "node:os"
 import { backoff } from "../Backoff.ts"
 import { StoreUnavailable } from "../eventlog/EventStore.ts"
@@ -68,6 +69,12 @@ const makeActorScopes = () => {
 export interface RunnerShape {
   /** The live incarnation; while none is registered (the database is away), waits for one. */
   readonly current: Effect.Effect<Incarnation>
+  /**
+   * The live incarnation, or `StoreUnavailable` at once while none is registered: for requests,
+   * which are answered 503 rather than held until the database answers again (none is
+   * registered only after the store went a lease's time without answering).
+   */
+  readonly registered: Effect.Effect<Incarnation, StoreUnavailable>
   /** Ids of the incarnations whose lease is live now, this one's included. */
   readonly alive: Effect.Effect<ReadonlySet<string>, StoreUnavailable>
 }
@@ -125,7 +132,11 @@ const memoryIncarnation = Effect.gen(function*() {
 export const layerMemory: Layer.Layer<Runner> = Layer.effect(
   Runner,
   Effect.map(memoryIncarnation, (incarnation) =>
-    Runner.of({ current: Effect.succeed(incarnation), alive: Effect.succeed(new Set([incarnation.id])) }))
+    Runner.of({
+      current: Effect.succeed(incarnation),
+      registered: Effect.succeed(incarnation),
+      alive: Effect.succeed(new Set([incarnation.id]))
+    }))
 )
 
 /** The lease timings; tests shorten the TTL (SERVICE_LEASE_TTL_MS) to see takeovers quickly. */
@@ -137,6 +148,15 @@ export const leaseTimings = Effect.map(integer("SERVICE_LEASE_TTL_MS", 20_000, 1
 }))
 
 const unavailable = (cause: unknown) => new StoreUnavailable({ cause })
+
+/** Why a request finds no incarnation: the store's connection is as good as lost (an outage, 503). */
+const noLease = new SqlError({
+  reason: new ConnectionError({
+    cause: new Error("no runner lease: the database has not answered for a lease's time"),
+    message: "no runner lease: the database has not answered for a lease's time",
+    operation: "lease"
+  })
+})
 
 export const layerPg: Layer.Layer<Runner, never, SqlClient.SqlClient> = Layer.effect(
   Runner,
@@ -239,6 +259,10 @@ export const layerPg: Layer.Layer<Runner, never, SqlClient.SqlClient> = Layer.ef
     )
     return Runner.of({
       current: Effect.suspend(() => Deferred.await(live)),
+      registered: Effect.suspend(() =>
+        Deferred.isDoneUnsafe(live)
+          ? Deferred.await(live)
+          : Effect.fail(unavailable(noLease))),
       alive: sql<{ runner_id: string }>`SELECT runner_id FROM runners WHERE expires_at > now()`.pipe(
         Effect.map((rows) => new Set(rows.map((row) => row.runner_id))),
         Effect.mapError(unavailable)

@@ -114,7 +114,7 @@ export const make = Effect.gen(function*() {
   let entries = new Map<string, Entry>()
   /** Where this incarnation's dispatches run: closed when it ends, or when the actor is shut down. */
   let dispatches: Scope.Closeable | undefined
-  const current = Effect.flatMap(runner.current, (incarnation) => {
+  const within = (incarnation: Incarnation) => {
     if (cachedBy === incarnation && dispatches !== undefined) return Effect.succeed({ incarnation, dispatches })
     return Effect.map(incarnation.actorScope(scope), (opened) => {
       if (cachedBy !== incarnation) {
@@ -124,7 +124,10 @@ export const make = Effect.gen(function*() {
       }
       return { incarnation, dispatches: dispatches ?? opened }
     })
-  })
+  }
+  const current = Effect.flatMap(runner.current, within)
+  /** A request's: 503 at once rather than held while the lease is lost (Runner.ts). */
+  const registered = Effect.flatMap(runner.registered, within)
   /** Callers waiting for terminal records (sync requests, MCP tasks), here or recorded elsewhere. */
   const waiters = makeTerminalWaiters({
     store,
@@ -248,7 +251,7 @@ export const make = Effect.gen(function*() {
 
   const actor: ExecutionActorShape = {
     execute: Effect.fnUntraced(function*({ request, plan, alongside }) {
-      const owner = yield* current
+      const owner = yield* registered
       const incarnation = owner.incarnation
       const now = yield* Clock.currentTimeMillis
       const requested = decide({ _tag: "RequestExecution", request: { ...request, owner: incarnation.id } }, undefined)

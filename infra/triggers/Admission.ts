@@ -105,7 +105,8 @@ export const make = Effect.gen(function*() {
 
   /** Records the arrival as accepted under `ids`; a lost race for its stream makes it a duplicate (or nothing). */
   const accept = Effect.fnUntraced(function*(arrival: Arrival, ids: { readonly arrivalId: string; readonly eventId: string }, now: number, duplicates: "record" | "skip") {
-    const incarnation = yield* runner.current
+    // While the lease is lost the arrival is refused (503) rather than held (Runner.ts).
+    const incarnation = yield* runner.registered
     payloads.own(incarnation.id)
     const received = receivedOf(arrival, ids, now, incarnation.id)
     // Kept before the record exists: its deliveries, here or by a recoverer, find it.
