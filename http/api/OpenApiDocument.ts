@@ -71,7 +71,7 @@ const STATUS_TEXT: Readonly<Record<number, string>> = {
   500: "An internal failure (`provider_unavailable`, retryable); the request may be retried.",
   501: "Not supported by this deployment (`not_supported`).",
   502: "The provider failed or refused (`provider_unavailable`, `provider_error`).",
-  503: "The service's store does not answer, as while Postgres restarts (`provider_unavailable`, retryable); nothing was recorded. `Retry-After` says when to retry.",
+  503: "The service's store does not answer, as while Postgres restarts or hangs (`provider_unavailable`, retryable); nothing was recorded, unless Postgres hung after the request's commit reached it (retry with the same `Idempotency-Key`). `Retry-After` says when to retry.",
   504: "The provider did not answer in time (`timeout`)."
 }
 

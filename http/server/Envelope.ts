@@ -49,9 +49,10 @@ export const idNotFound = () => new EdgeFailure(404, normalized("not_found", "No
 const internal = () => new EdgeFailure(500, { code: "provider_unavailable", message: "Internal error.", retryable: true })
 
 /**
- * The store does not answer (Postgres restarting, a connection cut): 503 with a retryable
- * envelope and `Retry-After`, so that clients retry instead of reporting a failure. Nothing was
- * accepted: an answer other than this one means the request's effect was recorded.
+ * The store does not answer (Postgres restarting or hanging, a connection cut): 503 with a
+ * retryable envelope and `Retry-After`, so that clients retry instead of reporting a failure.
+ * Nothing was accepted (an answer other than this one means the request's effect was recorded),
+ * unless Postgres hung after the request's commit had reached it (docs/operations.md).
  */
 export const storeUnavailable = () =>
   new EdgeFailure(503, normalized("provider_unavailable", "The service's store is unavailable; retry shortly.", 1), { "retry-after": "1" })

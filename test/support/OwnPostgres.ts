@@ -5,7 +5,7 @@
  * the `postgres` user (Postgres refuses root). Undefined when no binaries are installed.
  */
 import { execFile, execFileSync } from "node:child_process"
-import { chownSync, existsSync, mkdtempSync, readdirSync, rmSync } from "node:fs"
+import { chownSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { promisify } from "node:util"
@@ -18,6 +18,34 @@ export interface OwnPostgres {
   readonly stop: () => Promise<void>
   readonly start: () => Promise<void>
   readonly destroy: () => Promise<void>
+  /**
+   * Freezes the server as a hung host would (SIGSTOP to the postmaster, then to its children):
+   * connections stay open and nothing answers. `thaw` (SIGCONT) undoes it; call it in a
+   * `finally`, and `destroy` thaws first anyway.
+   */
+  readonly freeze: () => void
+  readonly thaw: () => void
+}
+
+/** The children of `pid`, from /proc (no pgrep needed). */
+const childrenOf = (pid: number): ReadonlyArray<number> =>
+  readdirSync("/proc").filter((entry) => /^\d+$/.test(entry)).flatMap((entry) => {
+    try {
+      const stat = readFileSync(`/proc/${entry}/stat`, "utf8")
+      // The fourth field, after the command in parentheses (which may hold spaces).
+      const parent = Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1])
+      return parent === pid ? [Number(entry)] : []
+    } catch {
+      return []
+    }
+  })
+
+const signal = (pid: number, name: NodeJS.Signals) => {
+  try {
+    process.kill(pid, name)
+  } catch {
+    // Gone meanwhile.
+  }
 }
 
 const binaries = (): string | undefined => {
@@ -54,11 +82,27 @@ export const startOwnPostgres = async (): Promise<OwnPostgres> => {
     await run(join(bin, "pg_ctl"), ["-D", data, "-m", "fast", "-w", "-t", "30", "stop"], { ...as, cwd: dir })
   }
   await start()
+  const postmaster = () => Number(readFileSync(join(data, "postmaster.pid"), "utf8").split("\n", 1)[0])
+  let frozen: ReadonlyArray<number> = []
+  // The postmaster first, so that it forks no child after the list is taken.
+  const freeze = () => {
+    const pid = postmaster()
+    signal(pid, "SIGSTOP")
+    frozen = [pid, ...childrenOf(pid)]
+    for (const child of frozen.slice(1)) signal(child, "SIGSTOP")
+  }
+  const thaw = () => {
+    for (const pid of frozen.toReversed()) signal(pid, "SIGCONT")
+    frozen = []
+  }
   return {
+    freeze,
+    thaw,
     url: `postgres://postgres@127.0.0.1:${port}/postgres`,
     start,
     stop,
     destroy: async () => {
+      thaw()
       await run(join(bin, "pg_ctl"), ["-D", data, "-m", "immediate", "-w", "stop"], { ...as, cwd: dir }).catch(() => undefined)
       rmSync(dir, { recursive: true, force: true })
     }
