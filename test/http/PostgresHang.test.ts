@@ -142,13 +142,18 @@ describe.skipIf(!ownPostgresAvailable)("Postgres hanging under load (its own ser
       own.thaw()
       thawedAt = Date.now()
     }
-    await eventually(() => outcomes.some((o) => o.sent > thawedAt && o.status === 200), 30_000, "a successful request after the thaw")
-    const recoveredAt = outcomes.filter((o) => o.sent > thawedAt && o.status === 200).map((o) => o.at).toSorted((a, b) => a - b)[0]!
-    await sleep(1_500)
-    traffic.running = false
-    await Promise.all(load)
-    agent.destroy()
-    probeAgent.destroy()
+    let recoveredAt = 0
+    try {
+      await eventually(() => outcomes.some((o) => o.sent > thawedAt && o.status === 200), 30_000, "a successful request after the thaw")
+      recoveredAt = outcomes.filter((o) => o.sent > thawedAt && o.status === 200).map((o) => o.at).toSorted((a, b) => a - b)[0]!
+      await sleep(1_500)
+    } finally {
+      // The loops end whatever happened, so that a failure leaves nothing running.
+      traffic.running = false
+      await Promise.all(load)
+      agent.destroy()
+      probeAgent.destroy()
+    }
 
     // No request was cut, and every one got an answer the API knows.
     expect(outcomes.filter((o) => o.error !== undefined)).toEqual([])
