@@ -7,10 +7,26 @@
 import { Effect, Fiber, Redacted } from "effect"
 import type { SqlError } from "effect/sql/SqlError"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { storeTimeoutSetting } from "../../../infra/eventlog/Database.ts"
 import * as PgBoundedClient from "../../../infra/eventlog/PgBoundedClient.ts"
+import { configLayer, type Env } from "../../support/Config.ts"
 import { createTestDatabase, dropTestDatabase, postgresAvailable, runSql } from "../../support/Database.ts"
 
 const reasonOf = (error: unknown) => (error as SqlError).reason._tag
+
+describe("SERVICE_STORE_TIMEOUT_MS", () => {
+  const read = (env: Env) => Effect.runPromise(Effect.result(storeTimeoutSetting.pipe(Effect.provide(configLayer(env)))))
+
+  it("is 5 s by default, 0 for no bound, and refuses what is not an integer in range", async () => {
+    expect(await read({})).toMatchObject({ _tag: "Success", success: 5_000 })
+    expect(await read({ SERVICE_STORE_TIMEOUT_MS: "1500" })).toMatchObject({ _tag: "Success", success: 1_500 })
+    expect(await read({ SERVICE_STORE_TIMEOUT_MS: "0" })).toMatchObject({ _tag: "Success", success: undefined })
+    for (const bad of ["x", "-1", "600001"]) {
+      const result = await read({ SERVICE_STORE_TIMEOUT_MS: bad })
+      expect(result._tag === "Failure" && result.failure.message).toBe(`SERVICE_STORE_TIMEOUT_MS: expected an integer from 0 to 600000, got "${bad}"`)
+    }
+  })
+})
 
 describe("withoutWaiting", () => {
   it("answers at the bound although the effect takes long to wind down, and abandons it", async () => {
