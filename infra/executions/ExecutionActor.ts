@@ -68,9 +68,10 @@ export interface ExecutionActorShape {
   readonly awaitTerminal: (executionId: string, timeoutMs: number) => Effect.Effect<ExecutionRecord | undefined, StoreUnavailable>
   /**
    * Recovery of the executions among `running` and `pending` whose owner is not `alive` (never
-   * this process's): running ones fail with `execution_interrupted`, then `beforeResume` runs
-   * (stale permits), then pending ones are dispatched here, oldest first. Answers how many of
-   * each it took over.
+   * this process's), and of the requests this process gave up recording that were recorded all
+   * the same (see `unsure` below): running ones fail with `execution_interrupted`, then
+   * `beforeResume` runs (stale permits), then pending ones are dispatched here, oldest first.
+   * Answers how many of each it took over.
    */
   readonly recover: (options: {
     readonly running: ReadonlyArray<string>
@@ -81,6 +82,9 @@ export interface ExecutionActorShape {
     readonly resumePlan: (request: ExecutionRequested) => Effect.Effect<DispatchPlan, string>
   }) => Effect.Effect<{ readonly interrupted: number; readonly resumed: number }, StoreUnavailable>
 }
+
+/** How many recovery scans (ExecutionRecovery.ts, 5 s apart) look for a request that may yet be recorded: ten minutes. */
+const UNSURE_SCANS = 120
 
 export class ExecutionActor extends Context.Service<ExecutionActor, ExecutionActorShape>()("app/infra/ExecutionActor") {}
 
@@ -128,6 +132,16 @@ export const make = Effect.gen(function*() {
   const current = Effect.flatMap(runner.current, within)
   /** A request's: 503 at once rather than held while the lease is lost (Runner.ts). */
   const registered = Effect.flatMap(runner.registered, within)
+  /**
+   * Requests whose append failed here (the store out of reach, or out of time): their callers
+   * were answered 503, but a commit the store's bound gave up on may still be applied when the
+   * database answers again (PgBoundedClient.ts), leaving an execution owned by this live process
+   * that nothing runs and no recovery of a peer's would touch. Each recovery scan reads them:
+   * one recorded is taken over like a stopped peer's (pending: run here; running: interrupted),
+   * one absent is looked for again, for UNSURE_SCANS scans.
+   */
+  const unsure = new Map<string, number>()
+
   /** Callers waiting for terminal records (sync requests, MCP tasks), here or recorded elsewhere. */
   const waiters = makeTerminalWaiters({
     store,
@@ -249,6 +263,31 @@ export const make = Effect.gen(function*() {
       (found) => found.filter((f) => f !== undefined)
     )
 
+  /**
+   * The `unsure` requests recorded after all, owned by this incarnation and not dispatched here,
+   * by status; each one found (or looked for UNSURE_SCANS times) is forgotten.
+   */
+  const unsureOrphans = (self: string) =>
+    Effect.map(
+      Effect.forEach([...unsure.keys()], (executionId) =>
+        Effect.map(store.readStream(streamId(executionId)), (events) => {
+          if (events.length === 0) {
+            const left = (unsure.get(executionId) ?? 1) - 1
+            if (left <= 0) unsure.delete(executionId)
+            else unsure.set(executionId, left)
+            return undefined
+          }
+          unsure.delete(executionId)
+          const state = foldRecorded(events)
+          if (state === undefined || isTerminalState(state) || state.owner !== self || entries.get(executionId)?.fiber !== undefined) return undefined
+          return { executionId, owner: state.owner, status: state.record.status }
+        }), { concurrency: 16 }),
+      (found) => {
+        const orphans = found.filter((f) => f !== undefined)
+        return { running: orphans.filter((o) => o.status === "running"), pending: orphans.filter((o) => o.status === "pending") }
+      }
+    )
+
   const actor: ExecutionActorShape = {
     execute: Effect.fnUntraced(function*({ request, plan, alongside }) {
       const owner = yield* registered
@@ -268,7 +307,7 @@ export const make = Effect.gen(function*() {
       yield* store.append([
         ...alongside,
         { streamId: streamId(request.executionId), streamType: STREAM_TYPE, expectedVersion: 0, events: events.map(toNew) }
-      ])
+      ]).pipe(Effect.tapError(() => Effect.sync(() => durable && unsure.set(request.executionId, UNSURE_SCANS))))
       const entry = newEntry(state, events.length)
       entries.set(request.executionId, entry)
       // Sync with its permit: dispatched at once, so the record may already be terminal. Async
@@ -309,10 +348,11 @@ export const make = Effect.gen(function*() {
           running: yield* ownedElsewhere(incarnation.id, running),
           pending: yield* ownedElsewhere(incarnation.id, pending)
         }
+        const orphans = yield* unsureOrphans(incarnation.id)
         const living = yield* alive
         // Events from before owners existed name none: whoever recovers first takes them.
         const gone = (found: { readonly owner: string | undefined }) => found.owner === undefined || !living.has(found.owner)
-        const lost = candidates.running.filter(gone)
+        const lost = [...candidates.running.filter(gone), ...orphans.running]
         // Concurrently, so the appends share group commits and start-up stays short.
         yield* Effect.forEach(lost, ({ executionId, owner }) =>
           mutate(executionId, (now) => ({ _tag: "InterruptExecution", now, owner })).pipe(
@@ -320,7 +360,7 @@ export const make = Effect.gen(function*() {
           ), { concurrency: 64, discard: true })
         yield* beforeResume
         let resumed = 0
-        for (const { executionId } of candidates.pending.filter(gone)) {
+        for (const { executionId } of [...candidates.pending.filter(gone), ...orphans.pending]) {
           const entry = yield* entryFor(executionId)
           if (entry.state?.record.status !== "pending" || entry.fiber !== undefined) continue
           resumed++

@@ -77,7 +77,7 @@ export const recoverExecutions = Effect.gen(function*() {
     resumePlan
   })
   if (taken.interrupted + taken.resumed > 0) {
-    yield* Effect.logInfo(`recovered executions of a stopped process: ${taken.interrupted} interrupted, ${taken.resumed} resumed`)
+    yield* Effect.logInfo(`recovered executions no process was running: ${taken.interrupted} interrupted, ${taken.resumed} resumed`)
   }
 })
 

@@ -177,7 +177,8 @@ export const makeRuns = ({ store, permits, adapters, files, scope, mutate, entry
 
   /** The permit, then the start (unless already running), the adapter, and the outcome. */
   const runDispatch = Effect.fnUntraced(function*(run: Dispatching) {
-    const { executionId, entry, plan, request, key } = run
+    const { executionId, plan, request, key } = run
+    let entry = run.entry
     if (run.cap !== undefined && run.permit === "none") {
       run.permit = "acquiring"
       yield* permits.acquire(key, run.cap).pipe(Effect.retry(whileStoreFails))
@@ -195,12 +196,22 @@ export const makeRuns = ({ store, permits, adapters, files, scope, mutate, entry
         Effect.catchTag("StateConflict", () => Effect.succeed(false))
       )
       if (!started) {
-        // Started elsewhere first (two processes resumed it at once): the permit is the
-        // execution's, and its dispatch there holds it until the outcome. Releasing it here
-        // would free a permit still in use.
         const now = yield* Effect.orElseSucceed(entryFor(executionId), () => undefined)
-        if (now?.state?.record.status === "running" && now.state.owner !== run.incarnation.id) run.permit = "released"
-        return
+        const running = now?.state?.record.status === "running"
+        if (now === undefined || !running || now.state?.owner !== run.incarnation.id) {
+          // Started elsewhere first (two processes resumed it at once): the permit is the
+          // execution's, and its dispatch there holds it until the outcome. Releasing it here
+          // would free a permit still in use.
+          if (running) run.permit = "released"
+          return
+        }
+        // Started by this very dispatch: a try the store gave up on (its commit outlived the
+        // store's bound, PgBoundedClient.ts) was applied after all, and the retry met it. Only
+        // one dispatch of an execution runs in an incarnation, so the start is this one's: the
+        // tool runs, from the entry folded afresh (the stale one left the cache with the refusal).
+        now.fiber = entry.fiber
+        now.releasePermit = entry.releasePermit
+        entry = now
       }
     } else if (entry.state?.record.status !== "running") return
     entry.dispatching = true

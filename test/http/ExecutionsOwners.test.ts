@@ -51,6 +51,6 @@ describe.skipIf(!postgresAvailable)("execution ownership across processes", () =
     for (const id of pending) {
       expect(await waitFor(again, id, terminal, 20_000)).toMatchObject({ status: "succeeded", output: { sleptMs: 50 } })
     }
-    expect(again.output()).toContain("recovered executions of a stopped process: 4 interrupted, 2 resumed")
+    expect(again.output()).toContain("recovered executions no process was running: 4 interrupted, 2 resumed")
   }, 90_000)
 })
