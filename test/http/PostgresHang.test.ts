@@ -212,17 +212,27 @@ describe.skipIf(!ownPostgresAvailable)("Postgres hanging under load (its own ser
         return { executionId: body.executionId, project: body.projectId.replace(/^proj_/, "") }
       })
     expect(accepted.length).toBeGreaterThan(20)
-    await eventually(async () => {
-      for (const { executionId, project } of accepted) {
-        const record = await service.fetch(`/v1/executions/${executionId}`, { key: keyOf(project) })
-        if (record.status !== 200) throw new Error(`accepted execution ${executionId} answered ${record.status}`)
-        const body = (await record.json()) as { status: string; error: { code: string } | null }
-        const end = body.status === "failed" ? `failed:${body.error?.code}` : body.status
-        if (end === "pending" || end === "running") return undefined
-        if (!ends.includes(end)) throw new Error(`accepted execution ${executionId} ended ${end}`)
-      }
-      return true
-    }, 60_000, `every accepted execution to end as ${ends.join(" or ")}`)
+    let unfinished: unknown
+    try {
+      await eventually(async () => {
+        for (const { executionId, project } of accepted) {
+          const record = await service.fetch(`/v1/executions/${executionId}`, { key: keyOf(project) })
+          if (record.status !== 200) throw new Error(`accepted execution ${executionId} answered ${record.status}`)
+          const body = (await record.json()) as { status: string; error: { code: string } | null }
+          const end = body.status === "failed" ? `failed:${body.error?.code}` : body.status
+          unfinished = body
+          if (end === "pending" || end === "running") return undefined
+          if (!ends.includes(end)) throw new Error(`accepted execution ${executionId} ended ${end}`)
+        }
+        return true
+      }, 60_000, `every accepted execution to end as ${ends.join(" or ")}`)
+    } catch (error) {
+      // What a failure needs to be understood: the record that did not end and what the service
+      // logged besides its request lines.
+      const logged = service.output().split("\n").filter((line) => !line.includes(`"message":"request"`))
+      console.error(JSON.stringify({ unfinished, frozenAt, thawedAt }), "\n", logged.slice(-200).join("\n"))
+      throw error
+    }
     const delivered = () => new Set(receiver.received.map((r) => (JSON.parse(r.rawBody) as { data: { executionId: string } }).data.executionId))
     await eventually(() => accepted.every(({ executionId }) => delivered().has(executionId)), 60_000, "a delivery for every accepted execution")
   }
