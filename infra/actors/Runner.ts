@@ -18,7 +18,7 @@
  *
  * Memory mode has one incarnation that never ends.
  */
-import { Context, Deferred, Duration, Effect, Exit, Fiber, Layer, Scope } from "effect"
+import { Cause, Context, Deferred, Duration, Effect, Exit, Fiber, Layer, Scope } from "effect"
 import { SqlClient } from "effect/sql"
 import { ConnectionError, SqlError } from "effect/sql/SqlError"
 import { hostname } from "node:os"
@@ -225,13 +225,32 @@ export const layerPg: Layer.Layer<Runner, never, SqlClient.SqlClient> = Layer.ef
           yield* Effect.sleep(Duration.millis(left))
         }
       })
-      // Renewals push the deadline forward; one that finds the lease lapsed ends it at once.
+      // Renewals push the deadline forward; one that finds the lease lapsed ends it at once. The
+      // first that fails, and the first answered after failures, say so: an operator sees when
+      // the database stopped answering this process and when it came back.
+      let failingSince: number | undefined
       const renewals = Effect.gen(function*() {
         while (true) {
           yield* Effect.sleep(Duration.millis(timings.renewEveryMs))
           const at = performance.now()
           const result = yield* within(renew(id), safeUntil - at)
-          if (result._tag === "None" || Exit.isFailure(result.value)) continue
+          const failed = result._tag === "None"
+            ? "no answer in time"
+            : Exit.isFailure(result.value)
+            ? Cause.squash(result.value.cause)
+            : undefined
+          if (failed !== undefined || result._tag === "None" || Exit.isFailure(result.value)) {
+            if (failingSince === undefined) {
+              failingSince = at
+              yield* Effect.logWarning(`runner lease: the database did not answer a renewal; retrying every ${timings.renewEveryMs} ms`, failed)
+            }
+            continue
+          }
+          if (failingSince !== undefined) {
+            const seconds = ((performance.now() - failingSince) / 1000).toFixed(1)
+            failingSince = undefined
+            if (result.value.value) yield* Effect.logInfo(`runner lease: the database answers again after ${seconds} s; the lease was kept`)
+          }
           if (!result.value.value) return
           safeUntil = Math.max(safeUntil, at + timings.ttlMs - timings.marginMs)
         }

@@ -55,6 +55,8 @@ export const PROBE_EVERY_MS = 1_000
 export class Bound {
   readonly ms: number
   hung = false
+  /** When the store was last taken for hung (performance.now()), for the log line of its return. */
+  hungAt = 0
   constructor(ms: number) {
     this.ms = ms
   }
@@ -65,6 +67,7 @@ export class Bound {
       this.hung
         ? Effect.fail(stillHung(operation))
         : withoutWaiting(effect, this.ms, abandon, () => {
+          if (!this.hung) this.hungAt = performance.now()
           this.hung = true
           return noAnswer(this.ms, operation)
         })
@@ -229,18 +232,31 @@ const probe = (pool: PgPool.PgPool, limit: Bound) => {
       withoutWaiting(connection.query("SELECT 1", [], false), limit.ms, () => cut(connection, noAnswer(limit.ms, "query")), () =>
         noAnswer(limit.ms, "query"))
   ))
+  // The hang's start and end are logged once each, from here (the statement that ran out of time
+  // only fails): operators see why requests were answered 503 at once, and for how long.
+  let announced = false
   return Effect.forever(Effect.andThen(
     Effect.sleep(PROBE_EVERY_MS),
-    Effect.suspend(() =>
-      limit.hung
-        ? ask.pipe(
-          Effect.andThen(Effect.sync(() => {
+    Effect.suspend(() => {
+      if (!limit.hung) return Effect.void
+      const announce = announced
+        ? Effect.void
+        : Effect.logWarning(
+          `the database gave no answer within ${limit.ms} ms (SERVICE_STORE_TIMEOUT_MS): statements fail at once until it answers again, asked every ${PROBE_EVERY_MS} ms`
+        )
+      announced = true
+      return Effect.andThen(
+        announce,
+        ask.pipe(
+          Effect.andThen(Effect.suspend(() => {
             limit.hung = false
+            announced = false
+            return Effect.logInfo(`the database answers again after ${((performance.now() - limit.hungAt) / 1000).toFixed(1)} s`)
           })),
           Effect.ignore
         )
-        : Effect.void
-    )
+      )
+    })
   ))
 }
 

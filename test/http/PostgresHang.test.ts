@@ -36,6 +36,8 @@ interface Case {
   readonly frozenMs: number
   /** What every accepted execution ends as. */
   readonly ends: ReadonlyArray<string>
+  /** Lines the service logs about the hang, at warn or info. */
+  readonly logs: ReadonlyArray<RegExp>
 }
 
 interface Outcome {
@@ -81,7 +83,7 @@ describe.skipIf(!ownPostgresAvailable)("Postgres hanging under load (its own ser
     }
   })
 
-  const frozen = async ({ leaseTtlMs, frozenMs, ends }: Case) => {
+  const frozen = async ({ leaseTtlMs, frozenMs, ends, logs }: Case) => {
     const run: (typeof started)[number] = {}
     started.push(run)
     const own = run.postgres = await startOwnPostgres()
@@ -235,12 +237,33 @@ describe.skipIf(!ownPostgresAvailable)("Postgres hanging under load (its own ser
     }
     const delivered = () => new Set(receiver.received.map((r) => (JSON.parse(r.rawBody) as { data: { executionId: string } }).data.executionId))
     await eventually(() => accepted.every(({ executionId }) => delivered().has(executionId)), 60_000, "a delivery for every accepted execution")
+
+    // The operator's view: when the database stopped answering, and when it came back, once each.
+    const lines = service.output().split("\n").filter((line) => !line.includes(`"message":"request"`))
+    for (const wanted of logs) expect(lines.filter((line) => wanted.test(line)), String(wanted)).toHaveLength(1)
   }
+
+  /** What both cases log: the bound's verdict and the database's return. */
+  const hangLogs = [
+    /"level":"warn","message":"the database gave no answer within 5000 ms \(SERVICE_STORE_TIMEOUT_MS\): statements fail at once until it answers again/,
+    /"level":"info","message":"the database answers again after \d+\.\d s"/,
+    /"level":"warn","message":"runner lease: the database did not answer a renewal; retrying every \d+ ms"/
+  ]
 
   it("answers 503 (retryable) within the bound while it hangs, /readyz and /metrics answer, recovers, loses nothing it accepted", () =>
     // The default lease (20 s) outlasts the freeze: every execution runs to its end.
-    frozen({ leaseTtlMs: "20000", frozenMs: 10_000, ends: ["succeeded"] }), 180_000)
+    frozen({
+      leaseTtlMs: "20000",
+      frozenMs: 10_000,
+      ends: ["succeeded"],
+      logs: [...hangLogs, /"level":"info","message":"runner lease: the database answers again after \d+\.\d s; the lease was kept"/]
+    }), 180_000)
 
   it("frozen past the runner lease: still answers within the bound, no request waits for the lease to come back", () =>
-    frozen({ leaseTtlMs: "5000", frozenMs: 9_000, ends: ["succeeded", "failed:execution_interrupted"] }), 180_000)
+    frozen({
+      leaseTtlMs: "5000",
+      frozenMs: 9_000,
+      ends: ["succeeded", "failed:execution_interrupted"],
+      logs: [...hangLogs, /"level":"warn","message":"runner lease run_\w+ lost: its actors stopped; registering anew"/]
+    }), 180_000)
 })

@@ -139,5 +139,10 @@ describe.skipIf(!ownPostgresAvailable)("Postgres restarting under load (its own 
     }, 60_000, "every accepted execution to succeed")
     const delivered = () => new Set(receiver!.received.map((r) => (JSON.parse(r.rawBody) as { data: { executionId: string } }).data.executionId))
     await eventually(() => accepted.every(({ executionId }) => delivered().has(executionId)), 60_000, "a delivery for every accepted execution")
+
+    // The operator's view of the outage: when the database stopped answering, and when it came back.
+    const lines = service.output().split("\n").filter((line) => !line.includes(`"message":"request"`))
+    expect(lines.filter((line) => /"level":"warn","message":"runner lease: the database did not answer a renewal; retrying every \d+ ms"/.test(line))).toHaveLength(1)
+    expect(lines.filter((line) => /"level":"info","message":"runner lease: the database answers again after \d+\.\d s; the lease was kept"/.test(line))).toHaveLength(1)
   }, 180_000)
 })
