@@ -9,11 +9,14 @@
  *   leaving the execution `running` under a live owner, which no recovery touches).
  * - A request applied late (its caller was answered 503): the execution is in the log, pending
  *   under this process; it is run, not left pending for ever.
+ * - A webhook lane's records (the delivery queued, its attempt's success) or the execution's
+ *   outcome applied late: every accepted execution is still delivered, in order.
  */
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest"
 import { createTestDatabase, dropTestDatabase, postgresAvailable, runSql } from "../support/Database.ts"
 import { type InProcessService, KEY, startService } from "../support/Service.ts"
 import { eventually } from "../support/WebhookReceiver.ts"
+import { createEndpoint, deliveriesOf, keyOf, startMemoryWebhookService } from "../support/Webhooks.ts"
 
 const BOUND_MS = 400
 const LATE_MS = 1_500
@@ -91,4 +94,45 @@ describe.skipIf(!postgresAvailable)("an append applied after the service gave up
     const executionId = row!.stream_id.replace(/^execution-/, "")
     await eventually(async () => (await statusOf(s, executionId)) === "succeeded" || undefined, 30_000, "the execution to succeed")
   }, 60_000)
+
+  // Webhooks: the lane's records applied late. Every accepted execution is still delivered, in
+  // the order they were recorded, and each delivery ends succeeded.
+  for (const [n, eventType] of (["DeliveryQueued", "DeliveryAttemptSucceeded", "ExecutionSucceeded"] as const).entries()) {
+    it(`webhooks: ${eventType} applied late holds up no delivery and loses none`, async () => {
+      const project = `p${n + 1}`
+      const webhooks = await startMemoryWebhookService({
+        SERVICE_DATABASE_URL: url,
+        SERVICE_SECRET_KEY: Buffer.alloc(32, 5).toString("base64"),
+        SERVICE_STORE_TIMEOUT_MS: String(BOUND_MS)
+      })
+      try {
+        if ((await runSql(url, `SELECT 1 FROM pg_proc WHERE proname = 'late_commit'`)).length === 0) await installDelay(url)
+        const endpoint = await createEndpoint(webhooks.service, project, webhooks.receiver.url(`/late/${eventType}`))
+        webhooks.receiver.respond = () => ({ status: 200 })
+        await delayNext(url, eventType)
+        const accepted: Array<string> = []
+        for (let i = 0; accepted.length < 6 && i < 200; i++) {
+          const response = await webhooks.service.fetch("/v1/execute", { method: "POST", key: keyOf(project), json: { tool: "demo.echo", userId: "u1", input: { i } } })
+          // 503 while the store is taken for hung (after the late commit's bound): asked again.
+          if (response.status === 200) accepted.push(((await response.json()) as { executionId: string }).executionId)
+          else expect(response.status).toBe(503)
+          await new Promise((resolve) => setTimeout(resolve, 100))
+        }
+        expect(accepted).toHaveLength(6)
+        await eventually(async () => (await runSql(url, `SELECT 1 FROM late_once`)).length === 0, 10_000, "the delayed commit to run")
+        const received = () =>
+          webhooks.receiver.received.map((r) => (JSON.parse(r.rawBody) as { data: { executionId: string } }).data.executionId)
+        await eventually(() => accepted.every((id) => received().includes(id)), 30_000, "a delivery of every accepted execution")
+        // In order: each one's first delivery after the one recorded before it.
+        const firsts = [...new Set(received())].filter((id) => accepted.includes(id))
+        expect(firsts).toEqual(accepted)
+        await eventually(async () => {
+          const deliveries = await deliveriesOf(webhooks.service, project, endpoint.endpointId)
+          return deliveries.length >= accepted.length && deliveries.every((d) => d.status === "succeeded") || undefined
+        }, 30_000, "every delivery to end succeeded")
+      } finally {
+        await webhooks.close()
+      }
+    }, 90_000)
+  }
 })
