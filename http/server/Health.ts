@@ -2,7 +2,9 @@
  * The operator's routes (decisions.md section 9), served by the edge beside the API and without
  * a key: `GET /healthz` (the process answers), `GET /readyz` (it should get traffic: store,
  * migrations, projection lag, not stopping; infra/observability/Readiness.ts) and `GET /metrics`
- * (Prometheus text of every metric; the gauges are read from the store first).
+ * (Prometheus text of every metric; the gauges are read from the store first, for
+ * infra/observability/Gauges.ts's STORE_WAIT_MS at most, so a store that is down or silent
+ * never holds a scrape).
  *
  * Why outside the HttpApi contract: they are for probes and scrapers, not API clients; their
  * answers are not the API's envelopes, and they must answer even when the API's own middleware
