@@ -16,7 +16,7 @@ import type { Migration } from "../infra/eventlog/PgMigrations.ts"
 import type { Projection } from "../infra/eventlog/Projection.ts"
 import { Executions as ExecutionsService } from "../infra/executions/Executions.ts"
 import { makeCallCancels } from "./CallCancels.ts"
-import { makeLogFeed } from "./LogFeed.ts"
+import { makeLogFeed, MCP_TASK_STREAM_TYPE } from "./LogFeed.ts"
 import { makeHandle, McpGateway } from "./McpGateway.ts"
 import { McpSessions } from "./McpSessions.ts"
 import { mcpSettings } from "./McpSettings.ts"
@@ -70,3 +70,4 @@ export const layer = Layer.effect(
 /** The gateway's schema (the `mcp_sessions` table), for the composition root's migration list. */
 export const migrations: ReadonlyArray<Migration> = PgMcpSessions.mcpMigrations
 export const projections: ReadonlyArray<Projection> = []
+export const streamTypes: ReadonlyArray<string> = [MCP_TASK_STREAM_TYPE]

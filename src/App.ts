@@ -24,6 +24,8 @@ const features = [Eventlog, Actors, Access, Files, Connections, Executions, Webh
 /** Every schema step of every feature (applied in id order) and every projection. */
 export const migrations = features.flatMap((feature) => feature.migrations)
 export const projections = features.flatMap((feature) => feature.projections)
+/** Every stream type the features write to the event log, each once, sorted (`events tail --stream-type`). */
+export const streamTypes: ReadonlyArray<string> = [...new Set(features.flatMap((feature) => feature.streamTypes))].toSorted()
 
 export const ProjectionsLive = Layer.succeed(Eventlog.Projections, projections)
 

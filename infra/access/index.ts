@@ -25,3 +25,4 @@ export const migrations: ReadonlyArray<Migration> = [
   ...KeyCheck.keyCheckMigrations
 ]
 export const projections: ReadonlyArray<Projection> = []
+export const streamTypes: ReadonlyArray<string> = []

@@ -18,3 +18,4 @@ export const layer = Layer.mergeAll(Runner.layer, Leases.layer, Shutdown.layer)
 
 export const migrations: ReadonlyArray<Migration> = Runner.runnerMigrations
 export const projections: ReadonlyArray<Projection> = []
+export const streamTypes: ReadonlyArray<string> = []

@@ -3,6 +3,7 @@
  * connection over its stream, listed from the `connections` view.
  */
 import { Layer } from "effect"
+import { CONNECTION_STREAM_TYPE } from "../../domain/Connection.ts"
 import * as Access from "../access/index.ts"
 import * as Eventlog from "../eventlog/index.ts"
 import type { Migration } from "../eventlog/PgMigrations.ts"
@@ -16,3 +17,4 @@ export const layer = Connections.layer.pipe(Layer.provide([Eventlog.layer, Acces
 
 export const migrations: ReadonlyArray<Migration> = []
 export const projections: ReadonlyArray<Projection> = [connectionsProjection]
+export const streamTypes: ReadonlyArray<string> = [CONNECTION_STREAM_TYPE]

@@ -25,3 +25,4 @@ export const layer = Layer.merge(onStorage(layerMemory, Layer.merge(layerPgEvent
 
 export const migrations: ReadonlyArray<Migration> = eventLogMigrations
 export const projections: ReadonlyArray<Projection> = []
+export const streamTypes: ReadonlyArray<string> = []

@@ -4,6 +4,8 @@
  * Its ports are served here by the connections and the staged files.
  */
 import { Layer } from "effect"
+import { STREAM_TYPE as EXECUTION_STREAM_TYPE } from "../../domain/executions/Execution.ts"
+import { STREAM_TYPE as IDEMPOTENCY_STREAM_TYPE } from "../../domain/executions/Idempotency.ts"
 import * as Actors from "../actors/index.ts"
 import * as Access from "../access/index.ts"
 import * as Connections from "../connections/index.ts"
@@ -47,3 +49,4 @@ export const layer = Layer.mergeAll(Executions.layer, ExecutionRecovery.layer).p
 
 export const migrations: ReadonlyArray<Migration> = PgExecutionPermits.permitMigrations
 export const projections: ReadonlyArray<Projection> = [executionsProjection]
+export const streamTypes: ReadonlyArray<string> = [EXECUTION_STREAM_TYPE, IDEMPOTENCY_STREAM_TYPE]

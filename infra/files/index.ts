@@ -17,3 +17,4 @@ export const layer = onStorage(layerSweeper({ drain: true }), layerSweeper()).pi
 
 export const migrations: ReadonlyArray<Migration> = fileMigrations
 export const projections: ReadonlyArray<Projection> = []
+export const streamTypes: ReadonlyArray<string> = []

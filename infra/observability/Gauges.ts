@@ -6,10 +6,16 @@
  * when `/metrics` is scraped (and every 10 s while metrics are exported over OTLP), never on a
  * request's path.
  *
+ * A store that is down or does not answer must not take the scrape with it: a scrape waits
+ * STORE_WAIT_MS at most for the store's gauges, then is answered with what the process keeps
+ * itself (its counters, histograms and own gauges), the store's gauges as last read, and
+ * `store_up` 0. The read it gave up on goes on by itself (one at a time), so however often a
+ * silent store is scraped, the gauges hold at most one connection of the pool.
+ *
  * Memory mode has no lag to speak of (every projection is applied in the append's own step, and
  * the dispatcher follows in this process), and no pool.
  */
-import { Clock, Context, Effect, Layer, Schedule } from "effect"
+import { Clock, Context, Effect, Exit, Fiber, Layer, Schedule } from "effect"
 import { SqlClient } from "effect/sql"
 import { Database, POOL_SIZE, type Storage } from "../eventlog/Database.ts"
 import { projectionStatus } from "../eventlog/ProjectionAdmin.ts"
@@ -26,6 +32,9 @@ const collectGarbage = (globalThis as { readonly gc?: () => void }).gc
 /** How often the gauges are read while metrics are exported over OTLP. */
 const OTLP_REFRESH_MS = 10_000
 
+/** How long a refresh waits for the gauges read from the store (readiness waits 2 s for its checks). */
+export const STORE_WAIT_MS = 1_500
+
 export interface LagReport {
   /** Events committed that the slowest follower has not taken. */
   readonly events: number
@@ -34,7 +43,10 @@ export interface LagReport {
 }
 
 export interface GaugesShape {
-  /** Reads every gauge from the store and sets it. */
+  /**
+   * Sets the process's own gauges, and those read from the store if it answers within
+   * STORE_WAIT_MS (`store_up` says whether it did); never fails.
+   */
   readonly refresh: Effect.Effect<void>
   /** Projection lag now; readiness reads it too. */
   readonly lag: Effect.Effect<LagReport, unknown>
@@ -105,7 +117,8 @@ export const make = Effect.gen(function*() {
     ? pgLag(storage, projections)
     : Effect.succeed({ events: 0, byFollower: {} })
 
-  const refresh = Effect.gen(function*() {
+  /** The gauges read from the store, each set as soon as it is read. */
+  const readStore = Effect.gen(function*() {
     const now = yield* Clock.currentTimeMillis
     const open = yield* openDeliveries(storage, views)
     setGauge("webhook_lane_depth", "Webhook deliveries queued or waiting for a retry", open.depth)
@@ -119,6 +132,18 @@ export const make = Effect.gen(function*() {
     for (const [follower, events] of Object.entries(report.byFollower)) {
       setGauge("projection_lag_events_by_follower", "Committed events each follower of the log has not taken", events, { follower })
     }
+    if (storage._tag === "Postgres") {
+      const rows = yield* connections(storage)
+      for (const state of ["active", "idle", "idle in transaction"]) {
+        const row = rows.find((r) => r.state === state)
+        setGauge("db_connections", "Connections of every service process to this database, by state (pool use)", Number(row?.n ?? 0), { state })
+      }
+    }
+  })
+
+  /** The gauges this process knows without the store. */
+  const readProcess = Effect.gen(function*() {
+    const now = yield* Clock.currentTimeMillis
     // The rate over the time since the last refresh (the scrape interval).
     const appended = appendedSoFar()
     const seconds = (now - last.at) / 1000
@@ -138,14 +163,24 @@ export const make = Effect.gen(function*() {
     if (memoryTables._tag === "Some") {
       for (const [table, size] of memoryTables.value.sizes()) setGauge("memory_retained_rows", "Memory mode: view rows kept, by table", size, { table })
     }
-    if (storage._tag === "Postgres") {
-      const rows = yield* connections(storage)
-      for (const state of ["active", "idle", "idle in transaction"]) {
-        const row = rows.find((r) => r.state === state)
-        setGauge("db_connections", "Connections of every service process to this database, by state (pool use)", Number(row?.n ?? 0), { state })
-      }
-      setGauge("db_pool_max_connections", "Pool size of this process", POOL_SIZE)
-    }
+    if (storage._tag === "Postgres") setGauge("db_pool_max_connections", "Pool size of this process", POOL_SIZE)
+  })
+
+  // The read of the store in progress, if any. It runs detached from the scrape that started it
+  // (in the layer's scope): a scrape stops waiting for it after STORE_WAIT_MS, and does not wait
+  // for a statement to a silent server to be cancelled either. A scrape while it still runs waits
+  // for it rather than starting another.
+  const scope = yield* Effect.scope
+  let reading: Fiber.Fiber<void, unknown> | undefined
+
+  const refresh = Effect.gen(function*() {
+    yield* readProcess
+    if (reading === undefined || reading.pollUnsafe() !== undefined) reading = yield* Effect.forkIn(readStore, scope)
+    const read = yield* Fiber.await(reading).pipe(Effect.timeoutOption(STORE_WAIT_MS))
+    const answered = read._tag === "Some" && Exit.isSuccess(read.value)
+    setGauge("store_up", "1 when the store answered this scrape's reads of its gauges, 0 when not (they keep their last values then)", answered ? 1 : 0)
+    if (read._tag === "None") yield* Effect.logWarning(`metrics: the store did not answer within ${STORE_WAIT_MS} ms; its gauges keep their last values`)
+    else if (Exit.isFailure(read.value)) yield* Effect.logWarning("metrics: reading the gauges failed; they keep their last values", read.value.cause)
   }).pipe(Effect.catchCause((cause) => Effect.logWarning("metrics: reading the gauges failed", cause)))
 
   // Exported over OTLP, the gauges are read on a schedule instead of by scrapes.

@@ -22,3 +22,4 @@ export const layer = Readiness.layer.pipe(
 
 export const migrations: ReadonlyArray<Migration> = []
 export const projections: ReadonlyArray<Projection> = []
+export const streamTypes: ReadonlyArray<string> = []

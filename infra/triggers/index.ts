@@ -5,6 +5,8 @@
  * database the dedup claims and polling cursors are tables; payloads stay in this process.
  */
 import { Layer } from "effect"
+import { SUBSCRIPTION_STREAM_TYPE } from "../../domain/triggers/Subscription.ts"
+import { ARRIVAL_STREAM_TYPE, SWEEP_STREAM_TYPE } from "../../domain/triggers/TriggerEvent.ts"
 import * as Access from "../access/index.ts"
 import * as Actors from "../actors/index.ts"
 import * as Connections from "../connections/index.ts"
@@ -50,3 +52,4 @@ export const layer = Layer.mergeAll(TriggerIngest.layer, Pollers.layer, TriggerH
 
 export const migrations: ReadonlyArray<Migration> = [...DedupClaims.dedupMigrations, ...PollCursors.pollCursorMigrations]
 export const projections: ReadonlyArray<Projection> = [subscriptionsProjection, triggerEventsProjection, triggerProgressProjection]
+export const streamTypes: ReadonlyArray<string> = [SUBSCRIPTION_STREAM_TYPE, ARRIVAL_STREAM_TYPE, SWEEP_STREAM_TYPE]

@@ -5,6 +5,9 @@
  * lanes' endpoint reads are coalesced statements; without one both live in memory.
  */
 import { Effect, Layer } from "effect"
+import { REGISTRY_STREAM_TYPE } from "../../domain/webhooks/EndpointRegistry.ts"
+import { DELIVERY_STREAM_TYPE } from "../../domain/webhooks/WebhookDelivery.ts"
+import { ENDPOINT_STREAM_TYPE } from "../../domain/webhooks/WebhookEndpoint.ts"
 import * as Access from "../access/index.ts"
 import * as Actors from "../actors/index.ts"
 import { onStorage } from "../eventlog/Database.ts"
@@ -60,3 +63,4 @@ export const layer = Layer.mergeAll(WebhookDispatcher.layer, EndpointWakes, Webh
 
 export const migrations: ReadonlyArray<Migration> = WebhookDispatcher.webhookMigrations
 export const projections: ReadonlyArray<Projection> = [webhookEndpointsProjection, webhookDeliveriesProjection]
+export const streamTypes: ReadonlyArray<string> = [REGISTRY_STREAM_TYPE, ENDPOINT_STREAM_TYPE, DELIVERY_STREAM_TYPE]

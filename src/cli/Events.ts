@@ -6,6 +6,7 @@ import { Effect, Option, Schedule, Stream } from "effect"
 import { Command, Flag } from "effect/cli"
 import { EventStore, parsePosition, type Position, START } from "../../infra/eventlog/EventStore.ts"
 import { layerPgEventStore } from "../../infra/eventlog/PgEventStore.ts"
+import { streamTypes } from "../App.ts"
 import { fail, print, withDatabase } from "./Shared.ts"
 
 /** How often a tail whose store went away tries again. */
@@ -19,18 +20,25 @@ const tail = Command.make(
       Flag.withDefault(false)
     ),
     from: Flag.String("from").pipe(Flag.withDescription("Start after this position (tx:seq)"), Flag.optional),
-    streamType: Flag.String("stream-type").pipe(Flag.withDescription("Only events of this stream type"), Flag.optional)
+    streamType: Flag.String("stream-type").pipe(
+      Flag.withDescription(`Only events of this stream type, one of: ${streamTypes.join(", ")}`),
+      Flag.optional
+    )
   },
   ({ fromStart, from, streamType }) => {
     const explicit = Option.getOrUndefined(from)
     const given = explicit === undefined ? undefined : parsePosition(explicit)
-    // A bad position is refused before the database is reached.
+    const type = Option.getOrUndefined(streamType)
+    // A bad position or stream type is refused before the database is reached; an unknown type
+    // (a typo) would otherwise match nothing and print nothing, forever.
     if (explicit !== undefined && given === undefined) return fail("--from takes a position like 731:42")
+    if (type !== undefined && !streamTypes.includes(type)) {
+      return fail(`--stream-type: unknown stream type ${type}; known: ${streamTypes.join(", ")}`)
+    }
     return withDatabase(
       Effect.gen(function*() {
         const store = yield* EventStore
         const start = given ?? (fromStart ? START : yield* store.head)
-        const type = Option.getOrUndefined(streamType)
         // On stderr, so the JSON lines on stdout stay clean: where following starts, and again
         // after the store went away (a Postgres restart), from the last event printed, so
         // nothing is printed twice or skipped.

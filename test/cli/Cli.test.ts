@@ -1,6 +1,8 @@
 import { Effect, Layer, Redacted } from "effect"
 import { PgClient } from "@effect/sql-pg"
 import { spawn } from "node:child_process"
+import { readdirSync, readFileSync } from "node:fs"
+import { join } from "node:path"
 import { fileURLToPath } from "node:url"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { EventStore } from "../../infra/eventlog/EventStore.ts"
@@ -12,6 +14,22 @@ import { freePort } from "../support/Ports.ts"
 import { type ChildService, startProcess } from "../support/Service.ts"
 
 const MAIN = fileURLToPath(new URL("../../src/main.ts", import.meta.url))
+const ROOT = fileURLToPath(new URL("../..", import.meta.url))
+
+/**
+ * Every stream type the service's code declares (`export const …STREAM_TYPE = "…"`), read from
+ * the source, so that the list the command line knows is checked against the code itself.
+ */
+const declaredStreamTypes = (): ReadonlyArray<string> => {
+  const found = new Set<string>()
+  for (const folder of ["domain", "infra", "mcp", "http", "src"]) {
+    for (const file of readdirSync(join(ROOT, folder), { recursive: true, encoding: "utf8" })) {
+      if (!file.endsWith(".ts")) continue
+      for (const match of readFileSync(join(ROOT, folder, file), "utf8").matchAll(/^export const \w*STREAM_TYPE = "([^"]+)"/gm)) found.add(match[1]!)
+    }
+  }
+  return [...found].toSorted()
+}
 
 interface Run {
   readonly code: number | null
@@ -83,6 +101,27 @@ describe("command line without a database", () => {
       expect(run.stderr.trimEnd().split("\n"), args.join(" ")).toHaveLength(1)
       expect(run.stderr.trimEnd(), args.join(" ")).toMatch(line)
     }
+  })
+
+  // A typo in --stream-type used to be accepted and then matched nothing, forever.
+  it("events tail refuses an unknown --stream-type with one line naming the flag, the value and every known stream type", async () => {
+    const declared = declaredStreamTypes()
+    expect(declared).toContain("execution")
+    expect(declared).toContain("webhook-delivery")
+    // Refused before the database is looked for (none is set here), and with an unreachable one.
+    const unreachable = { SERVICE_DATABASE_URL: "postgres://postgres@127.0.0.1:1/x", SERVICE_SECRET_KEY: Buffer.alloc(32, 1).toString("base64") }
+    for (const env of [{}, unreachable]) {
+      const run = await cli(["events", "tail", "--stream-type", "executoin"], env)
+      expect(run.code).toBe(1)
+      expect(run.stdout).toBe("")
+      const lines = run.stderr.trimEnd().split("\n")
+      expect(lines).toHaveLength(1)
+      const refusal = /^error: --stream-type: unknown stream type executoin; known: (.+)$/.exec(lines[0]!)
+      expect(refusal, lines[0]).not.toBeNull()
+      expect(refusal![1]!.split(", ").toSorted()).toEqual(declared)
+    }
+    const help = await cli(["events", "tail", "--help"])
+    for (const type of declared) expect(help.stdout).toContain(type)
   })
 
   it("serve without keys in memory mode prints a development key once and listens on loopback only", async () => {
@@ -219,13 +258,13 @@ describe.skipIf(!postgresAvailable)("command line on Postgres", () => {
   })
 
   /** Appends three events to a stream of its own; their recorded forms. */
-  const appendThree = (streamId: string) =>
+  const appendThree = (streamId: string, streamType = "cli_test") =>
     Effect.runPromise(
       Effect.flatMap(EventStore, (store) =>
         store.append([
           {
             streamId,
-            streamType: "cli_test",
+            streamType,
             expectedVersion: 0,
             events: [1, 2, 3].map((n) => ({ eventId: `evt_${streamId}_${Date.now()}_${n}`, type: "Counted", schemaVersion: 1, data: { n } }))
           }
@@ -237,13 +276,16 @@ describe.skipIf(!postgresAvailable)("command line on Postgres", () => {
         )
     )
 
-  /** Runs `events tail ...args` until it has printed `count` events of `streamId`, then stops it. */
+  /**
+   * Runs `events tail ...args` until it has printed `count` events of `streamId`, then stops it;
+   * those events, and every event it printed (`all`).
+   */
   const tail = async (args: ReadonlyArray<string>, streamId: string, count: number, whileRunning: () => Promise<unknown> = async () => undefined) => {
     const clean = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith("SERVICE_")))
     const child = spawn(process.execPath, [MAIN, "events", "tail", ...args], { env: { ...clean, ...env }, stdio: ["ignore", "pipe", "pipe"] })
     try {
       let started = false
-      const lines = await new Promise<ReadonlyArray<string>>((resolve, reject) => {
+      const lines = await new Promise<{ readonly wanted: ReadonlyArray<string>; readonly all: ReadonlyArray<string> }>((resolve, reject) => {
         let out = ""
         let err = ""
         const timer = setTimeout(() => reject(new Error(`no events printed in 20 s: ${out}${err}`)), 20_000)
@@ -260,12 +302,13 @@ describe.skipIf(!postgresAvailable)("command line on Postgres", () => {
           const json = out.split("\n").filter((line) => line.includes(`"stream":"${streamId}"`))
           if (json.length >= count) {
             clearTimeout(timer)
-            resolve(json)
+            resolve({ wanted: json, all: out.split("\n").filter((line) => line.startsWith("{")) })
           }
         })
         child.once("exit", (code) => reject(new Error(`tail exited with ${code}: ${out}${err}`)))
       })
-      return lines.map((line) => JSON.parse(line) as Record<string, unknown>)
+      const parse = (line: string) => JSON.parse(line) as Record<string, unknown>
+      return Object.assign(lines.wanted.map(parse), { all: lines.all.map(parse) })
     } finally {
       child.kill("SIGTERM")
     }
@@ -308,5 +351,16 @@ describe.skipIf(!postgresAvailable)("command line on Postgres", () => {
     const first = appended[0]!.position
     const after = await tail(["--from", `${first.tx}:${first.seq}`], "cli-tail-3", 2)
     expect(after.map((e) => e.data)).toEqual([{ n: 2 }, { n: 3 }])
+  })
+
+  it("events tail --stream-type prints only the events of a known stream type", async () => {
+    // Idempotency streams are read by their id only, so made-up ones disturb nothing here.
+    await appendThree("cli-tail-other")
+    await appendThree("cli-tail-typed", "idempotency")
+    const typed = await tail(["--from-start", "--stream-type", "idempotency"], "cli-tail-typed", 3)
+    expect(typed.map((e) => e.data)).toEqual([{ n: 1 }, { n: 2 }, { n: 3 }])
+    // The other stream, appended before, was skipped.
+    expect(typed.all.map((e) => e.stream)).not.toContain("cli-tail-other")
+    expect(typed.all.map((e) => e.stream)).toContain("cli-tail-typed")
   })
 })

@@ -24,13 +24,16 @@ describe.skipIf(!ownPostgresAvailable)("events tail while Postgres restarts", ()
     await postgres?.destroy()
   })
 
-  /** Appends three events to a stream of its own, on a pool of its own. */
+  /**
+   * Appends three events to a stream of its own, on a pool of its own. Its type is one the
+   * command line knows (it refuses others); idempotency streams are read by their id only.
+   */
   const appendThree = (url: string, streamId: string) =>
     Effect.runPromise(
       Effect.flatMap(EventStore, (store) =>
         store.append([{
           streamId,
-          streamType: "cli_test",
+          streamType: "idempotency",
           expectedVersion: 0,
           events: [1, 2, 3].map((n) => ({ eventId: `evt_${streamId}_${n}`, type: "Counted", schemaVersion: 1, data: { n } }))
         }])).pipe(
@@ -45,7 +48,7 @@ describe.skipIf(!ownPostgresAvailable)("events tail while Postgres restarts", ()
     postgres = await startOwnPostgres()
     const url = postgres.url
     const clean = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith("SERVICE_")))
-    const child = spawn(process.execPath, [MAIN, "events", "tail", "--stream-type", "cli_test"], {
+    const child = spawn(process.execPath, [MAIN, "events", "tail", "--stream-type", "idempotency"], {
       env: { ...clean, SERVICE_DATABASE_URL: url, SERVICE_SECRET_KEY: SECRET_KEY },
       stdio: ["ignore", "pipe", "pipe"]
     })

@@ -88,6 +88,8 @@ describe("operations (memory, in process)", () => {
     for (const gauge of ["webhook_lane_depth", "webhook_lane_oldest_pending_seconds", "projection_lag_events", "eventlog_events_appended_total", "nodejs_heap_used_bytes"]) {
       expect(text).toContain(`# TYPE ${gauge} `)
     }
+    // The memory store always answers.
+    expect(text).toMatch(/^store_up 1$/m)
   })
 
   it("one line per request at info: method, route template, status, duration, request id; no credential, no ingest secret", async () => {
