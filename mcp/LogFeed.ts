@@ -14,11 +14,11 @@
  * the process hold an unbounded backlog for it.
  */
 import { Effect, Queue, Schema, type Scope, Stream } from "effect"
+import { CONNECTION_STREAM_TYPE } from "../domain/Connection.ts"
+import { STREAM_TYPE as EXECUTION_STREAM_TYPE } from "../domain/executions/Execution.ts"
 import { ExecutionRecord } from "../domain/executions/ExecutionRecord.ts"
 import { comparePositions, EventStore, type Position, type RecordedEvent } from "../infra/eventlog/EventStore.ts"
 
-export const EXECUTION_STREAM_TYPE = "execution"
-export const CONNECTION_STREAM_TYPE = "connection"
 export const MCP_TASK_STREAM_TYPE = "mcp-task"
 
 const EXECUTION_PREFIX = "execution-"

@@ -9,6 +9,7 @@
  * `data.record`, whose `projectId` selects endpoints. The recorded event's id is the envelope id.
  */
 import { Context, Layer } from "effect"
+import { STREAM_TYPE as EXECUTION_STREAM_TYPE } from "../../domain/executions/Execution.ts"
 import type { Json, RecordedEvent } from "../eventlog/EventStore.ts"
 import { isJsonObject } from "../../domain/JsonObject.ts"
 
@@ -34,8 +35,6 @@ export interface WebhookSource {
    */
   readonly rebuild?: ((event: RecordedEvent) => WebhookEvent | undefined | "elsewhere") | undefined
 }
-
-export const EXECUTION_STREAM_TYPE = "execution"
 
 const TERMINAL_TYPES: Readonly<Record<string, string>> = {
   ExecutionSucceeded: "execution.succeeded",

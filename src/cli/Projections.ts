@@ -38,16 +38,17 @@ const replay = Command.make(
       Argument.optional
     )
   },
-  ({ name }) =>
-    withDatabase(
+  ({ name }) => {
+    const wanted = Option.getOrUndefined(name)
+    // Refused before the database is touched (a typo needs no connection to be told).
+    if (wanted !== undefined && !projectionNames.includes(wanted)) {
+      return fail(`projections replay: unknown projection ${wanted}; known: ${projectionNames.join(", ") || "none"}`)
+    }
+    return withDatabase(
       Effect.gen(function*() {
         const all = yield* Projections
-        const wanted = Option.getOrUndefined(name)
         if (wanted === undefined && all.length === 0) return yield* print("no projections")
         const chosen = wanted === undefined ? all : all.filter((p) => p.name === wanted)
-        if (chosen.length === 0) {
-          return yield* fail(`unknown projection ${wanted}; known: ${all.map((p) => p.name).join(", ") || "none"}`)
-        }
         for (const projection of chosen) {
           const count = yield* replayProjection(projection, (progress) => bar(projection.name, progress)).pipe(
             // Stopped (Ctrl-C): say which one, and end as an interrupted command does (130).
@@ -63,6 +64,7 @@ const replay = Command.make(
         }
       })
     )
+  }
 ).pipe(Command.withDescription("Rebuild projections from the event log into fresh tables and swap them in"))
 
 export const projections = Command.make("projections").pipe(
