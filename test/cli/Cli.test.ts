@@ -260,8 +260,8 @@ describe.skipIf(!postgresAvailable)("command line on Postgres", () => {
   // A typo in the name used to be told only after connecting (and not at all without a database).
   it("projections replay refuses an unknown name before it looks for the database", async () => {
     const unreachable = { SERVICE_DATABASE_URL: "postgres://postgres@127.0.0.1:1/x", SERVICE_SECRET_KEY: Buffer.alloc(32, 1).toString("base64") }
-    for (const env of [{}, unreachable]) {
-      const run = await cli(["projections", "replay", "executoins"], env)
+    for (const settings of [{}, unreachable]) {
+      const run = await cli(["projections", "replay", "executoins"], settings)
       expect(run.code).toBe(1)
       expect(run.stdout).toBe("")
       expect(run.stderr.trimEnd()).toBe(`error: projections replay: unknown projection executoins; known: ${allProjections.map((p) => p.name).join(", ")}`)
