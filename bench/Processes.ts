@@ -1,6 +1,7 @@
 /**
- * The measured servers, each a child process on loopback: the service (`node src/main.ts serve`)
- * and the raw `node:http` baseline. Both listen on a port the OS picks and announce it.
+ * The measured servers, each a child process on loopback: the service (`node src/main.ts serve`),
+ * the raw `node:http` baseline and the framework's floors. Each listens on a port the OS picks and
+ * announces it.
  */
 import { type ChildProcess, spawn } from "node:child_process"
 import { fileURLToPath } from "node:url"
@@ -14,6 +15,7 @@ export interface Server {
 
 const MAIN = fileURLToPath(new URL("../src/main.ts", import.meta.url))
 const RAW = fileURLToPath(new URL("./raw-server.ts", import.meta.url))
+const FLOORS = fileURLToPath(new URL("./effect-floors.ts", import.meta.url))
 const LISTENING = /listening on (?:\S*:)?(\d+)/
 
 const start = (args: ReadonlyArray<string>, env: Readonly<Record<string, string>>): Promise<Server> =>
@@ -56,3 +58,6 @@ export const startService = (env: Readonly<Record<string, string>>): Promise<Ser
   start([MAIN, "serve"], { SERVICE_HOST: "127.0.0.1", SERVICE_PORT: "0", ...env })
 
 export const startRawServer = (): Promise<Server> => start([RAW], {})
+
+/** `GET /v1/me`'s answer through Effect's HTTP server alone (`router`) or an Effect HttpApi (bench/effect-floors.ts). */
+export const startEffectFloor = (mode: "router" | "httpapi"): Promise<Server> => start([FLOORS, mode], {})
