@@ -85,6 +85,8 @@ export interface ExecutionActorShape {
 
 /** How many recovery scans (ExecutionRecovery.ts, 5 s apart) look for a request that may yet be recorded: ten minutes. */
 const UNSURE_SCANS = 120
+/** How many such requests are remembered at most. */
+const UNSURE_MAX = 10_000
 
 export class ExecutionActor extends Context.Service<ExecutionActor, ExecutionActorShape>()("app/infra/ExecutionActor") {}
 
@@ -141,6 +143,12 @@ export const make = Effect.gen(function*() {
    * one absent is looked for again, for UNSURE_SCANS scans.
    */
   const unsure = new Map<string, number>()
+  const remember = (executionId: string) => {
+    if (!durable) return
+    // Bounded through a long outage under load: the oldest are let go first.
+    if (unsure.size >= UNSURE_MAX) unsure.delete(unsure.keys().next().value!)
+    unsure.set(executionId, UNSURE_SCANS)
+  }
 
   /** Callers waiting for terminal records (sync requests, MCP tasks), here or recorded elsewhere. */
   const waiters = makeTerminalWaiters({
@@ -307,7 +315,7 @@ export const make = Effect.gen(function*() {
       yield* store.append([
         ...alongside,
         { streamId: streamId(request.executionId), streamType: STREAM_TYPE, expectedVersion: 0, events: events.map(toNew) }
-      ]).pipe(Effect.tapError(() => Effect.sync(() => durable && unsure.set(request.executionId, UNSURE_SCANS))))
+      ]).pipe(Effect.tapErrorTag("StoreUnavailable", () => Effect.sync(() => remember(request.executionId))))
       const entry = newEntry(state, events.length)
       entries.set(request.executionId, entry)
       // Sync with its permit: dispatched at once, so the record may already be terminal. Async
