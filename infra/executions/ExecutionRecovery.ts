@@ -11,7 +11,7 @@
  * over the same execution are kept apart by the expected version of its stream. A process whose
  * own lease lapsed (the database was out of reach) recovers its former executions like a peer's.
  */
-import { Effect, Layer, Schedule } from "effect"
+import { Cause, Effect, Layer, Schedule } from "effect"
 import { decodeToolInput, findTool } from "../../domain/catalog/index.ts"
 import type { ExecutionRequested } from "../../domain/executions/Execution.ts"
 import type { Json } from "../eventlog/EventStore.ts"
@@ -93,7 +93,12 @@ export const layer = Layer.effectDiscard(
     // Without a database the log starts empty and there are no peers: nothing to recover, ever.
     // (Listing by status would also give the memory table a status index kept up for nothing.)
     if (!(yield* isDurable)) return
-    const recover = recoverExecutions.pipe(Effect.catchCause((cause) => Effect.logError("execution recovery failed", cause)))
+    // The store out of reach is an outage, expected and retried (warn); a defect is an error.
+    const recover = recoverExecutions.pipe(Effect.catchCause((cause) =>
+      Cause.hasDies(cause)
+        ? Effect.logError("execution recovery failed", cause)
+        : Effect.logWarning(`execution recovery failed; retrying in ${SCAN_INTERVAL}`, cause)
+    ))
     yield* recover
     yield* Effect.forkScoped(Effect.repeat(Effect.delay(recover, SCAN_INTERVAL), Schedule.forever))
   })

@@ -241,6 +241,8 @@ describe.skipIf(!ownPostgresAvailable)("Postgres hanging under load (its own ser
     // The operator's view: when the database stopped answering, and when it came back, once each.
     const lines = service.output().split("\n").filter((line) => !line.includes(`"message":"request"`))
     for (const wanted of logs) expect(lines.filter((line) => wanted.test(line)), String(wanted)).toHaveLength(1)
+    // A hang is an outage like any other: warnings, and no line at error.
+    expect(lines.filter((line) => line.includes(`"level":"error"`))).toEqual([])
   }
 
   /** What both cases log: the bound's verdict and the database's return. */

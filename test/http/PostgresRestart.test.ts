@@ -144,5 +144,7 @@ describe.skipIf(!ownPostgresAvailable)("Postgres restarting under load (its own 
     const lines = service.output().split("\n").filter((line) => !line.includes(`"message":"request"`))
     expect(lines.filter((line) => /"level":"warn","message":"runner lease: the database did not answer a renewal; retrying every \d+ ms"/.test(line))).toHaveLength(1)
     expect(lines.filter((line) => /"level":"info","message":"runner lease: the database answers again after \d+\.\d s; the lease was kept"/.test(line))).toHaveLength(1)
+    // An outage is expected: warnings, and no line at error (what an operator's alerts page on).
+    expect(lines.filter((line) => line.includes(`"level":"error"`))).toEqual([])
   }, 180_000)
 })
