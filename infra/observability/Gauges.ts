@@ -24,6 +24,7 @@ import { ViewStore } from "../eventlog/ViewStore.ts"
 import { MemoryLog, MemoryTablesService } from "../eventlog/MemoryEventStore.ts"
 import { DELIVERIES_TABLE } from "../webhooks/WebhookProjections.ts"
 import { appendedSoFar, setGauge } from "./Metrics.ts"
+import { oldestOpenTransaction } from "./FeedWatch.ts"
 import { exportEnabled } from "./Telemetry.ts"
 
 /** The collector, when the process exposes it (`--expose-gc`); never in a normal start. */
@@ -133,6 +134,12 @@ export const make = Effect.gen(function*() {
       setGauge("projection_lag_events_by_follower", "Committed events each follower of the log has not taken", events, { follower })
     }
     if (storage._tag === "Postgres") {
+      const holder = yield* oldestOpenTransaction(storage.sql)
+      setGauge(
+        "eventlog_feed_held_seconds",
+        "How long the oldest open transaction on the server has held the log's feed back (followers take only what committed before it; FeedWatch.ts)",
+        holder?.seconds ?? 0
+      )
       const rows = yield* connections(storage)
       for (const state of ["active", "idle", "idle in transaction"]) {
         const row = rows.find((r) => r.state === state)
