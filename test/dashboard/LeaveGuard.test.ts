@@ -60,7 +60,7 @@ describe("a secret shown once, not yet put away", () => {
     expect(path(page)).toBe("/dashboard/webhooks")
     expect(await field.inputValue()).toBe(secret)
     // Back on what the user stayed for: the secret's panel.
-    await expect.poll(() => focused(page)).toMatch(/^H3:Endpoint whe_\S+ created$/)
+    await expect.poll(() => focused(page)).toBe("H3:#secret-signing-secret-title")
 
     // Escape is Stay too.
     await page.getByRole("navigation", { name: "Views" }).getByRole("link", { name: "Files" }).click()
@@ -165,7 +165,7 @@ describe("a secret shown once, not yet put away", () => {
     const dialog = leaving(page)
     expect(await dialog.textContent()).toContain("new signing secret")
     await dialog.getByRole("button", { name: "Stay on this page" }).click()
-    await expect.poll(() => focused(page)).toBe("H3:Secret rotated")
+    await expect.poll(() => focused(page)).toBe("H3:#secret-new-signing-secret-title")
     expect(await page.getByLabel("New signing secret", { exact: true }).inputValue()).toBe(rotated)
     // A deleted endpoint's secret signs nothing: the delete leaves without asking.
     await page.getByRole("button", { name: "Delete endpoint" }).click()
