@@ -5,7 +5,7 @@
  */
 import { useEffect, useRef, useState } from "preact/hooks"
 import { type Client, clientFor, isPinned, KEY_REFUSED, type Me, type Problem, toProblem } from "./api.ts"
-import { type Route, useRoute } from "./router.ts"
+import { type Route, useRoute, whenLeaving } from "./router.ts"
 import { forgetKey, storedKey, storeKey } from "./session.ts"
 import { ErrorNotice, Loading } from "./ui/Feedback.tsx"
 import { Link } from "./ui/Link.tsx"
@@ -119,7 +119,8 @@ const Shell = (
             Project <code data-testid="project-id">{me.projectId}</code> · key <code>{me.keyId}</code> ·{" "}
             {isPinned(me) ? <span data-testid="key-kind">pinned to user <code>{me.pinnedUserId}</code></span> : <span data-testid="key-kind">unpinned project key</span>}
           </span>
-          <button type="button" onClick={onSignOut}>Sign out</button>
+          {/* Signing out leaves the view too: what it holds (a secret shown once) asks first. */}
+          <button type="button" onClick={() => whenLeaving(onSignOut)}>Sign out</button>
         </div>
         <nav aria-label="Views">
           <ul>

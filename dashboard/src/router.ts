@@ -2,6 +2,9 @@
  * Client-side routes under /dashboard with the History API: the server answers index.html for
  * every dashboard path, so a reload or a shared link lands on the same view. Only view names,
  * ids and list filters ever go into a URL, never a key, secret or ingest URL.
+ *
+ * A change of view (a link, navigate(), Back and Forward) first asks what the page would lose by
+ * it (holdLeaving: a secret shown once), and goes on only if the user leaves.
  */
 import { useEffect, useState } from "preact/hooks"
 import { type ExecutionStatus, listTools, listTriggers } from "../../client/index.ts"
@@ -135,17 +138,121 @@ export const hrefOf = (route: Route): string => {
 
 const listeners = new Set<() => void>()
 
-export const navigate = (route: Route): void => {
-  const href = hrefOf(route)
-  if (href !== window.location.pathname + window.location.search) window.history.pushState(null, "", href)
+/** The address shown now, path and query. */
+const address = (): string => window.location.pathname + window.location.search
+
+/**
+ * What the page would lose by leaving its view (a secret shown once: ui/LeaveGuard.tsx) holds the
+ * way out: a change of view asks the latest hold first, and goes on only through its `leave`.
+ */
+export type Ask = (leave: () => void) => void
+
+const holds: Array<Ask> = []
+
+/** Asks `ask` before the view changes, until the returned release is called. */
+export const holdLeaving = (ask: Ask): (() => void) => {
+  holds.push(ask)
+  return () => {
+    const at = holds.indexOf(ask)
+    if (at !== -1) holds.splice(at, 1)
+  }
+}
+
+/** Runs `proceed` (something that leaves the view: another view, signing out) now, or once the page's hold lets it. */
+export const whenLeaving = (proceed: () => void): void => {
+  const ask = holds[holds.length - 1]
+  if (ask === undefined) proceed()
+  else ask(proceed)
+}
+
+/**
+ * Each history entry of the dashboard carries its place in the tab's history, so a Back or
+ * Forward that a hold keeps back can be undone (and, once allowed, done again) by the same count.
+ */
+const INDEX = "dashboard:index"
+
+const indexOf = (state: unknown): number | undefined => {
+  if (typeof state !== "object" || state === null) return undefined
+  const index: unknown = (state as Readonly<Record<string, unknown>>)[INDEX]
+  return typeof index === "number" ? index : undefined
+}
+
+/** The place of the entry shown, and the view it shows (canonical href). */
+let index = 0
+let shown = ""
+
+const changed = (): void => {
+  shown = hrefOf(current())
   for (const listener of listeners) listener()
+}
+
+/**
+ * Another view, as a new history entry. It asks the page first (holdLeaving) unless `ask` is
+ * false: where the view is going anyway (a deleted record's page), nothing it holds is of use.
+ */
+export const navigate = (route: Route, { ask = true }: { readonly ask?: boolean } = {}): void => {
+  const href = hrefOf(route)
+  // The view shown already: nothing leaves it.
+  if (href === address()) return changed()
+  const go = () => {
+    index += 1
+    window.history.pushState({ [INDEX]: index }, "", href)
+    changed()
+  }
+  if (ask) whenLeaving(go)
+  else go()
 }
 
 /** The same view with other filters, in place of the current history entry (no new Back step). */
 export const replaceRoute = (route: Route): void => {
   const href = hrefOf(route)
-  if (href !== window.location.pathname + window.location.search) window.history.replaceState(window.history.state, "", href)
-  for (const listener of listeners) listener()
+  if (href !== address()) window.history.replaceState(window.history.state, "", href)
+  changed()
+}
+
+/** Set while the browser goes back to the entry shown (a traversal held back), and while it goes on with one the user let go. */
+let restoring = false
+let passing = false
+
+/**
+ * The browser's Back or Forward (or a fragment link). A hold asks first: the traversal is undone at
+ * once (the view never changed), and done again by the same count if the user leaves.
+ */
+const popped = (): void => {
+  if (restoring) {
+    restoring = false
+    return
+  }
+  const target = indexOf(window.history.state)
+  const go = () => {
+    passing = false
+    if (target === undefined) window.history.replaceState({ ...(window.history.state as object | null), [INDEX]: index }, "")
+    else index = target
+    changed()
+  }
+  const delta = target === undefined ? -1 : target - index
+  // Nothing to ask: let go, the same view (a fragment), or no way to undo it.
+  if (passing || holds.length === 0 || hrefOf(current()) === shown || delta === 0) return go()
+  restoring = true
+  window.history.go(-delta)
+  whenLeaving(() => {
+    passing = true
+    window.history.go(delta)
+  })
+}
+
+let following = false
+
+/** Once: the entry shown gets its place (kept through a reload), and Back and Forward are followed. */
+const follow = (): void => {
+  if (following) return
+  following = true
+  const state: unknown = window.history.state
+  const known = indexOf(state)
+  if (known === undefined) window.history.replaceState({ ...(typeof state === "object" ? state : {}), [INDEX]: index }, "")
+  else index = known
+  shown = hrefOf(current())
+  window.addEventListener("popstate", popped)
 }
 
 const current = (): Route => parseRoute(window.location.pathname, window.location.search)
@@ -168,15 +275,14 @@ export const useRoute = (): Route => {
   const [route, setRoute] = useState(current)
   useEffect(canonicalize, [route])
   useEffect(() => {
+    follow()
     const update = () => setRoute(current())
     listeners.add(update)
-    window.addEventListener("popstate", update)
     // A route replaced before this listened (a view's first effects run before its shell's) is
     // taken up now.
     if (hrefOf(current()) !== hrefOf(route)) update()
     return () => {
       listeners.delete(update)
-      window.removeEventListener("popstate", update)
     }
   }, [])
   return route

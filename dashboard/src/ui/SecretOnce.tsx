@@ -7,9 +7,13 @@
  *
  * When it appears, the page scrolls to it and its heading takes the focus (a
  * screen reader reads it out); a new secret replacing another does the same.
+ *
+ * Until it is put away, leaving asks first (LeaveGuard.tsx): the browser's prompt on a reload or
+ * on closing the tab, a dialog of the page on a link, Back or signing out; staying comes back here.
  */
 import type { ComponentChildren } from "preact"
 import { useEffect, useRef, useState } from "preact/hooks"
+import { useLeaveGuard } from "./LeaveGuard.tsx"
 
 /**
  * Copies `text`: the Clipboard API where the page may use it (a secure context: HTTPS or
@@ -49,11 +53,16 @@ export const SecretOnce = (
   const heading = useRef<HTMLHeadingElement>(null)
   const input = useRef<HTMLInputElement>(null)
   const id = `secret-${label.replace(/\W+/g, "-").toLowerCase()}`
-  useEffect(() => {
-    setCopied("no")
+  const show = () => {
     heading.current?.scrollIntoView({ block: "start" })
     heading.current?.focus()
+  }
+  useEffect(() => {
+    setCopied("no")
+    show()
   }, [value])
+  // "Ingest URL" reads "ingest URL" in a sentence.
+  const leaving = useLeaveGuard({ what: label.charAt(0).toLowerCase() + label.slice(1), onStay: show })
   return (
     <section class="secret" aria-labelledby={`${id}-title`}>
       <h3 id={`${id}-title`} ref={heading} tabIndex={-1}>{title}</h3>
@@ -82,6 +91,7 @@ export const SecretOnce = (
       >
         I have stored it: remove the {label.toLowerCase()} from the page
       </button>
+      {leaving}
     </section>
   )
 }

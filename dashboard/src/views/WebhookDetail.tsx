@@ -100,8 +100,9 @@ const Danger = (
             act(async () => {
               await client.webhooks.delete(endpointId)
               // This page goes with the endpoint: the list says what happened (the focus goes
-              // to its heading, as on any change of view).
-              navigate({ view: "webhooks" })
+              // to its heading, as on any change of view). A new secret still shown signs
+              // nothing now, so leaving it does not ask.
+              navigate({ view: "webhooks" }, { ask: false })
               sayOutcome(`Endpoint ${endpointId} deleted.`)
             })}
         />

@@ -1,0 +1,209 @@
+/**
+ * A secret the service shows once (a signing secret on an endpoint's creation and rotation, an
+ * ingest URL on a subscription's creation and rotation) is not lost without a warning, in
+ * headless Chromium against the real service. While it is on the page and not put away: a link
+ * of the dashboard, its Back button and signing out ask first in a dialog of the page ("Stay" has
+ * the focus; staying keeps the secret, with the focus on it; leaving goes), and a reload raises
+ * the browser's own prompt (`beforeunload`). Once it is put away, nothing asks.
+ */
+import type { Page } from "playwright-core"
+import { describe, expect, it } from "vitest"
+import { screenshot, seriousViolations, signIn as signInAt } from "./Browser.ts"
+import { dashboardHarness } from "./Harness.ts"
+
+const h = await dashboardHarness()
+const { api, url } = h
+
+const signIn = (page: Page, path: string) => signInAt(page, url(path))
+
+/** What has the focus: the element's tag and its id, or its text when it has none. */
+const focused = (page: Page) =>
+  page.evaluate(
+    `(() => { const e = document.activeElement; return e === null || e === document.body ? "body" : e.tagName + ":" + (e.id !== "" ? "#" + e.id : (e.textContent ?? "").trim()) })()`
+  ) as Promise<string>
+
+const path = (page: Page) => new URL(page.url()).pathname
+
+/** The page's own question before leaving a secret behind. */
+const leaving = (page: Page) => page.getByRole("alertdialog", { name: "Leave this page?" })
+
+/** Creates an endpoint on the webhooks page (a click: the page has had a user gesture); its secret. */
+const createEndpoint = async (page: Page, name: string): Promise<string> => {
+  await page.getByLabel("HTTPS URL").fill(`https://example.com/${name}`)
+  await page.getByRole("button", { name: "Create endpoint" }).click()
+  const secret = await page.getByLabel("Signing secret", { exact: true }).inputValue()
+  expect(secret).toMatch(/^whsec_/)
+  return secret
+}
+
+describe("a secret shown once, not yet put away", () => {
+  it("asks before a link of the dashboard leaves it: Stay keeps it with the focus on it, Escape too, Leave goes", async () => {
+    const page = await h.browser.context.newPage()
+    await signIn(page, "/dashboard/webhooks")
+    const secret = await createEndpoint(page, "leave-link")
+    const field = page.getByLabel("Signing secret", { exact: true })
+
+    await page.getByRole("navigation", { name: "Views" }).getByRole("link", { name: "Files" }).click()
+    const dialog = leaving(page)
+    await dialog.waitFor()
+    const says = (await dialog.textContent()) ?? ""
+    expect(says).toContain("signing secret")
+    expect(says).toContain("will not be shown again")
+    // The safe choice has the focus; nothing has moved yet.
+    await expect.poll(() => focused(page)).toBe("BUTTON:Stay on this page")
+    expect(path(page)).toBe("/dashboard/webhooks")
+    expect(await seriousViolations(page)).toEqual([])
+    await screenshot(page, "leave-guard-asking")
+
+    await dialog.getByRole("button", { name: "Stay on this page" }).click()
+    await expect.poll(() => leaving(page).count()).toBe(0)
+    expect(path(page)).toBe("/dashboard/webhooks")
+    expect(await field.inputValue()).toBe(secret)
+    // Back on what the user stayed for: the secret's panel.
+    await expect.poll(() => focused(page)).toBe("H3:#secret-signing-secret-title")
+
+    // Escape is Stay too.
+    await page.getByRole("navigation", { name: "Views" }).getByRole("link", { name: "Files" }).click()
+    await leaving(page).waitFor()
+    await page.keyboard.press("Escape")
+    await expect.poll(() => leaving(page).count()).toBe(0)
+    expect(path(page)).toBe("/dashboard/webhooks")
+    expect(await field.inputValue()).toBe(secret)
+
+    // The panel's own link away asks as well; Leave goes, and the secret with it.
+    await page.locator("section.secret").getByRole("link", { name: "Open the endpoint" }).click()
+    await leaving(page).getByRole("button", { name: /^Leave/ }).click()
+    await page.getByRole("heading", { level: 1, name: "Webhook endpoint" }).waitFor()
+    expect(path(page)).toMatch(/^\/dashboard\/webhooks\/whe_/)
+    expect(await page.content()).not.toContain(secret)
+    expect(await leaving(page).count()).toBe(0)
+    await page.close()
+  })
+
+  it("asks on the browser's Back button too: Stay keeps the page and its history, Leave goes back", async () => {
+    const page = await h.browser.context.newPage()
+    await signIn(page, "/dashboard/files")
+    await page.getByRole("link", { name: "Webhooks" }).click()
+    await page.getByRole("heading", { level: 1, name: "Webhook endpoints" }).waitFor()
+    const entries = await page.evaluate<number>("history.length")
+    const secret = await createEndpoint(page, "leave-back")
+
+    await page.evaluate("history.back()")
+    await leaving(page).waitFor()
+    await expect.poll(() => path(page)).toBe("/dashboard/webhooks")
+    await leaving(page).getByRole("button", { name: "Stay on this page" }).click()
+    await expect.poll(() => leaving(page).count()).toBe(0)
+    expect(path(page)).toBe("/dashboard/webhooks")
+    expect(await page.getByLabel("Signing secret", { exact: true }).inputValue()).toBe(secret)
+    expect(await page.evaluate<number>("history.length")).toBe(entries)
+
+    await page.evaluate("history.back()")
+    await leaving(page).getByRole("button", { name: /^Leave/ }).click()
+    await page.getByRole("heading", { level: 1, name: "Staged files" }).waitFor()
+    expect(path(page)).toBe("/dashboard/files")
+    // Forward again: the list, without the secret, and nothing asks any more.
+    await page.evaluate("history.forward()")
+    await page.getByRole("heading", { level: 1, name: "Webhook endpoints" }).waitFor()
+    expect(await page.content()).not.toContain(secret)
+    await page.evaluate("history.back()")
+    await page.getByRole("heading", { level: 1, name: "Staged files" }).waitFor()
+    expect(await leaving(page).count()).toBe(0)
+    await page.close()
+  })
+
+  it("asks before signing out", async () => {
+    const page = await h.browser.context.newPage()
+    await signIn(page, "/dashboard/webhooks")
+    const secret = await createEndpoint(page, "leave-sign-out")
+    await page.getByRole("button", { name: "Sign out" }).click()
+    await leaving(page).getByRole("button", { name: "Stay on this page" }).click()
+    expect(await page.getByLabel("Signing secret", { exact: true }).inputValue()).toBe(secret)
+    await page.getByRole("button", { name: "Sign out" }).click()
+    await leaving(page).getByRole("button", { name: /^Leave/ }).click()
+    await page.getByLabel("API key").waitFor()
+    expect(await page.content()).not.toContain(secret)
+    await page.close()
+  })
+
+  it("raises the browser's prompt on a reload; once copied and put away, neither a reload nor a link asks", async () => {
+    const page = await h.browser.context.newPage()
+    const dialogs: Array<string> = []
+    page.on("dialog", (dialog) => {
+      dialogs.push(dialog.type())
+      // Cancel the reload: the page stays as it was.
+      void dialog.dismiss()
+    })
+    await signIn(page, "/dashboard/webhooks")
+    // Chromium raises the prompt only after a user gesture on the page: the create's click is one.
+    const secret = await createEndpoint(page, "leave-reload")
+    await page.evaluate("location.reload()")
+    await expect.poll(() => dialogs).toEqual(["beforeunload"])
+    expect(await page.getByLabel("Signing secret", { exact: true }).inputValue()).toBe(secret)
+
+    await page.getByRole("button", { name: "Copy signing secret" }).click()
+    await page.getByText("Copied to the clipboard.").waitFor()
+    await page.getByRole("button", { name: /^I have stored it/ }).click()
+    await page.getByRole("navigation", { name: "Views" }).getByRole("link", { name: "Files" }).click()
+    await page.getByRole("heading", { level: 1, name: "Staged files" }).waitFor()
+    expect(await leaving(page).count()).toBe(0)
+    await page.goBack()
+    await page.getByRole("heading", { level: 1, name: "Webhook endpoints" }).waitFor()
+    await page.reload()
+    await page.getByRole("heading", { level: 1, name: "Webhook endpoints" }).waitFor()
+    expect(dialogs).toEqual(["beforeunload"])
+    await page.close()
+  })
+
+  it("asks for a rotated signing secret, and not when deleting its endpoint leaves the page", async () => {
+    const endpoint = await api.webhooks.create({ url: "https://example.com/leave-rotate", events: ["execution.completed"] })
+    const page = await h.browser.context.newPage()
+    await signIn(page, `/dashboard/webhooks/${endpoint.endpointId}`)
+    await page.getByRole("button", { name: "Rotate secret" }).click()
+    await page.getByRole("button", { name: "Confirm rotate" }).click()
+    const rotated = await page.getByLabel("New signing secret", { exact: true }).inputValue()
+    await page.getByRole("link", { name: "← All endpoints" }).click()
+    const dialog = leaving(page)
+    expect(await dialog.textContent()).toContain("new signing secret")
+    await dialog.getByRole("button", { name: "Stay on this page" }).click()
+    await expect.poll(() => focused(page)).toBe("H3:#secret-new-signing-secret-title")
+    expect(await page.getByLabel("New signing secret", { exact: true }).inputValue()).toBe(rotated)
+    // A deleted endpoint's secret signs nothing: the delete leaves without asking.
+    await page.getByRole("button", { name: "Delete endpoint" }).click()
+    await page.getByRole("button", { name: "Confirm delete" }).click()
+    await page.getByRole("heading", { level: 1, name: "Webhook endpoints" }).waitFor()
+    await page.getByText(`Endpoint ${endpoint.endpointId} deleted.`).waitFor()
+    expect(await leaving(page).count()).toBe(0)
+    await page.close()
+  })
+
+  it("asks for an ingest URL, on a subscription's creation and on its rotation", async () => {
+    const endpoint = await api.webhooks.create({ url: "https://example.com/leave-ingest", events: ["trigger.*"] })
+    const page = await h.browser.context.newPage()
+    await signIn(page, "/dashboard/subscriptions")
+    await page.getByLabel("Trigger", { exact: true }).selectOption("demo.event")
+    await page.getByLabel("User id").fill("user_leave")
+    await page.getByLabel("Other webhook endpoint ids (optional)").fill(endpoint.endpointId)
+    await page.getByRole("button", { name: "Create subscription" }).click()
+    const ingestUrl = await page.getByLabel("Ingest URL", { exact: true }).inputValue()
+    const id = /\/v1\/ingest\/(trgsub_[^/]+)\//.exec(ingestUrl)?.[1] ?? ""
+    await page.getByRole("navigation", { name: "Views" }).getByRole("link", { name: "Executions" }).click()
+    const dialog = leaving(page)
+    expect(await dialog.textContent()).toContain("ingest URL")
+    expect(await seriousViolations(page)).toEqual([])
+    await dialog.getByRole("button", { name: "Stay on this page" }).click()
+    await expect.poll(() => leaving(page).count()).toBe(0)
+    expect(path(page)).toBe("/dashboard/subscriptions")
+    await page.getByRole("button", { name: /^I have stored it/ }).click()
+
+    const row = page.locator(`tr[data-subscription-id="${id}"]`)
+    await row.getByRole("button", { name: `Rotate ingest URL of ${id}` }).click()
+    await row.getByRole("button", { name: `Confirm rotating the ingest URL of ${id}` }).click()
+    const rotated = await page.getByLabel("Ingest URL", { exact: true }).inputValue()
+    expect(rotated).not.toBe(ingestUrl)
+    await row.getByRole("link", { name: "Events" }).click()
+    await leaving(page).getByRole("button", { name: /^Leave/ }).click()
+    await page.getByRole("heading", { level: 1, name: "Trigger event history" }).waitFor()
+    expect(await page.content()).not.toContain(rotated)
+    await page.close()
+  })
+})
