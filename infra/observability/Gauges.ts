@@ -113,6 +113,11 @@ export const make = Effect.gen(function*() {
   const memoryLog = yield* Effect.serviceOption(MemoryLog)
   const memoryTables = yield* Effect.serviceOption(MemoryTablesService)
   let last = { at: yield* Clock.currentTimeMillis, appended: appendedSoFar() }
+  // A rate over the time since the previous scrape: 0 until the first interval has passed, so
+  // that a scrape right after the start lists it too.
+  const appendRate = (perSecond: number) =>
+    setGauge("eventlog_appends_per_second", "Events appended by this process per second, since the previous scrape", perSecond)
+  appendRate(0)
 
   const lag: Effect.Effect<LagReport, unknown> = storage._tag === "Postgres"
     ? pgLag(storage, projections)
@@ -155,7 +160,7 @@ export const make = Effect.gen(function*() {
     const appended = appendedSoFar()
     const seconds = (now - last.at) / 1000
     if (seconds >= 1) {
-      setGauge("eventlog_appends_per_second", "Events appended by this process per second, since the previous scrape", (appended - last.appended) / seconds)
+      appendRate((appended - last.appended) / seconds)
       last = { at: now, appended }
     }
     // Started with --expose-gc (the memory benchmark, bench/memory.ts), a scrape collects

@@ -92,6 +92,21 @@ describe("operations (memory, in process)", () => {
     expect(text).toMatch(/^store_up 1$/m)
   })
 
+  // A scrape within a second of the start used to leave the append rate out (it is a rate over
+  // the time since the previous scrape, and there had been none).
+  it("/metrics lists every gauge from the first scrape on, the append rate 0 before any interval", async () => {
+    const fresh = await startService()
+    try {
+      const text = await (await fresh.fetch("/metrics", { key: null })).text()
+      for (const gauge of ["eventlog_appends_per_second", "webhook_lane_depth", "projection_lag_events", "nodejs_heap_used_bytes", "store_up"]) {
+        expect(text, gauge).toContain(`# TYPE ${gauge} gauge`)
+      }
+      expect(text).toMatch(/^eventlog_appends_per_second 0$/m)
+    } finally {
+      await fresh.close()
+    }
+  })
+
   it("one line per request at info: method, route template, status, duration, request id; no credential, no ingest secret", async () => {
     logged.length = 0
     const me = await service.fetch("/v1/me", { headers: { "x-probe": "1" } })
