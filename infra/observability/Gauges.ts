@@ -105,6 +105,10 @@ const connections = (storage: Postgres) =>
     WHERE datname = current_database() AND application_name = 'service'
     GROUP BY 1`
 
+/** A rate over the time since the previous scrape. */
+const appendRate = (perSecond: number) =>
+  setGauge("eventlog_appends_per_second", "Events appended by this process per second, since the previous scrape", perSecond)
+
 export const make = Effect.gen(function*() {
   const storage = yield* Database
   const views = yield* ViewStore
@@ -113,10 +117,7 @@ export const make = Effect.gen(function*() {
   const memoryLog = yield* Effect.serviceOption(MemoryLog)
   const memoryTables = yield* Effect.serviceOption(MemoryTablesService)
   let last = { at: yield* Clock.currentTimeMillis, appended: appendedSoFar() }
-  // A rate over the time since the previous scrape: 0 until the first interval has passed, so
-  // that a scrape right after the start lists it too.
-  const appendRate = (perSecond: number) =>
-    setGauge("eventlog_appends_per_second", "Events appended by this process per second, since the previous scrape", perSecond)
+  // 0 until the first interval has passed, so that a scrape right after the start lists it too.
   appendRate(0)
 
   const lag: Effect.Effect<LagReport, unknown> = storage._tag === "Postgres"
