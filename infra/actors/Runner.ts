@@ -234,24 +234,22 @@ export const layerPg: Layer.Layer<Runner, never, SqlClient.SqlClient> = Layer.ef
           yield* Effect.sleep(Duration.millis(timings.renewEveryMs))
           const at = performance.now()
           const result = yield* within(renew(id), safeUntil - at)
-          const failed = result._tag === "None"
-            ? "no answer in time"
-            : Exit.isFailure(result.value)
-            ? Cause.squash(result.value.cause)
-            : undefined
-          if (failed !== undefined || result._tag === "None" || Exit.isFailure(result.value)) {
+          // Whether the lease is still ours; undefined when the renewal got no answer.
+          const renewed = result._tag === "Some" && Exit.isSuccess(result.value) ? result.value.value : undefined
+          if (renewed === undefined) {
             if (failingSince === undefined) {
               failingSince = at
-              yield* Effect.logWarning(`runner lease: the database did not answer a renewal; retrying every ${timings.renewEveryMs} ms`, failed)
+              const why = result._tag === "Some" && Exit.isFailure(result.value) ? Cause.squash(result.value.cause) : "no answer in time"
+              yield* Effect.logWarning(`runner lease: the database did not answer a renewal; retrying every ${timings.renewEveryMs} ms`, why)
             }
             continue
           }
           if (failingSince !== undefined) {
             const seconds = ((performance.now() - failingSince) / 1000).toFixed(1)
             failingSince = undefined
-            if (result.value.value) yield* Effect.logInfo(`runner lease: the database answers again after ${seconds} s; the lease was kept`)
+            if (renewed) yield* Effect.logInfo(`runner lease: the database answers again after ${seconds} s; the lease was kept`)
           }
-          if (!result.value.value) return
+          if (!renewed) return
           safeUntil = Math.max(safeUntil, at + timings.ttlMs - timings.marginMs)
         }
       })
