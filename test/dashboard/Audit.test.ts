@@ -7,7 +7,7 @@
  */
 import type { Page } from "playwright-core"
 import { describe, expect, it } from "vitest"
-import { screenshot, seriousViolations, signIn as signInAt, settled } from "./Browser.ts"
+import { focused, screenshot, seriousViolations, settled, signIn as signInAt } from "./Browser.ts"
 import { dashboardHarness } from "./Harness.ts"
 
 const h = await dashboardHarness()
@@ -15,11 +15,6 @@ const { api, url } = h
 
 const signIn = (page: Page, path: string) => signInAt(page, url(path))
 
-/** What has the focus: the element's tag and its id, or its text when it has none. */
-const focused = (page: Page) =>
-  page.evaluate(
-    `(() => { const e = document.activeElement; return e === null || e === document.body ? "body" : e.tagName + ":" + (e.id !== "" ? "#" + e.id : (e.textContent ?? "").trim()) })()`
-  ) as Promise<string>
 
 /** The text of every live region on the page (role=status), joined. */
 const statuses = (page: Page) => page.evaluate<string>(`[...document.querySelectorAll('[role="status"]')].map((e) => e.textContent).join(" | ")`)

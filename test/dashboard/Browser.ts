@@ -86,3 +86,9 @@ export const createPollingSubscription = async (page: Page, input: { readonly us
   await page.getByRole("button", { name: "Create subscription" }).click()
   await page.getByText(/^Subscription trgsub_\S+ created \(polling every 60 s\)\.$/).waitFor()
 }
+
+/** What has the focus: the element's tag and its id, or its text when it has none; `body` when nothing on the page has it. */
+export const focused = (page: Page) =>
+  page.evaluate(
+    `(() => { const e = document.activeElement; return e === null || e === document.body ? "body" : e.tagName + ":" + (e.id !== "" ? "#" + e.id : (e.textContent ?? "").trim()) })()`
+  ) as Promise<string>

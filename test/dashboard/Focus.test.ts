@@ -8,17 +8,12 @@
  */
 import type { Page } from "playwright-core"
 import { describe, expect, it } from "vitest"
-import { createPollingSubscription, signIn as signInAt, settled } from "./Browser.ts"
+import { createPollingSubscription, focused, settled, signIn as signInAt } from "./Browser.ts"
 import { dashboardHarness } from "./Harness.ts"
 
 const h = await dashboardHarness()
 const { api, url, service } = h
 
-/** What has the focus: a description of the element, `body` when nothing on the page has it. */
-const focused = (page: Page) =>
-  page.evaluate(
-    `(() => { const e = document.activeElement; return e === null || e === document.body ? "body" : e.tagName + ":" + (e.id !== "" ? "#" + e.id : (e.textContent ?? "").trim()) })()`
-  ) as Promise<string>
 
 /** Signs in on whatever dashboard page `path` is. */
 const signIn = (page: Page, path = "/dashboard") => signInAt(page, url(path))

@@ -8,7 +8,7 @@
  */
 import type { Page } from "playwright-core"
 import { describe, expect, it } from "vitest"
-import { screenshot, seriousViolations, signIn as signInAt } from "./Browser.ts"
+import { focused, screenshot, seriousViolations, signIn as signInAt } from "./Browser.ts"
 import { dashboardHarness } from "./Harness.ts"
 
 const h = await dashboardHarness()
@@ -16,11 +16,6 @@ const { api, url } = h
 
 const signIn = (page: Page, path: string) => signInAt(page, url(path))
 
-/** What has the focus: the element's tag and its id, or its text when it has none. */
-const focused = (page: Page) =>
-  page.evaluate(
-    `(() => { const e = document.activeElement; return e === null || e === document.body ? "body" : e.tagName + ":" + (e.id !== "" ? "#" + e.id : (e.textContent ?? "").trim()) })()`
-  ) as Promise<string>
 
 const path = (page: Page) => new URL(page.url()).pathname
 

@@ -10,7 +10,7 @@ import { type ChildProcess, spawn } from "node:child_process"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { createTestDatabase, dropTestDatabase, postgresAvailable } from "../support/Database.ts"
 import { freePort } from "../support/Ports.ts"
-import { type ChildService, startProcess } from "../support/Service.ts"
+import { type ChildService, logLines, startProcess } from "../support/Service.ts"
 import { type Certificate, eventually, makeCertificate, type Receiver, startReceiver } from "../support/WebhookReceiver.ts"
 import { createEndpoint, keyOf, serviceEnv } from "../support/Webhooks.ts"
 
@@ -52,7 +52,6 @@ describe.skipIf(!postgresAvailable || !psqlAvailable)("a transaction that holds 
     const line = text.split("\n").find((l) => l.startsWith("eventlog_feed_held_seconds"))
     return line === undefined ? undefined : Number(line.split(" ").at(-1))
   }
-  const logLines = () => service.output().split("\n").filter((line) => !line.includes(`"message":"request"`))
 
   it("logs the holder, shows its age in /metrics, and delivers once it ends", async () => {
     await createEndpoint(service, "p1", receiver.url("/held"))
@@ -69,7 +68,7 @@ describe.skipIf(!postgresAvailable || !psqlAvailable)("a transaction that holds 
     await eventually(async () => ((await heldGauge()) ?? 0) >= 1, 10_000, "the gauge to show the held feed")
     const held = await execute()
     const warning = await eventually(
-      () => logLines().find((line) => line.includes(`"level":"warn"`) && line.includes("the log's feed is held back by an open transaction")),
+      () => logLines(service).find((line) => line.includes(`"level":"warn"`) && line.includes("the log's feed is held back by an open transaction")),
       10_000,
       "the warning"
     )
@@ -82,8 +81,8 @@ describe.skipIf(!postgresAvailable || !psqlAvailable)("a transaction that holds 
 
     expect(await ended).toBe(0)
     await eventually(() => delivered(held), 15_000, "the held delivery once the transaction ended")
-    await eventually(() => logLines().some((line) => line.includes(`"level":"info"`) && line.includes("the log's feed moves again")), 15_000, "the all-clear")
-    expect(logLines().filter((line) => line.includes("the log's feed is held back"))).toHaveLength(1)
+    await eventually(() => logLines(service).some((line) => line.includes(`"level":"info"`) && line.includes("the log's feed moves again")), 15_000, "the all-clear")
+    expect(logLines(service).filter((line) => line.includes("the log's feed is held back"))).toHaveLength(1)
     expect(await heldGauge()).toBeLessThan(1)
   }, 60_000)
 })

@@ -18,10 +18,11 @@
  *
  * Margins are generous (the bound + 3 s): this asserts that answers come, not how fast.
  */
-import { Agent, request } from "node:http"
+import { Agent } from "node:http"
+import { call, type Outcome } from "../support/Calls.ts"
 import { afterAll, describe, expect, it } from "vitest"
 import { freePort } from "../support/Ports.ts"
-import { type ChildService, startProcess } from "../support/Service.ts"
+import { type ChildService, logLines, startProcess } from "../support/Service.ts"
 import { type OwnPostgres, ownPostgresAvailable, startOwnPostgres } from "../support/OwnPostgres.ts"
 import { eventually, makeCertificate, type Receiver, startReceiver } from "../support/WebhookReceiver.ts"
 import { createEndpoint, keyOf, serviceEnv } from "../support/Webhooks.ts"
@@ -39,35 +40,6 @@ interface Case {
   /** Lines the service logs about the hang, at warn or info. */
   readonly logs: ReadonlyArray<RegExp>
 }
-
-interface Outcome {
-  readonly sent: number
-  readonly at: number
-  readonly path: string
-  readonly status?: number
-  readonly body?: string
-  readonly retryAfter?: string | undefined
-  readonly error?: string
-}
-
-const call = (agent: Agent, port: number, method: string, path: string, key: string | undefined, body?: unknown): Promise<Outcome> =>
-  new Promise((resolve) => {
-    const sent = Date.now()
-    const payload = body === undefined ? undefined : JSON.stringify(body)
-    const headers: Record<string, string> = {}
-    if (key !== undefined) headers.authorization = `Bearer ${key}`
-    if (payload !== undefined) {
-      headers["content-type"] = "application/json"
-      headers["content-length"] = String(Buffer.byteLength(payload))
-    }
-    const req = request({ host: "127.0.0.1", port, path, method, agent, headers }, (res) => {
-      let text = ""
-      res.on("data", (chunk: Buffer) => (text += chunk.toString()))
-      res.on("end", () => resolve({ sent, at: Date.now(), path, status: res.statusCode ?? 0, body: text, retryAfter: res.headers["retry-after"] }))
-    })
-    req.on("error", (error: NodeJS.ErrnoException) => resolve({ sent, at: Date.now(), path, error: error.code ?? error.message }))
-    req.end(payload)
-  })
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
 
@@ -231,7 +203,7 @@ describe.skipIf(!ownPostgresAvailable)("Postgres hanging under load (its own ser
     } catch (error) {
       // What a failure needs to be understood: the record that did not end and what the service
       // logged besides its request lines.
-      const logged = service.output().split("\n").filter((line) => !line.includes(`"message":"request"`))
+      const logged = logLines(service)
       console.error(JSON.stringify({ unfinished, frozenAt, thawedAt }), "\n", logged.slice(-200).join("\n"))
       throw error
     }
@@ -239,7 +211,7 @@ describe.skipIf(!ownPostgresAvailable)("Postgres hanging under load (its own ser
     await eventually(() => accepted.every(({ executionId }) => delivered().has(executionId)), 60_000, "a delivery for every accepted execution")
 
     // The operator's view: when the database stopped answering, and when it came back, once each.
-    const lines = service.output().split("\n").filter((line) => !line.includes(`"message":"request"`))
+    const lines = logLines(service)
     for (const wanted of logs) expect(lines.filter((line) => wanted.test(line)), String(wanted)).toHaveLength(1)
     // A hang is an outage like any other: warnings, and no line at error.
     expect(lines.filter((line) => line.includes(`"level":"error"`))).toEqual([])

@@ -5,39 +5,14 @@
  * retryable envelope, and `/readyz` says the store is failing; it reconnects by itself, and
  * every execution it accepted (answered 200 or 202) is recorded, finished and delivered.
  */
-import { Agent, request } from "node:http"
+import { Agent } from "node:http"
+import { call, type Outcome } from "../support/Calls.ts"
 import { afterAll, describe, expect, it } from "vitest"
 import { freePort } from "../support/Ports.ts"
-import { type ChildService, startProcess } from "../support/Service.ts"
+import { type ChildService, logLines, startProcess } from "../support/Service.ts"
 import { type OwnPostgres, ownPostgresAvailable, startOwnPostgres } from "../support/OwnPostgres.ts"
 import { eventually, makeCertificate, type Receiver, startReceiver } from "../support/WebhookReceiver.ts"
 import { createEndpoint, keyOf, serviceEnv } from "../support/Webhooks.ts"
-
-interface Outcome {
-  readonly at: number
-  readonly status?: number
-  readonly body?: string
-  readonly retryAfter?: string | undefined
-  readonly error?: string
-}
-
-const call = (agent: Agent, port: number, method: string, path: string, key: string | undefined, body?: unknown): Promise<Outcome> =>
-  new Promise((resolve) => {
-    const payload = body === undefined ? undefined : JSON.stringify(body)
-    const headers: Record<string, string> = {}
-    if (key !== undefined) headers.authorization = `Bearer ${key}`
-    if (payload !== undefined) {
-      headers["content-type"] = "application/json"
-      headers["content-length"] = String(Buffer.byteLength(payload))
-    }
-    const req = request({ host: "127.0.0.1", port, path, method, agent, headers }, (res) => {
-      let text = ""
-      res.on("data", (chunk: Buffer) => (text += chunk.toString()))
-      res.on("end", () => resolve({ at: Date.now(), status: res.statusCode ?? 0, body: text, retryAfter: res.headers["retry-after"] }))
-    })
-    req.on("error", (error: NodeJS.ErrnoException) => resolve({ at: Date.now(), error: error.code ?? error.message }))
-    req.end(payload)
-  })
 
 describe.skipIf(!ownPostgresAvailable)("Postgres restarting under load (its own server, a real service process)", () => {
   let postgres: OwnPostgres | undefined
@@ -141,7 +116,7 @@ describe.skipIf(!ownPostgresAvailable)("Postgres restarting under load (its own 
     await eventually(() => accepted.every(({ executionId }) => delivered().has(executionId)), 60_000, "a delivery for every accepted execution")
 
     // The operator's view of the outage: when the database stopped answering, and when it came back.
-    const lines = service.output().split("\n").filter((line) => !line.includes(`"message":"request"`))
+    const lines = logLines(service)
     expect(lines.filter((line) => /"level":"warn","message":"runner lease: the database did not answer a renewal; retrying every \d+ ms"/.test(line))).toHaveLength(1)
     expect(lines.filter((line) => /"level":"info","message":"runner lease: the database answers again after \d+\.\d s; the lease was kept"/.test(line))).toHaveLength(1)
     // An outage is expected: warnings, and no line at error (what an operator's alerts page on).

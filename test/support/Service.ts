@@ -86,6 +86,10 @@ export interface ChildService extends Client {
 
 const MAIN = fileURLToPath(new URL("../../src/main.ts", import.meta.url))
 
+/** What a service process logged besides its request lines (one line each, JSON). */
+export const logLines = (service: ChildService): ReadonlyArray<string> =>
+  service.output().split("\n").filter((line) => !line.includes(`"message":"request"`))
+
 /** Starts `node src/main.ts serve` and waits until it listens. */
 export const startProcess = (env: Env, port: number): Promise<ChildService> =>
   new Promise((resolve, reject) => {
