@@ -273,7 +273,8 @@ export const make = Effect.gen(function*() {
 
   /**
    * The `unsure` requests recorded after all, owned by this incarnation and not dispatched here,
-   * by status; each one found (or looked for UNSURE_SCANS times) is forgotten.
+   * by status. One found otherwise (ended, another's, running here), or looked for UNSURE_SCANS
+   * times, is forgotten; an orphan is forgotten once recovery has taken it over.
    */
   const unsureOrphans = (self: string) =>
     Effect.map(
@@ -285,9 +286,11 @@ export const make = Effect.gen(function*() {
             else unsure.set(executionId, left)
             return undefined
           }
-          unsure.delete(executionId)
           const state = foldRecorded(events)
-          if (state === undefined || isTerminalState(state) || state.owner !== self || entries.get(executionId)?.fiber !== undefined) return undefined
+          if (state === undefined || isTerminalState(state) || state.owner !== self || entries.get(executionId)?.fiber !== undefined) {
+            unsure.delete(executionId)
+            return undefined
+          }
           return { executionId, owner: state.owner, status: state.record.status }
         }), { concurrency: 16 }),
       (found) => {
@@ -382,6 +385,8 @@ export const make = Effect.gen(function*() {
             Effect.catchTags({ StateConflict: () => Effect.void, NotFound: () => Effect.void })
           )
         }
+        // Taken over: a scan that failed before this point finds them again.
+        for (const { executionId } of [...orphans.running, ...orphans.pending]) unsure.delete(executionId)
         return { interrupted: lost.length, resumed }
       })
   }
