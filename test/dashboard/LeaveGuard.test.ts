@@ -4,7 +4,8 @@
  * headless Chromium against the real service. While it is on the page and not put away: a link
  * of the dashboard, its Back button and signing out ask first in a dialog of the page ("Stay" has
  * the focus; staying keeps the secret, with the focus on it; leaving goes), and a reload raises
- * the browser's own prompt (`beforeunload`). Once it is put away, nothing asks.
+ * the browser's own prompt (`beforeunload`); creating or rotating what would show another secret
+ * in its place asks too ("Stay" keeps it and does nothing). Once it is put away, nothing asks.
  */
 import type { Page } from "playwright-core"
 import { describe, expect, it } from "vitest"
