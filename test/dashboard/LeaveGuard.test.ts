@@ -4,7 +4,8 @@
  * headless Chromium against the real service. While it is on the page and not put away: a link
  * of the dashboard, its Back button and signing out ask first in a dialog of the page ("Stay" has
  * the focus; staying keeps the secret, with the focus on it; leaving goes), and a reload raises
- * the browser's own prompt (`beforeunload`). Once it is put away, nothing asks.
+ * the browser's own prompt (`beforeunload`); creating or rotating what would show another secret
+ * in its place asks too ("Stay" keeps it and does nothing). Once it is put away, nothing asks.
  */
 import type { Page } from "playwright-core"
 import { describe, expect, it } from "vitest"
@@ -199,6 +200,144 @@ describe("a secret shown once, not yet put away", () => {
     await leaving(page).getByRole("button", { name: /^Leave/ }).click()
     await page.getByRole("heading", { level: 1, name: "Trigger event history" }).waitFor()
     expect(await page.content()).not.toContain(rotated)
+    await page.close()
+  })
+})
+
+/** The page's own question before a new secret replaces the one shown. */
+const replacing = (page: Page, what: string) => page.getByRole("alertdialog", { name: `Replace the ${what}?` })
+
+describe("a secret shown once, not yet put away, is not replaced without asking", () => {
+  it("asks before creating a second endpoint: Stay keeps the first secret and creates nothing, Replace creates and shows the new one", async () => {
+    const page = await h.browser.context.newPage()
+    await signIn(page, "/dashboard/webhooks")
+    const first = await createEndpoint(page, "replace-first")
+    const field = page.getByLabel("Signing secret", { exact: true })
+    const urls = async () => (await api.webhooks.list({ limit: 100 })).webhooks.map((endpoint) => endpoint.url)
+
+    await page.getByLabel("HTTPS URL").fill("https://example.com/replace-second")
+    await page.getByRole("button", { name: "Create endpoint" }).click()
+    const dialog = replacing(page, "signing secret")
+    await dialog.waitFor()
+    expect(await dialog.textContent()).toContain("will not be shown again")
+    await expect.poll(() => focused(page)).toBe("BUTTON:Stay and keep the signing secret")
+    expect(await seriousViolations(page)).toEqual([])
+    await dialog.getByRole("button", { name: "Stay and keep the signing secret" }).click()
+    await expect.poll(() => replacing(page, "signing secret").count()).toBe(0)
+    expect(await field.inputValue()).toBe(first)
+    await expect.poll(() => focused(page)).toBe("H3:#secret-signing-secret-title")
+    expect(await urls()).not.toContain("https://example.com/replace-second")
+
+    // Escape stays too.
+    await page.getByRole("button", { name: "Create endpoint" }).click()
+    await replacing(page, "signing secret").waitFor()
+    await page.keyboard.press("Escape")
+    await expect.poll(() => replacing(page, "signing secret").count()).toBe(0)
+    expect(await field.inputValue()).toBe(first)
+    expect(await urls()).not.toContain("https://example.com/replace-second")
+
+    await page.getByRole("button", { name: "Create endpoint" }).click()
+    await replacing(page, "signing secret").getByRole("button", { name: "Replace and lose the signing secret" }).click()
+    await expect.poll(() => field.inputValue()).not.toBe(first)
+    expect(await field.inputValue()).toMatch(/^whsec_/)
+    expect(await urls()).toContain("https://example.com/replace-second")
+    expect(await page.content()).not.toContain(first)
+
+    // Put away: a further creation asks nothing.
+    await page.getByRole("button", { name: /^I have stored it/ }).click()
+    await createEndpoint(page, "replace-third")
+    expect(await replacing(page, "signing secret").count()).toBe(0)
+    expect(await urls()).toContain("https://example.com/replace-third")
+    await page.close()
+  })
+
+  it("asks before rotating again while a rotated secret is shown", async () => {
+    const endpoint = await api.webhooks.create({ url: "https://example.com/replace-rotate", events: ["execution.completed"] })
+    const page = await h.browser.context.newPage()
+    await signIn(page, `/dashboard/webhooks/${endpoint.endpointId}`)
+    const rotate = async () => {
+      await page.getByRole("button", { name: "Rotate secret" }).click()
+      await page.getByRole("button", { name: "Confirm rotate" }).click()
+    }
+    const field = page.getByLabel("New signing secret", { exact: true })
+    await rotate()
+    const first = await field.inputValue()
+    const prefix = async () => (await api.webhooks.get(endpoint.endpointId)).secretPrefix
+    const firstPrefix = await prefix()
+    expect(first.startsWith(firstPrefix)).toBe(true)
+
+    await rotate()
+    const dialog = replacing(page, "new signing secret")
+    await dialog.waitFor()
+    await expect.poll(() => focused(page)).toBe("BUTTON:Stay and keep the new signing secret")
+    await dialog.getByRole("button", { name: /^Stay/ }).click()
+    await expect.poll(() => replacing(page, "new signing secret").count()).toBe(0)
+    expect(await field.inputValue()).toBe(first)
+    // Not rotated: the secret shown still signs.
+    expect(await prefix()).toBe(firstPrefix)
+
+    await rotate()
+    await replacing(page, "new signing secret").getByRole("button", { name: /^Replace/ }).click()
+    await expect.poll(() => field.inputValue()).not.toBe(first)
+    const second = await field.inputValue()
+    expect(second.startsWith(await prefix())).toBe(true)
+
+    await page.getByRole("button", { name: /^I have stored it/ }).click()
+    await rotate()
+    await field.waitFor()
+    expect(await replacing(page, "new signing secret").count()).toBe(0)
+    expect(await field.inputValue()).not.toBe(second)
+    await page.close()
+  })
+
+  it("asks before a second subscription or a rotation replaces an ingest URL shown", async () => {
+    const endpoint = await api.webhooks.create({ url: "https://example.com/replace-ingest", events: ["trigger.*"] })
+    const page = await h.browser.context.newPage()
+    await signIn(page, "/dashboard/subscriptions")
+    const create = async (userId: string) => {
+      await page.getByLabel("Trigger", { exact: true }).selectOption("demo.event")
+      await page.getByLabel("User id").fill(userId)
+      await page.getByLabel("Other webhook endpoint ids (optional)").fill(endpoint.endpointId)
+      await page.getByRole("button", { name: "Create subscription" }).click()
+    }
+    const users = async () => (await api.subscriptions.list({ limit: 100 })).subscriptions.map((subscription) => subscription.userId)
+    const field = page.getByLabel("Ingest URL", { exact: true })
+    await create("user_replace_1")
+    const first = await field.inputValue()
+    const firstId = /\/v1\/ingest\/(trgsub_[^/]+)\//.exec(first)?.[1] ?? ""
+
+    await create("user_replace_2")
+    const dialog = replacing(page, "ingest URL")
+    await dialog.waitFor()
+    await expect.poll(() => focused(page)).toBe("BUTTON:Stay and keep the ingest URL")
+    await dialog.getByRole("button", { name: /^Stay/ }).click()
+    await expect.poll(() => replacing(page, "ingest URL").count()).toBe(0)
+    expect(await field.inputValue()).toBe(first)
+    expect(await users()).not.toContain("user_replace_2")
+
+    await page.getByRole("button", { name: "Create subscription" }).click()
+    await replacing(page, "ingest URL").getByRole("button", { name: /^Replace/ }).click()
+    await expect.poll(() => field.inputValue()).not.toBe(first)
+    const second = await field.inputValue()
+    expect(await users()).toContain("user_replace_2")
+
+    // Rotating another subscription's URL asks too; Stay leaves the first's URL working.
+    const row = page.locator(`tr[data-subscription-id="${firstId}"]`)
+    await row.getByRole("button", { name: `Rotate ingest URL of ${firstId}` }).click()
+    await row.getByRole("button", { name: `Confirm rotating the ingest URL of ${firstId}` }).click()
+    await replacing(page, "ingest URL").getByRole("button", { name: /^Stay/ }).click()
+    await expect.poll(() => replacing(page, "ingest URL").count()).toBe(0)
+    expect(await field.inputValue()).toBe(second)
+    await row.getByRole("button", { name: `Rotate ingest URL of ${firstId}` }).click()
+    await row.getByRole("button", { name: `Confirm rotating the ingest URL of ${firstId}` }).click()
+    await replacing(page, "ingest URL").getByRole("button", { name: /^Replace/ }).click()
+    await expect.poll(() => field.inputValue()).not.toBe(second)
+    expect(await field.inputValue()).toContain(firstId)
+
+    await page.getByRole("button", { name: /^I have stored it/ }).click()
+    await create("user_replace_3")
+    await field.waitFor()
+    expect(await replacing(page, "ingest URL").count()).toBe(0)
     await page.close()
   })
 })

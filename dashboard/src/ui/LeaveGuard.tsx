@@ -6,17 +6,30 @@
  * the page, saying what would be lost. "Stay" has the focus and Escape stays; staying puts the
  * focus back on what was kept (`onStay`), leaving goes on. Once the component goes (the secret
  * put away), nothing asks.
+ *
+ * An action of the view that would replace the secret with another (a second creation, a
+ * rotation: whenReplacing) asks the same way first, and goes on only if the user lets it go.
  */
 import type { VNode } from "preact"
 import { useEffect, useId, useLayoutEffect, useRef, useState } from "preact/hooks"
 import { holdLeaving } from "../router.ts"
+
+type Ask = (proceed: () => void) => void
+const replacing: Array<Ask> = []
+
+/** Runs `proceed` (an action that shows a new secret once), after asking if one is shown and not put away. */
+export const whenReplacing = (proceed: () => void): void => {
+  const ask = replacing[replacing.length - 1]
+  if (ask === undefined) proceed()
+  else ask(proceed)
+}
 
 export const useLeaveGuard = ({ what, onStay }: {
   /** What leaving loses, as said in a sentence ("signing secret", "ingest URL"). */
   readonly what: string
   readonly onStay: () => void
 }): VNode | null => {
-  const [leave, setLeave] = useState<(() => void) | undefined>(undefined)
+  const [leave, setLeave] = useState<{ readonly proceed: () => void; readonly replace: boolean } | undefined>(undefined)
   // Held as the secret is drawn, not a frame later (an effect's time): there is no moment when
   // it shows and leaving does not ask.
   useLayoutEffect(() => {
@@ -26,9 +39,12 @@ export const useLeaveGuard = ({ what, onStay }: {
       event.returnValue = ""
     }
     window.addEventListener("beforeunload", unload)
-    const release = holdLeaving((proceed) => setLeave(() => proceed))
+    const release = holdLeaving((proceed) => setLeave({ proceed, replace: false }))
+    const ask: Ask = (proceed) => setLeave({ proceed, replace: true })
+    replacing.push(ask)
     return () => {
       release()
+      replacing.splice(replacing.indexOf(ask), 1)
       window.removeEventListener("beforeunload", unload)
     }
   }, [])
@@ -36,20 +52,28 @@ export const useLeaveGuard = ({ what, onStay }: {
   return (
     <LeaveDialog
       what={what}
+      replace={leave.replace}
       onStay={() => {
         setLeave(undefined)
         onStay()
       }}
       onLeave={() => {
         setLeave(undefined)
-        leave()
+        leave.proceed()
       }}
     />
   )
 }
 
-/** A modal dialog (the rest of the page inert), asked as an alert: its question and what leaving loses. */
-const LeaveDialog = ({ what, onStay, onLeave }: { readonly what: string; readonly onStay: () => void; readonly onLeave: () => void }) => {
+/** A modal dialog (the rest of the page inert), asked as an alert: its question and what leaving (or replacing) loses. */
+const LeaveDialog = (
+  { what, replace, onStay, onLeave }: {
+    readonly what: string
+    readonly replace: boolean
+    readonly onStay: () => void
+    readonly onLeave: () => void
+  }
+) => {
   const dialog = useRef<HTMLDialogElement>(null)
   const stay = useRef<HTMLButtonElement>(null)
   const answered = useRef(false)
@@ -79,13 +103,14 @@ const LeaveDialog = ({ what, onStay, onLeave }: { readonly what: string; readonl
       }}
       onClose={() => answer(onStay)}
     >
-      <h2 id={`${id}-title`}>Leave this page?</h2>
+      <h2 id={`${id}-title`}>{replace ? `Replace the ${what}?` : "Leave this page?"}</h2>
       <p id={`${id}-said`}>
-        The {what} on this page is shown once: it will not be shown again, and leaving the page loses it. Stay to copy and store it first.
+        The {what} on this page is shown once: it will not be shown again, and {replace ? "a new one replaces it and loses it" : "leaving the page loses it"}.
+        Stay to copy and store it first.
       </p>
       <div class="actions">
-        <button ref={stay} type="button" onClick={() => answer(onStay)}>Stay on this page</button>
-        <button type="button" class="danger" onClick={() => answer(onLeave)}>Leave and lose the {what}</button>
+        <button ref={stay} type="button" onClick={() => answer(onStay)}>{replace ? `Stay and keep the ${what}` : "Stay on this page"}</button>
+        <button type="button" class="danger" onClick={() => answer(onLeave)}>{replace ? "Replace" : "Leave"} and lose the {what}</button>
       </div>
     </dialog>
   )

@@ -10,6 +10,7 @@
  *
  * Until it is put away, leaving asks first (LeaveGuard.tsx): the browser's prompt on a reload or
  * on closing the tab, a dialog of the page on a link, Back or signing out; staying comes back here.
+ * An action that would show another secret in its place asks the same way (whenReplacing).
  */
 import type { ComponentChildren } from "preact"
 import { useEffect, useRef, useState } from "preact/hooks"

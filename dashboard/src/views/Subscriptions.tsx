@@ -13,6 +13,7 @@ import { filterFields, filtersFrom, type FilterValues } from "../filterSchema.ts
 import { Button } from "../ui/Button.tsx"
 import { Confirm } from "../ui/Confirm.tsx"
 import { ErrorNotice } from "../ui/Feedback.tsx"
+import { whenReplacing } from "../ui/LeaveGuard.tsx"
 import { Link } from "../ui/Link.tsx"
 import { ListState } from "../ui/ListState.tsx"
 import { SecretOnce } from "../ui/SecretOnce.tsx"
@@ -93,30 +94,33 @@ const CreateSubscription = (
     <section aria-labelledby="create-subscription-title">
       <h2 id="create-subscription-title">Subscribe to a trigger</h2>
       <form
-        onSubmit={async (event) => {
+        onSubmit={(event) => {
           event.preventDefault()
           if (busy || trigger === undefined) return
-          setBusy(true)
-          setProblem(undefined)
-          const webhookEndpointIds = [...new Set([...picked, ...splitIds(typedIds)])]
-          try {
-            const created = await client.subscriptions.create({
-              trigger: trigger.name,
-              webhookEndpointIds,
-              filters: filtersFrom(fields, values),
-              ...(userId.trim() === "" ? {} : { userId: userId.trim() }),
-              ...(connectionId.trim() === "" ? {} : { connectionId: connectionId.trim() }),
-              ...(trigger.deliveryMode === "polling" && pollSeconds.trim() !== "" ? { pollIntervalSeconds: Number(pollSeconds) } : {})
-            })
-            setValues({})
-            setPicked([])
-            setTypedIds("")
-            onCreated(created)
-          } catch (error) {
-            setProblem(toProblem(error))
-          } finally {
-            setBusy(false)
-          }
+          // A creation puts away the ingest URL shown, or replaces it: that asks first (LeaveGuard.tsx).
+          whenReplacing(async () => {
+            setBusy(true)
+            setProblem(undefined)
+            const webhookEndpointIds = [...new Set([...picked, ...splitIds(typedIds)])]
+            try {
+              const created = await client.subscriptions.create({
+                trigger: trigger.name,
+                webhookEndpointIds,
+                filters: filtersFrom(fields, values),
+                ...(userId.trim() === "" ? {} : { userId: userId.trim() }),
+                ...(connectionId.trim() === "" ? {} : { connectionId: connectionId.trim() }),
+                ...(trigger.deliveryMode === "polling" && pollSeconds.trim() !== "" ? { pollIntervalSeconds: Number(pollSeconds) } : {})
+              })
+              setValues({})
+              setPicked([])
+              setTypedIds("")
+              onCreated(created)
+            } catch (error) {
+              setProblem(toProblem(error))
+            } finally {
+              setBusy(false)
+            }
+          })
         }}
       >
         <label for="subscription-trigger">Trigger</label>
@@ -231,7 +235,7 @@ const Row = (
             warning="The current ingest URL stops working at once."
             startAria={`Rotate ingest URL of ${id}`}
             confirmAria={`Confirm rotating the ingest URL of ${id}`}
-            onConfirm={() => act(async () => onIngestUrl(id, (await client.subscriptions.rotateSecret(id)).ingestUrl))}
+            onConfirm={() => whenReplacing(() => act(async () => onIngestUrl(id, (await client.subscriptions.rotateSecret(id)).ingestUrl)))}
           />
         ) : null}
         <Confirm

@@ -11,6 +11,7 @@ import { navigate } from "../router.ts"
 import { Button } from "../ui/Button.tsx"
 import { Confirm } from "../ui/Confirm.tsx"
 import { ErrorNotice, Loading, PinnedNotice } from "../ui/Feedback.tsx"
+import { whenReplacing } from "../ui/LeaveGuard.tsx"
 import { Link } from "../ui/Link.tsx"
 import { sayOutcome } from "../ui/Outcome.tsx"
 import { SecretOnce } from "../ui/SecretOnce.tsx"
@@ -86,10 +87,13 @@ const Danger = (
           keepLabel="Keep the current secret"
           warning="The current secret stops signing at once, queued retries included."
           onConfirm={() =>
-            act(async () => {
-              setSecret((await client.webhooks.rotateSecret(endpointId)).secret)
-              onRotated()
-            })}
+            // A new secret would replace one still shown: that asks first (LeaveGuard.tsx).
+            whenReplacing(() =>
+              act(async () => {
+                setSecret((await client.webhooks.rotateSecret(endpointId)).secret)
+                onRotated()
+              })
+            )}
         />
         <Confirm
           label="Delete endpoint"

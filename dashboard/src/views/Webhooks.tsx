@@ -9,6 +9,7 @@ import { PAGE_SIZE, usePaged } from "../data.ts"
 import { Button } from "../ui/Button.tsx"
 import { ErrorNotice, PinnedNotice } from "../ui/Feedback.tsx"
 import { Link } from "../ui/Link.tsx"
+import { whenReplacing } from "../ui/LeaveGuard.tsx"
 import { ListState } from "../ui/ListState.tsx"
 import { SecretOnce } from "../ui/SecretOnce.tsx"
 import { TableScroll } from "../ui/TableScroll.tsx"
@@ -25,20 +26,23 @@ const CreateEndpoint = ({ client, onCreated }: { readonly client: Client; readon
     <section aria-labelledby="create-endpoint-title">
       <h2 id="create-endpoint-title">Add an endpoint</h2>
       <form
-        onSubmit={async (event) => {
+        onSubmit={(event) => {
           event.preventDefault()
           if (busy || events.length === 0) return
-          setBusy(true)
-          setProblem(undefined)
-          try {
-            const created = await client.webhooks.create({ url: url.trim(), events: [...events], active })
-            setUrl("")
-            onCreated(created)
-          } catch (error) {
-            setProblem(toProblem(error))
-          } finally {
-            setBusy(false)
-          }
+          // Its secret would replace one still shown: that asks first (LeaveGuard.tsx).
+          whenReplacing(async () => {
+            setBusy(true)
+            setProblem(undefined)
+            try {
+              const created = await client.webhooks.create({ url: url.trim(), events: [...events], active })
+              setUrl("")
+              onCreated(created)
+            } catch (error) {
+              setProblem(toProblem(error))
+            } finally {
+              setBusy(false)
+            }
+          })
         }}
       >
         <label for="endpoint-url">HTTPS URL</label>
