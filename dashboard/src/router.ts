@@ -8,6 +8,7 @@
  */
 import { useEffect, useState } from "preact/hooks"
 import { type ExecutionStatus, listTools, listTriggers } from "../../client/index.ts"
+import { makeHolds } from "./holds.ts"
 
 export const BASE = "/dashboard"
 
@@ -143,27 +144,15 @@ const address = (): string => window.location.pathname + window.location.search
 
 /**
  * What the page would lose by leaving its view (a secret shown once: ui/LeaveGuard.tsx) holds the
- * way out: a change of view asks the latest hold first, and goes on only through its `leave`.
+ * way out: a change of view asks the latest hold first, and goes on only if it lets it.
  */
-export type Ask = (leave: () => void) => void
-
-const holds: Array<Ask> = []
+const leaving = makeHolds()
 
 /** Asks `ask` before the view changes, until the returned release is called. */
-export const holdLeaving = (ask: Ask): (() => void) => {
-  holds.push(ask)
-  return () => {
-    const at = holds.indexOf(ask)
-    if (at !== -1) holds.splice(at, 1)
-  }
-}
+export const holdLeaving = leaving.hold
 
 /** Runs `proceed` (something that leaves the view: another view, signing out) now, or once the page's hold lets it. */
-export const whenLeaving = (proceed: () => void): void => {
-  const ask = holds[holds.length - 1]
-  if (ask === undefined) proceed()
-  else ask(proceed)
-}
+export const whenLeaving = leaving.when
 
 /**
  * Each history entry of the dashboard carries its place in the tab's history, so a Back or
@@ -232,7 +221,7 @@ const popped = (): void => {
   }
   const delta = target === undefined ? -1 : target - index
   // Nothing to ask: let go, the same view (a fragment), or no way to undo it.
-  if (passing || holds.length === 0 || hrefOf(current()) === shown || delta === 0) return go()
+  if (passing || !leaving.held() || hrefOf(current()) === shown || delta === 0) return go()
   restoring = true
   window.history.go(-delta)
   whenLeaving(() => {

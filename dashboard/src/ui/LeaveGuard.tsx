@@ -12,17 +12,13 @@
  */
 import type { VNode } from "preact"
 import { useEffect, useId, useLayoutEffect, useRef, useState } from "preact/hooks"
+import { makeHolds } from "../holds.ts"
 import { holdLeaving } from "../router.ts"
 
-type Ask = (proceed: () => void) => void
-const replacing: Array<Ask> = []
+const replacing = makeHolds()
 
 /** Runs `proceed` (an action that shows a new secret once), after asking if one is shown and not put away. */
-export const whenReplacing = (proceed: () => void): void => {
-  const ask = replacing[replacing.length - 1]
-  if (ask === undefined) proceed()
-  else ask(proceed)
-}
+export const whenReplacing = replacing.when
 
 export const useLeaveGuard = ({ what, onStay }: {
   /** What leaving loses, as said in a sentence ("signing secret", "ingest URL"). */
@@ -40,11 +36,10 @@ export const useLeaveGuard = ({ what, onStay }: {
     }
     window.addEventListener("beforeunload", unload)
     const release = holdLeaving((proceed) => setLeave({ proceed, replace: false }))
-    const ask: Ask = (proceed) => setLeave({ proceed, replace: true })
-    replacing.push(ask)
+    const releaseReplacing = replacing.hold((proceed) => setLeave({ proceed, replace: true }))
     return () => {
       release()
-      replacing.splice(replacing.indexOf(ask), 1)
+      releaseReplacing()
       window.removeEventListener("beforeunload", unload)
     }
   }, [])
