@@ -29,6 +29,16 @@ export type Verdict =
   | { readonly _tag: "Allowed"; readonly principal: Principal }
   | { readonly _tag: "Refused"; readonly failure: EdgeFailure }
 
+const presentedKey = (request: HttpServerRequest.HttpServerRequest): string | undefined => {
+  const header = request.headers["authorization"]
+  return header === undefined ? undefined : BEARER.exec(header)?.[1]
+}
+
+const MISSING: Verdict = {
+  _tag: "Refused",
+  failure: unauthorized("auth_missing", "Send the project API key as Authorization: Bearer <key>.")
+}
+
 export const makeGate = (keys: ApiKeysShape, policy: BucketPolicy = UNKNOWN_KEY_POLICY) => {
   // Bounded: addresses beyond the most recent 50,000 start afresh (a full bucket).
   const buckets = new BoundedCache<string, BucketState>({ maxWeight: 50_000, ttlMs: 10 * 60_000 })
@@ -38,14 +48,22 @@ export const makeGate = (keys: ApiKeysShape, policy: BucketPolicy = UNKNOWN_KEY_
   }
   const charge = (address: string, now: number) => buckets.set(address, take(policy, buckets.get(address, now), 1, now).state, now)
 
-  return Effect.fnUntraced(function*(request: HttpServerRequest.HttpServerRequest): Effect.fn.Return<Verdict> {
-    const header = request.headers["authorization"]
-    const presented = header === undefined ? undefined : BEARER.exec(header)?.[1]
-    if (presented === undefined) {
-      return { _tag: "Refused", failure: unauthorized("auth_missing", "Send the project API key as Authorization: Bearer <key>.") }
-    }
+  /**
+   * The verdict that needs no clock and no store: a missing bearer, or a key already known (a
+   * bootstrap key or a cache hit). Undefined: the key must be looked up (`check`).
+   */
+  const quick = (request: HttpServerRequest.HttpServerRequest): Verdict | undefined => {
+    const presented = presentedKey(request)
+    if (presented === undefined) return MISSING
     const known = keys.known(presented)
-    if (known !== undefined) return { _tag: "Allowed", principal: known }
+    return known === undefined ? undefined : { _tag: "Allowed", principal: known }
+  }
+
+  /** The verdict on any request: `quick`'s, else the key looked up, with unknown keys throttled. */
+  const check = Effect.fnUntraced(function*(request: HttpServerRequest.HttpServerRequest): Effect.fn.Return<Verdict> {
+    const verdict = quick(request)
+    if (verdict !== undefined) return verdict
+    const presented = presentedKey(request) ?? ""
     const address = Option.getOrElse(request.remoteAddress, () => "unknown")
     const now = yield* Clock.currentTimeMillis
     if (throttled(address, now)) {
@@ -60,4 +78,7 @@ export const makeGate = (keys: ApiKeysShape, policy: BucketPolicy = UNKNOWN_KEY_
     }
     return { _tag: "Allowed", principal }
   })
+  return { quick, check }
 }
+
+export type Gate = ReturnType<typeof makeGate>
