@@ -49,8 +49,30 @@ export const redactText = (text: string): string => {
 const isPlainObject = (value: unknown): value is Record<string, unknown> =>
   typeof value === "object" && value !== null && !Array.isArray(value) && Object.getPrototypeOf(value) === Object.prototype
 
+/**
+ * What is known of a field name: whether its value is secret, and the name as JSON. Field names
+ * come from the code and repeat on every line (a request line has five), so each is judged once;
+ * past MAX_NAMES distinct names (annotations that carry data in their names) they are judged
+ * every time instead, so the memo cannot grow without bound.
+ */
+interface FieldName {
+  readonly secret: boolean
+  readonly json: string
+}
+
+const MAX_NAMES = 1_000
+const names = new Map<string, FieldName>()
+
+const fieldName = (key: string): FieldName => {
+  const known = names.get(key)
+  if (known !== undefined) return known
+  const judged = { secret: SECRET_FIELD.test(key), json: JSON.stringify(key) }
+  if (names.size < MAX_NAMES) names.set(key, judged)
+  return judged
+}
+
 const fieldValue = (key: string, value: unknown): unknown => {
-  if (SECRET_FIELD.test(key)) return REDACTED
+  if (fieldName(key).secret) return REDACTED
   if (value instanceof Error) return value.message
   if (typeof value === "bigint") return value.toString()
   return value
@@ -121,7 +143,7 @@ export const toRecord = (options: Logger.Options<unknown>): LogRecord => {
   for (const key in annotations) if (!(key in fields)) fields[key] = fieldValue(key, annotations[key])
   if (details.length > 0) fields.details = details.length === 1 ? details[0] : details
   return {
-    time: options.date.toISOString(),
+    time: isoTime(options.date),
     level: options.logLevel.toLowerCase(),
     message: message ?? "",
     fields,
@@ -129,8 +151,30 @@ export const toRecord = (options: Logger.Options<unknown>): LogRecord => {
   }
 }
 
+let cachedSecond = Number.NaN
+let cachedPrefix = ""
+
+/**
+ * `date.toISOString()`, for less: the text up to the second is made once a second (a line per
+ * request made it a measurable part of a request's cost), then the milliseconds are appended.
+ */
+export const isoTime = (date: Date): string => {
+  const ms = date.getTime()
+  const second = Math.floor(ms / 1000)
+  if (second !== cachedSecond) {
+    // Years past 9999 (or before 0) are written with six digits and a sign: leave those whole.
+    if (!(ms >= 0 && ms < 253_402_300_800_000)) return date.toISOString()
+    cachedSecond = second
+    cachedPrefix = date.toISOString().slice(0, 20)
+  }
+  const fraction = ms - second * 1000
+  return `${cachedPrefix}${fraction < 10 ? "00" : fraction < 100 ? "0" : ""}${fraction}Z`
+}
+
 /** JSON of a value; one holding a bigint somewhere below is written with it as a string. */
 const safeJson = (value: unknown): string => {
+  // Most fields are numbers (status, durations, counts): JSON writes a finite one as String does.
+  if (typeof value === "number") return Number.isFinite(value) ? String(value) : "null"
   try {
     return JSON.stringify(value) ?? "null"
   } catch {
@@ -141,7 +185,7 @@ const safeJson = (value: unknown): string => {
 /** The line built field by field: no intermediate object per line. */
 export const formatJsonLine = (record: LogRecord): string => {
   let line = `{"time":"${record.time}","level":"${record.level}","message":${JSON.stringify(record.message)}`
-  for (const key in record.fields) line += `,${JSON.stringify(key)}:${safeJson(record.fields[key])}`
+  for (const key in record.fields) line += `,${fieldName(key).json}:${safeJson(record.fields[key])}`
   if (record.cause !== undefined) line += `,"cause":${JSON.stringify(record.cause)}`
   return redactText(`${line}}`)
 }

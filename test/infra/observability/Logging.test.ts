@@ -7,7 +7,7 @@
 import { Cause, Effect, Logger } from "effect"
 import { describe, expect, it } from "vitest"
 import { StoreUnavailable } from "../../../infra/eventlog/EventStore.ts"
-import { formatJsonLine, toRecord } from "../../../infra/observability/Logging.ts"
+import { formatJsonLine, isoTime, toRecord } from "../../../infra/observability/Logging.ts"
 
 const linesOf = async (program: Effect.Effect<void>): Promise<ReadonlyArray<Record<string, unknown>>> => {
   const lines: Array<string> = []
@@ -46,5 +46,25 @@ describe("log lines of failures", () => {
     a.cause = b
     const [line] = await linesOf(Effect.logWarning("looping", Cause.squash(Cause.fail(a))))
     expect(String(line!.details).split("; cause: ").length).toBeLessThanOrEqual(5)
+  })
+})
+
+describe("the line's time and fields, written the cheap way", () => {
+  it("the time is what toISOString writes, in and across seconds and at the ends of its range", () => {
+    const instants = [
+      0, 1, 9, 10, 99, 100, 999, 1_000, 1_001, 59_999, 60_000,
+      Date.UTC(2026, 10, 27, 11, 59, 59, 999), Date.UTC(2026, 10, 27, 12, 0, 0, 0), Date.UTC(2026, 10, 27, 12, 0, 0, 7),
+      253_402_300_799_999, 253_402_300_800_000, -1, -62_198_755_200_000
+    ]
+    for (const ms of [...instants, ...instants.slice().reverse()]) expect(isoTime(new Date(ms))).toBe(new Date(ms).toISOString())
+    expect(() => isoTime(new Date(Number.NaN))).toThrow(RangeError)
+  })
+
+  it("numbers are written as JSON writes them, and a secret field stays redacted however often it is seen", async () => {
+    const lines = await linesOf(Effect.forEach([1, 2], () =>
+      Effect.logInfo("request", { status: 200, durationMs: 0.125, odd: Number.NaN, far: Number.POSITIVE_INFINITY, apiKey: "sk_live_abcdefgh" })))
+    for (const line of lines) {
+      expect(line).toMatchObject({ status: 200, durationMs: 0.125, odd: null, far: null, apiKey: "[redacted]" })
+    }
   })
 })
