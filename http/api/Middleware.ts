@@ -4,7 +4,7 @@
  * (and, on project-wide routes, the key's scope), all before the request's input is decoded.
  */
 import { Context } from "effect"
-import { HttpApiMiddleware, HttpApiSecurity } from "effect/http-api"
+import { HttpApiMiddleware } from "effect/http-api"
 import {
   AuthExpired,
   AuthMissing,
@@ -39,9 +39,15 @@ export class ErrorEnvelope extends HttpApiMiddleware.Service<ErrorEnvelope>()("a
   error: RequestFailures
 }) {}
 
+/**
+ * Bearer authentication. Not declared as an HttpApi security scheme: the framework would then
+ * decode the header into a `Redacted` on every request (a WeakMap entry each, a measurable part
+ * of a request's cost under load) for a key the edge has already checked (Gate.ts). The OpenAPI
+ * document declares the scheme itself (OpenApiDocument.ts).
+ */
 export class Authentication extends HttpApiMiddleware.Service<Authentication, { provides: Caller }>()(
   "app/http/Authentication",
-  { security: { bearer: HttpApiSecurity.bearer }, error: [AuthMissing, AuthExpired, InsufficientScope, InvalidInput] }
+  { error: [AuthMissing, AuthExpired, InsufficientScope, InvalidInput] }
 ) {}
 
 export class RateLimit extends HttpApiMiddleware.Service<RateLimit, { requires: Caller }>()("app/http/RateLimit", {

@@ -331,12 +331,15 @@ export const makeDocument = (api: typeof Api): Json => {
   for (const name of Object.keys(spec.components.schemas)) if (name.endsWith("Encoded")) delete spec.components.schemas[name]
   spec.components.schemas.ErrorEnvelope = jsonSchema(spec, ErrorEnvelope)
   spec.components.schemas.WebhookEnvelope = jsonSchema(spec, WebhookEnvelope)
+  // Authentication is not an HttpApi security scheme (http/api/Middleware.ts): declared here.
+  spec.components.securitySchemes = { bearer: { type: "http", scheme: "Bearer" } }
 
   for (const group of Object.values(api.groups)) {
     for (const endpoint of Object.values(group.endpoints)) {
       const operation = spec.paths[openApiPath(endpoint.path)]?.[endpoint.method.toLowerCase()]
       if (operation === undefined) continue
       const keyed = isKeyed(endpoint)
+      if (keyed) operation.security = [{ bearer: [] }]
       const successes = Object.entries(operation.responses as Json).filter(([status]) => Number(status) < 400)
       for (const [, response] of successes) response.headers = { ...REQUEST_ID_HEADER, ...(keyed ? RATE_LIMIT_HEADERS : {}) }
       operation.responses = Object.fromEntries([

@@ -29,10 +29,11 @@ export type Verdict =
   | { readonly _tag: "Allowed"; readonly principal: Principal }
   | { readonly _tag: "Refused"; readonly failure: EdgeFailure }
 
-const presentedKey = (request: HttpServerRequest.HttpServerRequest): string | undefined => {
-  const header = request.headers["authorization"]
-  return header === undefined ? undefined : BEARER.exec(header)?.[1]
-}
+/** The key of an `Authorization: Bearer <key>` header; undefined without one. */
+export const bearerToken = (header: string | undefined): string | undefined =>
+  header === undefined ? undefined : BEARER.exec(header)?.[1]
+
+const presentedKey = (request: HttpServerRequest.HttpServerRequest): string | undefined => bearerToken(request.headers["authorization"])
 
 const MISSING: Verdict = {
   _tag: "Refused",

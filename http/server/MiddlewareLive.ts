@@ -3,13 +3,14 @@
  * ApiKeys, and the per-project rate limit with its `RateLimit-*` headers (then the key's scope on
  * project-wide routes).
  */
-import { Cause, Context, Effect, Layer, Redacted } from "effect"
+import { Cause, Context, Effect, Layer } from "effect"
 import { HttpServerRequest, type HttpServerResponse } from "effect/http"
 import { AuthExpired, AuthMissing, InsufficientScope, RateLimited } from "../../domain/Errors.ts"
 import { ApiKeys } from "../../infra/access/ApiKeys.ts"
 import { RateLimiter } from "../../infra/access/RateLimiter.ts"
 import { Caller, CurrentRequest } from "../api/Caller.ts"
 import { causeResponse } from "./Envelope.ts"
+import { bearerToken } from "./Gate.ts"
 import { rateHeaders, rateLimitedError, takeTokens, type Throttled } from "../../infra/access/Throttle.ts"
 import { Authentication, ErrorEnvelope, isUnpinnedOnly, RateLimit, UsesExecuteBucket } from "../api/Middleware.ts"
 import { checkPinned, checkUserId, USER_HEADER } from "./Users.ts"
@@ -27,26 +28,25 @@ export const AuthenticationLive = Layer.effect(
   Authentication,
   Effect.gen(function*() {
     const keys = yield* ApiKeys
-    return Authentication.of({
-      bearer: Effect.fnUntraced(function*(httpEffect, { credential }) {
-        // The edge has usually verified the key already, on the headers (Gate.ts).
-        const verified = (yield* CurrentRequest)?.verifiedKey
-        const presented = Redacted.value(credential)
-        if (verified === undefined && presented === "") {
-          return yield* new AuthMissing({ message: "Send the project API key as Authorization: Bearer <key>." })
-        }
-        const principal = verified ?? (yield* Effect.orDie(keys.verify(presented)))
-        if (principal === undefined) return yield* new AuthExpired({ message: "The API key is invalid or revoked." })
-        const caller = { keyId: principal.keyId, projectId: principal.projectId, pinnedUserId: principal.userId }
-        const request = yield* HttpServerRequest.HttpServerRequest
-        const named = request.headers[USER_HEADER]
-        if (named !== undefined) {
-          yield* checkUserId(named, "X-Service-User-Id")
-          yield* checkPinned(caller, named)
-        }
-        return yield* Effect.provideService(httpEffect, Caller, caller)
-      })
-    })
+    return Authentication.of(Effect.fnUntraced(function*(httpEffect) {
+      const request = yield* HttpServerRequest.HttpServerRequest
+      // The edge has verified the key already, on the headers (Gate.ts); a request served
+      // without the edge (an in-process handler) is checked here the same way.
+      const verified = (yield* CurrentRequest)?.verifiedKey
+      const presented = verified === undefined ? bearerToken(request.headers["authorization"]) : undefined
+      if (verified === undefined && presented === undefined) {
+        return yield* new AuthMissing({ message: "Send the project API key as Authorization: Bearer <key>." })
+      }
+      const principal = verified ?? (yield* Effect.orDie(keys.verify(presented ?? "")))
+      if (principal === undefined) return yield* new AuthExpired({ message: "The API key is invalid or revoked." })
+      const caller = { keyId: principal.keyId, projectId: principal.projectId, pinnedUserId: principal.userId }
+      const named = request.headers[USER_HEADER]
+      if (named !== undefined) {
+        yield* checkUserId(named, "X-Service-User-Id")
+        yield* checkPinned(caller, named)
+      }
+      return yield* Effect.provideService(httpEffect, Caller, caller)
+    }))
   })
 )
 
