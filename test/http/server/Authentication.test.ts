@@ -7,19 +7,24 @@ import { Effect, Layer } from "effect"
 import { HttpServerRequest, HttpServerResponse } from "effect/http"
 import { describe, expect, it } from "vitest"
 import { layerMemory } from "../../../infra/access/ApiKeys.ts"
-import { Caller, CurrentRequest } from "../../../http/api/Caller.ts"
+import { Caller, CurrentRequest, type VerifiedKey } from "../../../http/api/Caller.ts"
 import { Authentication } from "../../../http/api/Middleware.ts"
 import { AuthenticationLive } from "../../../http/server/MiddlewareLive.ts"
 import { configLayer } from "../../support/Config.ts"
 
 const KEY = "test_key_middleware_0001"
 
-const answerFor = (headers: Record<string, string>, verified?: { readonly keyId: string; readonly projectId: string }) =>
+type Middleware = (
+  effect: Effect.Effect<HttpServerResponse.HttpServerResponse, never, Caller>,
+  options: object
+) => Effect.Effect<HttpServerResponse.HttpServerResponse, { readonly _tag: string }, HttpServerRequest.HttpServerRequest>
+
+const answerFor = (headers: Record<string, string>, verified?: VerifiedKey) =>
   Effect.gen(function*() {
     const authenticate = yield* Authentication
     const handler = Effect.map(Caller, (caller) => HttpServerResponse.jsonUnsafe(caller))
     const request = HttpServerRequest.fromWeb(new Request("http://localhost/v1/me", { headers }))
-    return yield* (authenticate as unknown as (effect: typeof handler, options: object) => typeof handler)(handler, {}).pipe(
+    return yield* (authenticate as unknown as Middleware)(handler, {}).pipe(
       Effect.provideService(HttpServerRequest.HttpServerRequest, request),
       Effect.provideService(CurrentRequest, { id: "req_test", answerHeaders: undefined, ...(verified !== undefined ? { verifiedKey: verified } : {}) }),
       Effect.flatMap((response) => Effect.succeed({ status: response.status, body: JSON.parse(new TextDecoder().decode((response.body as { body: Uint8Array }).body)) as unknown })),
@@ -44,6 +49,6 @@ describe("the authentication middleware without the edge's verdict", () => {
   })
 
   it("takes the edge's verdict as it is, without reading the headers", async () => {
-    expect(await answerFor({}, { keyId: "key_edge", projectId: "proj_edge" })).toEqual({ status: 200, body: { keyId: "key_edge", projectId: "proj_edge" } })
+    expect(await answerFor({}, { keyId: "key_edge", projectId: "proj_edge", userId: undefined })).toEqual({ status: 200, body: { keyId: "key_edge", projectId: "proj_edge" } })
   })
 })
