@@ -177,15 +177,21 @@ const unwantedBody = (text: string): EdgeFailure | undefined => {
 const unstorableBody = (reason: Unstorable) =>
   new EdgeFailure(422, normalized("invalid_input", `The request body ${unstorableMessage[reason]}.`))
 
-const NO_STORE = (requestId: string) => ({ "request-id": requestId, "cache-control": "no-store" })
-const IDENTIFIED = (requestId: string) => ({ "request-id": requestId })
 
 export const makeEdge = (options: EdgeOptions) => {
   const routes = compile(options.routes)
-  const matching = (path: string): CompiledRoute | undefined => {
+  const scan = (path: string): CompiledRoute | undefined => {
     for (const route of routes) if (route.pattern.test(path)) return route
     return undefined
   }
+  // A path without parameters (`/v1/me`, `/v1/execute`) is found by one lookup, for itself and
+  // with a trailing slash, where the scan would find that same route first.
+  const exact = new Map<string, CompiledRoute>()
+  for (const route of routes) {
+    if (/[:*]/.test(route.path)) continue
+    for (const path of [route.path, `${route.path}/`]) if (scan(path) === route) exact.set(path, route)
+  }
+  const matching = (path: string): CompiledRoute | undefined => exact.get(path) ?? scan(path)
   const closing = options.closing ?? (() => false)
   const batched = options.endOfTurn ?? true
   const inFlight = options.inFlight ?? { count: 0, started: 0 }
@@ -207,11 +213,11 @@ export const makeEdge = (options: EdgeOptions) => {
     // Answers are per key, and some carry a secret once (a signing secret, an ingest URL): no
     // cache on the way may keep one. What sets its own caching (the dashboard, the docs) keeps it.
     const respond = (response: HttpServerResponse.HttpServerResponse) => {
-      const own = response.headers["cache-control"] === undefined ? NO_STORE : IDENTIFIED
-      const stopping = closing()
-      if (meta.answerHeaders === undefined && !stopping) return Response.setHeaders(response, own(requestId))
-      const headers = meta.answerHeaders === undefined ? own(requestId) : { ...meta.answerHeaders, ...own(requestId) }
-      return Response.setHeaders(response, stopping ? { ...headers, connection: "close" } : headers)
+      const headers: Record<string, string> = meta.answerHeaders === undefined ? {} : { ...meta.answerHeaders }
+      headers["request-id"] = requestId
+      if (response.headers["cache-control"] === undefined) headers["cache-control"] = "no-store"
+      if (closing()) headers.connection = "close"
+      return Response.setHeaders(response, headers)
     }
     const refuse = (failure: EdgeFailure) => respond(envelopeResponse(requestId, failure.status, failure.error, failure.headers))
     if (options.staticFiles?.matches(path) === true) {
