@@ -3,13 +3,14 @@
  * action go on (or not). Leaving a view (router.ts) and replacing a secret shown once
  * (ui/LeaveGuard.tsx) are held this way.
  */
-export type Ask = (proceed: () => void) => void
+export type Ask<Detail> = (proceed: () => void, detail: Detail) => void
 
-export const makeHolds = () => {
-  const holds: Array<Ask> = []
+/** `Detail` is what the action tells the hold about itself (what it would do to what is held). */
+export const makeHolds = <Detail = undefined>(fallback: Detail) => {
+  const holds: Array<Ask<Detail>> = []
   return {
     /** Asks `ask` before the action, until the returned release is called. */
-    hold: (ask: Ask): (() => void) => {
+    hold: (ask: Ask<Detail>): (() => void) => {
       holds.push(ask)
       return () => {
         const at = holds.indexOf(ask)
@@ -17,10 +18,10 @@ export const makeHolds = () => {
       }
     },
     /** Runs `proceed` now, or once the latest hold lets it. */
-    when: (proceed: () => void): void => {
+    when: (proceed: () => void, detail: Detail = fallback): void => {
       const ask = holds[holds.length - 1]
       if (ask === undefined) proceed()
-      else ask(proceed)
+      else ask(proceed, detail)
     },
     held: (): boolean => holds.length > 0
   }

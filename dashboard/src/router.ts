@@ -146,13 +146,13 @@ const address = (): string => window.location.pathname + window.location.search
  * What the page would lose by leaving its view (a secret shown once: ui/LeaveGuard.tsx) holds the
  * way out: a change of view asks the latest hold first, and goes on only if it lets it.
  */
-const leaving = makeHolds()
+const leaving = makeHolds(undefined)
 
 /** Asks `ask` before the view changes, until the returned release is called. */
 export const holdLeaving = leaving.hold
 
 /** Runs `proceed` (something that leaves the view: another view, signing out) now, or once the page's hold lets it. */
-export const whenLeaving = leaving.when
+export const whenLeaving = (proceed: () => void): void => leaving.when(proceed)
 
 /**
  * Each history entry of the dashboard carries its place in the tab's history, so a Back or

@@ -9,7 +9,7 @@
  */
 import type { Page } from "playwright-core"
 import { describe, expect, it } from "vitest"
-import { focused, screenshot, seriousViolations, signIn as signInAt } from "./Browser.ts"
+import { createPollingSubscription, focused, screenshot, seriousViolations, signIn as signInAt } from "./Browser.ts"
 import { dashboardHarness } from "./Harness.ts"
 
 const h = await dashboardHarness()
@@ -338,6 +338,44 @@ describe("a secret shown once, not yet put away, is not replaced without asking"
     await create("user_replace_3")
     await field.waitFor()
     expect(await replacing(page, "ingest URL").count()).toBe(0)
+    await page.close()
+  })
+  it("asks in its own words before a polling subscription, which shows no URL, takes the ingest URL shown off the page", async () => {
+    const endpoint = await api.webhooks.create({ url: "https://example.com/remove-ingest", events: ["trigger.*"] })
+    const connection = await api.connections.create({
+      userId: "user_remove_polling",
+      toolkit: "github",
+      authClass: "bearer",
+      credentials: { token: "gh-remove" },
+      scopes: ["issues:read"]
+    })
+    const page = await h.browser.context.newPage()
+    await signIn(page, "/dashboard/subscriptions")
+    await page.getByLabel("Trigger", { exact: true }).selectOption("demo.event")
+    await page.getByLabel("User id").fill("user_remove_push")
+    await page.getByLabel("Other webhook endpoint ids (optional)").fill(endpoint.endpointId)
+    await page.getByRole("button", { name: "Create subscription" }).click()
+    const field = page.getByLabel("Ingest URL", { exact: true })
+    const shown = await field.inputValue()
+    const users = async () => (await api.subscriptions.list({ limit: 100 })).subscriptions.map((subscription) => subscription.userId)
+
+    const polling = createPollingSubscription(page, { userId: "user_remove_polling", connectionId: connection.connectionId, endpointId: endpoint.endpointId })
+    const removing = page.getByRole("alertdialog", { name: "Put away the ingest URL?" })
+    await removing.waitFor()
+    // It says what happens: nothing replaces the URL, it is taken off the page.
+    expect(await removing.textContent()).toContain("going on takes it off the page and loses it")
+    expect(await replacing(page, "ingest URL").count()).toBe(0)
+    await expect.poll(() => focused(page)).toBe("BUTTON:Stay and keep the ingest URL")
+    await removing.getByRole("button", { name: "Stay and keep the ingest URL" }).click()
+    await expect.poll(() => removing.count()).toBe(0)
+    expect(await field.inputValue()).toBe(shown)
+    expect(await users()).not.toContain("user_remove_polling")
+
+    await page.getByRole("button", { name: "Create subscription" }).click()
+    await removing.getByRole("button", { name: "Go on and lose the ingest URL" }).click()
+    await polling
+    await expect.poll(() => users()).toContain("user_remove_polling")
+    expect(await field.count()).toBe(0)
     await page.close()
   })
 })

@@ -15,17 +15,26 @@ import { useEffect, useId, useLayoutEffect, useRef, useState } from "preact/hook
 import { makeHolds } from "../holds.ts"
 import { holdLeaving } from "../router.ts"
 
-const replacing = makeHolds()
+/**
+ * What an action does to the secret shown: `replace` shows a new one in its place (a second
+ * creation, a rotation); `remove` takes it off the page with nothing in its place (a creation
+ * that shows no secret: a polling subscription has no ingest URL).
+ */
+export type Replacing = "replace" | "remove"
 
-/** Runs `proceed` (an action that shows a new secret once), after asking if one is shown and not put away. */
+const replacing = makeHolds<Replacing>("replace")
+
+/** Runs `proceed` (an action that would take the secret shown once off the page), after asking if one is shown and not put away. */
 export const whenReplacing = replacing.when
+
+type Asked = "leave" | Replacing
 
 export const useLeaveGuard = ({ what, onStay }: {
   /** What leaving loses, as said in a sentence ("signing secret", "ingest URL"). */
   readonly what: string
   readonly onStay: () => void
 }): VNode | null => {
-  const [leave, setLeave] = useState<{ readonly proceed: () => void; readonly replace: boolean } | undefined>(undefined)
+  const [leave, setLeave] = useState<{ readonly proceed: () => void; readonly asked: Asked } | undefined>(undefined)
   // Held as the secret is drawn, not a frame later (an effect's time): there is no moment when
   // it shows and leaving does not ask.
   useLayoutEffect(() => {
@@ -35,8 +44,8 @@ export const useLeaveGuard = ({ what, onStay }: {
       event.returnValue = ""
     }
     window.addEventListener("beforeunload", unload)
-    const release = holdLeaving((proceed) => setLeave({ proceed, replace: false }))
-    const releaseReplacing = replacing.hold((proceed) => setLeave({ proceed, replace: true }))
+    const release = holdLeaving((proceed) => setLeave({ proceed, asked: "leave" }))
+    const releaseReplacing = replacing.hold((proceed, asked) => setLeave({ proceed, asked }))
     return () => {
       release()
       releaseReplacing()
@@ -47,7 +56,7 @@ export const useLeaveGuard = ({ what, onStay }: {
   return (
     <LeaveDialog
       what={what}
-      replace={leave.replace}
+      asked={leave.asked}
       onStay={() => {
         setLeave(undefined)
         onStay()
@@ -60,11 +69,18 @@ export const useLeaveGuard = ({ what, onStay }: {
   )
 }
 
+/** What the dialog says for each question: its title, how the secret is lost, and the two answers. */
+const WORDING: Record<Asked, (what: string) => { readonly title: string; readonly loses: string; readonly stay: string; readonly go: string }> = {
+  leave: (what) => ({ title: "Leave this page?", loses: "leaving the page loses it", stay: "Stay on this page", go: `Leave and lose the ${what}` }),
+  replace: (what) => ({ title: `Replace the ${what}?`, loses: "a new one replaces it and loses it", stay: `Stay and keep the ${what}`, go: `Replace and lose the ${what}` }),
+  remove: (what) => ({ title: `Put away the ${what}?`, loses: "going on takes it off the page and loses it", stay: `Stay and keep the ${what}`, go: `Go on and lose the ${what}` })
+}
+
 /** A modal dialog (the rest of the page inert), asked as an alert: its question and what leaving (or replacing) loses. */
 const LeaveDialog = (
-  { what, replace, onStay, onLeave }: {
+  { what, asked, onStay, onLeave }: {
     readonly what: string
-    readonly replace: boolean
+    readonly asked: Asked
     readonly onStay: () => void
     readonly onLeave: () => void
   }
@@ -73,6 +89,7 @@ const LeaveDialog = (
   const stay = useRef<HTMLButtonElement>(null)
   const answered = useRef(false)
   const id = useId()
+  const wording = WORDING[asked](what)
   useEffect(() => {
     dialog.current?.showModal()
     stay.current?.focus()
@@ -98,14 +115,14 @@ const LeaveDialog = (
       }}
       onClose={() => answer(onStay)}
     >
-      <h2 id={`${id}-title`}>{replace ? `Replace the ${what}?` : "Leave this page?"}</h2>
+      <h2 id={`${id}-title`}>{wording.title}</h2>
       <p id={`${id}-said`}>
-        The {what} on this page is shown once: it will not be shown again, and {replace ? "a new one replaces it and loses it" : "leaving the page loses it"}.
+        The {what} on this page is shown once: it will not be shown again, and {wording.loses}.
         Stay to copy and store it first.
       </p>
       <div class="actions">
-        <button ref={stay} type="button" onClick={() => answer(onStay)}>{replace ? `Stay and keep the ${what}` : "Stay on this page"}</button>
-        <button type="button" class="danger" onClick={() => answer(onLeave)}>{replace ? "Replace" : "Leave"} and lose the {what}</button>
+        <button ref={stay} type="button" onClick={() => answer(onStay)}>{wording.stay}</button>
+        <button type="button" class="danger" onClick={() => answer(onLeave)}>{wording.go}</button>
       </div>
     </dialog>
   )

@@ -97,7 +97,8 @@ const CreateSubscription = (
         onSubmit={(event) => {
           event.preventDefault()
           if (busy || trigger === undefined) return
-          // A creation puts away the ingest URL shown, or replaces it: that asks first (LeaveGuard.tsx).
+          // A creation puts away the ingest URL shown (a polling one shows none), or replaces it
+          // with its own: that asks first (LeaveGuard.tsx).
           whenReplacing(async () => {
             setBusy(true)
             setProblem(undefined)
@@ -120,7 +121,7 @@ const CreateSubscription = (
             } finally {
               setBusy(false)
             }
-          })
+          }, trigger.deliveryMode === "polling" ? "remove" : "replace")
         }}
       >
         <label for="subscription-trigger">Trigger</label>
