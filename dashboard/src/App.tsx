@@ -179,15 +179,18 @@ export const App = () => {
   }, [])
 
   // A key refused mid-session (revoked, or the service restarted without it) ends the session:
-  // back to sign-in with the refusal, rather than views that can never load.
+  // back to sign-in with the refusal, rather than views that can never load. A secret shown once
+  // and not put away asks first (ui/LeaveGuard.tsx), so it can still be copied; the next refusal
+  // asks again, and once it is put away nothing holds the way out.
   useEffect(() => {
     const refused = (event: Event) => {
       const problem = (event as CustomEvent<Problem>).detail
-      setState((current) => {
-        if (current.kind !== "signed-in") return current
-        forgetKey()
-        return { kind: "signed-out", problem }
-      })
+      whenLeaving(() =>
+        setState((current) => {
+          if (current.kind !== "signed-in") return current
+          forgetKey()
+          return { kind: "signed-out", problem }
+        }), "refused")
     }
     window.addEventListener(KEY_REFUSED, refused)
     return () => window.removeEventListener(KEY_REFUSED, refused)

@@ -146,13 +146,19 @@ const address = (): string => window.location.pathname + window.location.search
  * What the page would lose by leaving its view (a secret shown once: ui/LeaveGuard.tsx) holds the
  * way out: a change of view asks the latest hold first, and goes on only if it lets it.
  */
-const leaving = makeHolds(undefined)
+/**
+ * Why the view would be left: `leave`, the user goes elsewhere (a link, Back or Forward, Sign
+ * out); `refused`, the service refused the key mid-session, so the dashboard signs out.
+ */
+export type Leaving = "leave" | "refused"
+
+const leaving = makeHolds<Leaving>("leave")
 
 /** Asks `ask` before the view changes, until the returned release is called. */
 export const holdLeaving = leaving.hold
 
 /** Runs `proceed` (something that leaves the view: another view, signing out) now, or once the page's hold lets it. */
-export const whenLeaving = (proceed: () => void): void => leaving.when(proceed)
+export const whenLeaving = leaving.when
 
 /**
  * Each history entry of the dashboard carries its place in the tab's history, so a Back or

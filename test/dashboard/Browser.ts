@@ -8,7 +8,7 @@ import { mkdirSync, readFileSync } from "node:fs"
 import { createRequire } from "node:module"
 import { dirname, join, resolve } from "node:path"
 import { fileURLToPath } from "node:url"
-import type { Page } from "playwright-core"
+import type { Page, Route } from "playwright-core"
 import { expect } from "vitest"
 import { KEY } from "../support/Service.ts"
 
@@ -92,3 +92,12 @@ export const focused = (page: Page) =>
   page.evaluate(
     `(() => { const e = document.activeElement; return e === null || e === document.body ? "body" : e.tagName + ":" + (e.id !== "" ? "#" + e.id : (e.textContent ?? "").trim()) })()`
   ) as Promise<string>
+
+/** A route handler answering the service's error envelope, as the service would (playwright's routing). */
+export const envelope = (status: number, code: string, message: string, retryable: boolean) => (route: Route) =>
+  route.fulfill({
+    status,
+    contentType: "application/json",
+    headers: { "request-id": "req_00000000000000000000000000000000" },
+    body: JSON.stringify({ error: { code, message, retryable }, requestId: "req_00000000000000000000000000000000" })
+  })

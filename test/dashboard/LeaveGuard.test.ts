@@ -9,7 +9,7 @@
  */
 import type { Page } from "playwright-core"
 import { describe, expect, it } from "vitest"
-import { createPollingSubscription, focused, screenshot, seriousViolations, signIn as signInAt } from "./Browser.ts"
+import { createPollingSubscription, envelope, focused, screenshot, seriousViolations, settled, signIn as signInAt } from "./Browser.ts"
 import { dashboardHarness } from "./Harness.ts"
 
 const h = await dashboardHarness()
@@ -147,6 +147,31 @@ describe("a secret shown once, not yet put away", () => {
     await page.reload()
     await page.getByRole("heading", { level: 1, name: "Webhook endpoints" }).waitFor()
     expect(dialogs).toEqual(["beforeunload"])
+    await page.close()
+  })
+
+  it("asks before a key refused mid-session signs out: Stay keeps the secret, the next refusal asks again, and signing out goes", async () => {
+    const page = await h.browser.context.newPage()
+    await signIn(page, "/dashboard/webhooks")
+    const secret = await createEndpoint(page, "refused-key")
+    // The list reloads after the creation: the key is refused only once it has.
+    await page.getByRole("cell", { name: "https://example.com/refused-key" }).waitFor()
+    await settled(page)
+    await page.route("**/v1/**", envelope(401, "auth_expired", "The API key is invalid or revoked.", false))
+    await page.getByRole("button", { name: "Refresh" }).click()
+    const refused = page.getByRole("alertdialog", { name: "The service refused the key" })
+    await refused.waitFor()
+    expect(await refused.textContent()).toContain("signing out loses it")
+    await expect.poll(() => focused(page)).toBe("BUTTON:Stay and keep the signing secret")
+    await refused.getByRole("button", { name: "Stay and keep the signing secret" }).click()
+    await expect.poll(() => refused.count()).toBe(0)
+    expect(await page.getByLabel("Signing secret", { exact: true }).inputValue()).toBe(secret)
+    expect(await page.getByLabel("API key").count()).toBe(0)
+
+    await page.getByRole("button", { name: "Refresh" }).click()
+    await refused.getByRole("button", { name: "Sign out and lose the signing secret" }).click()
+    await page.getByLabel("API key").waitFor()
+    await expect.poll(() => page.getByRole("alert").textContent()).toMatch(/auth_expired/)
     await page.close()
   })
 

@@ -8,22 +8,14 @@
  * page turned, signing in), where it fell to the document's body before; a rotate sends nothing
  * until it is confirmed.
  */
-import type { Page, Route } from "playwright-core"
+import type { Page } from "playwright-core"
 import { describe, expect, it } from "vitest"
 import { KEY } from "../support/Service.ts"
-import { watch, signIn as signInAt } from "./Browser.ts"
+import { envelope, watch, signIn as signInAt } from "./Browser.ts"
 import { dashboardHarness } from "./Harness.ts"
 
 const h = await dashboardHarness()
 const { api, url } = h
-
-const envelope = (status: number, code: string, message: string, retryable: boolean) => (route: Route) =>
-  route.fulfill({
-    status,
-    contentType: "application/json",
-    headers: { "request-id": "req_00000000000000000000000000000000" },
-    body: JSON.stringify({ error: { code, message, retryable }, requestId: "req_00000000000000000000000000000000" })
-  })
 
 const signIn = (page: Page) => signInAt(page, url("/dashboard"))
 

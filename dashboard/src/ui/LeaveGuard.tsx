@@ -13,7 +13,7 @@
 import type { VNode } from "preact"
 import { useEffect, useId, useLayoutEffect, useRef, useState } from "preact/hooks"
 import { makeHolds } from "../holds.ts"
-import { holdLeaving } from "../router.ts"
+import { holdLeaving, type Leaving } from "../router.ts"
 
 /**
  * What an action does to the secret shown: `replace` shows a new one in its place (a second
@@ -27,7 +27,7 @@ const replacing = makeHolds<Replacing>("replace")
 /** Runs `proceed` (an action that would take the secret shown once off the page), after asking if one is shown and not put away. */
 export const whenReplacing = replacing.when
 
-type Asked = "leave" | Replacing
+type Asked = Leaving | Replacing
 
 export const useLeaveGuard = ({ what, onStay }: {
   /** What leaving loses, as said in a sentence ("signing secret", "ingest URL"). */
@@ -44,7 +44,7 @@ export const useLeaveGuard = ({ what, onStay }: {
       event.returnValue = ""
     }
     window.addEventListener("beforeunload", unload)
-    const release = holdLeaving((proceed) => setLeave({ proceed, asked: "leave" }))
+    const release = holdLeaving((proceed, asked) => setLeave({ proceed, asked }))
     const releaseReplacing = replacing.hold((proceed, asked) => setLeave({ proceed, asked }))
     return () => {
       release()
@@ -69,9 +69,22 @@ export const useLeaveGuard = ({ what, onStay }: {
   )
 }
 
-/** What the dialog says for each question: its title, how the secret is lost, and the two answers. */
-const WORDING: Record<Asked, (what: string) => { readonly title: string; readonly loses: string; readonly stay: string; readonly go: string }> = {
+/** What the dialog says for each question: its title, why, how the secret is lost, and the two answers. */
+const WORDING: Record<Asked, (what: string) => {
+  readonly title: string
+  readonly why?: string
+  readonly loses: string
+  readonly stay: string
+  readonly go: string
+}> = {
   leave: (what) => ({ title: "Leave this page?", loses: "leaving the page loses it", stay: "Stay on this page", go: `Leave and lose the ${what}` }),
+  refused: (what) => ({
+    title: "The service refused the key",
+    why: "The key was revoked, or the service no longer knows it, so the dashboard signs out.",
+    loses: "signing out loses it",
+    stay: `Stay and keep the ${what}`,
+    go: `Sign out and lose the ${what}`
+  }),
   replace: (what) => ({ title: `Replace the ${what}?`, loses: "a new one replaces it and loses it", stay: `Stay and keep the ${what}`, go: `Replace and lose the ${what}` }),
   remove: (what) => ({ title: `Put away the ${what}?`, loses: "going on takes it off the page and loses it", stay: `Stay and keep the ${what}`, go: `Go on and lose the ${what}` })
 }
@@ -117,7 +130,7 @@ const LeaveDialog = (
     >
       <h2 id={`${id}-title`}>{wording.title}</h2>
       <p id={`${id}-said`}>
-        The {what} on this page is shown once: it will not be shown again, and {wording.loses}.
+        {wording.why === undefined ? "" : `${wording.why} `}The {what} on this page is shown once: it will not be shown again, and {wording.loses}.
         Stay to copy and store it first.
       </p>
       <div class="actions">
