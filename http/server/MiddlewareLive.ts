@@ -6,12 +6,12 @@
 import { Cause, Context, Effect, Layer } from "effect"
 import { HttpServerRequest, type HttpServerResponse } from "effect/http"
 import { AuthExpired, AuthMissing, InsufficientScope, RateLimited } from "../../domain/Errors.ts"
-import { ApiKeys } from "../../infra/access/ApiKeys.ts"
+import { ApiKeys, type Principal } from "../../infra/access/ApiKeys.ts"
 import { RateLimiter } from "../../infra/access/RateLimiter.ts"
-import { Caller, CurrentRequest } from "../api/Caller.ts"
+import { Caller, type CallerShape, CurrentRequest } from "../api/Caller.ts"
 import { causeResponse } from "./Envelope.ts"
 import { bearerToken } from "./Gate.ts"
-import { rateHeaders, rateLimitedError, takeTokens, type Throttled } from "../../infra/access/Throttle.ts"
+import { rateHeaders, rateLimitedError, takeTokens } from "../../infra/access/Throttle.ts"
 import { Authentication, ErrorEnvelope, isUnpinnedOnly, RateLimit, UsesExecuteBucket } from "../api/Middleware.ts"
 import { checkPinned, checkUserId, USER_HEADER } from "./Users.ts"
 
@@ -28,25 +28,33 @@ export const AuthenticationLive = Layer.effect(
   Authentication,
   Effect.gen(function*() {
     const keys = yield* ApiKeys
-    return Authentication.of(Effect.fnUntraced(function*(httpEffect) {
-      const request = yield* HttpServerRequest.HttpServerRequest
-      // The edge has verified the key already, on the headers (Gate.ts); a request served
-      // without the edge (an in-process handler) is checked here the same way.
-      const verified = (yield* CurrentRequest)?.verifiedKey
+    const callerOf = (principal: Principal): CallerShape => ({ keyId: principal.keyId, projectId: principal.projectId, pinnedUserId: principal.userId })
+    const checked = Effect.fnUntraced(function*<A, E, R>(httpEffect: Effect.Effect<A, E, R>, request: HttpServerRequest.HttpServerRequest, verified: Principal | undefined) {
+      // A request served without the edge (an in-process handler) is checked here the same way.
       const presented = verified === undefined ? bearerToken(request.headers["authorization"]) : undefined
       if (verified === undefined && presented === undefined) {
         return yield* new AuthMissing({ message: "Send the project API key as Authorization: Bearer <key>." })
       }
       const principal = verified ?? (yield* Effect.orDie(keys.verify(presented ?? "")))
       if (principal === undefined) return yield* new AuthExpired({ message: "The API key is invalid or revoked." })
-      const caller = { keyId: principal.keyId, projectId: principal.projectId, pinnedUserId: principal.userId }
+      const caller = callerOf(principal)
       const named = request.headers[USER_HEADER]
       if (named !== undefined) {
         yield* checkUserId(named, "X-Service-User-Id")
         yield* checkPinned(caller, named)
       }
       return yield* Effect.provideService(httpEffect, Caller, caller)
-    }))
+    })
+    return Authentication.of((httpEffect) =>
+      Effect.withFiber((fiber) => {
+        const request = Context.getUnsafe(fiber.context, HttpServerRequest.HttpServerRequest)
+        // The edge has verified the key already, on the headers (Gate.ts): with no user named,
+        // the caller is that key, with nothing to suspend for.
+        const verified = fiber.getRef(CurrentRequest)?.verifiedKey
+        return verified !== undefined && request.headers[USER_HEADER] === undefined
+          ? Effect.provideService(httpEffect, Caller, callerOf(verified))
+          : checked(httpEffect, request, verified)
+      }))
   })
 )
 
@@ -59,22 +67,21 @@ export const RateLimitLive = Layer.effect(
       const execute = Context.get(endpoint.annotations, UsesExecuteBucket)
       const unpinnedOnly = isUnpinnedOnly(group, endpoint)
       const refusedScope = new InsufficientScope({ message: "This route needs an unpinned project key." })
-      /**
-       * Every answer carries the decision's headers (the edge writes them), a refusal and the
-       * handler's failures included. Past the bucket, a project-wide route refuses a pinned key
-       * before anything of the request is decoded.
-       */
-      const admit = (decision: Throttled, pinned: boolean) =>
-        Effect.flatMap(CurrentRequest, (request): Effect.Effect<HttpServerResponse.HttpServerResponse, RateLimited | InsufficientScope | Effect.Error<typeof httpEffect>> => {
+      // Every answer carries the decision's headers (the edge writes them), a refusal and the
+      // handler's failures included. Past the bucket, a project-wide route refuses a pinned key
+      // before anything of the request is decoded.
+      return Effect.withFiber((fiber) => {
+        const caller = Context.getUnsafe(fiber.context, Caller)
+        const request = fiber.getRef(CurrentRequest)
+        return Effect.flatMap(takeTokens(limiter, caller.projectId, execute), (decision): Effect.Effect<HttpServerResponse.HttpServerResponse, RateLimited | InsufficientScope | Effect.Error<typeof httpEffect>, Effect.Services<typeof httpEffect>> => {
           if (request !== undefined) request.answerHeaders = { ...request.answerHeaders, ...rateHeaders(decision) }
           if (!decision.allowed) {
             const { message, retryAfter } = rateLimitedError(decision, execute)
             return Effect.fail(new RateLimited({ message, retryAfter: retryAfter ?? 1 }))
           }
-          return unpinnedOnly && pinned ? Effect.fail(refusedScope) : httpEffect
+          return unpinnedOnly && caller.pinnedUserId !== undefined ? Effect.fail(refusedScope) : httpEffect
         })
-      return Effect.flatMap(Caller, (caller) =>
-        Effect.flatMap(takeTokens(limiter, caller.projectId, execute), (decision) => admit(decision, caller.pinnedUserId !== undefined)))
+      })
     })
   })
 )
