@@ -24,11 +24,12 @@ export const ErrorEnvelopeLive = Layer.succeed(
         : Effect.flatMap(CurrentRequest, (request) => causeResponse(request?.id ?? "req_unknown", cause)))
 )
 
+const callerOf = (principal: Principal): CallerShape => ({ keyId: principal.keyId, projectId: principal.projectId, pinnedUserId: principal.userId })
+
 export const AuthenticationLive = Layer.effect(
   Authentication,
   Effect.gen(function*() {
     const keys = yield* ApiKeys
-    const callerOf = (principal: Principal): CallerShape => ({ keyId: principal.keyId, projectId: principal.projectId, pinnedUserId: principal.userId })
     const checked = Effect.fnUntraced(function*<A, E, R>(httpEffect: Effect.Effect<A, E, R>, request: HttpServerRequest.HttpServerRequest, verified: Principal | undefined) {
       // A request served without the edge (an in-process handler) is checked here the same way.
       const presented = verified === undefined ? bearerToken(request.headers["authorization"]) : undefined
