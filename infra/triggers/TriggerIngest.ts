@@ -11,6 +11,7 @@
  */
 import { Clock, Context, Effect, Layer, Schema } from "effect"
 import { timingSafeEqual } from "node:crypto"
+import { isExpired } from "../../domain/Connection.ts"
 import { unstorableMessage, unstorableText } from "../../domain/Storable.ts"
 import { normalizePushed, parsePushBody, verifySlackSignature } from "../../domain/triggers/PushBody.ts"
 import { INGEST_SECRET_PATTERN, type Subscription } from "../../domain/triggers/Subscription.ts"
@@ -66,12 +67,17 @@ export const make = Effect.gen(function*() {
   // Opening sealed credentials costs more than the lookup; a new secret is a new sealed text.
   const opened = new BoundedCache<string, { readonly signingSecret?: string | undefined }>({ maxWeight: 1_000 })
 
-  /** The connection's signing secret; `false` when the connection is gone or cannot be opened. */
+  /**
+   * The connection's signing secret; `false` when the connection is gone, has expired (as the
+   * poller and the MCP tool list treat it) or cannot be opened.
+   */
   const signingSecretOf = Effect.fnUntraced(function*(subscription: Subscription) {
     if (subscription.connectionId === undefined) return undefined
     const row = yield* views.get(CONNECTIONS_TABLE, { connectionId: subscription.connectionId })
     const sealed = row?.credentials
     if (row === undefined || row.projectId !== subscription.projectId || typeof sealed !== "string") return false as const
+    const expiresAt = typeof row.expiresAt === "string" ? row.expiresAt : undefined
+    if (isExpired(expiresAt, yield* Clock.currentTimeMillis)) return false as const
     let entry = opened.get(sealed)
     if (entry === undefined) {
       const text = secrets.open(sealed)

@@ -101,6 +101,19 @@ const suite = (name: string, env: () => Promise<Record<string, string>>, cleanup
       for (const [what, response] of cases) expect(await shapeOf(await response), what).toEqual(reference)
     })
 
+    it("a subscription whose connection has expired answers the same 404 as any bad credential", async () => {
+      const reference = await shapeOf(await service.fetch("/v1/no-such-route", { method: "POST", key: null, json: {} }))
+      const expiresMs = Date.now() + 1_500
+      const connection = await createConnection(service, {
+        userId: "u3", toolkit: "slack", authClass: "bearer", credentials: { token: "xoxb" }, expiresAt: new Date(expiresMs).toISOString()
+      })
+      const subscription = await subscribe(service, { trigger: "slack.message_posted", userId: "u3", connectionId: connection.connectionId, webhookEndpointIds: [endpointId] })
+      const ping = { type: "url_verification", challenge: "c" }
+      expect((await postIngest(service, ingestPath(subscription), ping)).status).toBe(200)
+      await new Promise((resolve) => setTimeout(resolve, Math.max(0, expiresMs - Date.now()) + 100))
+      expect(await shapeOf(await postIngest(service, ingestPath(subscription), ping))).toEqual(reference)
+    })
+
     it("refuses a body the log cannot keep with 422 once the credential holds", async () => {
       for (const [what, body] of unstorableBodies) {
         const refused = await postIngest(service, ingestPath(demo), body)
