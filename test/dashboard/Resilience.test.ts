@@ -11,7 +11,7 @@
 import type { Page } from "playwright-core"
 import { describe, expect, it } from "vitest"
 import { KEY } from "../support/Service.ts"
-import { envelope, watch, signIn as signInAt } from "./Browser.ts"
+import { envelope, settled, watch, signIn as signInAt } from "./Browser.ts"
 import { dashboardHarness } from "./Harness.ts"
 
 const h = await dashboardHarness()
@@ -48,6 +48,8 @@ describe("the dashboard when the service falters", () => {
   it("goes back to sign-in, and forgets the key, when the key is refused mid-session", async () => {
     const page = await h.browser.context.newPage()
     await signIn(page)
+    // The landing view's first loads finish with the key good: only the navigation is refused.
+    await settled(page)
     await page.route("**/v1/**", envelope(401, "auth_expired", "The API key is invalid or revoked.", false))
     await page.getByRole("navigation", { name: "Views" }).getByRole("link", { name: "Executions" }).click()
     await page.getByLabel("API key").waitFor({ timeout: 10_000 })
@@ -67,6 +69,7 @@ describe("the dashboard when the service falters", () => {
     await page.getByLabel("API key").fill(KEY)
     await page.getByRole("button", { name: "Sign in" }).click()
     await expect.poll(() => page.title()).toBe("Executions · Service dashboard")
+    await settled(page)
     await page.route("**/v1/**", envelope(401, "auth_expired", "The API key is invalid or revoked.", false))
     await page.getByRole("navigation", { name: "Views" }).getByRole("link", { name: "Files" }).click()
     await page.getByLabel("API key").waitFor({ timeout: 10_000 })
