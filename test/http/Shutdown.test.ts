@@ -6,11 +6,11 @@
  * exactly once: the stop lost none and sent none twice.
  */
 import { Agent, request } from "node:http"
-import { afterAll, describe, expect, it } from "vitest"
+import { afterAll, describe, expect, it, onTestFinished } from "vitest"
 import { createTestDatabase, dropTestDatabase, postgresAvailable } from "../support/Database.ts"
 import { freePort } from "../support/Ports.ts"
 import { type ChildService, KEY, startProcess, TEST_KEYS } from "../support/Service.ts"
-import { eventually, makeCertificate, type Receiver, startReceiver } from "../support/WebhookReceiver.ts"
+import { type Certificate, eventually, makeCertificate, startReceiver } from "../support/WebhookReceiver.ts"
 import { createEndpoint, KEYS, keyOf, serviceEnv } from "../support/Webhooks.ts"
 import { createTriggerEndpoint, ingestPath, postIngest, slackCallback, subscribe } from "../support/Triggers.ts"
 
@@ -43,101 +43,115 @@ const post = (agent: Agent, port: number, path: string, key: string, body: unkno
     req.end(payload)
   })
 
+/** Sends SIGTERM to `service`: its exit code, once it has exited. */
+const terminate = (service: ChildService): Promise<number | null> => {
+  const exited = new Promise<number | null>((resolve) => service.process.once("exit", (code) => resolve(code)))
+  service.process.kill("SIGTERM")
+  return exited
+}
+
+/** `body` with a database of its own (dropped afterwards) and a certificate for its receivers. */
+const withDatabase = async (name: string, body: (database: string, certificate: Certificate) => Promise<void>): Promise<void> => {
+  const database = await createTestDatabase(name)
+  try {
+    await body(database, makeCertificate())
+  } finally {
+    await dropTestDatabase(database)
+  }
+}
+
 describe.skipIf(!postgresAvailable)("SIGTERM under load (Postgres, real processes)", () => {
-  let url: string | undefined
-  let receiver: Receiver | undefined
   const children: Array<ChildService> = []
 
   afterAll(async () => {
     for (const child of children) if (child.process.exitCode === null) await child.kill9()
-    await receiver?.close()
-    if (url !== undefined) await dropTestDatabase(url)
   })
 
+  /** A service process on `port` (a free one by default), killed after the tests if still running. */
+  const started = async (env: Readonly<Record<string, string>>, port?: number): Promise<ChildService> => {
+    const service = await startProcess(env, port ?? await freePort())
+    children.push(service)
+    return service
+  }
+
   it("answers what it received, finishes its attempts, exits 0; nothing reset, no delivery lost or sent twice", async () => {
-    url = await createTestDatabase("sigterm_load")
-    const certificate = makeCertificate()
-    // Slow answers keep attempts in flight when the signal arrives.
-    receiver = await startReceiver(certificate, () => ({ status: 200, delayMs: 150 }))
-    const env = serviceEnv(url, certificate, {
-      SERVICE_RATE_LIMIT_EXECUTE_BURST: "100000",
-      SERVICE_RATE_LIMIT_EXECUTE_PER_MINUTE: "1000000"
-    })
-    const port = await freePort()
-    const first = await startProcess(env, port)
-    children.push(first)
-    // Twelve projects (two clients each, within demo's concurrency cap), an endpoint each:
-    // twelve lanes, each with an attempt in flight most of the time.
-    const projects = Array.from({ length: 12 }, (_, i) => `p${i + 1}`)
-    await Promise.all(projects.map((project) => createEndpoint(first, project, receiver!.url(`/hook/${project}`))))
+    await withDatabase("sigterm_load", async (url, certificate) => {
+      // Slow answers keep attempts in flight when the signal arrives.
+      const receiver = await startReceiver(certificate, () => ({ status: 200, delayMs: 150 }))
+      onTestFinished(() => receiver.close())
+      const env = serviceEnv(url, certificate, {
+        SERVICE_RATE_LIMIT_EXECUTE_BURST: "100000",
+        SERVICE_RATE_LIMIT_EXECUTE_PER_MINUTE: "1000000"
+      })
+      const port = await freePort()
+      const first = await started(env, port)
+      // Twelve projects (two clients each, within demo's concurrency cap), an endpoint each:
+      // twelve lanes, each with an attempt in flight most of the time.
+      const projects = Array.from({ length: 12 }, (_, i) => `p${i + 1}`)
+      await Promise.all(projects.map((project) => createEndpoint(first, project, receiver.url(`/hook/${project}`))))
 
-    const agent = new Agent({ keepAlive: true, maxSockets: 24 })
-    const outcomes: Array<Outcome> = []
-    const load = { stopped: false }
-    const loop = async (worker: number) => {
-      for (let i = 0; !load.stopped; i++) {
-        // Mostly quick sync runs; some slower ones are mid-request when the signal arrives.
-        const input = i % 4 === 0 ? { tool: "demo.sleep", userId: `u${worker}`, input: { ms: 200 }, mode: "sync" } : { tool: "demo.echo", userId: `u${worker}`, input: { worker, i } }
-        const outcome = await post(agent, port, "/v1/execute", keyOf(projects[worker % projects.length]!), input)
-        outcomes.push(outcome)
-        // Refused: the server no longer accepts; this client is done.
-        if (outcome.error === "ECONNREFUSED") return
+      const agent = new Agent({ keepAlive: true, maxSockets: 24 })
+      const outcomes: Array<Outcome> = []
+      const load = { stopped: false }
+      const loop = async (worker: number) => {
+        for (let i = 0; !load.stopped; i++) {
+          // Mostly quick sync runs; some slower ones are mid-request when the signal arrives.
+          const input = i % 4 === 0 ? { tool: "demo.sleep", userId: `u${worker}`, input: { ms: 200 }, mode: "sync" } : { tool: "demo.echo", userId: `u${worker}`, input: { worker, i } }
+          const outcome = await post(agent, port, "/v1/execute", keyOf(projects[worker % projects.length]!), input)
+          outcomes.push(outcome)
+          // Refused: the server no longer accepts; this client is done.
+          if (outcome.error === "ECONNREFUSED") return
+        }
       }
-    }
-    const workers = Array.from({ length: 24 }, (_, worker) => loop(worker))
-    await new Promise((resolve) => setTimeout(resolve, 2_000))
-    const exited = new Promise<number | null>((resolve) => first.process.once("exit", (code) => resolve(code)))
-    const signalledAt = Date.now()
-    first.process.kill("SIGTERM")
-    const code = await exited
-    const tookMs = Date.now() - signalledAt
-    load.stopped = true
-    await Promise.all(workers)
-    agent.destroy()
+      const workers = Array.from({ length: 24 }, (_, worker) => loop(worker))
+      await new Promise((resolve) => setTimeout(resolve, 2_000))
+      const signalledAt = Date.now()
+      const code = await terminate(first)
+      const tookMs = Date.now() - signalledAt
+      load.stopped = true
+      await Promise.all(workers)
+      agent.destroy()
 
-    expect(code).toBe(0)
-    expect(tookMs).toBeLessThan(12_000)
-    expect(first.output()).toContain("stopped: requests answered, leases released")
-    const errors = outcomes.filter((o) => o.error !== undefined)
-    // Every failure is a refused connection: no request was reset or cut.
-    // The stop's own log lines say what it waited for and what it cut, should this fail.
-    const stopLog = first.output().split("\n").filter((line) => line.includes("stop")).join("\n")
-    expect(errors.filter((o) => o.error !== "ECONNREFUSED"), `after ${tookMs} ms:\n${stopLog}`).toEqual([])
-    const answered = outcomes.filter((o) => o.status !== undefined)
-    expect(answered.length).toBeGreaterThan(50)
-    // 200 with the outcome; or, for a sync call that came in after the stop began, 202 with the
-    // execution still pending: the next process runs it (and its webhook is checked below).
-    const heldOver = (o: Outcome) => o.status === 202 && (JSON.parse(o.body ?? "{}") as { status?: string }).status === "pending"
-    expect(answered.filter((o) => o.status !== 200 && !heldOver(o))).toEqual([])
-    const executionIds = answered.map((o) => (JSON.parse(o.body ?? "{}") as { executionId: string }).executionId)
+      expect(code).toBe(0)
+      expect(tookMs).toBeLessThan(12_000)
+      expect(first.output()).toContain("stopped: requests answered, leases released")
+      const errors = outcomes.filter((o) => o.error !== undefined)
+      // Every failure is a refused connection: no request was reset or cut.
+      // The stop's own log lines say what it waited for and what it cut, should this fail.
+      const stopLog = first.output().split("\n").filter((line) => line.includes("stop")).join("\n")
+      expect(errors.filter((o) => o.error !== "ECONNREFUSED"), `after ${tookMs} ms:\n${stopLog}`).toEqual([])
+      const answered = outcomes.filter((o) => o.status !== undefined)
+      expect(answered.length).toBeGreaterThan(50)
+      // 200 with the outcome; or, for a sync call that came in after the stop began, 202 with the
+      // execution still pending: the next process runs it (and its webhook is checked below).
+      const heldOver = (o: Outcome) => o.status === 202 && (JSON.parse(o.body ?? "{}") as { status?: string }).status === "pending"
+      expect(answered.filter((o) => o.status !== 200 && !heldOver(o))).toEqual([])
+      const executionIds = answered.map((o) => (JSON.parse(o.body ?? "{}") as { executionId: string }).executionId)
 
-    // A second process takes over and delivers what is left.
-    const second = await startProcess(env, await freePort())
-    children.push(second)
-    const expected = executionIds.length
-    await eventually(() => receiver!.received.length >= expected, 60_000, `${expected} deliveries`)
-    await new Promise((resolve) => setTimeout(resolve, 1_000))
-    const perDelivery = new Map<string, number>()
-    for (const received of receiver.received) {
-      const event = JSON.parse(received.rawBody) as { id: string; data: { executionId: string } }
-      const key = `${received.path} ${event.id}`
-      perDelivery.set(key, (perDelivery.get(key) ?? 0) + 1)
-    }
-    const duplicates = [...perDelivery].filter(([, count]) => count > 1)
-    expect(duplicates).toEqual([])
-    const delivered = new Set(receiver.received.map((r) => (JSON.parse(r.rawBody) as { data: { executionId: string } }).data.executionId))
-    expect(executionIds.filter((id) => !delivered.has(id))).toEqual([])
-    expect(perDelivery.size).toBe(expected)
-    await second.stop()
+      // A second process takes over and delivers what is left.
+      const second = await started(env)
+      const expected = executionIds.length
+      await eventually(() => receiver.received.length >= expected, 60_000, `${expected} deliveries`)
+      await new Promise((resolve) => setTimeout(resolve, 1_000))
+      const perDelivery = new Map<string, number>()
+      for (const received of receiver.received) {
+        const event = JSON.parse(received.rawBody) as { id: string; data: { executionId: string } }
+        const key = `${received.path} ${event.id}`
+        perDelivery.set(key, (perDelivery.get(key) ?? 0) + 1)
+      }
+      const duplicates = [...perDelivery].filter(([, count]) => count > 1)
+      expect(duplicates).toEqual([])
+      const delivered = new Set(receiver.received.map((r) => (JSON.parse(r.rawBody) as { data: { executionId: string } }).data.executionId))
+      expect(executionIds.filter((id) => !delivered.has(id))).toEqual([])
+      expect(perDelivery.size).toBe(expected)
+      await second.stop()
+    })
   }, 120_000)
 
   it("lets an async execution it is running finish before it exits, within the stop's 10 s", async () => {
-    const database = await createTestDatabase("sigterm_executions")
-    const certificate = makeCertificate()
-    try {
+    await withDatabase("sigterm_executions", async (database, certificate) => {
       const env = serviceEnv(database, certificate)
-      const service = await startProcess(env, await freePort())
-      children.push(service)
+      const service = await started(env)
       const accepted = await service.fetch("/v1/execute", {
         method: "POST",
         key: keyOf("p1"),
@@ -146,21 +160,16 @@ describe.skipIf(!postgresAvailable)("SIGTERM under load (Postgres, real processe
       expect(accepted.status).toBe(202)
       const { executionId } = await accepted.json() as { executionId: string }
       await new Promise((resolve) => setTimeout(resolve, 500))
-      const exited = new Promise<number | null>((resolve) => service.process.once("exit", (code) => resolve(code)))
       const signalledAt = Date.now()
-      service.process.kill("SIGTERM")
-      expect(await exited).toBe(0)
+      expect(await terminate(service)).toBe(0)
       // It waited for the sleep (about 1.5 s left), no longer than the stop's bound.
       expect(Date.now() - signalledAt).toBeGreaterThan(1_000)
       expect(Date.now() - signalledAt).toBeLessThan(12_000)
-      const next = await startProcess(env, await freePort())
-      children.push(next)
+      const next = await started(env)
       const record = await (await next.fetch(`/v1/executions/${executionId}`, { key: keyOf("p1") })).json() as { status: string; output?: unknown }
       expect(record).toMatchObject({ status: "succeeded", output: { sleptMs: 2_000 } })
       await next.stop()
-    } finally {
-      await dropTestDatabase(database)
-    }
+    })
   }, 60_000)
 
   // A kept-alive connection may carry a request in after the stop began. A sync call there used
@@ -168,13 +177,11 @@ describe.skipIf(!postgresAvailable)("SIGTERM under load (Postgres, real processe
   // connection (a reset, seen under load in CI); it is answered at once, as the ones waiting
   // when the stop began are.
   it("answers a sync call that arrives while it stops at once: 202 pending, run by the next process", async () => {
-    const database = await createTestDatabase("sigterm_arrives")
-    const certificate = makeCertificate()
     const agent = new Agent({ keepAlive: true, maxSockets: 1 })
-    try {
+    onTestFinished(() => agent.destroy())
+    await withDatabase("sigterm_arrives", async (database, certificate) => {
       const env = serviceEnv(database, certificate)
-      const service = await startProcess(env, await freePort())
-      children.push(service)
+      const service = await started(env)
       const port = Number(new URL(service.baseUrl).port)
       // A connection kept alive from before the signal.
       const before = await post(agent, port, "/v1/execute", keyOf("p1"), { tool: "demo.echo", userId: "u1", input: { before: true } })
@@ -182,8 +189,7 @@ describe.skipIf(!postgresAvailable)("SIGTERM under load (Postgres, real processe
       // A sync call in flight holds the stop for about 2 s.
       const holding = service.fetch("/v1/execute", { method: "POST", key: keyOf("p1"), json: { tool: "demo.sleep", userId: "u1", input: { ms: 2_000 } } })
       await new Promise((resolve) => setTimeout(resolve, 300))
-      const exited = new Promise<number | null>((resolve) => service.process.once("exit", (code) => resolve(code)))
-      service.process.kill("SIGTERM")
+      const exited = terminate(service)
       await eventually(() => service.output().includes("stopping: no new connections"), 5_000, "the stop to begin")
       const sentAt = Date.now()
       const late = await post(agent, port, "/v1/execute", keyOf("p1"), { tool: "demo.sleep", userId: "u1", input: { ms: 100 } })
@@ -198,26 +204,19 @@ describe.skipIf(!postgresAvailable)("SIGTERM under load (Postgres, real processe
       expect(held.status).toBe(200)
       expect(await held.json()).toMatchObject({ status: "succeeded" })
       expect(await exited).toBe(0)
-      const next = await startProcess(env, await freePort())
-      children.push(next)
+      const next = await started(env)
       await eventually(async () => (await (await next.fetch(`/v1/executions/${pending.executionId}`, { key: keyOf("p1") })).json() as { status: string }).status === "succeeded", 30_000, "the late call to run")
       await next.stop()
-    } finally {
-      agent.destroy()
-      await dropTestDatabase(database)
-    }
+    })
   }, 60_000)
 
   // A stop finishes what it is running; what waits for a permit stays pending for the next
   // process, which runs it. Before, the stop started the queued ones as permits came free, and
   // the ones it started last were cut at the deadline: failed as execution_interrupted.
   it("starts nothing queued once stopping: the running ones finish, the pending ones run in the next process", async () => {
-    const database = await createTestDatabase("sigterm_queued")
-    const certificate = makeCertificate()
-    try {
+    await withDatabase("sigterm_queued", async (database, certificate) => {
       const env = serviceEnv(database, certificate)
-      const service = await startProcess(env, await freePort())
-      children.push(service)
+      const service = await started(env)
       // demo allows 4 at once per project: 4 run, 12 wait (12 x 1.5 s would outlast the 10 s).
       // Then a sync call of the same tool waits behind them, on its request.
       const ids: Array<string> = []
@@ -237,9 +236,8 @@ describe.skipIf(!postgresAvailable)("SIGTERM under load (Postgres, real processe
         json: { tool: "demo.sleep", userId: "u1", input: { ms: 1_500 } }
       })
       await new Promise((resolve) => setTimeout(resolve, 300))
-      const exited = new Promise<number | null>((resolve) => service.process.once("exit", (code) => resolve(code)))
       const signalledAt = Date.now()
-      service.process.kill("SIGTERM")
+      const exited = terminate(service)
       // It is answered at once with the record as it is (it will not start here): 202 and its
       // Location, like a sync call that outwaits SERVICE_EXECUTE_SYNC_WAIT_MS.
       const answered = await waiting
@@ -252,8 +250,7 @@ describe.skipIf(!postgresAvailable)("SIGTERM under load (Postgres, real processe
       expect(await exited).toBe(0)
       // The four running ones (about 1.2 s left), not the queue behind them.
       expect(Date.now() - signalledAt).toBeLessThan(5_000)
-      const next = await startProcess(env, await freePort())
-      children.push(next)
+      const next = await started(env)
       const read = async () =>
         Promise.all(ids.map(async (id) => await (await next.fetch(`/v1/executions/${id}`, { key: keyOf("p1") })).json() as { status: string; startedAt?: string; error?: { code: string } }))
       await eventually(async () => (await read()).every((record) => record.status === "succeeded"), 30_000, "every execution to succeed")
@@ -262,29 +259,23 @@ describe.skipIf(!postgresAvailable)("SIGTERM under load (Postgres, real processe
       // Four started before the signal; none in the first process after it.
       expect(records.filter((record) => Date.parse(record.startedAt!) < signalledAt).length).toBe(4)
       await next.stop()
-    } finally {
-      await dropTestDatabase(database)
-    }
+    })
   }, 90_000)
 
   // A call waiting for a tool that outlasts the stop's 10 s is answered before the cut, as a sync
   // call that outwaits SERVICE_EXECUTE_SYNC_WAIT_MS is: 202, the record as it is, its Location.
   // Before, the cut closed its connection with no answer, and the client lost the execution id.
   it("answers a call whose tool outlasts the stop 202 before the cut, with the record's Location", async () => {
-    const database = await createTestDatabase("sigterm_long_call")
-    const certificate = makeCertificate()
-    try {
+    await withDatabase("sigterm_long_call", async (database, certificate) => {
       const env = serviceEnv(database, certificate)
-      const service = await startProcess(env, await freePort())
-      children.push(service)
+      const service = await started(env)
       const waiting = service.fetch("/v1/execute", {
         method: "POST",
         key: keyOf("p1"),
         json: { tool: "demo.sleep", userId: "u1", input: { ms: 15_000 } }
       })
       await new Promise((resolve) => setTimeout(resolve, 500))
-      const exited = new Promise<number | null>((resolve) => service.process.once("exit", (code) => resolve(code)))
-      service.process.kill("SIGTERM")
+      const exited = terminate(service)
       const answered = await waiting
       expect(answered.status).toBe(202)
       const record = await answered.json() as { executionId: string; status: string }
@@ -292,32 +283,27 @@ describe.skipIf(!postgresAvailable)("SIGTERM under load (Postgres, real processe
       expect(answered.headers.get("location")).toBe(`/v1/executions/${record.executionId}`)
       expect(await exited).toBe(0)
       // Its dispatch had begun and was cut: the next process records that.
-      const next = await startProcess(env, await freePort())
-      children.push(next)
+      const next = await started(env)
       await eventually(async () =>
         ((await (await next.fetch(`/v1/executions/${record.executionId}`, { key: keyOf("p1") })).json()) as { status: string }).status === "failed", 30_000, "the cut execution to fail")
       const after = await (await next.fetch(`/v1/executions/${record.executionId}`, { key: keyOf("p1") })).json() as { error: { code: string } }
       expect(after.error.code).toBe("execution_interrupted")
       await next.stop()
-    } finally {
-      await dropTestDatabase(database)
-    }
+    })
   }, 90_000)
 
   // Operators expect a second Ctrl-C to mean "now". Before, every further signal was ignored and
   // the stop waited its full 10 s for what ran.
   it("cuts the stop short at a second signal: what runs is cut, the process exits 0 at once", async () => {
-    const service = await startProcess({}, await freePort())
-    children.push(service)
+    const service = await started({})
     const accepted = await service.fetch("/v1/execute", {
       method: "POST",
       key: KEY,
       json: { tool: "demo.sleep", userId: "u1", input: { ms: 9_000 }, mode: "async" }
     })
     expect(accepted.status).toBe(202)
-    const exited = new Promise<number | null>((resolve) => service.process.once("exit", (code) => resolve(code)))
     const signalledAt = Date.now()
-    service.process.kill("SIGTERM")
+    const exited = terminate(service)
     await eventually(() => service.output().includes("stopping: no new connections"), 5_000, "the stop to begin")
     await new Promise((resolve) => setTimeout(resolve, 300))
     // Still waiting for the sleep: the first signal alone would take about 9 s.
@@ -330,35 +316,27 @@ describe.skipIf(!postgresAvailable)("SIGTERM under load (Postgres, real processe
   }, 60_000)
 
   it("delivers the trigger events it took before it exits: their payloads live in this process only", async () => {
-    const database = await createTestDatabase("sigterm_triggers")
-    const certificate = makeCertificate()
-    // Each answer takes 600 ms: the events queue behind the first when the signal arrives.
-    const slow = await startReceiver(certificate, () => ({ status: 200, delayMs: 600 }))
-    try {
+    await withDatabase("sigterm_triggers", async (database, certificate) => {
+      // Each answer takes 600 ms: the events queue behind the first when the signal arrives.
+      const slow = await startReceiver(certificate, () => ({ status: 200, delayMs: 600 }))
+      onTestFinished(() => slow.close())
       const env = serviceEnv(database, certificate, { SERVICE_API_KEYS: `${KEYS},${TEST_KEYS}` })
-      const service = await startProcess(env, await freePort())
-      children.push(service)
+      const service = await started(env)
       const endpoint = await createTriggerEndpoint(service, slow.url("/hook/triggers"))
       const subscription = await subscribe(service, { trigger: "demo.event", userId: "user_1", webhookEndpointIds: [endpoint.endpointId] })
       const eventIds = ["EvStop1", "EvStop2", "EvStop3", "EvStop4"]
       for (const eventId of eventIds) expect((await postIngest(service, ingestPath(subscription), slackCallback(eventId))).status).toBe(202)
       await eventually(() => slow.received.length >= 1 || undefined, 10_000, "the first attempt")
-      const exited = new Promise<number | null>((resolve) => service.process.once("exit", (code) => resolve(code)))
-      service.process.kill("SIGTERM")
-      expect(await exited).toBe(0)
+      expect(await terminate(service)).toBe(0)
       // Every event reached the receiver before the process exited, once.
       const delivered = slow.received.map((r) => (JSON.parse(r.rawBody) as { id: string }).id)
       expect(delivered).toHaveLength(eventIds.length)
       expect(new Set(delivered).size).toBe(eventIds.length)
       // Their records were written before it exited: the next process reads them succeeded.
-      const next = await startProcess(env, await freePort())
-      children.push(next)
+      const next = await started(env)
       const page = await (await next.fetch(`/v1/webhooks/${endpoint.endpointId}/deliveries`)).json() as { deliveries: Array<{ status: string }> }
       expect(page.deliveries.map((delivery) => delivery.status)).toEqual(eventIds.map(() => "succeeded"))
       await next.stop()
-    } finally {
-      await slow.close()
-      await dropTestDatabase(database)
-    }
+    })
   }, 60_000)
 })
