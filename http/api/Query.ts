@@ -12,8 +12,10 @@ export const DEFAULT_LIMIT = 100
  * Decimal digits only: a number parser would also take `1e1`, `+5`, ` 5`, `100.0` and `0x10`
  * (as 16), which no client means as a page size.
  */
-export const Limit = Schema.String.check(Schema.isPattern(/^[0-9]{1,6}$/, { message: "limit must be an integer from 1 to 100" })).pipe(
-  Schema.decodeTo(Schema.Number.check(Schema.isInt(), Schema.isBetween({ minimum: MIN_LIMIT, maximum: MAX_LIMIT })), SchemaTransformation.numberFromString)
+const limitMessage = { message: `limit must be an integer from ${MIN_LIMIT} to ${MAX_LIMIT}` }
+/** Whatever is wrong with it (not digits, out of range, given twice), one message says what it takes. */
+export const Limit = Schema.String.annotate(limitMessage).check(Schema.isPattern(/^[0-9]{1,6}$/, limitMessage)).pipe(
+  Schema.decodeTo(Schema.Number.check(Schema.isInt(limitMessage), Schema.isBetween({ minimum: MIN_LIMIT, maximum: MAX_LIMIT }, limitMessage)), SchemaTransformation.numberFromString)
 )
 
 export const pageQuery = {

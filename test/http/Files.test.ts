@@ -207,6 +207,11 @@ for (const store of stores) {
         }
       )
 
+      it.each(["limit=0", "limit=101", "limit=abc", "limit=1.5", "limit=", "limit=1&limit=2"])("says what limit takes for ?%s", async (query) => {
+        const body = await (await service.fetch(`/v1/files?${query}`)).json() as { error: { message: string } }
+        expect(body.error.message).toContain("limit must be an integer from 1 to 100")
+      })
+
       it("refuses forged and cross-project cursors with 422", async () => {
         for (let i = 0; i < 2; i++) await upload(service, { name: `p${i}` }, OTHER_KEY)
         const other = (await (await service.fetch("/v1/files?limit=1", { key: OTHER_KEY })).json()) as { nextCursor?: string }
