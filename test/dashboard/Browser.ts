@@ -87,6 +87,20 @@ export const createPollingSubscription = async (page: Page, input: { readonly us
   await page.getByText(/^Subscription trgsub_\S+ created \(polling every 60 s\)\.$/).waitFor()
 }
 
+/**
+ * Fills the subscription form for a push subscription (demo.event, no filters) sent to
+ * `endpointId` and presses Create; what follows (an ingest URL, or a dialog first) is the caller's.
+ */
+export const submitPushSubscription = async (page: Page, input: { readonly userId: string; readonly endpointId: string }) => {
+  await page.getByLabel("Trigger", { exact: true }).selectOption("demo.event")
+  await page.getByLabel("User id").fill(input.userId)
+  await page.getByLabel("Other webhook endpoint ids (optional)").fill(input.endpointId)
+  await page.getByRole("button", { name: "Create subscription" }).click()
+}
+
+/** The subscription id inside an ingest URL (`/v1/ingest/<id>/<secret>`); empty when there is none. */
+export const subscriptionIdOf = (ingestUrl: string): string => /\/v1\/ingest\/(trgsub_[^/]+)\//.exec(ingestUrl)?.[1] ?? ""
+
 /** What has the focus: the element's tag and its id, or its text when it has none; `body` when nothing on the page has it. */
 export const focused = (page: Page) =>
   page.evaluate(

@@ -7,7 +7,7 @@
 import type { Page } from "playwright-core"
 import { describe, expect, it } from "vitest"
 import { KEY, PINNED_KEY } from "../support/Service.ts"
-import { watch, signIn as signInAt, settled } from "./Browser.ts"
+import { settled, signIn as signInAt, submitPushSubscription, subscriptionIdOf, watch } from "./Browser.ts"
 import { dashboardHarness } from "./Harness.ts"
 
 const h = await dashboardHarness()
@@ -88,12 +88,9 @@ describe("the subscriptions view", () => {
     const endpoint = await api.webhooks.create({ url: "https://example.com/consistency", events: ["trigger.*"] })
     const page = await h.browser.context.newPage()
     await signIn(page, "/dashboard/subscriptions")
-    await page.getByLabel("Trigger", { exact: true }).selectOption("demo.event")
-    await page.getByLabel("User id").fill("user_shown")
-    await page.getByLabel("Other webhook endpoint ids (optional)").fill(endpoint.endpointId)
-    await page.getByRole("button", { name: "Create subscription" }).click()
+    await submitPushSubscription(page, { userId: "user_shown", endpointId: endpoint.endpointId })
     const ingestUrl = await page.getByLabel("Ingest URL", { exact: true }).inputValue()
-    const id = /\/v1\/ingest\/(trgsub_[^/]+)\//.exec(ingestUrl)?.[1] ?? ""
+    const id = subscriptionIdOf(ingestUrl)
     const row = page.locator(`tr[data-subscription-id="${id}"]`)
     await row.getByRole("button", { name: `Delete ${id}` }).click()
     await row.getByRole("button", { name: `Confirm deleting ${id}` }).click()

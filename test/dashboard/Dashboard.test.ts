@@ -14,7 +14,7 @@ import { describe, expect, it } from "vitest"
 import { BUDGET_BYTES, BUDGET_MS, loadOnce, median, servedBytes } from "../../dashboard/scripts/budget.ts"
 import { KEY, PINNED_KEY } from "../support/Service.ts"
 import { eventually } from "../support/WebhookReceiver.ts"
-import { createPollingSubscription, screenshot, seriousViolations, type Watched, watch, signIn as signInAt } from "./Browser.ts"
+import { createPollingSubscription, screenshot, seriousViolations, signIn as signInAt, subscriptionIdOf, type Watched, watch } from "./Browser.ts"
 import { dashboardHarness } from "./Harness.ts"
 
 const XSS_NAME = "<img src=x onerror=window.__xss=1>.txt"
@@ -295,7 +295,7 @@ describe("the dashboard in Chromium", () => {
     expect(await page.evaluate("navigator.clipboard.readText()")).toBe(ingestUrl)
     await check(page, "subscription-created")
     await page.getByRole("button", { name: "I have stored it" }).click()
-    const subscriptionId = /\/v1\/ingest\/(trgsub_[^/]+)\//.exec(ingestUrl)?.[1] ?? ""
+    const subscriptionId = subscriptionIdOf(ingestUrl)
     const row = page.locator(`tr[data-subscription-id="${subscriptionId}"]`)
     await row.waitFor()
     expect(await row.textContent()).toContain("{\"type\":\"order.created\"}")

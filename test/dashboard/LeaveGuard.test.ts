@@ -9,7 +9,7 @@
  */
 import type { Page } from "playwright-core"
 import { describe, expect, it } from "vitest"
-import { createPollingSubscription, envelope, focused, screenshot, seriousViolations, settled, signIn as signInAt } from "./Browser.ts"
+import { createPollingSubscription, envelope, focused, screenshot, seriousViolations, settled, signIn as signInAt, submitPushSubscription, subscriptionIdOf } from "./Browser.ts"
 import { dashboardHarness } from "./Harness.ts"
 
 const h = await dashboardHarness()
@@ -201,12 +201,9 @@ describe("a secret shown once, not yet put away", () => {
     const endpoint = await api.webhooks.create({ url: "https://example.com/leave-ingest", events: ["trigger.*"] })
     const page = await h.browser.context.newPage()
     await signIn(page, "/dashboard/subscriptions")
-    await page.getByLabel("Trigger", { exact: true }).selectOption("demo.event")
-    await page.getByLabel("User id").fill("user_leave")
-    await page.getByLabel("Other webhook endpoint ids (optional)").fill(endpoint.endpointId)
-    await page.getByRole("button", { name: "Create subscription" }).click()
+    await submitPushSubscription(page, { userId: "user_leave", endpointId: endpoint.endpointId })
     const ingestUrl = await page.getByLabel("Ingest URL", { exact: true }).inputValue()
-    const id = /\/v1\/ingest\/(trgsub_[^/]+)\//.exec(ingestUrl)?.[1] ?? ""
+    const id = subscriptionIdOf(ingestUrl)
     await page.getByRole("navigation", { name: "Views" }).getByRole("link", { name: "Executions" }).click()
     const dialog = leaving(page)
     expect(await dialog.textContent()).toContain("ingest URL")
@@ -319,17 +316,12 @@ describe("a secret shown once, not yet put away, is not replaced without asking"
     const endpoint = await api.webhooks.create({ url: "https://example.com/replace-ingest", events: ["trigger.*"] })
     const page = await h.browser.context.newPage()
     await signIn(page, "/dashboard/subscriptions")
-    const create = async (userId: string) => {
-      await page.getByLabel("Trigger", { exact: true }).selectOption("demo.event")
-      await page.getByLabel("User id").fill(userId)
-      await page.getByLabel("Other webhook endpoint ids (optional)").fill(endpoint.endpointId)
-      await page.getByRole("button", { name: "Create subscription" }).click()
-    }
+    const create = (userId: string) => submitPushSubscription(page, { userId, endpointId: endpoint.endpointId })
     const users = async () => (await api.subscriptions.list({ limit: 100 })).subscriptions.map((subscription) => subscription.userId)
     const field = page.getByLabel("Ingest URL", { exact: true })
     await create("user_replace_1")
     const first = await field.inputValue()
-    const firstId = /\/v1\/ingest\/(trgsub_[^/]+)\//.exec(first)?.[1] ?? ""
+    const firstId = subscriptionIdOf(first)
 
     await create("user_replace_2")
     const dialog = replacing(page, "ingest URL")
@@ -376,10 +368,7 @@ describe("a secret shown once, not yet put away, is not replaced without asking"
     })
     const page = await h.browser.context.newPage()
     await signIn(page, "/dashboard/subscriptions")
-    await page.getByLabel("Trigger", { exact: true }).selectOption("demo.event")
-    await page.getByLabel("User id").fill("user_remove_push")
-    await page.getByLabel("Other webhook endpoint ids (optional)").fill(endpoint.endpointId)
-    await page.getByRole("button", { name: "Create subscription" }).click()
+    await submitPushSubscription(page, { userId: "user_remove_push", endpointId: endpoint.endpointId })
     const field = page.getByLabel("Ingest URL", { exact: true })
     const shown = await field.inputValue()
     const users = async () => (await api.subscriptions.list({ limit: 100 })).subscriptions.map((subscription) => subscription.userId)
