@@ -179,10 +179,12 @@ export const make = Effect.gen(function*() {
     })
 
   const settle = (executionId: string, entry: Entry, events: ReadonlyArray<ExecutionEvent>) => {
+    // An outcome is counted when it is reached, not again for a replay or a repeated cancel.
+    const wasTerminal = entry.state !== undefined && isTerminalState(entry.state)
     entry.state = events.reduce(evolve, entry.state)
     entry.version += events.length
     if (entry.state !== undefined && isTerminalState(entry.state)) {
-      countOutcome(entry.state.record)
+      if (!wasTerminal) countOutcome(entry.state.record)
       waiters.settle(executionId, entry.state.record)
       if (entries.get(executionId) === entry) entries.delete(executionId)
     }

@@ -92,6 +92,31 @@ describe("operations (memory, in process)", () => {
     expect(text).toMatch(/^store_up 1$/m)
   })
 
+  it("/metrics counts an execution's outcome once: not again for an idempotent replay or a repeated cancel", async () => {
+    const count = async (tool: string, outcome: string) => {
+      const text = await (await service.fetch("/metrics", { key: null })).text()
+      const line = text.split("\n").find((l) => l.startsWith(`executions_total{tool="${tool}",outcome="${outcome}"}`))
+      return line === undefined ? 0 : Number(line.split(" ").at(-1))
+    }
+    const echoes = await count("demo.echo", "succeeded")
+    const execute = { tool: "demo.echo", userId: "u1", input: { counted: 1 }, idempotencyKey: "metrics-once" }
+    for (const round of [1, 2, 3]) {
+      const response = await service.fetch("/v1/execute", { method: "POST", key: keyOf("p1"), json: execute })
+      expect(response.status).toBe(200)
+      expect(((await response.json()) as { replayed?: true }).replayed).toBe(round === 1 ? undefined : true)
+    }
+    expect(await count("demo.echo", "succeeded")).toBe(echoes + 1)
+
+    const cancels = await count("demo.sleep", "cancelled")
+    const started = await service.fetch("/v1/execute", { method: "POST", key: keyOf("p1"), json: { tool: "demo.sleep", userId: "u1", mode: "async", input: { ms: 60_000 } } })
+    const { executionId } = (await started.json()) as { executionId: string }
+    for (const _ of [1, 2, 3]) {
+      const cancelled = await service.fetch(`/v1/executions/${executionId}/cancel`, { method: "POST", key: keyOf("p1") })
+      expect(cancelled.status).toBe(200)
+    }
+    expect(await count("demo.sleep", "cancelled")).toBe(cancels + 1)
+  })
+
   // A scrape within a second of the start used to leave the append rate out (it is a rate over
   // the time since the previous scrape, and there had been none).
   it("/metrics lists every gauge from the first scrape on, the append rate 0 before any interval", async () => {
