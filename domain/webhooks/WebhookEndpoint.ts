@@ -23,7 +23,9 @@ export const FIXED_SUBSCRIPTIONS: ReadonlySet<string> = new Set([
 export const subscriptionProblem = (entry: string): string | undefined => {
   if (FIXED_SUBSCRIPTIONS.has(entry)) return undefined
   if (entry.startsWith("trigger.")) {
-    if (findTrigger(entry.slice("trigger.".length)) !== undefined) return undefined
+    // The canonical dotted name only: events are delivered as `trigger.<toolkit>.<name>`.
+    const name = entry.slice("trigger.".length)
+    if (findTrigger(name)?.name === name) return undefined
     return `unknown trigger ${entry}; the catalog's triggers are ${listTriggers().map((t) => `trigger.${t.name}`).join(", ")}`
   }
   return `unknown event type ${entry}; expected one of ${[...FIXED_SUBSCRIPTIONS].join(", ")} or trigger.<toolkit>.<name>`

@@ -62,4 +62,21 @@ describe.each(["memory", "postgres"] as const)("webhook endpoints per project (%
     expect(unknownTrigger.status).toBe(422)
     expect(((await unknownTrigger.json()) as { error: { message: string } }).error.message).toContain("trigger.demo.event")
   })
+
+  // In another project than the tests above, whose endpoints fill this one's cap.
+  it("a trigger is named in its canonical dotted form only: the wire form (`trigger.demo__event`) is refused on create and patch", async () => {
+    // Events are delivered as `trigger.<toolkit>.<name>`: an entry in another spelling would
+    // match none of them, and a subscription naming the endpoint would be refused later.
+    for (const entry of ["trigger.demo__event", "trigger.slack__message_posted"]) {
+      const created = await service.fetch("/v1/webhooks", { method: "POST", key: OTHER_KEY, json: { url: "https://hooks.example.com/x", events: [entry] } })
+      expect(created.status).toBe(422)
+      expect(((await created.json()) as { error: { code: string; message: string } }).error).toMatchObject({ code: "invalid_input", message: expect.stringContaining("trigger.demo.event") })
+    }
+    const created = await service.fetch("/v1/webhooks", { method: "POST", key: OTHER_KEY, json: { url: "https://hooks.example.com/x", events: ["trigger.demo.event"] } })
+    expect(created.status).toBe(201)
+    const { endpointId } = (await created.json()) as { endpointId: string }
+    const patched = await service.fetch(`/v1/webhooks/${endpointId}`, { method: "PATCH", key: OTHER_KEY, json: { events: ["trigger.github__issue_opened"] } })
+    expect(patched.status).toBe(422)
+    expect(((await (await service.fetch(`/v1/webhooks/${endpointId}`, { key: OTHER_KEY })).json()) as { events: Array<string> }).events).toEqual(["trigger.demo.event"])
+  })
 })

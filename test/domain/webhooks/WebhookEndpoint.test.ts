@@ -28,6 +28,7 @@ describe("subscriptions", () => {
   it("validates entries against the list and the catalog", () => {
     expect(Endpoint.subscriptionProblem("trigger.github.issue_opened")).toBeUndefined()
     expect(Endpoint.subscriptionProblem("trigger.github.nothing")).toMatch(/unknown trigger/)
+    expect(Endpoint.subscriptionProblem("trigger.github__issue_opened")).toMatch(/unknown trigger/)
     expect(Endpoint.subscriptionProblem("execution.completed")).toBeUndefined()
     expect(Endpoint.subscriptionProblem("execution.running")).toMatch(/unknown event type/)
   })
