@@ -238,16 +238,44 @@ export const makeEdge = (options: EdgeOptions) => {
         Effect.catch((failure) => Effect.succeed(refuse(failure)))
       )
     }
+    /** A refusal after the key: it takes the request's token, or is 429 when none is left. */
+    const takeToken = (failure: EdgeFailure, execute: boolean) => {
+      const principal = meta.verifiedKey
+      if (principal === undefined || options.throttle === undefined) return Effect.succeed(failure)
+      return Effect.map(options.throttle(principal.projectId, execute), (decision) => {
+        meta.answerHeaders = { ...meta.answerHeaders, ...rateHeaders(decision) }
+        return decision.allowed
+          ? failure
+          : new EdgeFailure(429, rateLimitedError(decision, execute), { "retry-after": String(decision.retryAfter ?? 1) })
+      })
+    }
+
+    /**
+     * A path or method that does not exist is refused without a key; sent with a valid one, it
+     * is an authenticated request like any other and takes its token (decisions.md section 2),
+     * so a bucket cannot be passed by asking for what is not there.
+     */
+    const refuseRoute = (failure: EdgeFailure) => {
+      if (request.headers["authorization"] === undefined || !options.authenticate(path)) return Effect.succeed(refuse(failure))
+      const quick = options.gate.quick(request)
+      const verdict = quick !== undefined ? Effect.succeed(quick) : Effect.map(Effect.exit(options.gate.check(request)), (checked) => checked._tag === "Success" ? checked.value : undefined)
+      return Effect.flatMap(verdict, (judged) => {
+        if (judged?._tag !== "Allowed") return Effect.succeed(refuse(failure))
+        meta.verifiedKey = judged.principal
+        return Effect.map(takeToken(failure, false), refuse)
+      })
+    }
+
     // The route table decides what exists, with or without a body: the router alone would
     // also take a path with an empty segment (`/v1/webhooks//rotate-secret`) for another one.
     const route = matching(path)
-    if (route === undefined) return Effect.succeed(refuse(routeNotFound()))
+    if (route === undefined) return refuseRoute(routeNotFound())
     trace.route = route.path
     // The router answers HEAD wherever it answers GET.
     const method = request.method === "HEAD" ? "GET" : request.method
     if (!route.methods.has(method)) {
       const allowed = [...route.methods]
-      return Effect.succeed(refuse(methodNotAllowed(route.methods.has("GET") ? [...allowed, "HEAD"] : allowed)))
+      return refuseRoute(methodNotAllowed(route.methods.has("GET") ? [...allowed, "HEAD"] : allowed))
     }
 
     /** The API's answer to `effective`, the request as the edge passes it on. */
@@ -274,18 +302,8 @@ export const makeEdge = (options: EdgeOptions) => {
       )
     }
 
-    /** A refusal after the key: it takes the request's token, or is 429 when none is left. */
-    const counted = (failure: EdgeFailure) => {
-      const principal = meta.verifiedKey
-      if (principal === undefined || options.throttle === undefined) return Effect.succeed(failure)
-      const execute = route.executeBucket.has(method)
-      return Effect.map(options.throttle(principal.projectId, execute), (decision) => {
-        meta.answerHeaders = { ...meta.answerHeaders, ...rateHeaders(decision) }
-        return decision.allowed
-          ? failure
-          : new EdgeFailure(429, rateLimitedError(decision, execute), { "retry-after": String(decision.retryAfter ?? 1) })
-      })
-    }
+    /** A refusal of the request as sent, after the key, takes its route's token. */
+    const counted = (failure: EdgeFailure) => takeToken(failure, route.executeBucket.has(method))
 
     /** What the headers say about the body, then the body itself, and only then the API. */
     const readBody = (limit: number) => Effect.gen(function*() {

@@ -142,3 +142,40 @@ describe("refusals the edge makes after the key, against the rate limit", () => 
     }
   })
 })
+
+describe("unknown routes and wrong methods with a key", () => {
+  let service: InProcessService
+  beforeAll(async () => {
+    service = await startService({ SERVICE_RATE_LIMIT_REQUESTS_PER_MINUTE: "1", SERVICE_RATE_LIMIT_REQUEST_BURST: "3" })
+  })
+  afterAll(() => service.close())
+
+  it("take a token like any authenticated request (decisions.md section 2), and are 429 once none is left", async () => {
+    // Without a valid key an unknown route is simply not found, and no bucket is touched.
+    for (const key of [null, "not_a_real_key_0000000001"]) {
+      const unknown = await service.fetch("/v1/nope", { key })
+      expect(unknown.status).toBe(404)
+      expect(unknown.headers.get("ratelimit-remaining")).toBeNull()
+    }
+    // Ingest reads no key: its wrong method is a plain 405 whatever the key.
+    const ingest = await service.fetch("/v1/ingest/trgsub_x/trgsec_y", { method: "GET" })
+    expect(ingest.status).toBe(405)
+    expect(ingest.headers.get("ratelimit-remaining")).toBeNull()
+
+    const unknown = await service.fetch("/v1/nope")
+    expect(unknown.status).toBe(404)
+    expect(await codeOf(unknown)).toBe("not_found")
+    expect(unknown.headers.get("ratelimit-remaining")).toBe("2")
+    const wrongMethod = await service.fetch("/v1/execute", { method: "GET" })
+    expect(wrongMethod.status).toBe(405)
+    expect(wrongMethod.headers.get("allow")).toBe("POST")
+    expect(wrongMethod.headers.get("ratelimit-remaining")).toBe("1")
+    expect((await service.fetch("/v1/me")).headers.get("ratelimit-remaining")).toBe("0")
+    for (const [method, path] of [["GET", "/v1/nope"], ["DELETE", "/v1/me"]] as const) {
+      const refused = await service.fetch(path, { method })
+      expect(refused.status, `${method} ${path}`).toBe(429)
+      expect(await codeOf(refused)).toBe("rate_limited")
+      expect(Number(refused.headers.get("retry-after"))).toBeGreaterThan(0)
+    }
+  })
+})
