@@ -157,6 +157,7 @@ describe("the focus when the control pressed goes away", () => {
     await signIn(page, "/dashboard/executions?status=running&userId=user_focus_cancel")
     const row = page.locator(`tr[data-execution-id="${target.executionId}"]`)
     await row.getByRole("button", { name: `Cancel ${target.executionId}` }).click()
+    await row.getByRole("button", { name: `Confirm cancelling ${target.executionId}` }).click()
     await expect.poll(() => row.count(), { timeout: 10_000 }).toBe(0)
     await expect.poll(() => focused(page)).toBe("H2:#executions-title")
     await page.close()

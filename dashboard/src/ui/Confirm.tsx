@@ -10,7 +10,7 @@
 import { useEffect, useId, useRef, useState } from "preact/hooks"
 
 export const Confirm = (
-  { label, confirmLabel, keepLabel, warning, danger = false, onConfirm, startAria, confirmAria }: {
+  { label, confirmLabel, keepLabel, warning, danger = false, onConfirm, startAria, confirmAria, busyLabel }: {
     /** The first button's text ("Delete endpoint", "Rotate secret"). */
     readonly label: string
     /** The confirming button's text ("Confirm delete", "Confirm rotate"). */
@@ -25,6 +25,11 @@ export const Confirm = (
     /** Accessible names where several rows carry the same buttons. */
     readonly startAria?: string
     readonly confirmAria?: string
+    /**
+     * While the confirmed action is in flight, the first button says so ("Cancelling…") and is
+     * `aria-disabled` (ui/Button.tsx): it keeps the focus, and a press neither asks nor acts.
+     */
+    readonly busyLabel?: string | undefined
   }
 ) => {
   const [confirming, setConfirming] = useState(false)
@@ -65,6 +70,17 @@ export const Confirm = (
       {warning === undefined ? null : <span id={warningId} class="confirm-warning">{warning}</span>}
     </span>
   ) : (
-    <button ref={start} type="button" class={danger ? "danger" : undefined} aria-label={startAria} onClick={() => choose(true)}>{label}</button>
+    <button
+      ref={start}
+      type="button"
+      class={danger ? "danger" : undefined}
+      aria-label={startAria}
+      aria-disabled={busyLabel !== undefined}
+      onClick={() => {
+        if (busyLabel === undefined) choose(true)
+      }}
+    >
+      {busyLabel ?? label}
+    </button>
   )
 }

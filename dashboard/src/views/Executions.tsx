@@ -10,6 +10,7 @@ import { type Client, isPinned, type Me } from "../api.ts"
 import { PAGE_SIZE, useAction, usePaged, useResource } from "../data.ts"
 import { EXECUTION_STATUSES, type ExecutionFilters, navigate, replaceRoute } from "../router.ts"
 import { Button } from "../ui/Button.tsx"
+import { Confirm } from "../ui/Confirm.tsx"
 import { ErrorNotice, Loading } from "../ui/Feedback.tsx"
 import { Json } from "../ui/Json.tsx"
 import { Link } from "../ui/Link.tsx"
@@ -21,9 +22,10 @@ const running = (execution: ExecutionRecord) => execution.status === "pending" |
 
 /**
  * Cancels a pending or running execution (any key: a pinned key lists and cancels its own
- * user's). The button is there only while the execution is pending or running; a refusal (it
- * finished meanwhile: 409) stays, with the service's code and message, after the record moves
- * on. `onDone` reloads and says where the focus goes, as the button may be gone.
+ * user's), once confirmed (ui/Confirm.tsx), as rotates and deletes are. The button is there only
+ * while the execution is pending or running; a refusal (it finished meanwhile: 409) stays, with
+ * the service's code and message, after the record moves on. `onDone` reloads and says where the
+ * focus goes, as the button may be gone.
  */
 const CancelExecution = (
   { client, execution, label, ariaLabel, onDone }: {
@@ -39,12 +41,15 @@ const CancelExecution = (
   return (
     <>
       {running(execution) ? (
-        <button
-          type="button"
-          class="danger"
-          aria-label={ariaLabel}
-          aria-disabled={busy}
-          onClick={() => {
+        <Confirm
+          label={label}
+          confirmLabel="Confirm cancel"
+          keepLabel="Keep the execution"
+          warning="The execution stops for good; a call it had already sent to the provider may still take effect."
+          danger
+          {...(ariaLabel === undefined ? {} : { startAria: ariaLabel, confirmAria: `Confirm cancelling ${execution.executionId}` })}
+          busyLabel={busy ? "Cancelling…" : undefined}
+          onConfirm={() => {
             if (busy) return
             setBusy(true)
             let cancelled = false
@@ -56,9 +61,7 @@ const CancelExecution = (
               onDone(cancelled)
             })
           }}
-        >
-          {busy ? "Cancelling…" : label}
-        </button>
+        />
       ) : null}
       {problem === undefined ? null : <ErrorNotice problem={problem} />}
     </>
