@@ -1,5 +1,6 @@
-/** The event checkboxes of the endpoint forms, as one labelled group. */
+/** The event checkboxes of the endpoint forms, as one labelled group; a trigger's hint is its catalog description. */
 import { EVENT_CHOICES } from "../events.ts"
+import { CodeText } from "../ui/CodeText.tsx"
 
 export const EventPicker = (
   { idPrefix, selected, onChange }: {
@@ -23,7 +24,7 @@ export const EventPicker = (
           />
           <label for={id}>
             <code>{event}</code>
-            {hint === "" ? null : <span class="muted"> — {hint}</span>}
+            {hint === "" ? null : <span class="muted"> — <CodeText text={hint} /></span>}
           </label>
         </div>
       )

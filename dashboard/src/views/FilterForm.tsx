@@ -1,5 +1,6 @@
 /** The filter fields of one trigger, generated from its filter schema (filterSchema.ts). */
 import type { FilterField, FilterValues } from "../filterSchema.ts"
+import { CodeText } from "../ui/CodeText.tsx"
 
 const hintOf = (field: FilterField): string =>
   [field.description ?? "", field.kind === "string-list" ? "Comma separated." : ""].filter((part) => part !== "").join(" ")
@@ -29,7 +30,7 @@ export const FilterForm = (
               onChange={(event) => onChange({ ...values, [field.name]: event.currentTarget.checked })}
             />
             <label for={id}>{field.name}</label>
-            {describedBy === undefined ? null : <p id={describedBy} class="hint">{hint}</p>}
+            {describedBy === undefined ? null : <p id={describedBy} class="hint"><CodeText text={hint} /></p>}
           </div>
         )
       }
@@ -61,7 +62,7 @@ export const FilterForm = (
               onInput={(event) => onChange({ ...values, [field.name]: event.currentTarget.value })}
             />
           )}
-          {describedBy === undefined ? null : <p id={describedBy} class="hint">{hint}</p>}
+          {describedBy === undefined ? null : <p id={describedBy} class="hint"><CodeText text={hint} /></p>}
         </div>
       )
     })}

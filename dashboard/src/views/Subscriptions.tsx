@@ -11,6 +11,7 @@ import { PAGE_SIZE, useAction, usePaged, useResource } from "../data.ts"
 import { acceptsTrigger } from "../events.ts"
 import { filterFields, filtersFrom, type FilterValues } from "../filterSchema.ts"
 import { Button } from "../ui/Button.tsx"
+import { CodeText } from "../ui/CodeText.tsx"
 import { Confirm } from "../ui/Confirm.tsx"
 import { ErrorNotice } from "../ui/Feedback.tsx"
 import { whenReplacing } from "../ui/LeaveGuard.tsx"
@@ -139,7 +140,7 @@ const CreateSubscription = (
         >
           {TRIGGERS.map((entry) => <option key={entry.name} value={entry.name}>{entry.name} ({entry.deliveryMode})</option>)}
         </select>
-        <p id="subscription-trigger-hint" class="hint">{trigger?.description ?? ""}</p>
+        <p id="subscription-trigger-hint" class="hint"><CodeText text={trigger?.description ?? ""} /></p>
 
         <label for="subscription-user">User id{pinned ? " (your key's user)" : ""}</label>
         <input
