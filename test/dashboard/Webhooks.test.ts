@@ -1,6 +1,7 @@
 /**
  * The webhook endpoint views in headless Chromium against the real service: the event picker
- * shows the catalog's descriptions with their `code` spans as code, not as backticks.
+ * shows the catalog's descriptions with their `code` spans as code, not as backticks; a button
+ * that cannot act says why beside it (no event picked, nothing changed).
  */
 import type { Page } from "playwright-core"
 import { describe, expect, it } from "vitest"
@@ -35,6 +36,48 @@ describe("the event picker", () => {
       expect(await page.locator("fieldset.events").textContent()).not.toContain("`")
       expect(await seriousViolations(page)).toEqual([])
     }
+    await page.close()
+  })
+})
+
+/** What the button says about why it cannot act: the polite live text it is described by ("" when none). */
+const whyOf = async (page: Page, name: string) => {
+  const button = page.getByRole("button", { name })
+  const describedBy = await button.getAttribute("aria-describedby")
+  const why = page.locator(`[id="${describedBy ?? ""}"]`)
+  return {
+    disabled: await button.getAttribute("aria-disabled"),
+    why: describedBy === null ? "" : ((await why.textContent()) ?? ""),
+    live: describedBy === null ? null : await why.getAttribute("aria-live")
+  }
+}
+
+describe("a button that cannot act", () => {
+  it("says why beside Save changes (nothing changed; no event picked) and sends nothing", async () => {
+    const endpoint = await api.webhooks.create({ url: "https://example.com/why", events: ["execution.completed"] })
+    const page = await h.browser.context.newPage()
+    const patches: Array<string> = []
+    page.on("request", (request) => {
+      if (request.method() === "PATCH") patches.push(request.url())
+    })
+    await signIn(page, `/dashboard/webhooks/${endpoint.endpointId}`)
+    const edit = page.getByRole("region", { name: "Edit" })
+    await edit.getByRole("button", { name: "Save changes" }).waitFor()
+    expect(await whyOf(page, "Save changes")).toEqual({ disabled: "true", why: "Nothing to save.", live: "polite" })
+    await edit.getByLabel("execution.completed").uncheck()
+    await expect.poll(() => whyOf(page, "Save changes")).toEqual({ disabled: "true", why: "Pick at least one event.", live: "polite" })
+    await edit.getByRole("button", { name: "Save changes" }).click({ force: true })
+    await edit.getByLabel("execution.failed").check()
+    await expect.poll(() => whyOf(page, "Save changes")).toEqual({ disabled: "false", why: "", live: null })
+    expect(patches).toEqual([])
+    expect((await api.webhooks.get(endpoint.endpointId)).events).toEqual(["execution.completed"])
+    expect(await seriousViolations(page)).toEqual([])
+
+    // The create form says the same when no event is picked.
+    await page.goto(url("/dashboard/webhooks"))
+    const create = page.getByRole("region", { name: "Add an endpoint" })
+    await create.getByLabel("execution.completed").uncheck()
+    await expect.poll(() => whyOf(page, "Create endpoint")).toEqual({ disabled: "true", why: "Pick at least one event.", live: "polite" })
     await page.close()
   })
 })

@@ -65,7 +65,9 @@ const EditEndpoint = (
           <input id="edit-active" type="checkbox" checked={active} onChange={(event) => setActive(event.currentTarget.checked)} />
           <label for="edit-active">Active</label>
         </div>
-        <Button type="submit" enabled={!busy && changed && events.length > 0}>{busy ? "Saving…" : "Save changes"}</Button>
+        <Button type="submit" enabled={!busy && changed && events.length > 0} why={events.length === 0 ? "Pick at least one event." : changed ? "" : "Nothing to save."}>
+          {busy ? "Saving…" : "Save changes"}
+        </Button>
       </form>
       {problem === undefined ? null : <ErrorNotice problem={problem} />}
     </section>

@@ -59,7 +59,9 @@ const CreateEndpoint = ({ client, onCreated }: { readonly client: Client; readon
           <input id="endpoint-active" type="checkbox" checked={active} onChange={(event) => setActive(event.currentTarget.checked)} />
           <label for="endpoint-active">Active</label>
         </div>
-        <Button type="submit" enabled={!busy && events.length > 0}>{busy ? "Creating…" : "Create endpoint"}</Button>
+        <Button type="submit" enabled={!busy && events.length > 0} why={events.length === 0 ? "Pick at least one event." : ""}>
+          {busy ? "Creating…" : "Create endpoint"}
+        </Button>
       </form>
       {problem === undefined ? null : <ErrorNotice problem={problem} />}
     </section>
