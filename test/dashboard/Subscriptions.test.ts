@@ -1,6 +1,7 @@
 /**
  * The subscriptions view in headless Chromium against the real service: the catalog's
- * descriptions (the trigger's hint, a filter's hint) show their `code` spans as code elements.
+ * descriptions (the trigger's hint, a filter's hint) show their `code` spans as code elements;
+ * a creation naming no webhook endpoint is refused in the form, with the field's own message.
  */
 import type { Page } from "playwright-core"
 import { describe, expect, it } from "vitest"
@@ -9,7 +10,7 @@ import { seriousViolations, signIn as signInAt } from "./Browser.ts"
 import { dashboardHarness } from "./Harness.ts"
 
 const h = await dashboardHarness()
-const { url } = h
+const { api, url } = h
 
 const signIn = (page: Page, path: string, key = KEY) => signInAt(page, url(path), key)
 
@@ -32,6 +33,44 @@ describe("the subscription form", () => {
     await expect.poll(() => trigger.locator("code").allTextContents()).toEqual(["message"])
     expect(await trigger.textContent()).not.toContain("`")
     expect(await seriousViolations(page)).toEqual([])
+    await page.close()
+  })
+})
+
+describe("the subscription form's endpoints", () => {
+  it("says 'Pick at least one webhook endpoint.' at the field when none is ticked or typed, and sends nothing", async () => {
+    const endpoint = await api.webhooks.create({ url: "https://example.com/pick-one", events: ["trigger.*"] })
+    const page = await h.browser.context.newPage()
+    const posts: Array<string> = []
+    page.on("request", (request) => {
+      if (request.method() === "POST" && request.url().includes("/v1/subscriptions")) posts.push(request.url())
+    })
+    await signIn(page, "/dashboard/subscriptions")
+    await page.getByLabel("Trigger", { exact: true }).selectOption("demo.event")
+    await page.getByLabel("User id").fill("user_pick_one")
+    const box = page.getByLabel(endpoint.endpointId)
+    await box.waitFor()
+    await page.getByLabel("Other webhook endpoint ids (optional)").fill(" , ")
+    await page.getByRole("button", { name: "Create subscription" }).click()
+    const create = page.getByRole("region", { name: "Subscribe to a trigger" })
+    const message = create.getByText("Pick at least one webhook endpoint.")
+    await message.waitFor()
+    expect(await create.textContent()).not.toContain("Invalid body")
+    // The field says it: the endpoints' group and the ids field are described by the message, and
+    // the focus goes to the first endpoint to tick.
+    const id = (await message.getAttribute("id")) ?? "none"
+    expect(await create.locator("fieldset.endpoints").getAttribute("aria-describedby")).toContain(id)
+    expect(await page.getByLabel("Other webhook endpoint ids (optional)").getAttribute("aria-describedby")).toContain(id)
+    expect(await page.getByLabel("Other webhook endpoint ids (optional)").getAttribute("aria-invalid")).toBe("true")
+    await expect.poll(() => page.evaluate("document.activeElement?.id")).toBe(`subscription-endpoint-${endpoint.endpointId}`)
+    expect(posts).toEqual([])
+    expect(await seriousViolations(page)).toEqual([])
+    // Ticking one takes the message away; the creation then goes through.
+    await box.check()
+    await expect.poll(() => message.count()).toBe(0)
+    await page.getByRole("button", { name: "Create subscription" }).click()
+    await page.getByLabel("Ingest URL", { exact: true }).waitFor()
+    expect(posts.length).toBe(1)
     await page.close()
   })
 })

@@ -28,10 +28,12 @@ const splitIds = (text: string): ReadonlyArray<string> => text.split(/[\s,]+/).f
 
 /** Endpoints to pick from (unpinned keys can list them): those subscribed to the trigger first. */
 const EndpointChoice = (
-  { client, trigger, selected, onChange }: {
+  { client, trigger, selected, describedBy, onChange }: {
     readonly client: Client
     readonly trigger: string
     readonly selected: ReadonlyArray<string>
+    /** The id of the form's message about this field, while it shows one. */
+    readonly describedBy: string | undefined
     readonly onChange: (ids: ReadonlyArray<string>) => void
   }
 ) => {
@@ -39,7 +41,7 @@ const EndpointChoice = (
   const endpoints = useResource("subscription-endpoints", () => client.webhooks.list({ limit: 100 }))
   const matching = (endpoints.value?.webhooks ?? []).filter((endpoint) => acceptsTrigger(endpoint.events, trigger))
   return (
-    <fieldset class="endpoints">
+    <fieldset class="endpoints" aria-describedby={describedBy}>
       <legend>Webhook endpoints (1 to 20)</legend>
       {endpoints.problem === undefined ? null : <ErrorNotice problem={endpoints.problem} />}
       {endpoints.value === undefined ? null : matching.length === 0 ? (
@@ -89,15 +91,26 @@ const CreateSubscription = (
   const [pollSeconds, setPollSeconds] = useState("")
   const [busy, setBusy] = useState(false)
   const [problem, setProblem] = useState<Problem | undefined>(undefined)
+  // Said at the endpoints' fields, in the page, before the service's schema would say it.
+  const [noEndpoint, setNoEndpoint] = useState(false)
+  const form = useRef<HTMLFormElement>(null)
   const pinned = isPinned(me)
 
   return (
     <section aria-labelledby="create-subscription-title">
       <h2 id="create-subscription-title">Subscribe to a trigger</h2>
       <form
+        ref={form}
         onSubmit={(event) => {
           event.preventDefault()
           if (busy || trigger === undefined) return
+          if (picked.length === 0 && splitIds(typedIds).length === 0) {
+            setProblem(undefined)
+            setNoEndpoint(true)
+            // The focus goes to the first endpoint to tick, or to the ids field when none is listed.
+            form.current?.querySelector<HTMLInputElement>("fieldset.endpoints input, #subscription-endpoint-ids")?.focus()
+            return
+          }
           // A creation puts away the ingest URL shown (a polling one shows none), or replaces it
           // with its own: that asks first (LeaveGuard.tsx).
           whenReplacing(async () => {
@@ -134,6 +147,7 @@ const CreateSubscription = (
             setTriggerName(event.currentTarget.value)
             setValues({})
             setPicked([])
+            setNoEndpoint(false)
             // An error about the last trigger's form (its filters, its poll interval) goes with it.
             setProblem(undefined)
           }}
@@ -159,18 +173,34 @@ const CreateSubscription = (
           </>
         ) : null}
 
-        {pinned ? null : <EndpointChoice client={client} trigger={triggerName} selected={picked} onChange={setPicked} />}
+        {pinned ? null : (
+          <EndpointChoice
+            client={client}
+            trigger={triggerName}
+            selected={picked}
+            describedBy={noEndpoint ? "subscription-endpoints-error" : undefined}
+            onChange={(ids) => {
+              setPicked(ids)
+              setNoEndpoint(false)
+            }}
+          />
+        )}
         <label for="subscription-endpoint-ids">{pinned ? "Webhook endpoint ids" : "Other webhook endpoint ids (optional)"}</label>
         <input
           id="subscription-endpoint-ids"
           type="text"
           required={pinned}
           placeholder="whe_…, whe_…"
-          aria-describedby="subscription-endpoint-ids-hint"
+          aria-describedby={`subscription-endpoint-ids-hint${noEndpoint ? " subscription-endpoints-error" : ""}`}
+          aria-invalid={noEndpoint}
           value={typedIds}
-          onInput={(event) => setTypedIds(event.currentTarget.value)}
+          onInput={(event) => {
+            setTypedIds(event.currentTarget.value)
+            setNoEndpoint(false)
+          }}
         />
         <p id="subscription-endpoint-ids-hint" class="hint">Comma or space separated.</p>
+        {noEndpoint ? <p id="subscription-endpoints-error" class="field-error" role="alert">Pick at least one webhook endpoint.</p> : null}
 
         <FilterForm fields={fields} values={values} onChange={setValues} />
 
