@@ -105,6 +105,27 @@ describe("the executions list's filters", () => {
   })
 })
 
+describe("the executions list's user filter", () => {
+  it("takes a user id pasted with spaces around it, trimmed, as the other id fields do", async () => {
+    await api.executions.execute({ tool: "demo.echo", input: {}, userId: "user_trimmed" })
+    const page = await h.browser.context.newPage()
+    await signIn(page)
+    await page.getByRole("heading", { level: 1, name: "Executions" }).waitFor()
+    const field = page.getByLabel("User id")
+    await field.fill(" user_trimmed ")
+    expect(await field.evaluate((input: HTMLInputElement) => input.validationMessage)).toBe("")
+    await page.getByRole("button", { name: "Apply filters" }).click()
+    await expect.poll(() => new URL(page.url()).search).toBe("?userId=user_trimmed")
+    expect(await rows(page)).toEqual(["demo.echo succeeded"])
+    expect(await list(page).locator("tbody tr td:nth-child(4)").allTextContents()).toEqual(["user_trimmed"])
+    expect(await page.getByLabel("User id").inputValue()).toBe("user_trimmed")
+    // Spaces inside an id are still refused by the field.
+    await page.getByLabel("User id").fill("user trimmed")
+    expect(await page.getByLabel("User id").evaluate((input: HTMLInputElement) => input.validity.patternMismatch)).toBe(true)
+    await page.close()
+  })
+})
+
 describe("cancelling an execution", () => {
   it("cancels a running execution from its row: the row then shows cancelled, and the focus stays in it", async () => {
     const target = await sleeping("user_cancel_row")

@@ -148,7 +148,9 @@ const FilterBar = (
             type="text"
             value={userId}
             placeholder="all users"
-            pattern="[A-Za-z0-9_.\-]{1,64}"
+            // Spaces around an id (a pasted one) are let through and trimmed on applying, as the
+            // other id fields do; spaces inside one are not.
+            pattern="\s*[A-Za-z0-9_.\-]{1,64}\s*"
             title="Up to 64 letters, digits, underscores, dots and hyphens"
             onInput={(event) => setUserId(event.currentTarget.value)}
           />
