@@ -126,6 +126,23 @@ describe("the executions list's user filter", () => {
   })
 })
 
+describe("the executions list's refreshing", () => {
+  it("says it refreshes every 2 seconds while a row is pending or running, as trigger events and deliveries do, and stops saying so", async () => {
+    const target = await sleeping("user_refresh_note")
+    const page = await h.browser.context.newPage()
+    await signIn(page, "/dashboard/executions?userId=user_refresh_note")
+    const note = list(page).getByText(/^Refreshing every 2 seconds/)
+    await note.waitFor()
+    expect(await note.textContent()).toBe("Refreshing every 2 seconds while executions are pending or running.")
+    expect(await note.getAttribute("role")).toBe("status")
+    expect(await note.getAttribute("class")).toBe("muted")
+    await api.executions.cancel(target.executionId)
+    await expect.poll(() => note.count(), { timeout: 10_000 }).toBe(0)
+    await list(page).locator(`tr[data-execution-id="${target.executionId}"] .badge-cancelled`).waitFor()
+    await page.close()
+  })
+})
+
 describe("cancelling an execution", () => {
   it("cancels a running execution from its row: the row then shows cancelled, and the focus stays in it", async () => {
     const target = await sleeping("user_cancel_row")

@@ -16,6 +16,7 @@ import { PAGE_SIZE, useAction, usePaged } from "../data.ts"
 import { Button } from "../ui/Button.tsx"
 import { ErrorNotice } from "../ui/Feedback.tsx"
 import { ListState } from "../ui/ListState.tsx"
+import { Refreshing } from "../ui/Refreshing.tsx"
 import { formatTime, Time } from "../ui/Time.tsx"
 
 const unfinished = (delivery: WebhookDelivery) => delivery.status === "pending" || delivery.status === "delivering"
@@ -151,7 +152,7 @@ export const Deliveries = ({ client, endpointId, active }: { readonly client: Cl
         ? <Recover client={client} endpointId={endpointId} onRecovered={showNew} />
         : <p class="muted">This endpoint is inactive: activate it above to resend or recover its deliveries.</p>}
       <p role="status" aria-live="polite">{said}</p>
-      <p class="muted" role="status">{polling ? "Refreshing every 2 seconds while deliveries are in progress." : ""}</p>
+      <Refreshing polling={polling} while="deliveries are in progress" />
       <ListState paged={paged} what="deliveries" empty="No deliveries to this endpoint yet.">
         {(deliveries) => (
           <ol class="deliveries">

@@ -15,6 +15,7 @@ import { ErrorNotice, Loading } from "../ui/Feedback.tsx"
 import { Json } from "../ui/Json.tsx"
 import { Link } from "../ui/Link.tsx"
 import { ListState } from "../ui/ListState.tsx"
+import { Refreshing } from "../ui/Refreshing.tsx"
 import { TableScroll } from "../ui/TableScroll.tsx"
 import { Time } from "../ui/Time.tsx"
 
@@ -202,6 +203,7 @@ export const Executions = ({ client, me, filters }: { readonly client: Client; r
           <Button enabled={!paged.busy} onPress={paged.reload}>Refresh</Button>
         </div>
         <p role="status" aria-live="polite">{status}</p>
+        <Refreshing polling={paged.value?.items.some(running) === true} while="executions are pending or running" />
         <ListState paged={paged} what="executions" empty="No executions match.">
           {(executions) => (
             <TableScroll label="Executions, newest first">

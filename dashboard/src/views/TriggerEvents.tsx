@@ -13,6 +13,7 @@ import { Button } from "../ui/Button.tsx"
 import { Link } from "../ui/Link.tsx"
 import { PinnedNotice } from "../ui/Feedback.tsx"
 import { ListState } from "../ui/ListState.tsx"
+import { Refreshing } from "../ui/Refreshing.tsx"
 import { TableScroll } from "../ui/TableScroll.tsx"
 import { Time } from "../ui/Time.tsx"
 
@@ -103,7 +104,7 @@ const History = (
         <h2 id="trigger-events-title" ref={heading} tabIndex={-1}>Events</h2>
         <Button enabled={!paged.busy} onPress={paged.reload}>Refresh</Button>
       </div>
-      <p class="muted" role="status">{polling ? "Refreshing every 2 seconds while deliveries are in progress." : ""}</p>
+      <Refreshing polling={polling} while="deliveries are in progress" />
       <ListState paged={paged} what="trigger events" empty="No trigger events match.">
         {(events) => (
           <TableScroll label="Trigger events, newest first">
