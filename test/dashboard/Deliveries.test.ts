@@ -122,6 +122,9 @@ describe("resending and recovering deliveries", () => {
     await expect.poll(() => recoverRefusal.locator(".error-code").textContent(), { timeout: 10_000 }).toBe("invalid_input")
     expect(await recoverRefusal.textContent()).toContain("HTTP 409")
     expect(await recoverRefusal.locator(".error-message").textContent()).toMatch(/inactive/)
+    // The refusal goes once the time it was about changes.
+    await page.getByLabel("Failed since (your local time)").fill("2020-01-02T03:04")
+    await expect.poll(() => recoverRefusal.count()).toBe(0)
     await page.close()
 
     // Opened while inactive, the endpoint offers neither action and says why.

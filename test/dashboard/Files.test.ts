@@ -3,7 +3,7 @@
  * at once are all uploaded, one request after another, each listed with its result (the staged
  * file's id, or the service's code and message); and sizes read as people say them, "1 byte",
  * "N bytes", "1.5 KiB (1,536 bytes)", wherever a size is shown (uploads, the list, metadata, a
- * refusal's message).
+ * refusal's message); a look-up's error goes once the file id is changed or cleared.
  */
 import type { Page } from "playwright-core"
 import { describe, expect, it } from "vitest"
@@ -133,6 +133,34 @@ describe("the files view", () => {
     await page.getByRole("button", { name: "Show metadata" }).click()
     await page.getByRole("region", { name: "Look up a file" }).getByRole("definition").getByText("1.5 KiB (1,536 bytes)", { exact: true }).waitFor()
     expect(await page.locator("main").textContent()).not.toMatch(/\d B\b|1 bytes/)
+    await page.close()
+  })
+})
+
+describe("looking up a file", () => {
+  it("takes a shown error (and its request id) away once the file id changes, and when it is cleared and the press refused", async () => {
+    const page = await h.browser.context.newPage()
+    await signIn(page)
+    const lookup = page.getByRole("region", { name: "Look up a file" })
+    const field = page.getByLabel("File id")
+    const show = page.getByRole("button", { name: "Show metadata" })
+    await field.fill("file_doesnotexist")
+    await show.click()
+    await expect.poll(() => lookup.getByRole("alert").locator(".error-code").textContent(), { timeout: 10_000 }).toBe("not_found")
+    expect(await lookup.getByRole("alert").textContent()).toContain("Request id")
+    // Cleared, then pressed: the browser refuses the empty field, and the old error is gone.
+    await field.fill("")
+    await expect.poll(() => lookup.getByRole("alert").count()).toBe(0)
+    await show.click()
+    expect(await lookup.getByRole("alert").count()).toBe(0)
+    expect(await lookup.textContent()).not.toContain("Request id")
+    // Another id typed after an error: the error goes as the id changes.
+    await field.fill("file_doesnotexist")
+    await show.click()
+    await lookup.getByRole("alert").waitFor()
+    await field.press("End")
+    await field.press("Backspace")
+    await expect.poll(() => lookup.getByRole("alert").count()).toBe(0)
     await page.close()
   })
 })

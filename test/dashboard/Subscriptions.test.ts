@@ -1,12 +1,13 @@
 /**
  * The subscriptions view in headless Chromium against the real service: the catalog's
  * descriptions (the trigger's hint, a filter's hint) show their `code` spans as code elements;
- * a creation naming no webhook endpoint is refused in the form, with the field's own message.
+ * a creation naming no webhook endpoint is refused in the form, with the field's own message;
+ * the service's refusal goes once a field of the form changes.
  */
 import type { Page } from "playwright-core"
 import { describe, expect, it } from "vitest"
 import { KEY } from "../support/Service.ts"
-import { seriousViolations, signIn as signInAt } from "./Browser.ts"
+import { envelope, seriousViolations, signIn as signInAt } from "./Browser.ts"
 import { dashboardHarness } from "./Harness.ts"
 
 const h = await dashboardHarness()
@@ -71,6 +72,34 @@ describe("the subscription form's endpoints", () => {
     await page.getByRole("button", { name: "Create subscription" }).click()
     await page.getByLabel("Ingest URL", { exact: true }).waitFor()
     expect(posts.length).toBe(1)
+    await page.close()
+  })
+})
+
+describe("the subscription form's error", () => {
+  it("goes once a field of the form changes", async () => {
+    const page = await h.browser.context.newPage()
+    await page.route("**/v1/subscriptions", (route) =>
+      route.request().method() === "POST" ? envelope(422, "invalid_input", "userId is not a user of this project.", false)(route) : route.continue())
+    await signIn(page, "/dashboard/subscriptions")
+    await page.getByLabel("Trigger", { exact: true }).selectOption("demo.event")
+    await page.getByLabel("User id").fill("user_stale")
+    await page.getByLabel("Other webhook endpoint ids (optional)").fill("whe_stale")
+    await page.getByRole("button", { name: "Create subscription" }).click()
+    const create = page.getByRole("region", { name: "Subscribe to a trigger" })
+    await create.getByRole("alert").getByText("userId is not a user of this project.").waitFor()
+    await page.getByLabel("User id").fill("user_other")
+    await expect.poll(() => create.getByRole("alert").count()).toBe(0)
+    // A filter typed, or another trigger chosen, while an error shows takes it away; the choice is kept.
+    await page.getByRole("button", { name: "Create subscription" }).click()
+    await create.getByRole("alert").waitFor()
+    await page.getByLabel("type (optional)").fill("x")
+    await expect.poll(() => create.getByRole("alert").count()).toBe(0)
+    await page.getByRole("button", { name: "Create subscription" }).click()
+    await create.getByRole("alert").waitFor()
+    await page.getByLabel("Trigger", { exact: true }).selectOption("github.issue_opened")
+    await expect.poll(() => create.getByRole("alert").count()).toBe(0)
+    expect(await page.getByLabel("Trigger", { exact: true }).inputValue()).toBe("github.issue_opened")
     await page.close()
   })
 })

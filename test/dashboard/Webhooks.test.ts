@@ -1,7 +1,8 @@
 /**
  * The webhook endpoint views in headless Chromium against the real service: the event picker
  * shows the catalog's descriptions with their `code` spans as code, not as backticks; a button
- * that cannot act says why beside it (no event picked, nothing changed).
+ * that cannot act says why beside it (no event picked, nothing changed); a form's error goes once
+ * its fields change.
  */
 import type { Page } from "playwright-core"
 import { describe, expect, it } from "vitest"
@@ -78,6 +79,35 @@ describe("a button that cannot act", () => {
     const create = page.getByRole("region", { name: "Add an endpoint" })
     await create.getByLabel("execution.completed").uncheck()
     await expect.poll(() => whyOf(page, "Create endpoint")).toEqual({ disabled: "true", why: "Pick at least one event.", live: "polite" })
+    await page.close()
+  })
+})
+
+describe("an endpoint form's error", () => {
+  it("goes once a field of its form changes: creating, and saving an endpoint's changes", async () => {
+    const endpoint = await api.webhooks.create({ url: "https://example.com/stale", events: ["execution.completed"] })
+    const page = await h.browser.context.newPage()
+    await signIn(page, "/dashboard/webhooks")
+    const create = page.getByRole("region", { name: "Add an endpoint" })
+    // A private address, which this service refuses to deliver to.
+    await create.getByLabel("HTTPS URL").fill("https://127.0.0.1/refused")
+    await page.getByRole("button", { name: "Create endpoint" }).click()
+    await create.getByRole("alert").waitFor()
+    await create.getByLabel("HTTPS URL").fill("")
+    await expect.poll(() => create.getByRole("alert").count()).toBe(0)
+    await create.getByLabel("HTTPS URL").fill("https://127.0.0.1/refused")
+    await page.getByRole("button", { name: "Create endpoint" }).click()
+    await create.getByRole("alert").waitFor()
+    await create.getByLabel("execution.failed").check()
+    await expect.poll(() => create.getByRole("alert").count()).toBe(0)
+
+    await page.goto(url(`/dashboard/webhooks/${endpoint.endpointId}`))
+    const edit = page.getByRole("region", { name: "Edit" })
+    await edit.getByLabel("HTTPS URL").fill("https://127.0.0.1/refused")
+    await edit.getByRole("button", { name: "Save changes" }).click()
+    await edit.getByRole("alert").waitFor()
+    await edit.getByLabel("HTTPS URL").fill("https://127.0.0.1/refused-too")
+    await expect.poll(() => edit.getByRole("alert").count()).toBe(0)
     await page.close()
   })
 })

@@ -35,3 +35,22 @@ export const PinnedNotice = ({ what, userId }: { readonly what: string; readonly
     </p>
   </div>
 )
+
+/** A field whose change is whole at `change` (a tick, a choice); text-like fields change at each `input`. */
+const isChoice = (target: EventTarget | null): boolean =>
+  target instanceof HTMLSelectElement || (target instanceof HTMLInputElement && (target.type === "checkbox" || target.type === "radio"))
+
+/**
+ * A form's handlers that take its shown error away once one of its fields changes: the error is
+ * about what was sent (or refused in the page), not what the form now holds. A tick or a choice
+ * drops it at `change`, after the field's own handler, since a render between its `input` and
+ * `change` would undo a controlled checkbox's or select's new state.
+ */
+export const dropErrorOnEdit = (drop: () => void) => ({
+  onInput: (event: Event) => {
+    if (!isChoice(event.target)) drop()
+  },
+  onChange: (event: Event) => {
+    if (isChoice(event.target)) drop()
+  }
+})

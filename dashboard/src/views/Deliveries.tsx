@@ -14,7 +14,7 @@ import type { WebhookDelivery } from "../../../client/index.ts"
 import { type Client, type Problem, toProblem } from "../api.ts"
 import { PAGE_SIZE, useAction, usePaged } from "../data.ts"
 import { Button } from "../ui/Button.tsx"
-import { ErrorNotice } from "../ui/Feedback.tsx"
+import { dropErrorOnEdit, ErrorNotice } from "../ui/Feedback.tsx"
 import { ListState } from "../ui/ListState.tsx"
 import { Refreshing } from "../ui/Refreshing.tsx"
 import { formatTime, Time } from "../ui/Time.tsx"
@@ -95,6 +95,7 @@ const Recover = ({ client, endpointId, onRecovered }: { readonly client: Client;
       <form
         class="inline"
         aria-label="Recover failed deliveries"
+        {...dropErrorOnEdit(() => setProblem(undefined))}
         onSubmit={async (event) => {
           event.preventDefault()
           if (busy) return

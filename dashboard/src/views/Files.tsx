@@ -9,7 +9,7 @@ import type { FileMetadata } from "../../../client/index.ts"
 import { type Client, isPinned, type Me, type Problem, toProblem } from "../api.ts"
 import { PAGE_SIZE, usePaged, useResource } from "../data.ts"
 import { Button } from "../ui/Button.tsx"
-import { ErrorNotice, Loading, PinnedNotice } from "../ui/Feedback.tsx"
+import { dropErrorOnEdit, ErrorNotice, Loading, PinnedNotice } from "../ui/Feedback.tsx"
 import { ListState } from "../ui/ListState.tsx"
 import { formatSize } from "../ui/Size.ts"
 import { TableScroll } from "../ui/TableScroll.tsx"
@@ -50,6 +50,8 @@ const Lookup = ({ client }: { readonly client: Client }) => {
       <h2 id="lookup-title">Look up a file</h2>
       <form
         class="inline"
+        // An error is about the id it was shown for: it goes once the id changes (a metadata shown stays).
+        {...dropErrorOnEdit(() => setResult((shown) => (shown?.problem === undefined ? shown : undefined)))}
         onSubmit={async (event) => {
           event.preventDefault()
           const id = fileId.trim()

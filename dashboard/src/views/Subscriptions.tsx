@@ -13,7 +13,7 @@ import { filterFields, filtersFrom, type FilterValues } from "../filterSchema.ts
 import { Button } from "../ui/Button.tsx"
 import { CodeText } from "../ui/CodeText.tsx"
 import { Confirm } from "../ui/Confirm.tsx"
-import { ErrorNotice } from "../ui/Feedback.tsx"
+import { dropErrorOnEdit, ErrorNotice } from "../ui/Feedback.tsx"
 import { whenReplacing } from "../ui/LeaveGuard.tsx"
 import { Link } from "../ui/Link.tsx"
 import { ListState } from "../ui/ListState.tsx"
@@ -101,6 +101,7 @@ const CreateSubscription = (
       <h2 id="create-subscription-title">Subscribe to a trigger</h2>
       <form
         ref={form}
+        {...dropErrorOnEdit(() => setProblem(undefined))}
         onSubmit={(event) => {
           event.preventDefault()
           if (busy || trigger === undefined) return

@@ -10,7 +10,7 @@ import { useAction, useResource } from "../data.ts"
 import { navigate } from "../router.ts"
 import { Button } from "../ui/Button.tsx"
 import { Confirm } from "../ui/Confirm.tsx"
-import { ErrorNotice, Loading, PinnedNotice } from "../ui/Feedback.tsx"
+import { dropErrorOnEdit, ErrorNotice, Loading, PinnedNotice } from "../ui/Feedback.tsx"
 import { whenReplacing } from "../ui/LeaveGuard.tsx"
 import { Link } from "../ui/Link.tsx"
 import { sayOutcome } from "../ui/Outcome.tsx"
@@ -39,6 +39,7 @@ const EditEndpoint = (
     <section aria-labelledby="edit-title">
       <h2 id="edit-title">Edit</h2>
       <form
+        {...dropErrorOnEdit(() => setProblem(undefined))}
         onSubmit={async (event) => {
           event.preventDefault()
           if (busy || !changed || events.length === 0) return

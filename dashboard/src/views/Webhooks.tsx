@@ -7,7 +7,7 @@ import type { CreatedWebhookEndpoint } from "../../../client/index.ts"
 import { type Client, isPinned, type Me, type Problem, toProblem } from "../api.ts"
 import { PAGE_SIZE, usePaged } from "../data.ts"
 import { Button } from "../ui/Button.tsx"
-import { ErrorNotice, PinnedNotice } from "../ui/Feedback.tsx"
+import { dropErrorOnEdit, ErrorNotice, PinnedNotice } from "../ui/Feedback.tsx"
 import { Link } from "../ui/Link.tsx"
 import { whenReplacing } from "../ui/LeaveGuard.tsx"
 import { ListState } from "../ui/ListState.tsx"
@@ -26,6 +26,7 @@ const CreateEndpoint = ({ client, onCreated }: { readonly client: Client; readon
     <section aria-labelledby="create-endpoint-title">
       <h2 id="create-endpoint-title">Add an endpoint</h2>
       <form
+        {...dropErrorOnEdit(() => setProblem(undefined))}
         onSubmit={(event) => {
           event.preventDefault()
           if (busy || events.length === 0) return
