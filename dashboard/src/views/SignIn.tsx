@@ -6,7 +6,7 @@
 import { useEffect, useRef, useState } from "preact/hooks"
 import { type Client, clientFor, type Me, type Problem, toProblem } from "../api.ts"
 import { Button } from "../ui/Button.tsx"
-import { ErrorNotice } from "../ui/Feedback.tsx"
+import { dropErrorOnEdit, ErrorNotice } from "../ui/Feedback.tsx"
 
 export const SignIn = (
   { onSignedIn, initialProblem }: { readonly onSignedIn: (client: Client, me: Me, key: string) => void; readonly initialProblem?: Problem | undefined }
@@ -52,7 +52,12 @@ export const SignIn = (
         Paste a project API key. It stays in this tab's session storage only, and is sent to this service in the
         Authorization header; closing the tab forgets it.
       </p>
-      <form onSubmit={submit} aria-describedby={problem === undefined ? undefined : "sign-in-error"}>
+      <form
+        onSubmit={submit}
+        // A refusal is about the key it was shown for: it goes once the key changes.
+        {...dropErrorOnEdit(() => setProblem(undefined))}
+        aria-describedby={problem === undefined ? undefined : "sign-in-error"}
+      >
         <label for="api-key">API key</label>
         <input
           id="api-key"
