@@ -1,7 +1,7 @@
 /**
  * A catalog description as text, with its Markdown `code` spans as code elements: the text is
- * split on backticks and each part becomes a text node or a `<code>`, so nothing in it is read as
- * markup (no innerHTML). A backtick without its pair stays as written.
+ * split on backticks and each part becomes a text node or a `<code>`, so nothing in it is parsed
+ * as markup. A backtick without its pair stays as written.
  */
 /** The parts of `text`: even indexes plain, odd ones code. An unpaired last backtick stays as text. */
 export const codeParts = (text: string): ReadonlyArray<string> => {
