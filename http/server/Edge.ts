@@ -257,11 +257,10 @@ export const makeEdge = (options: EdgeOptions) => {
      */
     const refuseRoute = (failure: EdgeFailure) => {
       if (request.headers["authorization"] === undefined || !options.authenticate(path)) return Effect.succeed(refuse(failure))
-      const quick = options.gate.quick(request)
-      const verdict = quick !== undefined ? Effect.succeed(quick) : Effect.map(Effect.exit(options.gate.check(request)), (checked) => checked._tag === "Success" ? checked.value : undefined)
-      return Effect.flatMap(verdict, (judged) => {
-        if (judged?._tag !== "Allowed") return Effect.succeed(refuse(failure))
-        meta.verifiedKey = judged.principal
+      // `check` takes the quick verdict when there is one; a store that fails leaves the refusal as is.
+      return Effect.flatMap(Effect.exit(options.gate.check(request)), (checked) => {
+        if (checked._tag === "Failure" || checked.value._tag !== "Allowed") return Effect.succeed(refuse(failure))
+        meta.verifiedKey = checked.value.principal
         return Effect.map(takeToken(failure, false), refuse)
       })
     }
