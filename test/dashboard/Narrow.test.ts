@@ -61,3 +61,25 @@ describe("the dashboard at 375 px", () => {
     await page.close()
   })
 })
+
+describe("the dashboard at 1280 px", () => {
+  it("shows a trigger event's whole row without scrolling its table sideways", async () => {
+    const endpoint = await api.webhooks.create({ url: "https://example.com/wide-events", events: ["trigger.*"] })
+    const pushed = await api.subscriptions.create({ trigger: "demo.event", userId: "user_wide_events", webhookEndpointIds: [endpoint.endpointId] })
+    const ingested = await fetch(url(new URL(pushed.ingestUrl ?? "").pathname), {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ type: "event_callback", event_id: "Ev_wide_events", event_time: Math.floor(Date.now() / 1000), event: { type: "wide" } })
+    })
+    expect(ingested.status).toBe(202)
+    const page = await h.browser.context.newPage()
+    await page.setViewportSize({ width: 1280, height: 800 })
+    await signIn(page, `/dashboard/trigger-events?subscriptionId=${pushed.subscriptionId}`)
+    await page.locator("table tbody tr").first().waitFor()
+    await settled(page)
+    const region = page.getByRole("region", { name: "Trigger events, newest first" })
+    const widths = await region.evaluate((box) => ({ content: box.scrollWidth, shown: box.clientWidth }))
+    expect(widths.content, JSON.stringify(widths)).toBeLessThanOrEqual(widths.shown)
+    await page.close()
+  })
+})

@@ -63,12 +63,14 @@ const FilterBar = ({ filters, onApply }: { readonly filters: Filters; readonly o
   )
 }
 
-/** Links like the other lists': to the subscription's page, and to each endpoint's page, which holds its deliveries. */
+/**
+ * Links like the other lists': to the subscription's page, and to each endpoint's page, which holds its deliveries.
+ * The long ids share cells (the subscription under the event, a delivery under its endpoint), so a row fits 1280 px.
+ */
 const EventRow = ({ event }: { readonly event: TriggerEvent }) => (
   <tr data-arrival-id={event.arrivalId}>
     <td><Time iso={event.receivedAt} /></td>
     <td><code>{event.trigger}</code><div class="muted">{event.deliveryMode}</div></td>
-    <td><Link to={{ view: "subscription", subscriptionId: event.subscriptionId }}><code>{event.subscriptionId}</code></Link></td>
     <td>{event.dedupStatus}</td>
     <td><span class={`badge badge-${event.deliveryStatus}`}>{event.deliveryStatus}</span></td>
     <td>
@@ -76,13 +78,18 @@ const EventRow = ({ event }: { readonly event: TriggerEvent }) => (
         <ul class="targets">
           {event.deliveryTargets.map((target) => (
             <li key={target.deliveryId}>
-              <Link to={{ view: "webhook", endpointId: target.endpointId }}><code>{target.endpointId}</code></Link>: {target.status} <span class="muted">(<code>{target.deliveryId}</code>)</span>
+              <Link to={{ view: "webhook", endpointId: target.endpointId }}><code>{target.endpointId}</code></Link>: {target.status}
+              <div class="muted">delivery <code>{target.deliveryId}</code></div>
             </li>
           ))}
         </ul>
       )}
     </td>
-    <td><code>{event.eventId}</code><div class="muted">occurred <Time iso={event.occurredAt} /></div></td>
+    <td>
+      <code>{event.eventId}</code>
+      <div>from <Link to={{ view: "subscription", subscriptionId: event.subscriptionId }}><code>{event.subscriptionId}</code></Link></div>
+      <div class="muted">occurred <Time iso={event.occurredAt} /></div>
+    </td>
   </tr>
 )
 
@@ -114,11 +121,10 @@ const History = (
                 <tr>
                   <th scope="col">Received</th>
                   <th scope="col">Trigger</th>
-                  <th scope="col">Subscription</th>
                   <th scope="col">Dedup</th>
                   <th scope="col">Delivery</th>
                   <th scope="col">Targets</th>
-                  <th scope="col">Event</th>
+                  <th scope="col">Event and subscription</th>
                 </tr>
               </thead>
               <tbody>{events.map((event) => <EventRow key={event.arrivalId} event={event} />)}</tbody>
