@@ -82,4 +82,27 @@ describe("the dashboard at 1280 px", () => {
     expect(widths.content, JSON.stringify(widths)).toBeLessThanOrEqual(widths.shown)
     await page.close()
   })
+
+  it("shows every list's rows whole, with long ids and a 64-character user id", async () => {
+    const endpoint = await api.webhooks.create({ url: "https://example.com/wide-lists", events: ["execution.completed", "trigger.*"] })
+    await api.subscriptions.create({ trigger: "demo.event", userId: LONG_USER, webhookEndpointIds: [endpoint.endpointId] })
+    await api.executions.execute({ tool: "demo.echo", input: {}, userId: LONG_USER })
+    await api.files.create({ name: "a-staged-file-with-a-rather-long-name-for-the-list.txt", content: new TextEncoder().encode("w") })
+    const page = await h.browser.context.newPage()
+    await page.setViewportSize({ width: 1280, height: 800 })
+    await signIn(page, "/dashboard/executions")
+    for (const [path, name] of [
+      ["/dashboard/executions", "Executions, newest first"],
+      ["/dashboard/subscriptions", "Trigger subscriptions, newest first"],
+      ["/dashboard/webhooks", "Webhook endpoints"],
+      ["/dashboard/files", "Staged files, newest first"]
+    ] as const) {
+      await page.goto(url(path))
+      await page.locator("table tbody tr").first().waitFor()
+      await settled(page)
+      const widths = await page.getByRole("region", { name }).evaluate((box) => ({ content: box.scrollWidth, shown: box.clientWidth }))
+      expect(widths.content, `${path} ${JSON.stringify(widths)}`).toBeLessThanOrEqual(widths.shown)
+    }
+    await page.close()
+  })
 })

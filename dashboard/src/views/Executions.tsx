@@ -85,7 +85,7 @@ const ExecutionRow = (
       <td><Link to={{ view: "execution", executionId: id, from: filters }}>{id}</Link></td>
       <td><code>{execution.tool}</code></td>
       <td><span class={`badge badge-${execution.status}`}>{execution.status}</span></td>
-      <td>{execution.userId}</td>
+      <td class="user-id">{execution.userId}</td>
       <td><Time iso={execution.createdAt} /></td>
       <td>{"latencyMs" in execution ? `${execution.latencyMs} ms` : "—"}</td>
       <td>

@@ -250,7 +250,7 @@ const Row = (
         <div><Link to={{ view: "trigger-events", subscriptionId: id }}>Events</Link></div>
       </td>
       <td><code>{subscription.trigger}</code></td>
-      <td>{subscription.userId}</td>
+      <td class="user-id">{subscription.userId}</td>
       <td>
         {subscription.webhookEndpointIds.map((endpointId) => (
           <div key={endpointId}><Link to={{ view: "webhook", endpointId }}><code>{endpointId}</code></Link></div>
