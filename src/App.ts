@@ -50,6 +50,9 @@ const ListenLog = Layer.effectDiscard(
   HttpServer.addressFormattedWith((address) => Effect.logInfo(`listening on ${address}`))
 )
 
-export const AppLive = Layer.mergeAll(ListenLog.pipe(Layer.provideMerge(HttpServerLive)), DevKey.layer).pipe(
+/** The development key's line comes before the listening line, as the README shows them. */
+export const AppLive = ListenLog.pipe(
+  Layer.provide(DevKey.layer),
+  Layer.provideMerge(HttpServerLive),
   Layer.provideMerge(FeaturesLive)
 )

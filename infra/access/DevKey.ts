@@ -2,8 +2,11 @@
  * The development key (decisions.md section 1): in memory mode with no configured key, start-up
  * creates one unpinned key for project `proj_dev` and prints it once, so that `npm start` is
  * usable at once. Such a service listens on loopback unless SERVICE_HOST says otherwise.
+ * The key is made and shown once the server listens (it asks for the HttpServer), so a start-up
+ * that fails, on a busy port say, hands out no key for a service that never ran.
  */
 import { Effect, Layer, Redacted } from "effect"
+import { HttpServer } from "effect/http"
 import { isDurable } from "../eventlog/Database.ts"
 import { bootstrapKeys } from "./AccessSettings.ts"
 import { ApiKeys } from "./ApiKeys.ts"
@@ -15,6 +18,7 @@ export const devKeyWanted = Effect.gen(function*() {
 
 export const layer = Layer.effectDiscard(
   Effect.gen(function*() {
+    yield* HttpServer.HttpServer
     if (!(yield* devKeyWanted)) return
     const keys = yield* ApiKeys
     const { key } = yield* Effect.orDie(keys.create({ projectId: "proj_dev" }))

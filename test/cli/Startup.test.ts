@@ -75,6 +75,20 @@ describe("start-up failures", () => {
       await new Promise((resolve) => blocker.close(resolve))
     }
   })
+
+  it("a port already in use hands out no development key for a service that never started", async () => {
+    const blocker: Server = createServer()
+    const port = await freePort()
+    await new Promise<void>((resolve) => blocker.listen(port, "127.0.0.1", resolve))
+    try {
+      const run = await serve({ SERVICE_PORT: String(port), SERVICE_API_KEYS: "" })
+      oneLine(run, "SERVICE_PORT", `port ${port}`, "already in use")
+      expect(run.stdout).not.toContain("Development API key")
+      expect(run.stdout).not.toMatch(/sk_[A-Za-z0-9]{20}/)
+    } finally {
+      await new Promise((resolve) => blocker.close(resolve))
+    }
+  })
 })
 
 describe.skipIf(!postgresAvailable)("start-up failures on Postgres", () => {
