@@ -1,9 +1,11 @@
 /**
  * Trigger payloads, kept in this process only (spec, "Delivery rules" 9; decisions.md section 5):
  * never written to the database, held while their deliveries may still need them, and bounded
- * in bytes (SERVICE_TRIGGER_PAYLOAD_CACHE_BYTES, 256 MiB by default): the least recently used go
- * first, and anything older than the whole retry schedule goes anyway. A delivery whose payload is
- * gone, after a restart or an eviction, fails with `payload_unavailable`.
+ * in bytes (SERVICE_TRIGGER_PAYLOAD_CACHE_BYTES, 256 MiB by default): when full, the least recently
+ * used payload of the project holding the most goes first, so one project's flood evicts its own
+ * payloads and never those of a project holding less; anything older than the whole retry schedule
+ * goes anyway. A delivery whose payload is gone, after a restart or an eviction, fails with
+ * `payload_unavailable`.
  *
  * Each entry is the webhook event the payload's deliveries send, keyed by its eventId.
  */
@@ -48,7 +50,8 @@ export const makePayloads = (maxBytes: number): TriggerPayloadsShape => {
   const cache = new BoundedCache<string, { readonly event: WebhookEvent; readonly bytes: number }>({
     maxWeight: maxBytes,
     weigh: (entry) => entry.bytes,
-    ttlMs: PAYLOAD_TTL_MS
+    ttlMs: PAYLOAD_TTL_MS,
+    groupOf: (entry) => entry.event.projectId
   })
   const mine = new Set<string>()
   let alive: ReadonlySet<string> = new Set()

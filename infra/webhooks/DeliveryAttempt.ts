@@ -5,8 +5,10 @@
  *
  * Envelopes of queued deliveries are kept in memory, serialized, so that a lane need not re-read
  * their source and fans of one event share nothing but the text. The cache is bounded in bytes
- * (one envelope may carry a 1 MiB execution output), and only a shortcut: a lane rebuilds any
- * envelope it has lost from the log.
+ * (one envelope may carry a 1 MiB execution output) and shared fairly between projects (when full,
+ * the project holding the most loses its least recently used), and only a shortcut: a lane
+ * rebuilds any envelope it has lost from the log, or, for a trigger event, from the payloads
+ * this process keeps (TriggerPayloads.ts), which are shared the same way.
  */
 import { Clock, Effect } from "effect"
 import { createSecretKey, type KeyObject } from "node:crypto"
@@ -26,11 +28,12 @@ export const ENVELOPE_CACHE_CHARS = 32 * 1024 * 1024
 
 export interface Envelope {
   readonly eventId: string
+  readonly projectId: string
   /** The request body: the envelope as JSON text, signed as sent. */
   readonly body: string
 }
 
-export const envelopeFor = (event: WebhookEvent): Envelope => ({ eventId: event.eventId, body: JSON.stringify(envelopeOf(event)) })
+export const envelopeFor = (event: WebhookEvent): Envelope => ({ eventId: event.eventId, projectId: event.projectId, body: JSON.stringify(envelopeOf(event)) })
 
 export interface AttemptResult {
   readonly startedAt: number
@@ -43,7 +46,11 @@ export const makeDeliveryAttempts = (deps: {
   readonly http: OutboundHttp["Service"]
   readonly timeoutMs: number
 }) => {
-  const envelopes = new BoundedCache<string, Envelope>({ maxWeight: ENVELOPE_CACHE_CHARS, weigh: (envelope) => envelope.body.length })
+  const envelopes = new BoundedCache<string, Envelope>({
+    maxWeight: ENVELOPE_CACHE_CHARS,
+    weigh: (envelope) => envelope.body.length,
+    groupOf: (envelope) => envelope.projectId
+  })
 
   // Opening a sealed secret and preparing an HMAC key cost more than the signature itself; a
   // rotation seals a new value, so caching by sealed text never serves an old secret.

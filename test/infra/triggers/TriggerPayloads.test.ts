@@ -46,3 +46,16 @@ describe("trigger payloads: where an event's payload is", () => {
     expect(payloads.locate(event.eventId, "run_peer", ADMITTED_AT)).toBeUndefined()
   })
 })
+
+describe("trigger payloads: a full cache", () => {
+  it("makes room from the project flooding it, and keeps a quieter project's payload for its retries", () => {
+    const payloads = makePayloads(256 * 1024)
+    const quiet = { ...event, eventId: "evt_trigger_quiet", projectId: "proj_quiet", data: { text: "q".repeat(10_000) } }
+    payloads.set(quiet)
+    for (let i = 0; i < 200; i++) payloads.set({ ...event, eventId: `evt_trigger_flood_${i}`, projectId: "proj_flood", data: { text: "f".repeat(10_000) } })
+    expect(payloads.get(quiet.eventId)).toEqual(quiet)
+    expect(payloads.get("evt_trigger_flood_199")).toBeDefined()
+    expect(payloads.get("evt_trigger_flood_0")).toBeUndefined()
+    expect(payloads.bytes()).toBeLessThanOrEqual(256 * 1024)
+  })
+})
