@@ -70,13 +70,16 @@ export type PollOutcome =
 /**
  * Milliseconds until the next poll, and the count of consecutive back-offs after this one: the
  * cadence, or the provider's wait (Retry-After, X-RateLimit-Reset), or else a doubling from twice
- * the cadence up to 15 minutes.
+ * the cadence up to 15 minutes. A back-off is never sooner than the cadence: a wait of 0 or a
+ * reset already past (a stale header, a skewed clock) must not turn a refusal into faster polling.
  */
 export const nextPoll = (outcome: PollOutcome, intervalMs: number, failures: number): { readonly delayMs: number; readonly failures: number } => {
   if (outcome.kind !== "backoff") return { delayMs: intervalMs, failures: 0 }
   const count = failures + 1
-  if (outcome.waitMs !== undefined) return { delayMs: Math.min(MAX_PROVIDER_WAIT_MS, Math.max(outcome.waitMs, 1_000)), failures: count }
-  return { delayMs: Math.min(MAX_BACKOFF_MS, intervalMs * 2 ** Math.min(count, 20)), failures: count }
+  const wait = outcome.waitMs !== undefined
+    ? Math.min(MAX_PROVIDER_WAIT_MS, outcome.waitMs)
+    : Math.min(MAX_BACKOFF_MS, intervalMs * 2 ** Math.min(count, 20))
+  return { delayMs: Math.max(intervalMs, wait), failures: count }
 }
 
 /** The `rel="next"` URL of a Link header (RFC 8288), if any. */

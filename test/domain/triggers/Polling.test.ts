@@ -37,7 +37,17 @@ describe("polling policy", () => {
     expect(nextPoll({ kind: "backoff" }, 60_000, 0)).toEqual({ delayMs: 120_000, failures: 1 })
     expect(nextPoll({ kind: "backoff" }, 60_000, 1)).toEqual({ delayMs: 240_000, failures: 2 })
     expect(nextPoll({ kind: "backoff" }, 60_000, 9)).toEqual({ delayMs: MAX_BACKOFF_MS, failures: 10 })
-    expect(nextPoll({ kind: "backoff", waitMs: 7_000 }, 60_000, 0)).toEqual({ delayMs: 7_000, failures: 1 })
+    expect(nextPoll({ kind: "backoff", waitMs: 7_000 }, 2_000, 0)).toEqual({ delayMs: 7_000, failures: 1 })
+    expect(nextPoll({ kind: "backoff", waitMs: 120_000 }, 60_000, 0)).toEqual({ delayMs: 120_000, failures: 1 })
+  })
+
+  it("never polls sooner than the cadence after a refusal (a back-off is never faster than no trouble)", () => {
+    // Retry-After: 0, or an X-RateLimit-Reset already past: the outside audit saw a 60 s
+    // subscription poll every second for as long as GitHub answered so.
+    expect(nextPoll({ kind: "backoff", waitMs: 0 }, 60_000, 0)).toEqual({ delayMs: 60_000, failures: 1 })
+    expect(nextPoll({ kind: "backoff", waitMs: 7_000 }, 60_000, 4)).toEqual({ delayMs: 60_000, failures: 5 })
+    // A cadence longer than the doubling's ceiling keeps its cadence.
+    expect(nextPoll({ kind: "backoff" }, 3_600_000, 0)).toEqual({ delayMs: 3_600_000, failures: 1 })
   })
 
   it("reads the next page from a Link header", () => {
