@@ -313,8 +313,9 @@ const INGEST_PATH: Json = {
           }
         }
       },
-      // A body that is not JSON is 422 here, like any other body ingest refuses (decisions.md section 5).
-      ...Object.fromEntries([404, 405, 408, 413, 415, 422, 431, 500, 503].map((status) => [status, errorResponse(status)]))
+      // A body that is not JSON is 422 here, whatever its Content-Type, like any other body ingest
+      // refuses (decisions.md section 5): never 415.
+      ...Object.fromEntries([404, 405, 408, 413, 422, 431, 500, 503].map((status) => [status, errorResponse(status)]))
     }
   }
 }

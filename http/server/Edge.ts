@@ -306,8 +306,13 @@ export const makeEdge = (options: EdgeOptions) => {
 
     /** What the headers say about the body, then the body itself, and only then the API. */
     const readBody = (limit: number) => Effect.gen(function*() {
-      if (!isJson(request.headers["content-type"])) return refuseUnread(yield* counted(unsupportedMediaType()))
-      if (isEncoded(request.headers["content-encoding"])) return refuseUnread(yield* counted(unsupportedMediaType("The request body must not be content-encoded.")))
+      // A provider's callback (a route with its own credential) is read as JSON whatever it is
+      // labelled: there a body that is not JSON is 422 once the credential holds (decisions.md
+      // section 5), never 415.
+      if (!route.ownCredential) {
+        if (!isJson(request.headers["content-type"])) return refuseUnread(yield* counted(unsupportedMediaType()))
+        if (isEncoded(request.headers["content-encoding"])) return refuseUnread(yield* counted(unsupportedMediaType("The request body must not be content-encoded.")))
+      }
       if (contentLength !== undefined && Number(contentLength) > limit) return refuseUnread(yield* counted(bodyTooLarge(limit)))
       const body = yield* readLimited(request, limit)
       if (body === undefined) return refuse(yield* counted(bodyTooLarge(limit)))

@@ -176,11 +176,12 @@ const checkAnswer = (req: FuzzRequest, answer: Answer) => {
   ) {
     expect(answer.status, context).toBe(422)
   }
-  // Only application/json bodies: the API would refuse `+json` and other types in plain text.
-  if (bodyPresent && !jsonType && declared.some(serves) && parsable && judged && !outOfScope) expect(answer.status, context).toBe(415)
+  // Only application/json bodies: the API would refuse `+json` and other types in plain text. Not
+  // ingest, which reads a provider's body as JSON whatever its type (decisions.md section 5).
+  if (bodyPresent && !jsonType && declared.some(serves) && parsable && judged && !outOfScope && !ownCredential) expect(answer.status, context).toBe(415)
   if (bodyPresent && Buffer.byteLength(req.body ?? "") > BODY_LIMIT && declared.some(serves) && parsable && !OWN_CEILING.has(`${req.method} ${path.replace(/\/$/, "")}`)) {
     // Without a valid key such a request is a 401 (above).
-    if (judged && !outOfScope) expect([413, 415], context).toContain(answer.status)
+    if (judged && !outOfScope) expect(ownCredential ? [413] : [413, 415], context).toContain(answer.status)
   }
 
   // The status is one the OpenAPI document declares for this operation (documented routes only:

@@ -5,6 +5,7 @@
  * arriving ten at once; and no log line ever holding the secret.
  */
 import { Layer, Logger, References } from "effect"
+import { gzipSync } from "node:zlib"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { createTestDatabase, dropTestDatabase, postgresAvailable } from "../support/Database.ts"
 import { type InProcessService, startService } from "../support/Service.ts"
@@ -145,6 +146,25 @@ const suite = (name: string, env: () => Promise<Record<string, string>>, cleanup
       const notUtf8 = Buffer.concat([Buffer.from('{"type":"url_verification","challenge":"'), Buffer.from([0xff]), Buffer.from('"}')])
       const refused = await service.fetch(ingestPath(demo), { method: "POST", key: null, body: notUtf8, headers: { "content-type": "application/json" } })
       expect(refused.status).toBe(422)
+    })
+
+    it("reads a provider's body as JSON whatever its Content-Type says: JSON is taken, anything else is 422, never 415", async () => {
+      // decisions.md section 5: "Anything else, or a body that is not JSON, is 422" (a provider
+      // other than Slack may label its JSON text/plain, or send no type at all).
+      for (const [type, n] of [["text/plain", 1], ["application/x-www-form-urlencoded", 2], [undefined, 3], ["application/json; charset=latin1", 4]] as const) {
+        const body = JSON.stringify({ type: "event_callback", event_id: `EvType${n}`, event_time: 1_700_000_000, event: { type: "ping" } })
+        // Bytes, so that fetch adds no Content-Type of its own when the test sends none.
+        const answer = await service.fetch(ingestPath(demo), { method: "POST", key: null, body: Buffer.from(body), headers: type === undefined ? {} : { "content-type": type } })
+        expect(answer.status, type).toBe(202)
+        expect(await answer.json()).toEqual({ kind: "accepted", accepted: 1, duplicates: 0 })
+      }
+      const form = await service.fetch(ingestPath(demo), { method: "POST", key: null, body: "payload=%7B%7D", headers: { "content-type": "application/x-www-form-urlencoded" } })
+      expect(form.status).toBe(422)
+      const gzipped = await service.fetch(ingestPath(demo), { method: "POST", key: null, body: gzipSync('{"type":"url_verification","challenge":"c"}'), headers: { "content-type": "application/json", "content-encoding": "gzip" } })
+      expect(gzipped.status).toBe(422)
+      // A bad credential is still the same 404, whatever the body's type.
+      const wrong = await service.fetch(`${ingestPath(demo)}x`, { method: "POST", key: null, body: "hello", headers: { "content-type": "text/plain" } })
+      expect(wrong.status).toBe(404)
     })
 
     it("refuses a body over 1 MiB with 413", async () => {
