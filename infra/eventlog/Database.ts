@@ -21,6 +21,12 @@ export type Storage =
     readonly _tag: "Postgres"
     readonly sql: SqlClient.SqlClient
     readonly pg: PgClient.PgClient
+    /**
+     * Staged files' bytes: a client over a small pool of its own (BLOB_POOL_SIZE), bounded by
+     * BLOB_BOUND_MS at least. A write of many MiB may take seconds; on the shared pool it held
+     * connections every feature needs and, past the shared bound, took the whole store for hung.
+     */
+    readonly blobs: SqlClient.SqlClient
     /** Ids of the migrations this code knows: readiness compares them with those applied. */
     readonly migrationIds: ReadonlyArray<number>
   }
@@ -35,6 +41,12 @@ export interface SchemaParts {
 
 /** Connections of the pool every feature shares. */
 export const POOL_SIZE = 16
+
+/** Connections of the staged files' blob pool: at most this many blobs are written or read at once. */
+export const BLOB_POOL_SIZE = 4
+
+/** The least bound of a blob statement, or of its wait for a connection (several 25 MiB writes may queue). */
+export const BLOB_BOUND_MS = 60_000
 
 /**
  * SERVICE_STORE_TIMEOUT_MS: how long the serving process waits for one statement, or for a
@@ -65,6 +77,10 @@ export const layerPostgres = (url: Redacted.Redacted<string>, parts: SchemaParts
     Database,
     Effect.gen(function*() {
       const clients = yield* pgClients(url, boundMs)
+      const blobs = yield* PgBoundedClient.make(
+        { url, maxConnections: BLOB_POOL_SIZE, applicationName: "service-blobs" },
+        boundMs === undefined ? undefined : Math.max(boundMs, BLOB_BOUND_MS)
+      )
       const unbounded = Layer.mergeAll(
         Layer.succeed(SqlClient.SqlClient, clients.unbounded),
         Layer.succeed(PgClient.PgClient, clients.unbounded)
@@ -80,6 +96,7 @@ export const layerPostgres = (url: Redacted.Redacted<string>, parts: SchemaParts
         _tag: "Postgres" as const,
         sql: clients.bounded,
         pg: clients.bounded,
+        blobs: blobs.bounded,
         migrationIds: parts.migrations.map((migration) => migration.id)
       }
     })

@@ -9,10 +9,15 @@
  * DELETE (the blob row cascades), so the view and the blobs can never disagree; an event-sourced
  * view would need the group-committed append and the blob insert in one transaction, which
  * the event store does not offer.
+ *
+ * Writing and reading bytes go through the blob client (Database.ts): a pool of their own with a
+ * longer bound, so a slow upload neither holds the shared pool's connections nor, past the shared
+ * bound, takes the whole store for hung. Metadata alone is read on the shared client.
  */
 import { Effect } from "effect"
 import { SqlClient } from "effect/sql"
 import type { StagedFileRecord } from "../../domain/files/Files.ts"
+import { Database } from "../eventlog/Database.ts"
 import { StoreUnavailable } from "../eventlog/EventStore.ts"
 import type { Migration } from "../eventlog/PgMigrations.ts"
 import { type FileBackend, layerFrom } from "./StagedFiles.ts"
@@ -74,13 +79,16 @@ const unavailable = (cause: unknown) => new StoreUnavailable({ cause })
 
 export const makePgBackend = Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
+  const storage = yield* Database
+  // Memory storage never reaches this backend; the shared client stands in for the type's sake.
+  const blobs = storage._tag === "Postgres" ? storage.blobs : sql
   const backend: FileBackend = {
     insert: Effect.fnUntraced(function*(record, bytes) {
-      yield* sql`INSERT INTO staged_files (file_id, project_id, name, mime_type, size, created_ms, expires_ms)
+      yield* blobs`INSERT INTO staged_files (file_id, project_id, name, mime_type, size, created_ms, expires_ms)
         VALUES (${record.fileId}, ${record.projectId}, ${record.name}, ${record.mimeType}, ${record.size},
                 ${record.createdMs}, ${record.expiresMs})`
-      yield* sql`INSERT INTO staged_file_blobs (file_id, bytes) VALUES (${record.fileId}, ${bytes})`
-    }, (effect) => sql.withTransaction(effect), Effect.mapError(unavailable)),
+      yield* blobs`INSERT INTO staged_file_blobs (file_id, bytes) VALUES (${record.fileId}, ${bytes})`
+    }, (effect) => blobs.withTransaction(effect), Effect.mapError(unavailable)),
     find: (fileId) =>
       sql<FileRow>`SELECT * FROM staged_files WHERE file_id = ${fileId}`.pipe(
         Effect.map((rows) => (rows[0] === undefined ? undefined : toRecord(rows[0]))),
@@ -99,7 +107,7 @@ export const makePgBackend = Effect.gen(function*() {
       const record = toRecord(rows[0])
       const bytes = new Uint8Array(record.size)
       for (let offset = 0; offset === 0 || offset < record.size; offset += BLOB_PART) {
-        const parts = yield* sql<{ readonly part: Uint8Array }>`
+        const parts = yield* blobs<{ readonly part: Uint8Array }>`
           SELECT substring(bytes FROM ${offset + 1} FOR ${BLOB_PART}) AS part FROM staged_file_blobs WHERE file_id = ${fileId}`
         const part = parts[0]?.part
         // Reclaimed while being read: as if it were already gone.
