@@ -48,11 +48,11 @@ describe.skipIf(!postgresAvailable)("a slow staged-file write on Postgres", () =
 
     // Meanwhile, before and past the bound, requests that need the store are answered as usual.
     const statuses: Array<number> = []
-    let done = false
+    const upload = { done: false }
     void uploading.finally(() => {
-      done = true
+      upload.done = true
     })
-    for (let i = 0; !done && i < 200; i++) {
+    for (let i = 0; !upload.done && i < 200; i++) {
       statuses.push((await service.fetch("/v1/executions?limit=1")).status)
       if (i % 10 === 0) statuses.push((await service.fetch("/v1/execute", { method: "POST", json: { tool: "demo.echo", userId: "u1", input: { i } } })).status)
       await sleep(25)
