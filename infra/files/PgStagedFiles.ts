@@ -127,6 +127,16 @@ export const makePgBackend = Effect.gen(function*() {
           Effect.map((rows) => rows.map(toRecord)),
           Effect.mapError(unavailable)
         ),
+    usage: (projectId, nowMs) =>
+      sql<{ readonly bytes: string | number | null; readonly first: string | number | null }>`
+        SELECT sum(size) AS bytes, min(expires_ms) AS first FROM staged_files
+        WHERE project_id = ${projectId} AND expires_ms > ${nowMs}`.pipe(
+        Effect.map((rows) => ({
+          bytes: Number(rows[0]?.bytes ?? 0),
+          firstExpiryMs: rows[0]?.first === null || rows[0]?.first === undefined ? undefined : Number(rows[0].first)
+        })),
+        Effect.mapError(unavailable)
+      ),
     sweep: Effect.fnUntraced(function*(nowMs, limit) {
       const [lock] = yield* sql<{ readonly locked: boolean }>`SELECT pg_try_advisory_xact_lock(${SWEEP_LOCK}) AS locked`
       if (lock?.locked !== true) return { ran: false, deleted: 0 }

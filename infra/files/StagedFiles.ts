@@ -9,7 +9,7 @@
  */
 import { Clock, Context, Effect, Layer, Schema } from "effect"
 import { base64FailureMessage, decodeCanonicalBase64, decodedLength } from "../../domain/files/Base64.ts"
-import { InvalidInput, NotFound } from "../../domain/Errors.ts"
+import { InvalidInput, NotFound, RateLimited } from "../../domain/Errors.ts"
 import { DEFAULT_MIME_TYPE, FILE_NOT_FOUND_MESSAGE, isExpired, type StagedFileRecord } from "../../domain/files/Files.ts"
 import { FileId } from "../../domain/Ids.ts"
 import { integer } from "../Settings.ts"
@@ -42,6 +42,14 @@ export interface FileBackend {
   ) => Effect.Effect<ReadonlyArray<StagedFileRecord>, StoreUnavailable>
   /** Deletes up to `limit` expired files, never concurrently with another sweep. */
   readonly sweep: (nowMs: number, limit: number) => Effect.Effect<SweepResult, StoreUnavailable>
+  /** The bytes of a project's unexpired files, and when the first of them expires. */
+  readonly usage: (projectId: string, nowMs: number) => Effect.Effect<ProjectUsage, StoreUnavailable>
+}
+
+export interface ProjectUsage {
+  readonly bytes: number
+  /** Undefined when the project holds no live file. */
+  readonly firstExpiryMs: number | undefined
 }
 
 export interface StageInput {
@@ -58,8 +66,11 @@ export interface ExecutionBinding {
 }
 
 export interface StagedFilesShape {
-  /** Validates and stores an upload; the content is canonical padded base64. */
-  readonly stage: (input: StageInput) => Effect.Effect<StagedFileRecord, InvalidInput | StoreUnavailable>
+  /**
+   * Validates and stores an upload; the content is canonical padded base64. RateLimited when the
+   * project's live files would hold more than SERVICE_FILE_PROJECT_MAX_BYTES.
+   */
+  readonly stage: (input: StageInput) => Effect.Effect<StagedFileRecord, InvalidInput | RateLimited | StoreUnavailable>
   /** A live file of the project; any other id (malformed, missing, expired, foreign) is the same NotFound. */
   readonly get: (projectId: string, fileId: string) => Effect.Effect<StagedFileRecord, NotFound | StoreUnavailable>
   /**
@@ -85,7 +96,7 @@ const notFound = () => new NotFound({ message: FILE_NOT_FOUND_MESSAGE })
 
 export const makeStagedFiles = (
   backend: FileBackend,
-  limits: { readonly maxBytes: number; readonly ttlMs: number }
+  limits: { readonly maxBytes: number; readonly ttlMs: number; readonly projectMaxBytes: number }
 ): StagedFilesShape => {
   /** The project's live record for `fileId`; an expired one is deleted on the way (spec: reading it deletes it). */
   const live = Effect.fnUntraced(function*(projectId: string, fileId: string) {
@@ -109,6 +120,17 @@ export const makeStagedFiles = (
     const decoded = decodeCanonicalBase64(input.content)
     if (decoded._tag === "invalid") return yield* new InvalidInput({ message: base64FailureMessage[decoded.reason] })
     const now = yield* Clock.currentTimeMillis
+    // A project's share of the store (memory, or the database's disk): its live files' bytes.
+    // Concurrent uploads may pass it by what they carry together; the next one is refused.
+    const usage = yield* backend.usage(input.projectId, now)
+    if (usage.bytes + decoded.bytes.length > limits.projectMaxBytes) {
+      const retryAfter = Math.max(1, Math.ceil(((usage.firstExpiryMs ?? now) - now) / 1000))
+      return yield* new RateLimited({
+        message: `The project's staged files hold ${usage.bytes} bytes, and this one would take them past the limit of ` +
+          `${limits.projectMaxBytes} (SERVICE_FILE_PROJECT_MAX_BYTES); space comes back as files expire.`,
+        retryAfter
+      })
+    }
     const record: StagedFileRecord = {
       fileId: newId("file"),
       projectId: input.projectId,
@@ -226,14 +248,31 @@ export const makeMemoryBackend = (): FileBackend => {
           }
         }
         return { ran: true, deleted }
+      }),
+    usage: (projectId, nowMs) =>
+      Effect.sync(() => {
+        let bytes = 0
+        let firstExpiryMs: number | undefined
+        for (const { record } of files.values()) {
+          if (record.projectId !== projectId || isExpired(record, nowMs)) continue
+          bytes += record.size
+          if (firstExpiryMs === undefined || record.expiresMs < firstExpiryMs) firstExpiryMs = record.expiresMs
+        }
+        return { bytes, firstExpiryMs }
       })
   }
 }
 
-/** SERVICE_FILE_MAX_BYTES and SERVICE_FILE_TTL_MS (the spec's Limits: Files). */
+/**
+ * SERVICE_FILE_MAX_BYTES and SERVICE_FILE_TTL_MS (the spec's Limits: Files), and
+ * SERVICE_FILE_PROJECT_MAX_BYTES: how many bytes one project's live files may hold together
+ * (2 GiB by default, about 80 files at the cap), so that one project cannot fill the process's
+ * memory or the database's disk for everyone.
+ */
 export const fileSettings = Effect.all({
   maxBytes: integer("SERVICE_FILE_MAX_BYTES", 26_214_400, 1, 1024 * 1024 * 1024),
-  ttlMs: integer("SERVICE_FILE_TTL_MS", 3_600_000, 1)
+  ttlMs: integer("SERVICE_FILE_TTL_MS", 3_600_000, 1),
+  projectMaxBytes: integer("SERVICE_FILE_PROJECT_MAX_BYTES", 2 * 1024 * 1024 * 1024, 1, Number.MAX_SAFE_INTEGER)
 })
 
 /** The request-body ceiling of `POST /v1/files`: the base64 length of the cap plus 16 KiB. */

@@ -36,7 +36,7 @@ const spied = () => {
 describe("file sweeper", () => {
   it("drains at start-up in batches of 100, then sweeps at most 100 per interval, one at a time", async () => {
     const spy = spied()
-    const files = makeStagedFiles(spy.backend, { maxBytes: 1024, ttlMs: 1 })
+    const files = makeStagedFiles(spy.backend, { maxBytes: 1024, ttlMs: 1, projectMaxBytes: 1024 * 1024 })
     const stage = (n: number) =>
       Effect.runPromise(Effect.forEach(Array.from({ length: n }), (_, i) => files.stage({ projectId: "p", name: `f${i}`, content: "" })))
     await stage(250)
