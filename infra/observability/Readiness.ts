@@ -1,13 +1,16 @@
 /**
  * What `/readyz` answers (decisions.md section 9): whether this process should be sent traffic.
  * It is ready when its store answers, every migration this code knows is applied (and none it
- * does not), the followers of the log are not far behind, and it is not stopping. Each check
+ * does not), the followers of the log are not far behind, it holds a runner lease (without one,
+ * after an outage longer than the lease, it refuses executions until it has registered again),
+ * and it is not stopping. Each check
  * says what it saw, so an operator reading the answer knows which one failed and why.
  *
  * Every check is bounded in time: a store that does not answer is "unreachable" after
  * CHECK_TIMEOUT_MS, not a probe that hangs until the orchestrator's own timeout.
  */
 import { Cause, Context, Effect, Layer } from "effect"
+import { Runner } from "../actors/Runner.ts"
 import { Shutdown } from "../actors/Shutdown.ts"
 import { Database } from "../eventlog/Database.ts"
 import { integer } from "../Settings.ts"
@@ -56,6 +59,7 @@ export const make = Effect.gen(function*() {
   const storage = yield* Database
   const gauges = yield* Gauges
   const shutdown = yield* Shutdown
+  const runner = yield* Runner
   const { maxLag } = yield* Effect.orDie(readySettings)
 
   const store: Effect.Effect<Check> = storage._tag === "Memory"
@@ -81,10 +85,16 @@ export const make = Effect.gen(function*() {
     return { status: result.ok.events <= maxLag ? "ok" : "failing", lagEvents: result.ok.events, maxLagEvents: maxLag }
   })
 
+  /** Whether this process may run executions now: it holds a runner lease (Runner.ts). Memory mode always does. */
+  const lease: Effect.Effect<Check> = runner.registered.pipe(
+    Effect.as<Check>({ status: "ok" }),
+    Effect.catch(() => Effect.succeed<Check>({ status: "failing", error: "no runner lease: registering again after the database was away longer than the lease" }))
+  )
+
   const check = Effect.gen(function*() {
-    const [storeCheck, migrationsCheck, projectionsCheck] = yield* Effect.all([store, migrations, projections], { concurrency: "unbounded" })
+    const [storeCheck, migrationsCheck, projectionsCheck, runnerCheck] = yield* Effect.all([store, migrations, projections, lease], { concurrency: "unbounded" })
     const lifecycle: Check = shutdown.stopping() ? { status: "failing", state: "stopping" } : { status: "ok", state: "serving" }
-    const checks = { store: storeCheck, migrations: migrationsCheck, projections: projectionsCheck, lifecycle }
+    const checks = { store: storeCheck, migrations: migrationsCheck, projections: projectionsCheck, runner: runnerCheck, lifecycle }
     const ready = Object.values(checks).every((c) => c.status === "ok")
     return { status: ready ? "ok" : "unavailable", checks } satisfies ReadinessReport
   })
@@ -92,4 +102,4 @@ export const make = Effect.gen(function*() {
   return Readiness.of({ check })
 })
 
-export const layer: Layer.Layer<Readiness, never, Database | Gauges | Shutdown> = Layer.effect(Readiness, make)
+export const layer: Layer.Layer<Readiness, never, Database | Gauges | Runner | Shutdown> = Layer.effect(Readiness, make)

@@ -57,7 +57,7 @@ describe("operations (memory, in process)", () => {
     expect(ready.status).toBe(200)
     const body = (await ready.json()) as { status: string; checks: Record<string, { status: string }> }
     expect(body.status).toBe("ok")
-    expect(Object.keys(body.checks).toSorted()).toEqual(["lifecycle", "migrations", "projections", "store"])
+    expect(Object.keys(body.checks).toSorted()).toEqual(["lifecycle", "migrations", "projections", "runner", "store"])
     expect(Object.values(body.checks).every((check) => check.status === "ok")).toBe(true)
     expect((await service.fetch("/readyz", { method: "POST", key: null })).status).toBe(405)
   })
