@@ -45,8 +45,9 @@ export const capabilitiesFor = (protocolVersion: string): ServerCapabilities => 
 
 const SERVER_INFO = { name: "service", title: "Service MCP gateway", version: catalogVersion }
 
-const INSTRUCTIONS = "Tools run as executions of the service's catalog. Use service.search_tools to find tools and " +
-  "service.execute_tool to run one by name. Results carry _meta[\"dev.service/execution\"]."
+/** True in both discovery modes: catalog mode lists the provider tools too, search mode only the two. */
+const INSTRUCTIONS = "Tools run as executions of the service's catalog. Call a tool that tools/list lists, or find one " +
+  "with service.search_tools and run it by name with service.execute_tool. Results carry _meta[\"dev.service/execution\"]."
 
 /** Never called: the gateway sends no elicitation, the only use of the SDK's validator. */
 const noValidator = {
