@@ -2,6 +2,7 @@
  * The dashboard on a 375 px screen, in headless Chromium against the real service: a long valid
  * id does not make the page scroll sideways, and a table that scrolls inside its own box can be
  * reached and scrolled by keyboard (axe's scrollable-region-focusable), named for what it holds.
+ * At 1280 px every list's rows fit their table's box, with long ids and a 64-character user id.
  */
 import type { Page } from "playwright-core"
 import { describe, expect, it } from "vitest"
@@ -17,6 +18,33 @@ const signIn = (page: Page, path: string) => signInAt(page, url(path))
 
 const fits = (page: Page) => page.evaluate<boolean>(`document.documentElement.scrollWidth <= document.documentElement.clientWidth`)
 
+/** Every list view, with the name of the region its table scrolls in. */
+const LISTS = [
+  ["/dashboard/trigger-events", "Trigger events, newest first"],
+  ["/dashboard/executions", "Executions, newest first"],
+  ["/dashboard/subscriptions", "Trigger subscriptions, newest first"],
+  ["/dashboard/webhooks", "Webhook endpoints"],
+  ["/dashboard/files", "Staged files, newest first"]
+] as const
+
+const showList = async (page: Page, path: string) => {
+  await page.goto(url(path))
+  await page.locator("table tbody tr").first().waitFor()
+  await settled(page)
+}
+
+/** A demo trigger event pushed to a new subscription of `userId`, delivered to a new endpoint. */
+const ingestedEvent = async (tag: string, userId: string) => {
+  const endpoint = await api.webhooks.create({ url: `https://example.com/${tag}-events`, events: ["trigger.*"] })
+  const pushed = await api.subscriptions.create({ trigger: "demo.event", userId, webhookEndpointIds: [endpoint.endpointId] })
+  const ingested = await fetch(url(new URL(pushed.ingestUrl ?? "").pathname), {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ type: "event_callback", event_id: `Ev_${tag}_events`, event_time: Math.floor(Date.now() / 1000), event: { type: tag } })
+  })
+  expect(ingested.status).toBe(202)
+}
+
 describe("the dashboard at 375 px", () => {
   it("keeps an execution record with a 64-character user id inside the screen", async () => {
     expect(LONG_USER).toHaveLength(64)
@@ -30,29 +58,14 @@ describe("the dashboard at 375 px", () => {
   })
 
   it("lets a table that scrolls inside itself take the keyboard focus, named for what it holds", async () => {
-    const endpoint = await api.webhooks.create({ url: "https://example.com/narrow-events", events: ["trigger.*"] })
-    const pushed = await api.subscriptions.create({ trigger: "demo.event", userId: "user_narrow_events", webhookEndpointIds: [endpoint.endpointId] })
-    const ingested = await fetch(url(new URL(pushed.ingestUrl ?? "").pathname), {
-      method: "POST",
-      headers: { "content-type": "application/json" },
-      body: JSON.stringify({ type: "event_callback", event_id: "Ev_narrow_events", event_time: Math.floor(Date.now() / 1000), event: { type: "narrow" } })
-    })
-    expect(ingested.status).toBe(202)
+    await ingestedEvent("narrow", "user_narrow_events")
     await api.executions.execute({ tool: "demo.echo", input: {}, userId: LONG_USER })
     await api.files.create({ name: "narrow-events.txt", content: new TextEncoder().encode("n") })
     const page = await h.browser.context.newPage()
     await page.setViewportSize({ width: 375, height: 740 })
     await signIn(page, "/dashboard/trigger-events")
-    for (const [path, name] of [
-      ["/dashboard/trigger-events", "Trigger events, newest first"],
-      ["/dashboard/executions", "Executions, newest first"],
-      ["/dashboard/subscriptions", "Trigger subscriptions, newest first"],
-      ["/dashboard/webhooks", "Webhook endpoints"],
-      ["/dashboard/files", "Staged files, newest first"]
-    ] as const) {
-      await page.goto(url(path))
-      await page.locator("table tbody tr").first().waitFor()
-      await settled(page)
+    for (const [path, name] of LISTS) {
+      await showList(page, path)
       expect(await seriousViolations(page), path).toEqual([])
       const region = page.getByRole("region", { name })
       expect(await region.getAttribute("tabindex"), path).toBe("0")
@@ -63,43 +76,15 @@ describe("the dashboard at 375 px", () => {
 })
 
 describe("the dashboard at 1280 px", () => {
-  it("shows a trigger event's whole row without scrolling its table sideways", async () => {
-    const endpoint = await api.webhooks.create({ url: "https://example.com/wide-events", events: ["trigger.*"] })
-    const pushed = await api.subscriptions.create({ trigger: "demo.event", userId: "user_wide_events", webhookEndpointIds: [endpoint.endpointId] })
-    const ingested = await fetch(url(new URL(pushed.ingestUrl ?? "").pathname), {
-      method: "POST",
-      headers: { "content-type": "application/json" },
-      body: JSON.stringify({ type: "event_callback", event_id: "Ev_wide_events", event_time: Math.floor(Date.now() / 1000), event: { type: "wide" } })
-    })
-    expect(ingested.status).toBe(202)
-    const page = await h.browser.context.newPage()
-    await page.setViewportSize({ width: 1280, height: 800 })
-    await signIn(page, `/dashboard/trigger-events?subscriptionId=${pushed.subscriptionId}`)
-    await page.locator("table tbody tr").first().waitFor()
-    await settled(page)
-    const region = page.getByRole("region", { name: "Trigger events, newest first" })
-    const widths = await region.evaluate((box) => ({ content: box.scrollWidth, shown: box.clientWidth }))
-    expect(widths.content, JSON.stringify(widths)).toBeLessThanOrEqual(widths.shown)
-    await page.close()
-  })
-
-  it("shows every list's rows whole, with long ids and a 64-character user id", async () => {
-    const endpoint = await api.webhooks.create({ url: "https://example.com/wide-lists", events: ["execution.completed", "trigger.*"] })
-    await api.subscriptions.create({ trigger: "demo.event", userId: LONG_USER, webhookEndpointIds: [endpoint.endpointId] })
+  it("shows every list's rows whole, trigger events included, with long ids and a 64-character user id", async () => {
+    await ingestedEvent("wide", LONG_USER)
     await api.executions.execute({ tool: "demo.echo", input: {}, userId: LONG_USER })
     await api.files.create({ name: "a-staged-file-with-a-rather-long-name-for-the-list.txt", content: new TextEncoder().encode("w") })
     const page = await h.browser.context.newPage()
     await page.setViewportSize({ width: 1280, height: 800 })
     await signIn(page, "/dashboard/executions")
-    for (const [path, name] of [
-      ["/dashboard/executions", "Executions, newest first"],
-      ["/dashboard/subscriptions", "Trigger subscriptions, newest first"],
-      ["/dashboard/webhooks", "Webhook endpoints"],
-      ["/dashboard/files", "Staged files, newest first"]
-    ] as const) {
-      await page.goto(url(path))
-      await page.locator("table tbody tr").first().waitFor()
-      await settled(page)
+    for (const [path, name] of LISTS) {
+      await showList(page, path)
       const widths = await page.getByRole("region", { name }).evaluate((box) => ({ content: box.scrollWidth, shown: box.clientWidth }))
       expect(widths.content, `${path} ${JSON.stringify(widths)}`).toBeLessThanOrEqual(widths.shown)
     }
