@@ -24,7 +24,8 @@ interface Entry<V> {
   readonly value: V
   readonly weight: number
   readonly expires: number
-  readonly group: Group<unknown>
+  /** Its tenant's bookkeeping; none in a cache without `groupOf` (the hot lookups stay one Map). */
+  readonly group: Group<unknown> | undefined
 }
 
 /** A tenant's entries in recency order (the Map's order), and their weight. */
@@ -33,8 +34,6 @@ interface Group<K> {
   readonly keys: Map<K, true>
   weight: number
 }
-
-const WHOLE = "*"
 
 export class BoundedCache<K, V> {
   private readonly entries = new Map<K, Entry<V>>()
@@ -69,9 +68,9 @@ export class BoundedCache<K, V> {
     // Re-inserted: the Maps' order is the recency order.
     this.entries.delete(key)
     this.entries.set(key, entry)
-    const keys = (entry.group as Group<K>).keys
-    keys.delete(key)
-    keys.set(key, true)
+    const keys = (entry.group as Group<K> | undefined)?.keys
+    keys?.delete(key)
+    keys?.set(key, true)
     return entry.value
   }
 
@@ -80,17 +79,12 @@ export class BoundedCache<K, V> {
     const weight = this.options.weigh?.(value) ?? 1
     // An entry heavier than the whole cache is not kept (and evicts nothing).
     if (weight > this.options.maxWeight) return
-    const name = this.options.groupOf?.(value) ?? WHOLE
-    let group = this.groups.get(name)
-    if (group === undefined) {
-      group = { name, keys: new Map(), weight: 0 }
-      this.groups.set(name, group)
-    }
+    const group = this.groupFor(value)
     this.entries.set(key, { value, weight, expires: this.options.ttlMs === undefined ? Infinity : now + this.options.ttlMs, group })
-    group.keys.set(key, true)
-    group.weight += weight
+    group?.keys.set(key, true)
+    if (group !== undefined) group.weight += weight
     this.weight += weight
-    while (this.weight > this.options.maxWeight) this.evictFrom(this.heaviest())
+    while (this.weight > this.options.maxWeight) this.evictOldest(group === undefined ? this.entries : this.heaviest().keys)
   }
 
   delete(key: K): void {
@@ -98,7 +92,8 @@ export class BoundedCache<K, V> {
     if (entry === undefined) return
     this.entries.delete(key)
     this.weight -= entry.weight
-    const group = entry.group as Group<K>
+    const group = entry.group as Group<K> | undefined
+    if (group === undefined) return
     group.keys.delete(key)
     group.weight -= entry.weight
     if (group.keys.size === 0) this.groups.delete(group.name)
@@ -110,6 +105,17 @@ export class BoundedCache<K, V> {
     this.weight = 0
   }
 
+  private groupFor(value: V): Group<K> | undefined {
+    if (this.options.groupOf === undefined) return undefined
+    const name = this.options.groupOf(value)
+    let group = this.groups.get(name)
+    if (group === undefined) {
+      group = { name, keys: new Map(), weight: 0 }
+      this.groups.set(name, group)
+    }
+    return group
+  }
+
   private heaviest(): Group<K> {
     let heaviest: Group<K> | undefined
     for (const group of this.groups.values()) if (heaviest === undefined || group.weight > heaviest.weight) heaviest = group
@@ -117,7 +123,8 @@ export class BoundedCache<K, V> {
     return heaviest!
   }
 
-  private evictFrom(group: Group<K>): void {
-    for (const key of group.keys.keys()) return this.delete(key)
+  /** Deletes the first key of `keys`, in recency order the least recently used. */
+  private evictOldest(keys: Map<K, unknown>): void {
+    for (const key of keys.keys()) return this.delete(key)
   }
 }
