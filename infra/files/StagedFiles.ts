@@ -110,6 +110,21 @@ export const makeStagedFiles = (
     return record
   })
 
+  /**
+   * A project's share of the store (memory, or the database's disk) is its live files' bytes.
+   * An upload's size is reserved before the project's total is read, and held until its insert
+   * has committed, so uploads arriving together see each other (in this process; with several
+   * processes, each one's uploads in flight count in its own reservations only).
+   */
+  const reserved = new Map<string, number>()
+  const reserve = (projectId: string, size: number) => Effect.sync(() => void reserved.set(projectId, (reserved.get(projectId) ?? 0) + size))
+  const release = (projectId: string, size: number) =>
+    Effect.sync(() => {
+      const left = (reserved.get(projectId) ?? 0) - size
+      if (left > 0) reserved.set(projectId, left)
+      else reserved.delete(projectId)
+    })
+
   const stage = Effect.fn("StagedFiles.stage")(function*(input: StageInput) {
     // The size is known from the length: refuse oversize content before decoding it.
     if (input.content.length % 4 !== 0) return yield* new InvalidInput({ message: base64FailureMessage.length })
@@ -119,29 +134,34 @@ export const makeStagedFiles = (
     }
     const decoded = decodeCanonicalBase64(input.content)
     if (decoded._tag === "invalid") return yield* new InvalidInput({ message: base64FailureMessage[decoded.reason] })
-    const now = yield* Clock.currentTimeMillis
-    // A project's share of the store (memory, or the database's disk): its live files' bytes.
-    // Concurrent uploads may pass it by what they carry together; the next one is refused.
-    const usage = yield* backend.usage(input.projectId, now)
-    if (usage.bytes + decoded.bytes.length > limits.projectMaxBytes) {
-      const retryAfter = Math.max(1, Math.ceil(((usage.firstExpiryMs ?? now) - now) / 1000))
-      return yield* new RateLimited({
-        message: `The project's staged files hold ${usage.bytes} bytes, and this one would take them past the limit of ` +
-          `${limits.projectMaxBytes} (SERVICE_FILE_PROJECT_MAX_BYTES); space comes back as files expire.`,
-        retryAfter
-      })
-    }
-    const record: StagedFileRecord = {
-      fileId: newId("file"),
-      projectId: input.projectId,
-      name: input.name,
-      mimeType: input.mimeType ?? DEFAULT_MIME_TYPE,
-      size: decoded.bytes.length,
-      createdMs: now,
-      expiresMs: now + limits.ttlMs
-    }
-    yield* backend.insert(record, decoded.bytes)
-    return record
+    // `size` is the decoded bytes' length: the decoder checked it.
+    return yield* Effect.acquireUseRelease(reserve(input.projectId, size), () =>
+      Effect.gen(function*() {
+        const now = yield* Clock.currentTimeMillis
+        const usage = yield* backend.usage(input.projectId, now)
+        // The reservations include this upload's own; one that committed meanwhile may count
+        // twice for a moment (a refusal that errs on the safe side).
+        const held = usage.bytes + (reserved.get(input.projectId) ?? 0)
+        if (held > limits.projectMaxBytes) {
+          const retryAfter = Math.max(1, Math.ceil(((usage.firstExpiryMs ?? now) - now) / 1000))
+          return yield* new RateLimited({
+            message: `The project's staged files hold ${held - size} bytes, and this one would take them past the limit of ` +
+              `${limits.projectMaxBytes} (SERVICE_FILE_PROJECT_MAX_BYTES); space comes back as files expire.`,
+            retryAfter
+          })
+        }
+        const record: StagedFileRecord = {
+          fileId: newId("file"),
+          projectId: input.projectId,
+          name: input.name,
+          mimeType: input.mimeType ?? DEFAULT_MIME_TYPE,
+          size,
+          createdMs: now,
+          expiresMs: now + limits.ttlMs
+        }
+        yield* backend.insert(record, decoded.bytes)
+        return record
+      }), () => release(input.projectId, size))
   })
 
   const get = Effect.fn("StagedFiles.get")(function*(projectId: string, fileId: string) {
