@@ -61,12 +61,27 @@ export class McpGateway extends Context.Service<McpGateway, {
 
 const BEARER = /^Bearer[ \t]+(\S+)[ \t]*$/i
 
-const decodeJson = Schema.decodeUnknownOption(Schema.Json)
+/** Capability names a session keeps, at each of the two levels; names longer than this are dropped. */
+const MAX_CAPABILITY_NAMES = 32
+const MAX_CAPABILITY_NAME = 64
 
-/** A value as JSON (the client's capabilities, as the SDK parsed them), or `{}`. */
-const jsonOf = (value: unknown): Schema.Json => {
-  const decoded = decodeJson(value)
-  return decoded._tag === "Some" ? decoded.value : {}
+const namesOf = (value: unknown): Record<string, Record<string, never>> =>
+  typeof value === "object" && value !== null && !Array.isArray(value)
+    ? Object.fromEntries(
+      Object.keys(value).filter((name) => name.length <= MAX_CAPABILITY_NAME).slice(0, MAX_CAPABILITY_NAMES).map((name) => [name, {}])
+    )
+    : {}
+
+/**
+ * What a session keeps of the client's capabilities: the names it declared, and those under
+ * `experimental`, without their contents, which the gateway never reads (it decides `tasks` at
+ * initialize). A client's capabilities may be most of a 1 MiB body and nested without end; kept
+ * as sent for 24 hours, they let one key fill the process's memory, made every request of the
+ * session read a large row, and overflowed the stack writing one (outside audit).
+ */
+const keptCapabilities = (capabilities: Record<string, unknown>): Schema.Json => {
+  const names = namesOf(capabilities)
+  return "experimental" in names ? { ...names, experimental: namesOf(capabilities.experimental) } : names
 }
 
 
@@ -170,7 +185,7 @@ export const makeHandle = (parts: GatewayParts) => {
       pinnedUserId: caller.principal.userId,
       userId: user.userId,
       protocolVersion,
-      clientCapabilities: jsonOf(capabilities),
+      clientCapabilities: keptCapabilities(capabilities),
       tasks: protocolVersion >= LATEST_VERSION && (capabilities.tasks !== undefined || capabilities.experimental?.tasks !== undefined),
       createdMs: now,
       createdPosition: feed.position(),

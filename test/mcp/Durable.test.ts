@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { createTestDatabase, dropTestDatabase, postgresAvailable, runSql } from "../support/Database.ts"
 import { connect } from "./support/Clients.ts"
 import { type GatewayUnderTest, startGateway } from "./support/Gateway.ts"
-import { headersFor, messageOf, openSession, post, readEvents } from "./support/Raw.ts"
+import { headersFor, initializeMessage, messageOf, openSession, post, readEvents, VERSION } from "./support/Raw.ts"
 
 const USER = { "x-service-user-id": "user_1" }
 const LIST = { jsonrpc: "2.0", id: 1, method: "tools/list", params: {} }
@@ -41,6 +41,36 @@ describe.skipIf(!postgresAvailable)("MCP sessions with a database", () => {
     expect(row!.client_capabilities).toEqual({ tasks: {} })
     expect(Number(row!.expires_ms) - Number(row!.created_ms)).toBe(24 * 60 * 60 * 1000)
     expect(row!.created_position).toMatch(/^\d+:\d+$/)
+  })
+
+  it("keeps the names of the client's capabilities, not their contents: a session row stays small whatever initialize sends", async () => {
+    // Outside audit: 800 KB of `experimental` per initialize, kept 24 h, took memory mode out of
+    // memory at 2,000 sessions and made every request of the project read a fat row; nested
+    // 5,000 deep it was a retryable 500 on Postgres (a stack overflow writing the row).
+    const fat = { tasks: {}, roots: { listChanged: true }, experimental: { pad: { text: "x".repeat(800_000) }, tasks: {} } }
+    const big = await openSession(first.url, { headers: USER, capabilities: fat })
+    // Written as text: the test's own JSON.stringify would overflow its stack on 5,000 levels.
+    const deep = `${'{"d":'.repeat(5_000)}{}${"}".repeat(5_000)}`
+    const initialize = await post(first.url, JSON.stringify(initializeMessage(VERSION, { tasks: {}, experimental: "DEEP" })).replace('"DEEP"', deep), {
+      headers: USER,
+      version: null
+    })
+    expect(initialize.status).toBe(200)
+    await initialize.text()
+    const nested = initialize.headers.get("mcp-session-id") ?? ""
+    await (await post(first.url, { jsonrpc: "2.0", method: "notifications/initialized" }, { session: nested, headers: USER })).text()
+    const rows = await runSql<{ session_id: string; capabilities: unknown; size: number; tasks: boolean }>(url,
+      `SELECT session_id, client_capabilities AS capabilities, octet_length(client_capabilities::text) AS size, tasks
+       FROM mcp_sessions WHERE session_id IN ('${big}', '${nested}')`)
+    const byId = new Map(rows.map((row) => [row.session_id, row]))
+    expect(byId.get(big)?.capabilities).toEqual({ tasks: {}, roots: {}, experimental: { pad: {}, tasks: {} } })
+    expect(byId.get(nested)?.capabilities).toEqual({ tasks: {}, experimental: { d: {} } })
+    for (const row of rows) {
+      expect(Number(row.size)).toBeLessThan(1_000)
+      expect(row.tasks).toBe(true)
+    }
+    // Both sessions serve.
+    for (const session of [big, nested]) expect((await post(first.url, LIST, { session, headers: USER })).status).toBe(200)
   })
 
   it("resumes a GET stream from no earlier than the session's start, on either gateway", async () => {
