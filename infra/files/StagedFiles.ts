@@ -7,7 +7,7 @@
  * Bytes leave this module only through `forExecution`, which answers for the files attached
  * to one execution of one project; no public route can reach them.
  */
-import { Clock, Context, Effect, Layer, Schema } from "effect"
+import { Clock, Context, Effect, Layer, Schema, Semaphore } from "effect"
 import { base64FailureMessage, decodeCanonicalBase64, decodedLength } from "../../domain/files/Base64.ts"
 import { InvalidInput, NotFound, RateLimited } from "../../domain/Errors.ts"
 import { DEFAULT_MIME_TYPE, FILE_NOT_FOUND_MESSAGE, isExpired, type StagedFileRecord } from "../../domain/files/Files.ts"
@@ -111,19 +111,47 @@ export const makeStagedFiles = (
   })
 
   /**
-   * A project's share of the store (memory, or the database's disk) is its live files' bytes.
-   * An upload's size is reserved before the project's total is read, and held until its insert
-   * has committed, so uploads arriving together see each other (in this process; with several
-   * processes, each one's uploads in flight count in its own reservations only).
+   * A project's share of the store (memory, or the database's disk) is its live files' bytes. An
+   * upload reserves its size when it is admitted and holds it until its insert has committed, so
+   * uploads arriving together see each other. Admission (the project's total read, checked, and
+   * the reservation made) and a release take the project's lock: a release cannot slip between
+   * another upload's read of the total and its check, which would leave a just-committed file in
+   * neither (in this process; with several processes, each one's uploads in flight count in its
+   * own reservations only).
    */
   const reserved = new Map<string, number>()
-  const reserve = (projectId: string, size: number) => Effect.sync(() => void reserved.set(projectId, (reserved.get(projectId) ?? 0) + size))
+  const locks = new Map<string, Semaphore.Semaphore>()
+  const lockOf = (projectId: string) => {
+    let lock = locks.get(projectId)
+    if (lock === undefined) {
+      lock = Semaphore.makeUnsafe(1)
+      locks.set(projectId, lock)
+    }
+    return lock
+  }
+  const admit = (projectId: string, size: number) =>
+    lockOf(projectId).withPermits(1)(Effect.gen(function*() {
+      const now = yield* Clock.currentTimeMillis
+      const usage = yield* backend.usage(projectId, now)
+      // A file committed but not yet released counts twice for a moment: a refusal that errs safe.
+      const held = usage.bytes + (reserved.get(projectId) ?? 0)
+      if (held + size > limits.projectMaxBytes) {
+        const retryAfter = Math.max(1, Math.ceil(((usage.firstExpiryMs ?? now) - now) / 1000))
+        return yield* new RateLimited({
+          message: `The project's staged files hold ${held} bytes, and this one would take them past the limit of ` +
+            `${limits.projectMaxBytes} (SERVICE_FILE_PROJECT_MAX_BYTES); space comes back as files expire.`,
+          retryAfter
+        })
+      }
+      reserved.set(projectId, (reserved.get(projectId) ?? 0) + size)
+      return now
+    }))
   const release = (projectId: string, size: number) =>
-    Effect.sync(() => {
+    lockOf(projectId).withPermits(1)(Effect.sync(() => {
       const left = (reserved.get(projectId) ?? 0) - size
       if (left > 0) reserved.set(projectId, left)
       else reserved.delete(projectId)
-    })
+    }))
 
   const stage = Effect.fn("StagedFiles.stage")(function*(input: StageInput) {
     // The size is known from the length: refuse oversize content before decoding it.
@@ -135,21 +163,8 @@ export const makeStagedFiles = (
     const decoded = decodeCanonicalBase64(input.content)
     if (decoded._tag === "invalid") return yield* new InvalidInput({ message: base64FailureMessage[decoded.reason] })
     // `size` is the decoded bytes' length: the decoder checked it.
-    return yield* Effect.acquireUseRelease(reserve(input.projectId, size), () =>
+    return yield* Effect.acquireUseRelease(admit(input.projectId, size), (now) =>
       Effect.gen(function*() {
-        const now = yield* Clock.currentTimeMillis
-        const usage = yield* backend.usage(input.projectId, now)
-        // The reservations include this upload's own; one that committed meanwhile may count
-        // twice for a moment (a refusal that errs on the safe side).
-        const held = usage.bytes + (reserved.get(input.projectId) ?? 0)
-        if (held > limits.projectMaxBytes) {
-          const retryAfter = Math.max(1, Math.ceil(((usage.firstExpiryMs ?? now) - now) / 1000))
-          return yield* new RateLimited({
-            message: `The project's staged files hold ${held - size} bytes, and this one would take them past the limit of ` +
-              `${limits.projectMaxBytes} (SERVICE_FILE_PROJECT_MAX_BYTES); space comes back as files expire.`,
-            retryAfter
-          })
-        }
         const record: StagedFileRecord = {
           fileId: newId("file"),
           projectId: input.projectId,

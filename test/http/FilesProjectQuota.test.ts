@@ -47,12 +47,12 @@ for (const store of stores) {
     it("holds when uploads arrive together: their bytes are reserved before the project's total is read", async () => {
       // The first test's files expire first, so the project starts empty.
       await new Promise((resolve) => setTimeout(resolve, TTL_MS + 200))
-      const answers = await Promise.all(Array.from({ length: 16 }, (_, i) =>
+      const answers = await Promise.all(Array.from({ length: 48 }, (_, i) =>
         service.fetch("/v1/files", { method: "POST", json: { name: `together-${i}.bin`, content: bytes(1_000) } })))
       const statuses = answers.map((answer) => answer.status)
       expect(statuses.filter((status) => status !== 201 && status !== 429)).toEqual([])
       const accepted = statuses.filter((status) => status === 201).length
-      // 10,000 bytes of room: at most ten of the sixteen 1,000-byte files.
+      // 10,000 bytes of room: at most ten of the 48 1,000-byte files.
       expect(accepted).toBeLessThanOrEqual(QUOTA / 1_000)
       expect(accepted).toBeGreaterThan(0)
     })
