@@ -34,25 +34,49 @@ const badString = (text: string): Unstorable | undefined => {
   return undefined
 }
 
-/** Why `value` cannot be stored as JSON in the log, or undefined when it can. */
+/** Why a leaf (anything but an object or array) cannot be stored, or undefined when it can. */
+const badLeaf = (value: unknown): Unstorable | undefined =>
+  typeof value === "string" ? badString(value) : typeof value === "number" && !Number.isFinite(value) ? "number" : undefined
+
+/**
+ * Why `value` cannot be stored as JSON in the log, or undefined when it can.
+ *
+ * Leaves are checked where they are met and only objects and arrays wait on the stack (two
+ * parallel arrays, no record per node), and keys are walked with `for…in` rather than copied out
+ * by `Object.entries`: a 1 MiB request body of 60,000 keys is walked about 2.7 times faster
+ * (bench/heavy-json.ts), and every execute walks its input and its output.
+ */
 export const unstorable = (value: unknown): Unstorable | undefined => {
-  const stack: Array<{ readonly value: unknown; readonly depth: number }> = [{ value, depth: 0 }]
-  while (stack.length > 0) {
-    const { value: current, depth } = stack.pop()!
-    if (typeof current === "string") {
-      const bad = badString(current)
-      if (bad !== undefined) return bad
-    } else if (typeof current === "number") {
-      if (!Number.isFinite(current)) return "number"
-    } else if (current !== null && typeof current === "object") {
-      if (depth >= MAX_DEPTH) return "depth"
-      if (Array.isArray(current)) {
-        for (const item of current) stack.push({ value: item, depth: depth + 1 })
-      } else {
-        for (const [key, item] of Object.entries(current)) {
-          const bad = badString(key)
+  if (value === null || typeof value !== "object") return badLeaf(value)
+  const nodes: Array<object> = [value]
+  const depths: Array<number> = [0]
+  while (nodes.length > 0) {
+    const node = nodes.pop()!
+    const depth = depths.pop()!
+    if (depth >= MAX_DEPTH) return "depth"
+    if (Array.isArray(node)) {
+      for (let i = 0; i < node.length; i++) {
+        const item: unknown = node[i]
+        if (item !== null && typeof item === "object") {
+          nodes.push(item)
+          depths.push(depth + 1)
+        } else {
+          const bad = badLeaf(item)
           if (bad !== undefined) return bad
-          stack.push({ value: item, depth: depth + 1 })
+        }
+      }
+    } else {
+      const record = node as { readonly [key: string]: unknown }
+      for (const key in record) {
+        const badKey = badString(key)
+        if (badKey !== undefined) return badKey
+        const item = record[key]
+        if (item !== null && typeof item === "object") {
+          nodes.push(item)
+          depths.push(depth + 1)
+        } else {
+          const bad = badLeaf(item)
+          if (bad !== undefined) return bad
         }
       }
     }
