@@ -5,6 +5,7 @@
 import { Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/http-api"
 import { described, pageQuery } from "./Query.ts"
+import { PathId } from "./PathId.ts"
 
 export const AuthClass = Schema.Literals(["none", "api_key", "bearer", "oauth2"])
 
@@ -30,7 +31,7 @@ export const CreateConnection = Schema.Struct({
   expiresAt: Schema.optionalKey(Schema.String)
 })
 
-const ConnectionIdParam = { connectionId: Schema.String.check(Schema.isMaxLength(100)) }
+const ConnectionIdParam = { connectionId: PathId }
 
 export class ConnectionsApi extends HttpApiGroup.make("connections")
   .add(

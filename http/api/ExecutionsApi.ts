@@ -8,6 +8,7 @@ import { StateConflict } from "../../domain/Errors.ts"
 import { JsonObject } from "../../domain/JsonObject.ts"
 import { UsesExecuteBucket } from "./Middleware.ts"
 import { described, pageQuery } from "./Query.ts"
+import { PathId } from "./PathId.ts"
 
 const Identifier = Schema.String.check(Schema.isPattern(/^[A-Za-z0-9_.-]{1,64}$/))
 
@@ -22,7 +23,7 @@ export const ExecuteRequest = Schema.Struct({
 })
 export type ExecuteRequest = typeof ExecuteRequest.Type
 
-export const ExecutionIdParam = { executionId: Schema.String.check(Schema.isMaxLength(100)) }
+export const ExecutionIdParam = { executionId: PathId }
 
 export class ExecutionsApi extends HttpApiGroup.make("executions")
   .add(

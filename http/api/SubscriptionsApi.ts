@@ -12,6 +12,7 @@ import { JsonObject } from "../../domain/JsonObject.ts"
 import { UnpinnedOnly } from "./Middleware.ts"
 import { described, pageQuery } from "./Query.ts"
 import { WebhookDelivery } from "./WebhooksApi.ts"
+import { PathId } from "./PathId.ts"
 
 const Identifier = Schema.String.check(Schema.isPattern(/^[A-Za-z0-9_.-]{1,64}$/))
 const ResourceId = Schema.String.check(Schema.isMaxLength(100))
@@ -78,7 +79,7 @@ export const RotatedIngestUrl = Schema.Struct({
 })
 export type RotatedIngestUrl = typeof RotatedIngestUrl.Type
 
-const SubscriptionIdParam = { subscriptionId: ResourceId }
+const SubscriptionIdParam = { subscriptionId: PathId }
 
 export class SubscriptionsApi extends HttpApiGroup.make("subscriptions")
   .add(
@@ -188,7 +189,7 @@ export type RecoverRequest = typeof RecoverRequest.Type
 export const RecoverResult = Schema.Struct({ count: Schema.Int })
 export type RecoverResult = typeof RecoverResult.Type
 
-const EndpointIdParam = { endpointId: ResourceId }
+const EndpointIdParam = { endpointId: PathId }
 
 /**
  * Unpinned keys only. `resend` answers 202 with the new delivery (same `eventId`, queued at the
@@ -198,7 +199,7 @@ const EndpointIdParam = { endpointId: ResourceId }
 export class WebhookRecoveryApi extends HttpApiGroup.make("webhookRecovery")
   .add(
     HttpApiEndpoint.post("resend", "/v1/webhooks/:endpointId/deliveries/:deliveryId/resend", {
-      params: { ...EndpointIdParam, deliveryId: ResourceId },
+      params: { ...EndpointIdParam, deliveryId: PathId },
       success: WebhookDelivery.pipe(HttpApiSchema.status(202)),
       error: StateConflict
     }).annotateMerge(described(

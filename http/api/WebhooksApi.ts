@@ -6,6 +6,7 @@ import { Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/http-api"
 import { UnpinnedOnly } from "./Middleware.ts"
 import { described, pageQuery } from "./Query.ts"
+import { PathId } from "./PathId.ts"
 
 const Url = Schema.String.check(Schema.isMaxLength(2048))
 const Events = Schema.Array(Schema.String.check(Schema.isMaxLength(200))).check(Schema.isMaxLength(64))
@@ -53,7 +54,7 @@ export const WebhookDelivery = Schema.Struct({
   completedAt: Schema.optionalKey(Schema.String)
 })
 
-const EndpointIdParam = { endpointId: Schema.String.check(Schema.isMaxLength(100)) }
+const EndpointIdParam = { endpointId: PathId }
 
 export class WebhooksApi extends HttpApiGroup.make("webhooks")
   .add(

@@ -91,6 +91,8 @@ export const isJsonSyntaxFailure = (error: HttpApiSchemaError): boolean =>
 export const classify = (failure: unknown): EdgeFailure | undefined => {
   if (failure instanceof EdgeFailure) return failure
   if (HttpApiSchemaError.is(failure)) {
+    // A path parameter is an id (http/api/PathId.ts): one that no id can be names nothing.
+    if (failure.kind === "Params") return idNotFound()
     return isJsonSyntaxFailure(failure) ? malformedBody() : new EdgeFailure(422, normalized("invalid_input", schemaMessage(failure)))
   }
   if (isStoreOutage(failure)) return storeUnavailable()
