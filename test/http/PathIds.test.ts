@@ -49,7 +49,7 @@ describe.each(["memory", "postgres"] as const)("ids no id can be (%s)", (mode) =
   describe.each(BAD_IDS)("an id with %s", (_, id) => {
     it.each(ROUTES.map(([method, path, json]) => [`${method} ${path(":id")}`, method, path(id), json] as const))(
       "%s is 404 not_found",
-      async (_, method, path, json) => {
+      async (_name, method, path, json) => {
         const response = await service.fetch(path, { method, ...(json === undefined ? {} : { json }) })
         const body = (await response.json()) as { error: { code: string; retryable: boolean } }
         expect({ status: response.status, code: body.error.code, retryable: body.error.retryable })
