@@ -3,11 +3,12 @@
  * 33 MiB upload without a key costs nothing but its headers) and before `100 Continue` is sent
  * to a client that asked for it. The API's authentication middleware then reuses the verdict.
  *
- * Keys that turn out unknown are throttled per client address: each costs the address a token
- * from a bucket of UNKNOWN_KEY_POLICY, and an address with none left gets 429 before its key is
- * even looked up. A known key (a cache hit, no query) is never throttled, so a client with a good
- * key is not held back by its neighbours' typos, and a flood of made-up keys cannot take the
- * database pool (each unknown key would cost a query) or the key caches.
+ * Unknown keys that cost the store a query are throttled per client address: each costs the
+ * address a token from a bucket of UNKNOWN_KEY_POLICY, and an address with none left gets 429
+ * for such a key before it is looked up, so a flood of made-up keys cannot take the database
+ * pool or the key caches. A key whose verdict needs no query (a bootstrap key, a cached verdict
+ * either way, any key in memory mode) is never throttled: a bad key is 401 however often it is
+ * sent (interface.md, Authentication 1), and a good one is not held back by its neighbours.
  */
 import { Clock, Effect, Option } from "effect"
 import type { HttpServerRequest } from "effect/http"
@@ -40,6 +41,8 @@ const MISSING: Verdict = {
   failure: unauthorized("auth_missing", "Send the project API key as Authorization: Bearer <key>.")
 }
 
+const EXPIRED: Verdict = { _tag: "Refused", failure: unauthorized("auth_expired", "The API key is invalid or revoked.") }
+
 export const makeGate = (keys: ApiKeysShape, policy: BucketPolicy = UNKNOWN_KEY_POLICY) => {
   // Bounded: addresses beyond the most recent 50,000 start afresh (a full bucket).
   const buckets = new BoundedCache<string, BucketState>({ maxWeight: 50_000, ttlMs: 10 * 60_000 })
@@ -65,6 +68,10 @@ export const makeGate = (keys: ApiKeysShape, policy: BucketPolicy = UNKNOWN_KEY_
     const verdict = quick(request)
     if (verdict !== undefined) return verdict
     const presented = presentedKey(request) ?? ""
+    if (!keys.costsLookup(presented)) {
+      const principal = yield* Effect.orDie(keys.verify(presented))
+      return principal === undefined ? EXPIRED : { _tag: "Allowed", principal }
+    }
     const address = Option.getOrElse(request.remoteAddress, () => "unknown")
     const now = yield* Clock.currentTimeMillis
     if (throttled(address, now)) {
@@ -75,7 +82,7 @@ export const makeGate = (keys: ApiKeysShape, policy: BucketPolicy = UNKNOWN_KEY_
     const principal = yield* Effect.orDie(keys.verify(presented))
     if (principal === undefined) {
       charge(address, now)
-      return { _tag: "Refused", failure: unauthorized("auth_expired", "The API key is invalid or revoked.") }
+      return EXPIRED
     }
     return { _tag: "Allowed", principal }
   })

@@ -31,6 +31,12 @@ export interface ApiKeysShape {
   readonly verify: (presented: string) => Effect.Effect<Principal | undefined, StoreUnavailable>
   /** The principal of a key known without asking the database (bootstrap or cached); else undefined. */
   readonly known: (presented: string) => Principal | undefined
+  /**
+   * Whether `verify` would ask the store about this key: neither a bootstrap key nor one whose
+   * verdict (valid or unknown) is cached. Never in memory. Only such lookups are throttled per
+   * client address (http/server/Gate.ts).
+   */
+  readonly costsLookup: (presented: string) => boolean
   readonly create: (owner: { readonly projectId: string; readonly userId?: string | undefined }) => Effect.Effect<
     { readonly key: Redacted.Redacted<string>; readonly record: KeyRecord },
     StoreUnavailable
@@ -107,6 +113,7 @@ export const layerMemory = Layer.effect(
     return ApiKeys.of({
       verify: (presented) => Effect.sync(() => known(presented)),
       known,
+      costsLookup: () => false,
       create,
       list: (projectId) =>
         Effect.sync(() =>
@@ -181,6 +188,10 @@ export const layerPg = Layer.effect(
       known: (presented) => {
         const cacheKey = hashHex(presented)
         return byHash.get(cacheKey) ?? known.get(cacheKey)
+      },
+      costsLookup: (presented) => {
+        const cacheKey = hashHex(presented)
+        return !byHash.has(cacheKey) && known.get(cacheKey) === undefined && unknown.get(cacheKey) === undefined
       },
       verify: (presented) =>
         Effect.suspend(() => {
