@@ -47,11 +47,11 @@ export class ErrorEnvelope extends HttpApiMiddleware.Service<ErrorEnvelope>()("a
  */
 export class Authentication extends HttpApiMiddleware.Service<Authentication, { provides: Caller }>()(
   "app/http/Authentication",
-  { error: [AuthMissing, AuthExpired, InsufficientScope, InvalidInput] }
+  { error: [AuthMissing, AuthExpired] }
 ) {}
 
 export class RateLimit extends HttpApiMiddleware.Service<RateLimit, { requires: Caller }>()("app/http/RateLimit", {
-  error: [RateLimited, InsufficientScope]
+  error: [RateLimited, InsufficientScope, InvalidInput]
 }) {}
 
 /** Endpoint annotation: the request takes a token from the execute bucket, not the standard one. */

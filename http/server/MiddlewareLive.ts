@@ -1,11 +1,11 @@
 /**
  * Implementations of the API middleware: the error envelope, bearer authentication against
- * ApiKeys, and the per-project rate limit with its `RateLimit-*` headers (then the key's scope on
- * project-wide routes).
+ * ApiKeys, and the per-project rate limit with its `RateLimit-*` headers (then the user the
+ * request names, and the key's scope on project-wide routes).
  */
 import { Cause, Context, Effect, Layer } from "effect"
 import { HttpServerRequest, type HttpServerResponse } from "effect/http"
-import { AuthExpired, AuthMissing, InsufficientScope, RateLimited } from "../../domain/Errors.ts"
+import { AuthExpired, AuthMissing, InsufficientScope, type InvalidInput, RateLimited } from "../../domain/Errors.ts"
 import { ApiKeys, type Principal } from "../../infra/access/ApiKeys.ts"
 import { RateLimiter } from "../../infra/access/RateLimiter.ts"
 import { Caller, type CallerShape, CurrentRequest } from "../api/Caller.ts"
@@ -38,23 +38,16 @@ export const AuthenticationLive = Layer.effect(
       }
       const principal = verified ?? (yield* Effect.orDie(keys.verify(presented ?? "")))
       if (principal === undefined) return yield* new AuthExpired({ message: "The API key is invalid or revoked." })
-      const caller = callerOf(principal)
-      const named = request.headers[USER_HEADER]
-      if (named !== undefined) {
-        yield* checkUserId(named, "X-Service-User-Id")
-        yield* checkPinned(caller, named)
-      }
-      return yield* Effect.provideService(httpEffect, Caller, caller)
+      return yield* Effect.provideService(httpEffect, Caller, callerOf(principal))
     })
     return Authentication.of((httpEffect) =>
       Effect.withFiber((fiber) => {
-        const request = Context.getUnsafe(fiber.context, HttpServerRequest.HttpServerRequest)
-        // The edge has verified the key already, on the headers (Gate.ts): with no user named,
-        // the caller is that key, with nothing to suspend for.
+        // The edge has verified the key already, on the headers (Gate.ts): the caller is that
+        // key, with nothing to suspend for.
         const verified = fiber.getRef(CurrentRequest)?.verifiedKey
-        return verified !== undefined && request.headers[USER_HEADER] === undefined
+        return verified !== undefined
           ? Effect.provideService(httpEffect, Caller, callerOf(verified))
-          : checked(httpEffect, request, verified)
+          : checked(httpEffect, Context.getUnsafe(fiber.context, HttpServerRequest.HttpServerRequest), verified)
       }))
   })
 )
@@ -69,18 +62,24 @@ export const RateLimitLive = Layer.effect(
       const unpinnedOnly = isUnpinnedOnly(group, endpoint)
       const refusedScope = new InsufficientScope({ message: "This route needs an unpinned project key." })
       // Every answer carries the decision's headers (the edge writes them), a refusal and the
-      // handler's failures included. Past the bucket, a project-wide route refuses a pinned key
-      // before anything of the request is decoded.
+      // handler's failures included. Past the bucket (every authenticated request takes its
+      // token, decisions.md section 2), the user a request names is judged, then a project-wide
+      // route refuses a pinned key, before anything of the request is decoded.
       return Effect.withFiber((fiber) => {
         const caller = Context.getUnsafe(fiber.context, Caller)
         const request = fiber.getRef(CurrentRequest)
-        return Effect.flatMap(takeTokens(limiter, caller.projectId, execute), (decision): Effect.Effect<HttpServerResponse.HttpServerResponse, RateLimited | InsufficientScope | Effect.Error<typeof httpEffect>, Effect.Services<typeof httpEffect>> => {
+        const named = Context.getUnsafe(fiber.context, HttpServerRequest.HttpServerRequest).headers[USER_HEADER]
+        return Effect.flatMap(takeTokens(limiter, caller.projectId, execute), (decision): Effect.Effect<HttpServerResponse.HttpServerResponse, RateLimited | InsufficientScope | InvalidInput | Effect.Error<typeof httpEffect>, Effect.Services<typeof httpEffect>> => {
           if (request !== undefined) request.answerHeaders = { ...request.answerHeaders, ...rateHeaders(decision) }
           if (!decision.allowed) {
             const { message, retryAfter } = rateLimitedError(decision, execute)
             return Effect.fail(new RateLimited({ message, retryAfter: retryAfter ?? 1 }))
           }
-          return unpinnedOnly && caller.pinnedUserId !== undefined ? Effect.fail(refusedScope) : httpEffect
+          const scoped: Effect.Effect<HttpServerResponse.HttpServerResponse, InsufficientScope | Effect.Error<typeof httpEffect>, Effect.Services<typeof httpEffect>> =
+            unpinnedOnly && caller.pinnedUserId !== undefined ? Effect.fail(refusedScope) : httpEffect
+          return named === undefined
+            ? scoped
+            : Effect.andThen(checkUserId(named, "X-Service-User-Id"), Effect.andThen(checkPinned(caller, named), scoped))
         })
       })
     })
