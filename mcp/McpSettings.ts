@@ -3,11 +3,15 @@
  * where it is used, so the gateway needs nothing from the composition root.
  *
  * Transport security (decisions.md section 7, DNS rebinding): a request with an `Origin` passes
- * only for SERVICE_BASE_URL's origin or one of SERVICE_MCP_ALLOWED_ORIGINS. When the base URL
- * names a loopback host, the `Host` header must name a loopback host too (any port), as the MCP
- * reference servers do for a local server: a rebinding page reaches 127.0.0.1 under its own name.
+ * only for SERVICE_BASE_URL's origin or one of SERVICE_MCP_ALLOWED_ORIGINS. When the service is
+ * reachable on loopback only (it listens on a loopback address, as it does by default with the
+ * development key) and the base URL names a loopback host, the `Host` header must name a
+ * loopback host too (any port), as the MCP reference servers do for a local server: a rebinding
+ * page reaches 127.0.0.1 under its own name. A service listening on the network serves clients
+ * that name it by whatever host they reach it under.
  */
 import { Config, Effect } from "effect"
+import { listenHost } from "../infra/access/DevKey.ts"
 import { ConfigInvalid, integer } from "../infra/Settings.ts"
 
 export type DiscoveryMode = "catalog" | "search"
@@ -19,7 +23,7 @@ export interface McpSettingsShape {
   /** SERVICE_USER_ID: the gateway-configured user, first in precedence. */
   readonly userId: string | undefined
   readonly baseUrl: string
-  /** Whether `Host` must name a loopback host (the base URL does). */
+  /** Whether `Host` must name a loopback host (the service listens on loopback, and the base URL names it). */
   readonly loopbackHostsOnly: boolean
 }
 
@@ -39,6 +43,9 @@ export const isLoopbackHost = (host: string): boolean => {
   const name = hostName(host)
   return LOOPBACK_HOSTS.has(name) || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(name)
 }
+
+/** Whether a listen address is a loopback one (`127.0.0.1`, `::1`, `localhost`). */
+const isLoopbackAddress = (address: string): boolean => isLoopbackHost(address.includes(":") ? `[${address}]` : address)
 
 /** `scheme://host[:port]` of a URL, or undefined when it is not an http(s) URL. */
 export const originOf = (value: string): string | undefined => {
@@ -79,6 +86,6 @@ export const mcpSettings: Effect.Effect<McpSettingsShape, Config.ConfigError | C
     allowedOrigins,
     userId,
     baseUrl: baseUrl.replace(/\/+$/, ""),
-    loopbackHostsOnly: isLoopbackHost(new URL(baseUrl).host)
+    loopbackHostsOnly: isLoopbackHost(new URL(baseUrl).host) && isLoopbackAddress(yield* listenHost)
   }
 })

@@ -7,8 +7,8 @@ import { Etag, HttpMiddleware, HttpPlatform, HttpRouter, HttpServer } from "effe
 import { HttpApiBuilder } from "effect/http-api"
 import { NodeHttpServer } from "@effect/platform-node"
 import { createServer } from "node:http"
-import { devKeyWanted } from "../../infra/access/DevKey.ts"
-import { boolean, integer, raw } from "../../infra/Settings.ts"
+import { listenHost } from "../../infra/access/DevKey.ts"
+import { boolean, integer } from "../../infra/Settings.ts"
 import { ApiKeys } from "../../infra/access/ApiKeys.ts"
 import { Connections } from "../../infra/connections/Connections.ts"
 import { Executions } from "../../infra/executions/Executions.ts"
@@ -160,8 +160,7 @@ export const endOfTurnSetting = boolean("SERVICE_HTTP_END_OF_TURN", true)
 
 export const listenSettings = Effect.gen(function*() {
   const port = yield* portSetting
-  const host = (yield* raw("SERVICE_HOST")) ?? ((yield* devKeyWanted) ? "127.0.0.1" : "0.0.0.0")
-  return { port, host }
+  return { port, host: yield* listenHost }
 })
 
 /**

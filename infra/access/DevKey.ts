@@ -7,13 +7,21 @@
  */
 import { Effect, Layer, Redacted } from "effect"
 import { HttpServer } from "effect/http"
-import { isDurable } from "../eventlog/Database.ts"
+import { databaseUrl, raw } from "../Settings.ts"
 import { bootstrapKeys } from "./AccessSettings.ts"
 import { ApiKeys } from "./ApiKeys.ts"
 
 /** True when start-up makes the development key: memory mode and no SERVICE_API_KEYS. */
 export const devKeyWanted = Effect.gen(function*() {
-  return !(yield* isDurable) && (yield* bootstrapKeys).length === 0
+  return (yield* databaseUrl) === undefined && (yield* bootstrapKeys).length === 0
+})
+
+/**
+ * The listen address: SERVICE_HOST, else loopback when start-up makes the development key (a key
+ * printed to a terminal must not open the service to the network), else every interface.
+ */
+export const listenHost = Effect.gen(function*() {
+  return (yield* raw("SERVICE_HOST")) ?? ((yield* devKeyWanted) ? "127.0.0.1" : "0.0.0.0")
 })
 
 export const layer = Layer.effectDiscard(

@@ -90,6 +90,15 @@ describe("MCP rules", () => {
     expect([...set.allowedOrigins]).toEqual(["https://api.example.com", "https://a.example.com", "http://b.example.com:3000"])
     await expect(settingsFrom({ SERVICE_MCP_TOOLS: "all" })).rejects.toThrow()
     await expect(settingsFrom({ SERVICE_MCP_ALLOWED_ORIGINS: "not a url" })).rejects.toThrow(/SERVICE_MCP_ALLOWED_ORIGINS/)
+    // The Host check guards a service reachable on loopback only (the development key's default,
+    // or SERVICE_HOST on loopback); one that listens on the network serves clients that name it
+    // by any host, and they send no Origin (decisions.md section 7).
+    const keys = { SERVICE_API_KEYS: "key_aaaaaaaaaaaaaaaa=proj_a" }
+    expect((await settingsFrom(keys)).loopbackHostsOnly).toBe(false)
+    expect((await settingsFrom({ ...keys, SERVICE_HOST: "0.0.0.0" })).loopbackHostsOnly).toBe(false)
+    expect((await settingsFrom({ ...keys, SERVICE_HOST: "127.0.0.1" })).loopbackHostsOnly).toBe(true)
+    expect((await settingsFrom({ ...keys, SERVICE_HOST: "::1" })).loopbackHostsOnly).toBe(true)
+    expect((await settingsFrom({ SERVICE_HOST: "0.0.0.0" })).loopbackHostsOnly).toBe(false)
     expect(["localhost:1", "127.0.0.1", "[::1]:8080", "127.3.4.5:9"].every(isLoopbackHost)).toBe(true)
     expect(["example.com", "localhost.evil.com:80"].some(isLoopbackHost)).toBe(false)
   })

@@ -5,7 +5,7 @@
  */
 import { request as httpRequest } from "node:http"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { OTHER_KEY, PINNED_KEY } from "../support/Service.ts"
+import { KEY, OTHER_KEY, PINNED_KEY } from "../support/Service.ts"
 import { type GatewayUnderTest, startGateway } from "./support/Gateway.ts"
 import { headersFor, initializeMessage, messageOf, openSession, parseSse, post, VERSION } from "./support/Raw.ts"
 
@@ -174,6 +174,24 @@ describe("the /mcp transport", () => {
       req.end(JSON.stringify(initializeMessage()))
     })
     expect(status).toBe(403)
+  })
+
+  it("serves any Host when the service listens on the network: clients name it as they reach it, and send no Origin", async () => {
+    const open = await startGateway({ SERVICE_HOST: "0.0.0.0", SERVICE_BASE_URL: "http://localhost:8080" })
+    try {
+      const status = await new Promise<number>((resolve, reject) => {
+        const url = new URL(open.url)
+        const req = httpRequest({ host: "127.0.0.1", port: url.port, path: "/mcp", method: "POST", headers: { host: `mcp-service.internal:${url.port}`, authorization: `Bearer ${KEY}`, "content-type": "application/json", accept: "application/json, text/event-stream" } }, (res) => {
+          res.resume()
+          resolve(res.statusCode ?? 0)
+        })
+        req.on("error", reject)
+        req.end(JSON.stringify(initializeMessage()))
+      })
+      expect(status).toBe(200)
+    } finally {
+      await open.close()
+    }
   })
 
   it("refuses a body over 1 MiB with 413 before parsing it", async () => {
