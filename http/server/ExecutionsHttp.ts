@@ -13,6 +13,7 @@ import { Caller } from "../api/Caller.ts"
 import { makeCursors } from "./Cursor.ts"
 import { DEFAULT_LIMIT } from "../api/Query.ts"
 import { actingUser } from "./Users.ts"
+import { toCanonicalName } from "../../domain/catalog/index.ts"
 
 export const ExecutionsHttp = HttpApiBuilder.group(Api, "executions", (handlers) =>
   Effect.gen(function*() {
@@ -52,8 +53,10 @@ export const ExecutionsHttp = HttpApiBuilder.group(Api, "executions", (handlers)
       .handle("list", Effect.fnUntraced(function*({ headers, query }) {
         const caller = yield* Caller
         const userId = yield* actingUser(caller, { explicit: query.userId, header: headers["x-service-user-id"] })
-        // A cursor pages the list it came from: its user, status and tool are part of its scope.
-        const scope = `executions:${caller.projectId}:${userId ?? ""}:${query.status ?? ""}:${query.tool ?? ""}`
+        // A cursor pages the list it came from: its user, status and tool are part of its scope,
+        // the tool by its canonical name (its wire name filters the same list).
+        const tool = query.tool === undefined ? "" : (toCanonicalName(query.tool) ?? query.tool)
+        const scope = `executions:${caller.projectId}:${userId ?? ""}:${query.status ?? ""}:${tool}`
         let after: string | undefined
         if (query.cursor !== undefined) {
           const position = yield* cursors.decode(scope, query.cursor)

@@ -23,6 +23,7 @@ import { BoundedCache } from "../BoundedCache.ts"
 import { Secrets } from "../access/Secrets.ts"
 import { ViewStore } from "../eventlog/ViewStore.ts"
 import type { Filter } from "../eventlog/Projection.ts"
+import { Shutdown } from "../actors/Shutdown.ts"
 
 export interface ExecuteCommand {
   readonly projectId: string
@@ -139,6 +140,7 @@ export const make = Effect.gen(function*() {
   const views = yield* ViewStore
   const actor = yield* ExecutionActor
   const permits = yield* ExecutionPermits
+  const shutdown = yield* Shutdown
   const connections = yield* ConnectionResolver
   const files = yield* AttachmentFiles
   const secrets = yield* Secrets
@@ -232,13 +234,21 @@ export const make = Effect.gen(function*() {
       }
       const cap = capOf(tool)
       const permitKey = { projectId: command.projectId, toolkit: tool.toolkit, executionId }
-      const syncCapped = mode === "sync" && cap !== undefined
+      // A synchronous request under a cap is refused before allocation when the cap is full
+      // (interface.md, Limits), also for a tool that runs async by nature: it then takes its
+      // permit here and is dispatched at once, as a sync one is. Not once the process is
+      // stopping: such a request is then recorded pending for the next process (it would not
+      // start here, ExecutionRun.ts) and answered at once.
+      const syncCapped = requestedSync && cap !== undefined && (mode === "sync" || !shutdown.stopping())
       // A pure tool's sync run on a store that checks the cap inside its commit takes no permit
       // before and returns none after (EventStore.appendWithinCap); like any sync request it does
       // not overtake async ones waiting in this process.
-      const capInCommit = syncCapped && tool.pure && store.appendWithinCap !== undefined
-      const permitHeld = mode === "sync" &&
-        (cap === undefined || (capInCommit ? !permits.queued(permitKey) : yield* orDie(permits.tryAcquire(permitKey, cap))))
+      const capInCommit = syncCapped && mode === "sync" && tool.pure && store.appendWithinCap !== undefined
+      const permitHeld = !syncCapped
+        ? mode === "sync"
+        : capInCommit
+        ? !permits.queued(permitKey)
+        : yield* orDie(permits.tryAcquire(permitKey, cap))
       if (syncCapped && !permitHeld) return yield* capFull(tool)
       // Past the refusal above, a capped sync request holds the permit it took, unless its commit
       // checks the cap; that permit goes back here when nothing is recorded.

@@ -261,7 +261,7 @@ for (const mode of modes) {
         expect(String((await requestOf(String(async.body.executionId))).sealedInput)).toMatch(/^v1\./)
       })
 
-      it("a pure tool run sync commits its request, start and outcome together; others commit the start first", async () => {
+      it("a pure tool run sync commits its request, start and outcome together; others commit the outcome apart", async () => {
         const eventsOf = (executionId: unknown) =>
           service.runtime.runPromise(Effect.flatMap(EventStore, (store) => store.readStream(`execution-${String(executionId)}`)))
         const echo = await execute(service, { tool: "demo.echo", input: { n: 1 }, userId: "u_pure" })
@@ -285,7 +285,10 @@ for (const mode of modes) {
           // Events of one transaction share its position's tx.
           expect(commits(echoEvents)).toBe(1)
           expect(commits(failEvents)).toBe(1)
-          expect(commits(sleepEvents)).toBe(3)
+          // A sync request of a tool async by nature takes its permit as it is made (a full cap
+          // is 429, interface.md, Limits), so its request and start commit together; its outcome
+          // comes later, on its own.
+          expect(commits(sleepEvents)).toBe(2)
         }
       })
     })

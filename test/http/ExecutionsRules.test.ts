@@ -224,6 +224,12 @@ for (const mode of modes) {
           expect(refused.status).toBe(422)
           expect(errorCode(refused.body)).toBe("invalid_input")
         }
+        // The tool filter by its canonical or its wire name is one filter, and one list.
+        const byName = await getJson(service, "/v1/executions?tool=demo.fail&limit=1")
+        const byNameCursor = encodeURIComponent(String(byName.body.nextCursor))
+        const byWire = await getJson(service, `/v1/executions?tool=demo__fail&limit=1&cursor=${byNameCursor}`)
+        expect(byWire.status).toBe(200)
+        expect(ids(byWire.body)).toEqual(ids((await getJson(service, `/v1/executions?tool=demo.fail&limit=1&cursor=${byNameCursor}`)).body))
         const user9 = await getJson(service, "/v1/executions?userId=user_9&limit=1")
         const pinned = await getJson(service, `/v1/executions?cursor=${encodeURIComponent(String(user9.body.nextCursor))}`, PINNED_KEY)
         expect(pinned.status).toBe(422)
@@ -244,7 +250,15 @@ for (const mode of modes) {
         expect(sync.status).toBe(429)
         expect(sync.body.error).toMatchObject({ code: "rate_limited", retryable: true, retryAfter: 1 })
         expect(sync.response.headers.get("retry-after")).toBe("1")
-        // A sync request of an async-by-nature tool is accepted and stays pending.
+        // So is a sync request of a tool that runs async by nature: it is a synchronous request
+        // (interface.md, Limits: "When that cap is full, a synchronous request is rejected before
+        // allocation with 429 and a one-second retry hint"), and nothing is recorded for it.
+        const before = (await getJson(service, "/v1/executions?tool=demo.sleep&limit=100", key)).body
+        const syncSleep = await execute(service, { tool: "demo.sleep", input: { ms: 1 } }, { key })
+        expect(syncSleep.status).toBe(429)
+        expect(syncSleep.body.error).toMatchObject({ code: "rate_limited", retryable: true, retryAfter: 1 })
+        expect(ids((await getJson(service, "/v1/executions?tool=demo.sleep&limit=100", key)).body)).toEqual(ids(before))
+        // An async request of it is accepted and stays pending.
         const queued = await execute(service, { tool: "demo.sleep", input: { ms: 1 }, mode: "async" }, { key })
         const queued2 = await execute(service, { tool: "demo.sleep", input: { ms: 60_000 }, mode: "async" }, { key })
         await new Promise((resolve) => setTimeout(resolve, 150))
@@ -267,6 +281,9 @@ for (const mode of modes) {
         const burst = await Promise.all(Array.from({ length: 8 }, () => execute(service, { tool: "demo.echo" }, { key })))
         expect(burst.every((b) => b.status === 200 || b.status === 429)).toBe(true)
         expect((await execute(service, { tool: "demo.echo" }, { key })).status).toBe(200)
+        // With room under the cap, a sync request of demo.sleep takes a permit and waits for its end.
+        const slept = await execute(service, { tool: "demo.sleep", input: { ms: 5 } }, { key })
+        expect({ status: slept.status, record: slept.body.status, output: slept.body.output }).toEqual({ status: 200, record: "succeeded", output: { sleptMs: 5 } })
       })
     })
 
