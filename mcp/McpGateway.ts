@@ -202,7 +202,9 @@ export const makeHandle = (parts: GatewayParts) => {
     if (!Answers.isJsonContentType(request.headers.get("content-type"))) return Answers.unsupportedMediaType(requestId)
     const bytes = yield* Effect.promise(() => Answers.readLimited(request, Answers.BODY_LIMIT))
     if (bytes === undefined) return Answers.bodyTooLarge(requestId)
-    const parsed = bytes === null ? undefined : Answers.parseJson(bytes)
+    const text = bytes === null ? undefined : Answers.decodeUtf8(bytes)
+    if (text !== undefined && Rules.nestedDeeperThan(text, Rules.MAX_NESTING)) return refusal(Rules.tooDeep)
+    const parsed = text === undefined ? undefined : Answers.parseJson(text)
     if (parsed === undefined) return Answers.rpcError(400, -32700, "Parse error: Invalid JSON")
     const body = parsed.value
     const refused = Rules.notAMessage(body)

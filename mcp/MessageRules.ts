@@ -13,6 +13,9 @@
  *   issue list as its message.
  * - The tasks methods exist from 2025-11-25 on: a session of an older version, to which the
  *   server declared no tasks, gets -32601 Method not found for them.
+ * - A message nested deeper than `MAX_NESTING` levels is -32600 Invalid Request, judged on the
+ *   text before it is parsed: the checks above and the SDK's walk messages recursively, and
+ *   10,000 levels overflowed the stack (a retryable 500), or were a -32700 quoting the RangeError.
  */
 import {
   CallToolRequestSchema,
@@ -40,6 +43,45 @@ export interface Refusal {
   readonly code: number
   readonly message: string
   readonly id: RpcId
+}
+
+/**
+ * Nesting levels (objects and arrays) a message may have. Far above what any message needs, and
+ * above the 64 levels tool arguments may have (domain/Storable.ts), so deeper arguments stay an
+ * `isError` result about their depth, as on `POST /v1/execute`, up to this bound.
+ */
+export const MAX_NESTING = 512
+
+const QUOTE = 0x22
+const BACKSLASH = 0x5c
+
+/**
+ * Whether JSON text nests deeper than `limit` levels, counted on the text (brackets in strings
+ * aside) in one pass: nothing recursive may meet such a message, the parse included.
+ */
+export const nestedDeeperThan = (text: string, limit: number): boolean => {
+  // Fewer characters than levels cannot get there.
+  if (text.length <= limit) return false
+  let depth = 0
+  let inString = false
+  for (let i = 0; i < text.length; i++) {
+    const code = text.charCodeAt(i)
+    if (inString) {
+      if (code === BACKSLASH) i++
+      else if (code === QUOTE) inString = false
+    } else if (code === QUOTE) inString = true
+    else if (code === 0x5b || code === 0x7b) {
+      if (++depth > limit) return true
+    } else if (code === 0x5d || code === 0x7d) depth--
+  }
+  return false
+}
+
+/** The refusal of a message nested deeper than `MAX_NESTING` levels. */
+export const tooDeep: Refusal = {
+  code: INVALID_REQUEST,
+  message: `Invalid Request: the message is nested deeper than ${MAX_NESTING} levels.`,
+  id: null
 }
 
 /** The id of a message, when it has a usable one; null otherwise (as JSON-RPC answers then). */

@@ -101,6 +101,50 @@ describe("/mcp messages", () => {
     expect(events[0]!.id).toBeDefined()
   })
 
+  // Outside audit: 10,000 levels of arrays overflowed the stack in the gateway's message check (a
+  // retryable 500 "Internal error."), and a client's response nested 100,000 levels deep was a
+  // -32700 whose data was the RangeError; 8,000 levels were a 400 -32600.
+  it("refuses a body nested deeper than 512 levels with 400 and -32600 before parsing, with or without a session", async () => {
+    const session = await openSession(gw.url)
+    const arrays = (levels: number) => `${"[".repeat(levels)}${"]".repeat(levels)}`
+    const deepResult = `{"jsonrpc":"2.0","id":1,"result":${'{"d":'.repeat(100_000)}{}${"}".repeat(100_000)}}`
+    const deepData = `{"jsonrpc":"2.0","id":1,"error":{"code":1,"message":"m","data":${"[".repeat(100_000)}${"]".repeat(100_000)}}}`
+    const deepParams = `{"jsonrpc":"2.0","id":1,"method":"ping","params":{"x":${"[".repeat(600)}${"]".repeat(600)}}}`
+    const bodies = [arrays(10_000), arrays(8_000), arrays(513), deepResult, deepData, deepParams]
+    for (const body of bodies) {
+      for (const options of [{ accept: JSON_ONLY }, { session, accept: JSON_ONLY }, { session }]) {
+        const what = `${body.slice(0, 40)} (${body.length}) ${JSON.stringify(options)}`
+        const response = await post(gw.url, body, options)
+        expect(response.status, what).toBe(400)
+        expect(response.headers.get("content-type"), what).toMatch(/^application\/json/)
+        const answer = await response.json() as { id: unknown; error: { code: number; message: string; data?: unknown } }
+        expect(answer, what).toMatchObject({ jsonrpc: "2.0", id: null, error: { code: -32600, message: expect.stringContaining("512") } })
+        expect(answer.error.data, what).toBeUndefined()
+        expect(JSON.stringify(answer), what).not.toMatch(/RangeError|stack/i)
+      }
+    }
+    // 512 levels are read as usual: a batch of batches is still no JSON-RPC message.
+    const within = await post(gw.url, arrays(512), { session, accept: JSON_ONLY })
+    expect(within.status).toBe(400)
+    expect(await within.json()).toMatchObject({ id: null, error: { code: -32600, message: expect.not.stringContaining("512") } })
+  })
+
+  it("keeps arguments nested past 64 levels (and within 512) an isError result, as before", async () => {
+    const session = await openSession(gw.url, { headers: { "x-service-user-id": "user_1" } })
+    for (const levels of [100, 500]) {
+      const args = `{"v":${"[".repeat(levels)}${"]".repeat(levels)}}`
+      const body = `{"jsonrpc":"2.0","id":${levels},"method":"tools/call","params":{"name":"demo.echo","arguments":${args}}}`
+      for (const accept of [JSON_ONLY, "application/json, text/event-stream"]) {
+        const response = await post(gw.url, body, { session, accept, headers: { "x-service-user-id": "user_1" } })
+        expect(response.status, `${levels} ${accept}`).toBe(200)
+        const answer = await messageOf(response) as { id: number; result: { isError?: boolean; content: Array<{ text: string }> } }
+        expect(answer.id).toBe(levels)
+        expect(answer.result.isError, `${levels} ${accept}`).toBe(true)
+        expect(answer.result.content[0]!.text).toContain("nested deeper than 64 levels")
+      }
+    }
+  })
+
   it("answers the tasks methods with -32601 in a session of a version without tasks", async () => {
     const old = await openSession(gw.url, { protocol: "2025-06-18" })
     for (const method of ["tasks/get", "tasks/result", "tasks/cancel"]) {
