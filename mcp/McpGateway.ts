@@ -234,12 +234,13 @@ export const makeHandle = (parts: GatewayParts) => {
     }
     const exchanged = keepsTasks(session) ? body : withoutTasks(body)
     const checked = Rules.isBatch(exchanged) ? undefined : Rules.checkRequest(exchanged, session.protocolVersion)
-    if (checked?._tag === "Refused") {
-      const { code, id, message } = checked.refusal
-      const answer = { jsonrpc: "2.0", id, error: { code, message } }
-      return Answers.jsonResponse(JSON.stringify(answer), 200, { "mcp-session-id": session.sessionId })
-    }
     const sse = acceptsEventStream(request.headers.get("accept"))
+    if (checked?._tag === "Refused") {
+      // Answered as the SDK answers every other request: as SSE when the client takes it.
+      const { code, id, message } = checked.refusal
+      const answer = exchange.answer({ jsonrpc: "2.0", id, error: { code, message } }, session, sse)
+      return Answers.withHeaders(answer, { "mcp-session-id": session.sessionId })
+    }
     const plain = sse || initializing || checked?._tag !== "Parsed" ? undefined : fast(exchanged, checked.value, session, caller.headerUserId)
     if (plain !== undefined) return Answers.withHeaders(yield* plain, { "mcp-session-id": session.sessionId })
     const response = yield* Effect.tryPromise({

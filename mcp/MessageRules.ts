@@ -10,7 +10,8 @@
  * - `initialize` is a request: as a notification it would open a session nobody was answered.
  * - Params that the method's schema refuses are -32602 Invalid params with a short message: the
  *   SDK's own handler wrapper throws the schema's error, which answers -32603 with the whole
- *   issue list as its message.
+ *   issue list as its message. Such an answer is sent as the SDK sends the others (SSE when the
+ *   client takes it: RpcExchange.ts `answer`).
  * - The tasks methods exist from 2025-11-25 on: a session of an older version, to which the
  *   server declared no tasks, gets -32601 Method not found for them.
  * - A message nested deeper than `MAX_NESTING` levels is -32600 Invalid Request, judged on the

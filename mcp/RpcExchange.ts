@@ -21,7 +21,7 @@ import { frameIds } from "./EventIds.ts"
 import type { LogFeedShape } from "./LogFeed.ts"
 import { LATEST_VERSION, type RequestFacts } from "./RpcServer.ts"
 import type { McpSession } from "./McpSessions.ts"
-import type { GatewayRequest } from "./HttpAnswers.ts"
+import { type GatewayRequest, JsonAnswer } from "./HttpAnswers.ts"
 import { isJsonObject } from "../domain/JsonObject.ts"
 
 /**
@@ -88,6 +88,23 @@ const stripTask = (m: unknown) => {
 
 const keyOf = (sessionId: string, id: RpcId) => `${sessionId} ${typeof id} ${id}`
 
+/** The first protocol version whose clients take the SSE priming event (empty data), as the SDK decides. */
+const PRIMING_FROM = "2025-11-25"
+
+/**
+ * A JSON-RPC answer the gateway made itself, as the SSE stream the SDK's transport would send it
+ * in: the priming event (from 2025-11-25), then the message, with the ids of a POST stream.
+ */
+const answerStream = (message: unknown, protocolVersion: string, position: Position): Response => {
+  const next = frameIds("p")
+  const priming = protocolVersion >= PRIMING_FROM ? `id: ${next(position)}\ndata: \n\n` : ""
+  const text = `${priming}event: message\nid: ${next(position)}\ndata: ${JSON.stringify(message)}\n\n`
+  return new Response(text, {
+    status: 200,
+    headers: { "content-type": "text/event-stream", "cache-control": "no-cache, no-transform", "x-accel-buffering": "no" }
+  })
+}
+
 /** Ends the stream's source and runs `done` once, at its end or when the reader goes away. */
 const closing = (body: ReadableStream<Uint8Array>, done: () => void): ReadableStream<Uint8Array> => {
   const reader = body.getReader()
@@ -132,6 +149,12 @@ export const makeExchange = (servers: (facts: RequestFacts) => Server, feed: Log
         if (inflight.get(key) === close) inflight.delete(key)
       }
     },
+    /**
+     * A JSON-RPC answer made outside the SDK (a request refused by MessageRules.ts), in the form
+     * the client asked for: an SSE stream when `sse`, else JSON, as the SDK answers the others.
+     */
+    answer: (message: unknown, session: McpSession, sse: boolean): Response | JsonAnswer =>
+      sse ? answerStream(message, session.protocolVersion, feed.position()) : new JsonAnswer(JSON.stringify(message), 200, {}),
     /** Ends the requests of the session that `notifications/cancelled` messages named (`cancelledIds`). */
     cancel: (sessionId: string, ids: ReadonlyArray<RpcId>) => {
       for (const id of ids) inflight.get(keyOf(sessionId, id))?.()

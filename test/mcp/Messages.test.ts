@@ -92,6 +92,42 @@ describe("/mcp messages", () => {
     }
   })
 
+  // Outside audit: with both types accepted, the -32602 of params a schema refuses came back as
+  // plain JSON while an unknown tool or a bad cursor came back as SSE (the spec: "If Accept
+  // includes text/event-stream, the reply is an SSE stream").
+  it("answers every JSON-RPC error to a request in a session as SSE when Accept lists text/event-stream", async () => {
+    const session = await openSession(gw.url)
+    const requests: ReadonlyArray<readonly [Record<string, unknown>, number]> = [
+      [{ method: "tasks/get", params: { taskId: 5 } }, -32602],
+      [{ method: "tools/call", params: { name: 5, arguments: {} } }, -32602],
+      [{ method: "tools/call", params: { name: "demo.echo", arguments: {}, task: { ttl: "x" } } }, -32602],
+      [{ method: "tools/call", params: { name: "nope.x", arguments: {} } }, -32602],
+      [{ method: "tools/list", params: { cursor: "c" } }, -32602],
+      [{ method: "nope/nope" }, -32601]
+    ]
+    let id = 200
+    for (const [request, code] of requests) {
+      const response = await post(gw.url, { jsonrpc: "2.0", id: ++id, ...request }, { session })
+      const what = JSON.stringify(request)
+      expect(response.status, what).toBe(200)
+      expect(response.headers.get("content-type"), what).toMatch(/^text\/event-stream/)
+      expect(response.headers.get("mcp-session-id"), what).toBe(session)
+      const events = parseSse(await response.text())
+      expect(events[0], what).toMatchObject({ data: "" })
+      expect(events[0]!.id, what).toMatch(/^\d+:\d+:p[A-Za-z0-9_-]+\.0$/)
+      expect(events, what).toHaveLength(2)
+      expect(events[1]!.id, what).toMatch(/^\d+:\d+:p[A-Za-z0-9_-]+\.1$/)
+      expect(JSON.parse(events[1]!.data), what).toMatchObject({ jsonrpc: "2.0", id, error: { code } })
+    }
+    // A session of a version without tasks: its -32601 for a tasks method too (no priming event
+    // before 2025-11-25, as the SDK sends none).
+    const old = await openSession(gw.url, { protocol: "2025-06-18" })
+    const response = await post(gw.url, { jsonrpc: "2.0", id: 1, method: "tasks/get", params: { taskId: "exe_x" } }, { session: old, version: "2025-06-18" })
+    expect(response.headers.get("content-type")).toMatch(/^text\/event-stream/)
+    const events = parseSse(await response.text())
+    expect(events.map((event) => JSON.parse(event.data) as unknown)).toEqual([{ jsonrpc: "2.0", id: 1, error: { code: -32601, message: expect.any(String) } }])
+  })
+
   it("answers a session at its own version when MCP-Protocol-Version is left out: the SSE priming event", async () => {
     const session = await openSession(gw.url)
     const response = await post(gw.url, { jsonrpc: "2.0", id: 9, method: "tools/list" }, { session, version: null })
