@@ -2,7 +2,7 @@
  * The MCP gateway's HTTP edge (spec, "MCP gateway"; decisions.md section 7): POST, GET and
  * DELETE `/mcp`, as one `handle(request) => Effect<Answer>` that the HTTP server mounts.
  *
- * In order, for every request: a `Request-Id`; transport security (`Origin`, and `Host` when the
+ * In order, for every request: a `Request-Id` (the HTTP edge's, which its log line has); transport security (`Origin`, and `Host` when the
  * service is bound to loopback: McpSettings.ts), with CORS for allowed origins; the method; the
  * bearer key (401 with the envelope and `WWW-Authenticate: Bearer`); one token of the project's
  * standard bucket (429 with `Retry-After`); the user header against a pinned key (403). Then the
@@ -55,8 +55,12 @@ const latest = (position: Position, floor: Position | undefined): Position =>
   floor !== undefined && comparePositions(floor, position) > 0 ? floor : position
 
 export class McpGateway extends Context.Service<McpGateway, {
-  /** Serves POST, GET and DELETE `/mcp` completely: auth, origin, limits and sessions included. */
-  readonly handle: (request: Answers.GatewayRequest) => Effect.Effect<Answers.Answer>
+  /**
+   * Serves POST, GET and DELETE `/mcp` completely: auth, origin, limits and sessions included.
+   * `requestId` is the id the HTTP edge logs the request under (a new one when none is given):
+   * the answer's `Request-Id`, its envelope's `requestId` and the gateway's own log lines use it.
+   */
+  readonly handle: (request: Answers.GatewayRequest, requestId?: string) => Effect.Effect<Answers.Answer>
 }>()("app/mcp/McpGateway") {}
 
 const BEARER = /^Bearer[ \t]+(\S+)[ \t]*$/i
@@ -299,9 +303,9 @@ export const makeHandle = (parts: GatewayParts) => {
     return Answers.withHeaders(response, admitted.limits)
   })
 
-  return (request: Answers.GatewayRequest): Effect.Effect<Answers.Answer> =>
+  return (request: Answers.GatewayRequest, given?: string): Effect.Effect<Answers.Answer> =>
     Effect.suspend(() => {
-      const requestId = newRequestId()
+      const requestId = given ?? newRequestId()
       return serve(request, requestId).pipe(
         Effect.catchDefect((defect) =>
           Effect.as(
