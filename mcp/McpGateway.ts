@@ -229,26 +229,32 @@ export const makeHandle = (parts: GatewayParts) => {
     if (Answers.isAnswer(session)) return session
     const batch = Rules.isBatch(body) ? Rules.batchRefused(session.protocolVersion) : undefined
     if (batch !== undefined) return Answers.withHeaders(refusal(batch), { "mcp-session-id": session.sessionId })
+    const sse = acceptsEventStream(request.headers.get("accept"))
+    // A batch's members that are no message are answered with their own errors, the others as usual.
+    const members = Rules.isBatch(body) ? Rules.batchMembers(body) : undefined
+    const invalid = members?.refused.map(Rules.errorOf) ?? []
+    if (members !== undefined && members.valid.length === 0) {
+      return Answers.withHeaders(exchange.answer(invalid, session, sse, true), { "mcp-session-id": session.sessionId })
+    }
+    const sent = members === undefined ? body : members.valid
     // A cancelled plain tools/call ends, unanswered, and then its execution is cancelled (CallCancels.ts).
-    const cancelled = cancelledIds(messagesOf(body))
+    const cancelled = cancelledIds(messagesOf(sent))
     if (cancelled.length > 0) {
       const cancelExecutions = cancels.take(session.sessionId, cancelled)
       exchange.cancel(session.sessionId, cancelled)
       yield* cancelExecutions
     }
-    const exchanged = keepsTasks(session) ? body : withoutTasks(body)
+    const exchanged = keepsTasks(session) ? sent : withoutTasks(sent)
     const checked = Rules.isBatch(exchanged) ? undefined : Rules.checkRequest(exchanged, session.protocolVersion)
-    const sse = acceptsEventStream(request.headers.get("accept"))
     if (checked?._tag === "Refused") {
       // Answered as the SDK answers every other request: as SSE when the client takes it.
-      const { code, id, message } = checked.refusal
-      const answer = exchange.answer({ jsonrpc: "2.0", id, error: { code, message } }, session, sse)
+      const answer = exchange.answer([Rules.errorOf(checked.refusal)], session, sse, false)
       return Answers.withHeaders(answer, { "mcp-session-id": session.sessionId })
     }
     const plain = sse || initializing || checked?._tag !== "Parsed" ? undefined : fast(exchanged, checked.value, session, caller.headerUserId)
     if (plain !== undefined) return Answers.withHeaders(yield* plain, { "mcp-session-id": session.sessionId })
     const response = yield* Effect.tryPromise({
-      try: (signal) => exchange.serve(request, exchanged, { session, headerUserId: caller.headerUserId }, sse, signal),
+      try: (signal) => exchange.serve(request, exchanged, { session, headerUserId: caller.headerUserId }, sse, signal, invalid),
       catch: (cause) => cause
     }).pipe(Effect.orDie)
     return Answers.withHeaders(response, { "mcp-session-id": session.sessionId })

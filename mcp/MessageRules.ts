@@ -4,7 +4,8 @@
  *
  * - One JSON-RPC message (MCP 2025-11-25, "Transports": "The body of the POST request MUST be a
  *   single JSON-RPC request, notification, or response"). Batches were dropped in 2025-06-18; a
- *   session of an older version may still send one.
+ *   session of an older version may still send one, and a member of it that is no message gets
+ *   its own -32600 beside the others' answers (JSON-RPC 2.0 section 6).
  * - Valid JSON that is not a JSON-RPC message is -32600 Invalid Request (JSON-RPC 2.0, section
  *   5.1); the SDK calls it a parse error, which is for text that is not JSON.
  * - `initialize` is a request: as a notification it would open a session nobody was answered.
@@ -92,19 +93,34 @@ export const idOf = (message: unknown): RpcId =>
 /** Whether a body is a batch (a JSON array of messages). */
 export const isBatch = (body: unknown): body is ReadonlyArray<unknown> => Array.isArray(body)
 
-/** The refusal of a body that is no JSON-RPC message (or a batch with one that is not). */
+/**
+ * The refusal of a body that is no JSON-RPC message, or of an empty batch. A batch's members are
+ * judged one by one (`batchMembers`), once its session is known to take batches.
+ */
 export const notAMessage = (body: unknown): Refusal | undefined => {
-  if (isBatch(body)) {
-    if (body.length === 0) return { code: INVALID_REQUEST, message: "Invalid Request: an empty batch.", id: null }
-    for (const message of body) {
-      const refused = notAMessage(message)
-      if (refused !== undefined) return refused
-    }
-    return undefined
-  }
+  if (isBatch(body)) return body.length === 0 ? { code: INVALID_REQUEST, message: "Invalid Request: an empty batch.", id: null } : undefined
   if (plainRequest(body) || JSONRPCMessageSchema.safeParse(body).success) return undefined
   return { code: INVALID_REQUEST, message: "Invalid Request: the body is not a JSON-RPC 2.0 request, notification or response.", id: idOf(body) }
 }
+
+/**
+ * A batch's members that are messages, and the refusals of those that are not: JSON-RPC 2.0
+ * section 6 answers each of those with its own error and the others as usual.
+ */
+export const batchMembers = (batch: ReadonlyArray<unknown>): { readonly valid: ReadonlyArray<unknown>; readonly refused: ReadonlyArray<Refusal> } => {
+  const valid: Array<unknown> = []
+  const refused: Array<Refusal> = []
+  for (const member of batch) {
+    // A member that is itself an array is no message either.
+    const refusal = isBatch(member) ? { code: INVALID_REQUEST, message: "Invalid Request: a batch member is itself a batch.", id: null } : notAMessage(member)
+    if (refusal === undefined) valid.push(member)
+    else refused.push(refusal)
+  }
+  return { valid, refused }
+}
+
+/** The JSON-RPC error answering a refusal. */
+export const errorOf = (refused: Refusal) => ({ jsonrpc: "2.0", id: refused.id, error: { code: refused.code, message: refused.message } })
 
 const MESSAGE_KEYS = new Set(["jsonrpc", "id", "method", "params"])
 

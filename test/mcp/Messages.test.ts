@@ -13,6 +13,15 @@ import { initializeMessage, messageOf, openSession, parseSse, post } from "./sup
 
 const JSON_ONLY = "application/json"
 
+/** The JSON-RPC messages of an answer: a JSON array, or the events of an SSE stream. */
+const messagesOf = async (response: Response): Promise<ReadonlyArray<unknown>> => {
+  const text = await response.text()
+  if ((response.headers.get("content-type") ?? "").startsWith("text/event-stream")) {
+    return parseSse(text).filter((event) => event.data !== "").map((event) => JSON.parse(event.data) as unknown)
+  }
+  return JSON.parse(text) as ReadonlyArray<unknown>
+}
+
 describe("/mcp messages", () => {
   let gw: GatewayUnderTest
   beforeAll(async () => {
@@ -37,6 +46,41 @@ describe("/mcp messages", () => {
     expect(served.status).toBe(200)
     const answers = await served.json() as Array<{ id: number }>
     expect(answers.map((a) => a.id).toSorted()).toEqual([4, 5])
+  })
+
+  // Outside audit: a batch with one member that is no message was refused whole (400, -32600);
+  // JSON-RPC 2.0 section 6 answers such a member with its own error and the others as usual.
+  it("answers a batch member that is no message with its own -32600 and the other members as usual, at 2025-03-26", async () => {
+    const old = await openSession(gw.url, { protocol: "2025-03-26" })
+    const options = { session: old, version: "2025-03-26" }
+    const invalid = { jsonrpc: "2.0", id: null, error: { code: -32600, message: expect.any(String) } }
+    const ping = { jsonrpc: "2.0", id: 1, method: "ping" }
+    const json = await post(gw.url, [ping, { foo: 1 }], { ...options, accept: JSON_ONLY })
+    expect(json.status).toBe(200)
+    expect(json.headers.get("content-type")).toMatch(/^application\/json/)
+    expect(await json.json()).toEqual([{ jsonrpc: "2.0", id: 1, result: {} }, invalid])
+
+    const sse = await post(gw.url, [ping, { foo: 1 }], options)
+    expect(sse.status).toBe(200)
+    expect(sse.headers.get("content-type")).toMatch(/^text\/event-stream/)
+    expect(await messagesOf(sse)).toEqual([{ jsonrpc: "2.0", id: 1, result: {} }, invalid])
+
+    // No valid request among them: the errors alone; `[]` stays one error, not an array.
+    for (const accept of [JSON_ONLY, "application/json, text/event-stream"]) {
+      const none = await messagesOf(await post(gw.url, [{ foo: 1 }, 5, { jsonrpc: "2.0", method: "notifications/initialized" }], { ...options, accept }))
+      expect(none, accept).toEqual([invalid, invalid])
+      const only = await post(gw.url, [{ foo: 1 }, [ping]], { ...options, accept })
+      expect(only.status).toBe(200)
+      expect(await messagesOf(only), accept).toEqual([invalid, invalid])
+    }
+    const empty = await post(gw.url, [], { ...options, accept: JSON_ONLY })
+    expect(empty.status).toBe(400)
+    expect(await empty.json()).toMatchObject({ id: null, error: { code: -32600 } })
+    // At 2025-11-25 a batch is refused whole, whatever its members.
+    const current = await openSession(gw.url)
+    const refused = await post(gw.url, [ping, { foo: 1 }], { session: current, accept: JSON_ONLY })
+    expect(refused.status).toBe(400)
+    expect(await refused.json()).toMatchObject({ id: null, error: { code: -32600 } })
   })
 
   it("answers valid JSON that is not a JSON-RPC message with 400 and -32600, not a parse error", async () => {
