@@ -156,10 +156,19 @@ export const readLimited = async (request: GatewayRequest, limit: number): Promi
 
 const utf8 = new TextDecoder("utf-8", { fatal: true })
 
-/** The body as JSON, or undefined when it is not valid UTF-8 JSON. */
-export const parseJson = (body: Uint8Array): { readonly value: unknown } | undefined => {
+/** The body as text, or undefined when it is not valid UTF-8. */
+export const decodeUtf8 = (body: Uint8Array): string | undefined => {
   try {
-    return { value: JSON.parse(utf8.decode(body)) as unknown }
+    return utf8.decode(body)
+  } catch {
+    return undefined
+  }
+}
+
+/** The text as JSON, or undefined when it is not JSON. */
+export const parseJson = (text: string): { readonly value: unknown } | undefined => {
+  try {
+    return { value: JSON.parse(text) as unknown }
   } catch {
     return undefined
   }

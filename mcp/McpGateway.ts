@@ -2,7 +2,7 @@
  * The MCP gateway's HTTP edge (spec, "MCP gateway"; decisions.md section 7): POST, GET and
  * DELETE `/mcp`, as one `handle(request) => Effect<Answer>` that the HTTP server mounts.
  *
- * In order, for every request: a `Request-Id`; transport security (`Origin`, and `Host` when the
+ * In order, for every request: a `Request-Id` (the HTTP edge's, which its log line has); transport security (`Origin`, and `Host` when the
  * service is bound to loopback: McpSettings.ts), with CORS for allowed origins; the method; the
  * bearer key (401 with the envelope and `WWW-Authenticate: Bearer`); one token of the project's
  * standard bucket (429 with `Retry-After`); the user header against a pinned key (403). Then the
@@ -55,8 +55,12 @@ const latest = (position: Position, floor: Position | undefined): Position =>
   floor !== undefined && comparePositions(floor, position) > 0 ? floor : position
 
 export class McpGateway extends Context.Service<McpGateway, {
-  /** Serves POST, GET and DELETE `/mcp` completely: auth, origin, limits and sessions included. */
-  readonly handle: (request: Answers.GatewayRequest) => Effect.Effect<Answers.Answer>
+  /**
+   * Serves POST, GET and DELETE `/mcp` completely: auth, origin, limits and sessions included.
+   * `requestId` is the id the HTTP edge logs the request under (a new one when none is given):
+   * the answer's `Request-Id`, its envelope's `requestId` and the gateway's own log lines use it.
+   */
+  readonly handle: (request: Answers.GatewayRequest, requestId?: string) => Effect.Effect<Answers.Answer>
 }>()("app/mcp/McpGateway") {}
 
 const BEARER = /^Bearer[ \t]+(\S+)[ \t]*$/i
@@ -202,7 +206,9 @@ export const makeHandle = (parts: GatewayParts) => {
     if (!Answers.isJsonContentType(request.headers.get("content-type"))) return Answers.unsupportedMediaType(requestId)
     const bytes = yield* Effect.promise(() => Answers.readLimited(request, Answers.BODY_LIMIT))
     if (bytes === undefined) return Answers.bodyTooLarge(requestId)
-    const parsed = bytes === null ? undefined : Answers.parseJson(bytes)
+    const text = bytes === null ? undefined : Answers.decodeUtf8(bytes)
+    if (text !== undefined && Rules.nestedDeeperThan(text, Rules.MAX_NESTING)) return refusal(Rules.tooDeep)
+    const parsed = text === undefined ? undefined : Answers.parseJson(text)
     if (parsed === undefined) return Answers.rpcError(400, -32700, "Parse error: Invalid JSON")
     const body = parsed.value
     const refused = Rules.notAMessage(body)
@@ -223,25 +229,32 @@ export const makeHandle = (parts: GatewayParts) => {
     if (Answers.isAnswer(session)) return session
     const batch = Rules.isBatch(body) ? Rules.batchRefused(session.protocolVersion) : undefined
     if (batch !== undefined) return Answers.withHeaders(refusal(batch), { "mcp-session-id": session.sessionId })
+    const sse = acceptsEventStream(request.headers.get("accept"))
+    // A batch's members that are no message are answered with their own errors, the others as usual.
+    const members = Rules.isBatch(body) ? Rules.batchMembers(body) : undefined
+    const invalid = members?.refused.map(Rules.errorOf) ?? []
+    if (members !== undefined && members.valid.length === 0) {
+      return Answers.withHeaders(exchange.answer(invalid, session, sse, true), { "mcp-session-id": session.sessionId })
+    }
+    const sent = members === undefined ? body : members.valid
     // A cancelled plain tools/call ends, unanswered, and then its execution is cancelled (CallCancels.ts).
-    const cancelled = cancelledIds(messagesOf(body))
+    const cancelled = cancelledIds(messagesOf(sent))
     if (cancelled.length > 0) {
       const cancelExecutions = cancels.take(session.sessionId, cancelled)
       exchange.cancel(session.sessionId, cancelled)
       yield* cancelExecutions
     }
-    const exchanged = keepsTasks(session) ? body : withoutTasks(body)
+    const exchanged = keepsTasks(session) ? sent : withoutTasks(sent)
     const checked = Rules.isBatch(exchanged) ? undefined : Rules.checkRequest(exchanged, session.protocolVersion)
     if (checked?._tag === "Refused") {
-      const { code, id, message } = checked.refusal
-      const answer = { jsonrpc: "2.0", id, error: { code, message } }
-      return Answers.jsonResponse(JSON.stringify(answer), 200, { "mcp-session-id": session.sessionId })
+      // Answered as the SDK answers every other request: as SSE when the client takes it.
+      const answer = exchange.answer([Rules.errorOf(checked.refusal)], session, sse, false)
+      return Answers.withHeaders(answer, { "mcp-session-id": session.sessionId })
     }
-    const sse = acceptsEventStream(request.headers.get("accept"))
     const plain = sse || initializing || checked?._tag !== "Parsed" ? undefined : fast(exchanged, checked.value, session, caller.headerUserId)
     if (plain !== undefined) return Answers.withHeaders(yield* plain, { "mcp-session-id": session.sessionId })
     const response = yield* Effect.tryPromise({
-      try: (signal) => exchange.serve(request, exchanged, { session, headerUserId: caller.headerUserId }, sse, signal),
+      try: (signal) => exchange.serve(request, exchanged, { session, headerUserId: caller.headerUserId }, sse, signal, invalid),
       catch: (cause) => cause
     }).pipe(Effect.orDie)
     return Answers.withHeaders(response, { "mcp-session-id": session.sessionId })
@@ -296,9 +309,9 @@ export const makeHandle = (parts: GatewayParts) => {
     return Answers.withHeaders(response, admitted.limits)
   })
 
-  return (request: Answers.GatewayRequest): Effect.Effect<Answers.Answer> =>
+  return (request: Answers.GatewayRequest, given?: string): Effect.Effect<Answers.Answer> =>
     Effect.suspend(() => {
-      const requestId = newRequestId()
+      const requestId = given ?? newRequestId()
       return serve(request, requestId).pipe(
         Effect.catchDefect((defect) =>
           Effect.as(

@@ -4,15 +4,20 @@
  *
  * - One JSON-RPC message (MCP 2025-11-25, "Transports": "The body of the POST request MUST be a
  *   single JSON-RPC request, notification, or response"). Batches were dropped in 2025-06-18; a
- *   session of an older version may still send one.
+ *   session of an older version may still send one, and a member of it that is no message gets
+ *   its own -32600 beside the others' answers (JSON-RPC 2.0 section 6).
  * - Valid JSON that is not a JSON-RPC message is -32600 Invalid Request (JSON-RPC 2.0, section
  *   5.1); the SDK calls it a parse error, which is for text that is not JSON.
  * - `initialize` is a request: as a notification it would open a session nobody was answered.
  * - Params that the method's schema refuses are -32602 Invalid params with a short message: the
  *   SDK's own handler wrapper throws the schema's error, which answers -32603 with the whole
- *   issue list as its message.
+ *   issue list as its message. Such an answer is sent as the SDK sends the others (SSE when the
+ *   client takes it: RpcExchange.ts `answer`).
  * - The tasks methods exist from 2025-11-25 on: a session of an older version, to which the
  *   server declared no tasks, gets -32601 Method not found for them.
+ * - A message nested deeper than `MAX_NESTING` levels is -32600 Invalid Request, judged on the
+ *   text before it is parsed: the checks above and the SDK's walk messages recursively, and
+ *   10,000 levels overflowed the stack (a retryable 500), or were a -32700 quoting the RangeError.
  */
 import {
   CallToolRequestSchema,
@@ -42,6 +47,45 @@ export interface Refusal {
   readonly id: RpcId
 }
 
+/**
+ * Nesting levels (objects and arrays) a message may have. Far above what any message needs, and
+ * above the 64 levels tool arguments may have (domain/Storable.ts), so deeper arguments stay an
+ * `isError` result about their depth, as on `POST /v1/execute`, up to this bound.
+ */
+export const MAX_NESTING = 512
+
+const QUOTE = 0x22
+const BACKSLASH = 0x5c
+
+/**
+ * Whether JSON text nests deeper than `limit` levels, counted on the text (brackets in strings
+ * aside) in one pass: nothing recursive may meet such a message, the parse included.
+ */
+export const nestedDeeperThan = (text: string, limit: number): boolean => {
+  // Fewer characters than levels cannot get there.
+  if (text.length <= limit) return false
+  let depth = 0
+  let inString = false
+  for (let i = 0; i < text.length; i++) {
+    const code = text.charCodeAt(i)
+    if (inString) {
+      if (code === BACKSLASH) i++
+      else if (code === QUOTE) inString = false
+    } else if (code === QUOTE) inString = true
+    else if (code === 0x5b || code === 0x7b) {
+      if (++depth > limit) return true
+    } else if (code === 0x5d || code === 0x7d) depth--
+  }
+  return false
+}
+
+/** The refusal of a message nested deeper than `MAX_NESTING` levels. */
+export const tooDeep: Refusal = {
+  code: INVALID_REQUEST,
+  message: `Invalid Request: the message is nested deeper than ${MAX_NESTING} levels.`,
+  id: null
+}
+
 /** The id of a message, when it has a usable one; null otherwise (as JSON-RPC answers then). */
 export const idOf = (message: unknown): RpcId =>
   isJsonObject(message) && (typeof message.id === "string" || typeof message.id === "number") ? message.id : null
@@ -49,19 +93,34 @@ export const idOf = (message: unknown): RpcId =>
 /** Whether a body is a batch (a JSON array of messages). */
 export const isBatch = (body: unknown): body is ReadonlyArray<unknown> => Array.isArray(body)
 
-/** The refusal of a body that is no JSON-RPC message (or a batch with one that is not). */
+/**
+ * The refusal of a body that is no JSON-RPC message, or of an empty batch. A batch's members are
+ * judged one by one (`batchMembers`), once its session is known to take batches.
+ */
 export const notAMessage = (body: unknown): Refusal | undefined => {
-  if (isBatch(body)) {
-    if (body.length === 0) return { code: INVALID_REQUEST, message: "Invalid Request: an empty batch.", id: null }
-    for (const message of body) {
-      const refused = notAMessage(message)
-      if (refused !== undefined) return refused
-    }
-    return undefined
-  }
+  if (isBatch(body)) return body.length === 0 ? { code: INVALID_REQUEST, message: "Invalid Request: an empty batch.", id: null } : undefined
   if (plainRequest(body) || JSONRPCMessageSchema.safeParse(body).success) return undefined
   return { code: INVALID_REQUEST, message: "Invalid Request: the body is not a JSON-RPC 2.0 request, notification or response.", id: idOf(body) }
 }
+
+/**
+ * A batch's members that are messages, and the refusals of those that are not: JSON-RPC 2.0
+ * section 6 answers each of those with its own error and the others as usual.
+ */
+export const batchMembers = (batch: ReadonlyArray<unknown>): { readonly valid: ReadonlyArray<unknown>; readonly refused: ReadonlyArray<Refusal> } => {
+  const valid: Array<unknown> = []
+  const refused: Array<Refusal> = []
+  for (const member of batch) {
+    // A member that is itself an array is no message either.
+    const refusal = isBatch(member) ? { code: INVALID_REQUEST, message: "Invalid Request: a batch member is itself a batch.", id: null } : notAMessage(member)
+    if (refusal === undefined) valid.push(member)
+    else refused.push(refusal)
+  }
+  return { valid, refused }
+}
+
+/** The JSON-RPC error answering a refusal. */
+export const errorOf = (refused: Refusal) => ({ jsonrpc: "2.0", id: refused.id, error: { code: refused.code, message: refused.message } })
 
 const MESSAGE_KEYS = new Set(["jsonrpc", "id", "method", "params"])
 

@@ -21,20 +21,27 @@ import { frameIds } from "./EventIds.ts"
 import type { LogFeedShape } from "./LogFeed.ts"
 import { LATEST_VERSION, type RequestFacts } from "./RpcServer.ts"
 import type { McpSession } from "./McpSessions.ts"
-import type { GatewayRequest } from "./HttpAnswers.ts"
+import { type GatewayRequest, JsonAnswer } from "./HttpAnswers.ts"
 import { isJsonObject } from "../domain/JsonObject.ts"
 
 /**
  * The event ids of one POST stream: the position the stream started from and the stream's own
  * tag and counter (EventIds.ts), so that none repeats in the session; nothing is kept to replay.
  */
-const primingStore = (position: Position): EventStore => {
+const streamIds = (position: Position) => {
   const next = frameIds("p")
-  return {
-    storeEvent: () => Promise.resolve(next(position)),
-    replayEventsAfter: () => Promise.reject(new Error("POST streams are not replayed"))
-  }
+  return () => next(position)
 }
+
+const primingStore = (nextId: () => string): EventStore => ({
+  storeEvent: () => Promise.resolve(nextId()),
+  replayEventsAfter: () => Promise.reject(new Error("POST streams are not replayed"))
+})
+
+const encoder = new TextEncoder()
+
+/** A message as an SSE event, as the SDK's transport writes one. */
+const sseEvent = (message: unknown, id: string) => `event: message\nid: ${id}\ndata: ${JSON.stringify(message)}\n\n`
 
 type RpcId = string | number
 
@@ -88,14 +95,39 @@ const stripTask = (m: unknown) => {
 
 const keyOf = (sessionId: string, id: RpcId) => `${sessionId} ${typeof id} ${id}`
 
-/** Ends the stream's source and runs `done` once, at its end or when the reader goes away. */
-const closing = (body: ReadableStream<Uint8Array>, done: () => void): ReadableStream<Uint8Array> => {
+/** The first protocol version whose clients take the SSE priming event (empty data), as the SDK decides. */
+const PRIMING_FROM = "2025-11-25"
+
+/**
+ * JSON-RPC answers the gateway made itself, as the SSE stream the SDK's transport would send them
+ * in: the priming event (from 2025-11-25), then the messages, with the ids of a POST stream.
+ */
+const answerStream = (messages: ReadonlyArray<unknown>, protocolVersion: string, position: Position): Response => {
+  const nextId = streamIds(position)
+  const priming = protocolVersion >= PRIMING_FROM ? `id: ${nextId()}\ndata: \n\n` : ""
+  const text = priming + messages.map((message) => sseEvent(message, nextId())).join("")
+  return new Response(text, {
+    status: 200,
+    headers: { "content-type": "text/event-stream", "cache-control": "no-cache, no-transform", "x-accel-buffering": "no" }
+  })
+}
+
+/** Answers of a batch in JSON: the SDK's (one object for a single answer, an array for more), then `more`. */
+const batchJson = (answered: unknown, more: ReadonlyArray<unknown>): string =>
+  JSON.stringify([...(Array.isArray(answered) ? answered : [answered]), ...more])
+
+/**
+ * Ends the stream's source, with `tail` (when there is one) after its last event, and runs `done`
+ * once, at its end or when the reader goes away.
+ */
+const closing = (body: ReadableStream<Uint8Array>, done: () => void, tail?: () => string): ReadableStream<Uint8Array> => {
   const reader = body.getReader()
   return new ReadableStream<Uint8Array>({
     async pull(controller) {
       try {
         const { done: end, value } = await reader.read()
         if (end) {
+          if (tail !== undefined) controller.enqueue(encoder.encode(tail()))
           controller.close()
           done()
         } else {
@@ -132,14 +164,35 @@ export const makeExchange = (servers: (facts: RequestFacts) => Server, feed: Log
         if (inflight.get(key) === close) inflight.delete(key)
       }
     },
+    /**
+     * JSON-RPC answers made outside the SDK (refused by MessageRules.ts), in the form the client
+     * asked for, as the SDK answers the others: an SSE stream when `sse`, else JSON (an array for
+     * a batch, else the one message).
+     */
+    answer: (messages: ReadonlyArray<unknown>, session: McpSession, sse: boolean, batch: boolean): Response | JsonAnswer =>
+      sse
+        ? answerStream(messages, session.protocolVersion, feed.position())
+        : new JsonAnswer(JSON.stringify(batch ? messages : messages[0]), 200, {}),
     /** Ends the requests of the session that `notifications/cancelled` messages named (`cancelledIds`). */
     cancel: (sessionId: string, ids: ReadonlyArray<RpcId>) => {
       for (const id of ids) inflight.get(keyOf(sessionId, id))?.()
     },
-    serve: async (request: GatewayRequest, body: unknown, facts: RequestFacts, sse: boolean, signal: AbortSignal): Promise<Response> => {
+    /**
+     * Serves `body` through the SDK. `invalid` are errors answering members of a batch that are
+     * no message (already judged): they follow the SDK's answers, in the same JSON array or stream.
+     */
+    serve: async (
+      request: GatewayRequest,
+      body: unknown,
+      facts: RequestFacts,
+      sse: boolean,
+      signal: AbortSignal,
+      invalid: ReadonlyArray<unknown> = []
+    ): Promise<Response> => {
       const server = servers({ ...facts, sentArguments: sentArguments(messagesOf(body)) })
+      const nextId = streamIds(feed.position())
       const transport = new WebStandardStreamableHTTPServerTransport(
-        sse ? { enableJsonResponse: false, eventStore: primingStore(feed.position()) } : { enableJsonResponse: true }
+        sse ? { enableJsonResponse: false, eventStore: primingStore(nextId) } : { enableJsonResponse: true }
       )
       const keys = requestIds(messagesOf(body)).map((id) => keyOf(facts.session.sessionId, id))
       let closed = false
@@ -162,9 +215,18 @@ export const makeExchange = (servers: (facts: RequestFacts) => Server, feed: Log
         const streaming = response.body !== null && (response.headers.get("content-type") ?? "").startsWith("text/event-stream")
         if (!streaming) {
           close()
-          return response
+          if (invalid.length === 0) return response
+          // Only notifications and responses besides the invalid members: their errors alone.
+          if (response.status === 202) {
+            return sse
+              ? answerStream(invalid, facts.session.protocolVersion, feed.position())
+              : new Response(JSON.stringify(invalid), { status: 200, headers: { "content-type": "application/json" } })
+          }
+          if (response.status !== 200) return response
+          return new Response(batchJson(await response.json(), invalid), { status: 200, headers: response.headers })
         }
-        return new Response(closing(response.body, close), { status: response.status, headers: response.headers })
+        const tail = invalid.length === 0 ? undefined : () => invalid.map((message) => sseEvent(message, nextId())).join("")
+        return new Response(closing(response.body, close, tail), { status: response.status, headers: response.headers })
       } catch (error) {
         close()
         throw error

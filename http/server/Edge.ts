@@ -63,10 +63,14 @@ export interface EdgeOptions {
   readonly authenticate: (path: string) => boolean
   readonly gate: Gate
   /**
-   * Paths served whole by another handler (the MCP gateway), which does its own checks: the edge
-   * only gives the answer a request id when the handler did not.
+   * Paths served whole by another handler (the MCP gateway), which does its own checks. It is
+   * given the request's id, which the request's log line carries, to answer with; the edge gives
+   * the answer that id when the handler did not.
    */
-  readonly mounts: ReadonlyMap<string, (request: HttpServerRequest.HttpServerRequest) => Effect.Effect<HttpServerResponse.HttpServerResponse, EdgeFailure>>
+  readonly mounts: ReadonlyMap<
+    string,
+    (request: HttpServerRequest.HttpServerRequest, requestId: string) => Effect.Effect<HttpServerResponse.HttpServerResponse, EdgeFailure>
+  >
   /** The body ceiling in bytes for a request; the default applies to JSON routes. */
   readonly bodyLimit: (method: string, path: string) => number
   /**
@@ -233,7 +237,7 @@ export const makeEdge = (options: EdgeOptions) => {
     const mounted = options.mounts.get(path)
     if (mounted !== undefined) {
       trace.route = path
-      return mounted(request).pipe(
+      return mounted(request, requestId).pipe(
         Effect.map((response) => (response.headers["request-id"] === undefined ? respond(response) : response)),
         Effect.catch((failure) => Effect.succeed(refuse(failure)))
       )

@@ -114,7 +114,8 @@ const fromAnswer = (answer: Answer) => {
   )
 }
 
+/** The mount of `/mcp`; the gateway answers with the edge's request id, the one the request's log line has. */
 export const makeMcpMount = (gateway: McpGateway["Service"]) =>
-  Effect.fnUntraced(function*(request: HttpServerRequest.HttpServerRequest) {
-    return yield* fromAnswer(yield* gateway.handle(yield* gatewayRequest(request)))
+  Effect.fnUntraced(function*(request: HttpServerRequest.HttpServerRequest, requestId: string) {
+    return yield* fromAnswer(yield* gateway.handle(yield* gatewayRequest(request), requestId))
   })

@@ -49,12 +49,19 @@ describe.skipIf(!postgresAvailable)("MCP sessions with a database", () => {
     // 5,000 deep it was a retryable 500 on Postgres (a stack overflow writing the row).
     const fat = { tasks: {}, roots: { listChanged: true }, experimental: { pad: { text: "x".repeat(800_000) }, tasks: {} } }
     const big = await openSession(first.url, { headers: USER, capabilities: fat })
-    // Written as text: the test's own JSON.stringify would overflow its stack on 5,000 levels.
-    const deep = `${'{"d":'.repeat(5_000)}{}${"}".repeat(5_000)}`
-    const initialize = await post(first.url, JSON.stringify(initializeMessage(VERSION, { tasks: {}, experimental: "DEEP" })).replace('"DEEP"', deep), {
-      headers: USER,
-      version: null
-    })
+    // Written as text. 5,000 levels are now refused before parsing (a message nests 512 levels
+    // at most: 400, -32600, no session); 500 still reach the session's row, as names only.
+    const deep = (levels: number) => `${'{"d":'.repeat(levels)}{}${"}".repeat(levels)}`
+    const initializeWith = (levels: number) =>
+      post(first.url, JSON.stringify(initializeMessage(VERSION, { tasks: {}, experimental: "DEEP" })).replace('"DEEP"', deep(levels)), {
+        headers: USER,
+        version: null
+      })
+    const tooDeep = await initializeWith(5_000)
+    expect(tooDeep.status).toBe(400)
+    expect(tooDeep.headers.get("mcp-session-id")).toBeNull()
+    expect(await tooDeep.json()).toMatchObject({ id: null, error: { code: -32600 } })
+    const initialize = await initializeWith(500)
     expect(initialize.status).toBe(200)
     await initialize.text()
     const nested = initialize.headers.get("mcp-session-id") ?? ""

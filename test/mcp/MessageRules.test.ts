@@ -6,7 +6,7 @@
 import { JSONRPCMessageSchema } from "@modelcontextprotocol/sdk/types.js"
 import fc from "fast-check"
 import { describe, expect, it } from "vitest"
-import { checkRequest, notAMessage } from "../../mcp/MessageRules.ts"
+import { checkRequest, nestedDeeperThan, notAMessage } from "../../mcp/MessageRules.ts"
 
 const absent = Symbol("absent")
 const field = <A>(values: ReadonlyArray<A>) => fc.constantFrom<A | typeof absent>(...values, absent)
@@ -45,5 +45,20 @@ describe("the gateway's message rules", () => {
       }),
       { numRuns: 5000, seed: 3 }
     )
+  })
+
+  it("count a message's nesting on its text as the parsed value has it, brackets in strings aside", () => {
+    const depthOf = (value: unknown): number =>
+      value !== null && typeof value === "object" ? 1 + Math.max(0, ...Object.values(value).map(depthOf)) : 0
+    const json = fc.jsonValue({ maxDepth: 8 })
+    fc.assert(
+      fc.property(json, fc.integer({ min: 0, max: 9 }), (value, limit) => {
+        const text = JSON.stringify(value)
+        expect(nestedDeeperThan(text, limit), text).toBe(depthOf(value) > limit)
+      }),
+      { numRuns: 2000, seed: 5 }
+    )
+    expect(nestedDeeperThan(JSON.stringify({ s: "[[[[{{{{\\\"[[[[" }), 1)).toBe(false)
+    expect(nestedDeeperThan(`${"[".repeat(100_000)}${"]".repeat(100_000)}`, 512)).toBe(true)
   })
 })

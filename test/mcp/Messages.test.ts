@@ -13,6 +13,15 @@ import { initializeMessage, messageOf, openSession, parseSse, post } from "./sup
 
 const JSON_ONLY = "application/json"
 
+/** The JSON-RPC messages of an answer: a JSON array, or the events of an SSE stream. */
+const messagesOf = async (response: Response): Promise<ReadonlyArray<unknown>> => {
+  const text = await response.text()
+  if ((response.headers.get("content-type") ?? "").startsWith("text/event-stream")) {
+    return parseSse(text).filter((event) => event.data !== "").map((event) => JSON.parse(event.data) as unknown)
+  }
+  return JSON.parse(text) as ReadonlyArray<unknown>
+}
+
 describe("/mcp messages", () => {
   let gw: GatewayUnderTest
   beforeAll(async () => {
@@ -37,6 +46,41 @@ describe("/mcp messages", () => {
     expect(served.status).toBe(200)
     const answers = await served.json() as Array<{ id: number }>
     expect(answers.map((a) => a.id).toSorted()).toEqual([4, 5])
+  })
+
+  // Outside audit: a batch with one member that is no message was refused whole (400, -32600);
+  // JSON-RPC 2.0 section 6 answers such a member with its own error and the others as usual.
+  it("answers a batch member that is no message with its own -32600 and the other members as usual, at 2025-03-26", async () => {
+    const old = await openSession(gw.url, { protocol: "2025-03-26" })
+    const options = { session: old, version: "2025-03-26" }
+    const invalid = { jsonrpc: "2.0", id: null, error: { code: -32600, message: expect.any(String) } }
+    const ping = { jsonrpc: "2.0", id: 1, method: "ping" }
+    const json = await post(gw.url, [ping, { foo: 1 }], { ...options, accept: JSON_ONLY })
+    expect(json.status).toBe(200)
+    expect(json.headers.get("content-type")).toMatch(/^application\/json/)
+    expect(await json.json()).toEqual([{ jsonrpc: "2.0", id: 1, result: {} }, invalid])
+
+    const sse = await post(gw.url, [ping, { foo: 1 }], options)
+    expect(sse.status).toBe(200)
+    expect(sse.headers.get("content-type")).toMatch(/^text\/event-stream/)
+    expect(await messagesOf(sse)).toEqual([{ jsonrpc: "2.0", id: 1, result: {} }, invalid])
+
+    // No valid request among them: the errors alone; `[]` stays one error, not an array.
+    for (const accept of [JSON_ONLY, "application/json, text/event-stream"]) {
+      const none = await messagesOf(await post(gw.url, [{ foo: 1 }, 5, { jsonrpc: "2.0", method: "notifications/initialized" }], { ...options, accept }))
+      expect(none, accept).toEqual([invalid, invalid])
+      const only = await post(gw.url, [{ foo: 1 }, [ping]], { ...options, accept })
+      expect(only.status).toBe(200)
+      expect(await messagesOf(only), accept).toEqual([invalid, invalid])
+    }
+    const empty = await post(gw.url, [], { ...options, accept: JSON_ONLY })
+    expect(empty.status).toBe(400)
+    expect(await empty.json()).toMatchObject({ id: null, error: { code: -32600 } })
+    // At 2025-11-25 a batch is refused whole, whatever its members.
+    const current = await openSession(gw.url)
+    const refused = await post(gw.url, [ping, { foo: 1 }], { session: current, accept: JSON_ONLY })
+    expect(refused.status).toBe(400)
+    expect(await refused.json()).toMatchObject({ id: null, error: { code: -32600 } })
   })
 
   it("answers valid JSON that is not a JSON-RPC message with 400 and -32600, not a parse error", async () => {
@@ -92,6 +136,42 @@ describe("/mcp messages", () => {
     }
   })
 
+  // Outside audit: with both types accepted, the -32602 of params a schema refuses came back as
+  // plain JSON while an unknown tool or a bad cursor came back as SSE (the spec: "If Accept
+  // includes text/event-stream, the reply is an SSE stream").
+  it("answers every JSON-RPC error to a request in a session as SSE when Accept lists text/event-stream", async () => {
+    const session = await openSession(gw.url)
+    const requests: ReadonlyArray<readonly [Record<string, unknown>, number]> = [
+      [{ method: "tasks/get", params: { taskId: 5 } }, -32602],
+      [{ method: "tools/call", params: { name: 5, arguments: {} } }, -32602],
+      [{ method: "tools/call", params: { name: "demo.echo", arguments: {}, task: { ttl: "x" } } }, -32602],
+      [{ method: "tools/call", params: { name: "nope.x", arguments: {} } }, -32602],
+      [{ method: "tools/list", params: { cursor: "c" } }, -32602],
+      [{ method: "nope/nope" }, -32601]
+    ]
+    let id = 200
+    for (const [request, code] of requests) {
+      const response = await post(gw.url, { jsonrpc: "2.0", id: ++id, ...request }, { session })
+      const what = JSON.stringify(request)
+      expect(response.status, what).toBe(200)
+      expect(response.headers.get("content-type"), what).toMatch(/^text\/event-stream/)
+      expect(response.headers.get("mcp-session-id"), what).toBe(session)
+      const events = parseSse(await response.text())
+      expect(events[0], what).toMatchObject({ data: "" })
+      expect(events[0]!.id, what).toMatch(/^\d+:\d+:p[A-Za-z0-9_-]+\.0$/)
+      expect(events, what).toHaveLength(2)
+      expect(events[1]!.id, what).toMatch(/^\d+:\d+:p[A-Za-z0-9_-]+\.1$/)
+      expect(JSON.parse(events[1]!.data), what).toMatchObject({ jsonrpc: "2.0", id, error: { code } })
+    }
+    // A session of a version without tasks: its -32601 for a tasks method too (no priming event
+    // before 2025-11-25, as the SDK sends none).
+    const old = await openSession(gw.url, { protocol: "2025-06-18" })
+    const response = await post(gw.url, { jsonrpc: "2.0", id: 1, method: "tasks/get", params: { taskId: "exe_x" } }, { session: old, version: "2025-06-18" })
+    expect(response.headers.get("content-type")).toMatch(/^text\/event-stream/)
+    const events = parseSse(await response.text())
+    expect(events.map((event) => JSON.parse(event.data) as unknown)).toEqual([{ jsonrpc: "2.0", id: 1, error: { code: -32601, message: expect.any(String) } }])
+  })
+
   it("answers a session at its own version when MCP-Protocol-Version is left out: the SSE priming event", async () => {
     const session = await openSession(gw.url)
     const response = await post(gw.url, { jsonrpc: "2.0", id: 9, method: "tools/list" }, { session, version: null })
@@ -99,6 +179,50 @@ describe("/mcp messages", () => {
     const events = parseSse(await response.text())
     expect(events[0]).toMatchObject({ data: "" })
     expect(events[0]!.id).toBeDefined()
+  })
+
+  // Outside audit: 10,000 levels of arrays overflowed the stack in the gateway's message check (a
+  // retryable 500 "Internal error."), and a client's response nested 100,000 levels deep was a
+  // -32700 whose data was the RangeError; 8,000 levels were a 400 -32600.
+  it("refuses a body nested deeper than 512 levels with 400 and -32600 before parsing, with or without a session", async () => {
+    const session = await openSession(gw.url)
+    const arrays = (levels: number) => `${"[".repeat(levels)}${"]".repeat(levels)}`
+    const deepResult = `{"jsonrpc":"2.0","id":1,"result":${'{"d":'.repeat(100_000)}{}${"}".repeat(100_000)}}`
+    const deepData = `{"jsonrpc":"2.0","id":1,"error":{"code":1,"message":"m","data":${"[".repeat(100_000)}${"]".repeat(100_000)}}}`
+    const deepParams = `{"jsonrpc":"2.0","id":1,"method":"ping","params":{"x":${"[".repeat(600)}${"]".repeat(600)}}}`
+    const bodies = [arrays(10_000), arrays(8_000), arrays(513), deepResult, deepData, deepParams]
+    for (const body of bodies) {
+      for (const options of [{ accept: JSON_ONLY }, { session, accept: JSON_ONLY }, { session }]) {
+        const what = `${body.slice(0, 40)} (${body.length}) ${JSON.stringify(options)}`
+        const response = await post(gw.url, body, options)
+        expect(response.status, what).toBe(400)
+        expect(response.headers.get("content-type"), what).toMatch(/^application\/json/)
+        const answer = await response.json() as { id: unknown; error: { code: number; message: string; data?: unknown } }
+        expect(answer, what).toMatchObject({ jsonrpc: "2.0", id: null, error: { code: -32600, message: expect.stringContaining("512") } })
+        expect(answer.error.data, what).toBeUndefined()
+        expect(JSON.stringify(answer), what).not.toMatch(/RangeError|stack/i)
+      }
+    }
+    // 512 levels are read as usual: a batch of batches is still no JSON-RPC message.
+    const within = await post(gw.url, arrays(512), { session, accept: JSON_ONLY })
+    expect(within.status).toBe(400)
+    expect(await within.json()).toMatchObject({ id: null, error: { code: -32600, message: expect.not.stringContaining("512") } })
+  })
+
+  it("keeps arguments nested past 64 levels (and within 512) an isError result, as before", async () => {
+    const session = await openSession(gw.url, { headers: { "x-service-user-id": "user_1" } })
+    for (const levels of [100, 500]) {
+      const args = `{"v":${"[".repeat(levels)}${"]".repeat(levels)}}`
+      const body = `{"jsonrpc":"2.0","id":${levels},"method":"tools/call","params":{"name":"demo.echo","arguments":${args}}}`
+      for (const accept of [JSON_ONLY, "application/json, text/event-stream"]) {
+        const response = await post(gw.url, body, { session, accept, headers: { "x-service-user-id": "user_1" } })
+        expect(response.status, `${levels} ${accept}`).toBe(200)
+        const answer = await messageOf(response) as { id: number; result: { isError?: boolean; content: Array<{ text: string }> } }
+        expect(answer.id).toBe(levels)
+        expect(answer.result.isError, `${levels} ${accept}`).toBe(true)
+        expect(answer.result.content[0]!.text).toContain("nested deeper than 64 levels")
+      }
+    }
   })
 
   it("answers the tasks methods with -32601 in a session of a version without tasks", async () => {
