@@ -18,7 +18,8 @@ const waitSaid = (seconds: number, saidBy: "service" | "provider"): string =>
   saidBy === "service" ? `The service asks to wait: try again in ${seconds} s.` : `The provider asked to wait ${seconds} s before trying again.`
 
 /**
- * The service's code and message, as text, with the request id to quote. `saidBy` "provider"
+ * The service's code and message, as text, with the request id to quote; a request that got no
+ * answer says the service could not be reached, with no code (none is the service's). `saidBy` "provider"
  * when the problem is a record's error rather than this page's request (`RecordError`).
  */
 export const ErrorNotice = (
@@ -29,10 +30,16 @@ export const ErrorNotice = (
   }
 ) => (
   <div class="error" role="alert">
-    <p>
-      <strong>Error</strong> <code class="error-code">{problem.code}</code>
-      {problem.status > 0 ? <span class="muted"> (HTTP {problem.status})</span> : null}
-    </p>
+    {problem.code === undefined ? (
+      <p>
+        <strong>Could not reach the service</strong>
+      </p>
+    ) : (
+      <p>
+        <strong>Error</strong> <code class="error-code">{problem.code}</code>
+        {problem.status > 0 ? <span class="muted"> (HTTP {problem.status})</span> : null}
+      </p>
+    )}
     <p class="error-message">{problem.message}</p>
     {problem.retryAfter === undefined ? null : <p class="retry-after">{waitSaid(problem.retryAfter, saidBy)}</p>}
     {problem.requestId === undefined ? null : <p class="muted">Request id: <code>{problem.requestId}</code></p>}
