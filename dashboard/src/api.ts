@@ -23,9 +23,17 @@ export const clientFor = (apiKey: string): Client =>
       window.dispatchEvent(new CustomEvent<RetryWaitDetail>(RETRY_WAIT, { detail: { status: error.status, code: error.code, seconds } }))
   })
 
-/** What a failed call shows: the service's code and message (and request id to quote). */
+/**
+ * What a failed call shows: the service's code and message (and request id to quote), or, when
+ * the request got no answer from the service at all, that it could not be reached.
+ */
 export interface Problem {
-  readonly code: string
+  /**
+   * The service's error code. Absent only when the request got no answer from the service (the
+   * network, the service down, a request the browser would not send): no code is the service's
+   * then, and `ErrorNotice` says the service could not be reached.
+   */
+  readonly code?: string
   readonly message: string
   readonly status: number
   readonly requestId?: string
@@ -38,7 +46,22 @@ export interface Problem {
 /** Dispatched on `window` when the service refuses the key (401): the session is over (App.tsx). */
 export const KEY_REFUSED = "service-dashboard:key-refused"
 
+/**
+ * The client library's failure for a request that got no answer (client/README.md, Errors: "A
+ * network failure is `provider_unavailable`, retryable, status 0", with no request id). That code
+ * is the client's stand-in, not the service's word: the service says `provider_unavailable` when
+ * an upstream provider failed, and then with a status and a request id.
+ */
+const unanswered = (error: ServiceError): boolean => error.status === 0 && error.requestId === "" && error.code === "provider_unavailable"
+
+/** The client library's message for it is "The service could not be reached: <the browser's reason>". */
+const browserReason = (message: string): string => message.replace(/^The service could not be reached:\s*/, "")
+
 export const toProblem = (error: unknown): Problem => {
+  if (error instanceof ServiceError && unanswered(error)) {
+    // Still retryable: a list that polls tries again, as after a 503.
+    return { message: `No answer came back; the browser said: ${browserReason(error.message)}`, status: 0, retryable: true }
+  }
   if (error instanceof ServiceError) {
     const problem: Problem = {
       code: error.code,

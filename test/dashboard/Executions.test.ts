@@ -3,7 +3,7 @@
  * the URL (a reload, the back button and a copied link keep them; a value the list cannot use is
  * left out rather than failing the page), and a pending or running execution can be cancelled
  * from its row or its record, by an unpinned key or by a key pinned to its user; a refusal shows
- * the service's code and message.
+ * the service's code and message. A failed record says how long its provider asked to wait.
  */
 import type { Page } from "playwright-core"
 import { describe, expect, it } from "vitest"
@@ -101,6 +101,31 @@ describe("the executions list's filters", () => {
     expect(listed.filter((request) => /[?&](status|tool|userId)=/.test(request))).toEqual([])
     expect(watched.errors).toEqual([])
     await other.close()
+    await page.close()
+  })
+})
+
+describe("a failed execution's record", () => {
+  it("says how long the provider asked to wait when the record's error carries retryAfter", async () => {
+    const failed = await api.executions.execute({ tool: "demo.fail", input: { code: "rate_limited", retryAfter: 7 }, userId: "user_3" })
+    expect(failed.status).toBe("failed")
+    expect(failed.status === "failed" ? failed.error : undefined).toMatchObject({ code: "rate_limited", retryable: true, retryAfter: 7 })
+    const page = await h.browser.context.newPage()
+    await signIn(page, `/dashboard/executions/${failed.executionId}`)
+    const error = page.getByRole("region", { name: failed.executionId }).getByRole("alert")
+    await error.waitFor({ timeout: 10_000 })
+    expect(await error.locator(".error-code").textContent()).toBe("rate_limited")
+    expect(await error.textContent()).toContain("The provider asked to wait 7 s before trying again.")
+    expect(await error.locator(".retry-after").textContent()).toBe("The provider asked to wait 7 s before trying again.")
+    // Not the wording of a refused request: the record's error is not this page's request.
+    expect(await error.textContent()).not.toContain("The service asks to wait")
+    // A record whose error carries no retryAfter says nothing about waiting.
+    const plain = await api.executions.execute({ tool: "demo.fail", input: { code: "provider_error" }, userId: "user_3" })
+    await page.goto(url(`/dashboard/executions/${plain.executionId}`))
+    const other = page.getByRole("region", { name: plain.executionId }).getByRole("alert")
+    await other.waitFor({ timeout: 10_000 })
+    expect(await other.locator(".retry-after").count()).toBe(0)
+    expect(await seriousViolations(page)).toEqual([])
     await page.close()
   })
 })

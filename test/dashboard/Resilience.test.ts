@@ -1,7 +1,8 @@
 /**
  * The dashboard when the service answers badly for a while, in headless Chromium against the
  * real service, with faults injected into the page's own requests (playwright's routing): a
- * failed poll does not stop the refreshing; a key refused mid-session goes back to sign-in; a
+ * failed poll does not stop the refreshing; a request that gets no answer says the service could
+ * not be reached, with no service error code; a key refused mid-session goes back to sign-in; a
  * service that cannot answer on a reload keeps the key and offers to try again; a file's
  * metadata is read afresh; a blank file id is refused in the page. And the keyboard focus stays
  * on the page after in-place actions (a delete or a rotate asked and kept, a secret put away, a
@@ -42,6 +43,53 @@ describe("the dashboard when the service falters", () => {
     await page.getByRole("heading", { level: 1, name: "Execution" }).waitFor()
     await expect.poll(() => failures, { timeout: 10_000 }).toBe(1)
     await expect.poll(() => page.locator("main").textContent(), { timeout: 15_000 }).toContain("succeeded")
+    await page.close()
+  })
+
+  it("says a poll that got no answer could not reach the service, with no service error code, and keeps refreshing", async () => {
+    const page = await h.browser.context.newPage()
+    await signIn(page)
+    const started = await api.executions.execute({ tool: "demo.sleep", userId: "user_r", input: { ms: 3_000 }, mode: "async" })
+    const id = started.executionId
+    // The second read of the record gets no answer at all: fetch throws ("Failed to fetch").
+    let reads = 0
+    let aborted = 0
+    await page.route(`**/v1/executions/${id}`, (route) => {
+      reads++
+      if (reads === 2) {
+        aborted++
+        return route.abort("connectionrefused")
+      }
+      return route.continue()
+    })
+    await page.goto(url(`/dashboard/executions/${id}`))
+    await page.getByRole("heading", { level: 1, name: "Execution" }).waitFor()
+    await expect.poll(() => aborted, { timeout: 10_000 }).toBe(1)
+    const alert = page.getByRole("main").getByRole("alert").first()
+    await expect.poll(() => alert.textContent(), { timeout: 5_000 }).toContain("Could not reach the service")
+    const said = (await alert.textContent()) ?? ""
+    expect(said).not.toContain("provider_unavailable")
+    expect(said).not.toContain("HTTP")
+    expect(await alert.locator(".error-code").count()).toBe(0)
+    // The refreshing goes on: the record reaches its end, and the notice goes.
+    await expect.poll(() => page.locator("main").textContent(), { timeout: 15_000 }).toContain("succeeded")
+    await expect.poll(() => page.getByRole("main").getByRole("alert").count(), { timeout: 10_000 }).toBe(0)
+    await page.close()
+  })
+
+  it("says so too, keeping the key, when the check on a reload gets no answer; Try again signs in", async () => {
+    const page = await h.browser.context.newPage()
+    await signIn(page)
+    await page.route("**/v1/me", (route) => route.abort("connectionrefused"))
+    await page.reload()
+    const alert = page.getByRole("alert")
+    await expect.poll(() => alert.textContent(), { timeout: 10_000 }).toContain("Could not reach the service")
+    expect(await alert.textContent()).not.toContain("provider_unavailable")
+    expect(await alert.locator(".error-code").count()).toBe(0)
+    expect(await storedKeys(page)).toEqual([KEY])
+    await page.unroute("**/v1/me")
+    await page.getByRole("button", { name: "Try again" }).click()
+    await page.getByRole("navigation", { name: "Views" }).waitFor({ timeout: 10_000 })
     await page.close()
   })
 

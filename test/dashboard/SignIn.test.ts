@@ -1,9 +1,12 @@
 /**
  * The sign-in form in headless Chromium against the real service: a refusal's error goes once
- * the key field changes, and a key cleared, whose press the browser blocks, leaves no old error.
+ * the key field changes, and a key cleared, whose press the browser blocks, leaves no old error; a
+ * key with characters no API key has (one the browser could not even send as a header) is refused
+ * in the page, not reported as the service unreachable.
  */
 import { describe, expect, it } from "vitest"
 import { KEY } from "../support/Service.ts"
+import { watch } from "./Browser.ts"
 import { dashboardHarness } from "./Harness.ts"
 
 const h = await dashboardHarness()
@@ -25,6 +28,36 @@ describe("the sign-in form's error", () => {
     expect(await alert.count()).toBe(0)
     // The right key still signs in.
     await field.fill(KEY)
+    await signIn.click()
+    await page.getByRole("navigation", { name: "Views" }).waitFor()
+    await page.close()
+  })
+})
+
+describe("a key with characters no API key has", () => {
+  it("is refused in the page, saying what a key holds, without a request or a service error code", async () => {
+    const page = await h.browser.context.newPage()
+    const watched = watch(page)
+    await page.goto(url("/dashboard"))
+    const field = page.getByLabel("API key")
+    const signIn = page.getByRole("button", { name: "Sign in" })
+    // Not Latin-1: the browser cannot send it in the Authorization header at all.
+    await field.fill("ключ_неверный_1234567")
+    await signIn.click()
+    const alert = page.getByRole("main").getByRole("alert")
+    await alert.waitFor({ timeout: 10_000 })
+    const said = (await alert.textContent()) ?? ""
+    expect(said).toContain("An API key holds only letters (A-Z, a-z), digits, _ and -")
+    expect(said).not.toMatch(/provider_unavailable|could not be reached|Failed to/i)
+    // Latin-1 but still not a key's character: refused the same way.
+    await field.fill("sk_test_key_with_é_1234")
+    await signIn.click()
+    await expect.poll(() => alert.textContent()).toContain("An API key holds only letters (A-Z, a-z), digits, _ and -")
+    expect(watched.requests.filter((request) => request.includes("/v1/"))).toEqual([])
+    expect(await page.getByLabel("API key").count()).toBe(1)
+    // The error goes once the key changes, and the right key signs in.
+    await field.fill(KEY)
+    await expect.poll(() => alert.count()).toBe(0)
     await signIn.click()
     await page.getByRole("navigation", { name: "Views" }).waitFor()
     await page.close()

@@ -10,20 +10,57 @@ export const Loading = ({ what }: { readonly what: string }) => (
 
 export const Empty = ({ children }: { readonly children: ComponentChildren }) => <p class="empty">{children}</p>
 
-/** The service's code and message, as text, with the request id to quote. */
+/**
+ * How long to wait, in the words of who said it: the service refusing this page's request, or
+ * the provider a record's run was refused by (a provider's 429 on a failed execution record).
+ */
+const waitSaid = (seconds: number, saidBy: "service" | "provider"): string =>
+  saidBy === "service" ? `The service asks to wait: try again in ${seconds} s.` : `The provider asked to wait ${seconds} s before trying again.`
+
+/**
+ * The service's code and message, as text, with the request id to quote; a request that got no
+ * answer says the service could not be reached, with no code (none is the service's). `saidBy` "provider"
+ * when the problem is a record's error rather than this page's request (`RecordError`).
+ */
 export const ErrorNotice = (
-  { problem, action }: { readonly problem: Problem; readonly action?: ComponentChildren }
+  { problem, action, saidBy = "service" }: {
+    readonly problem: Problem
+    readonly action?: ComponentChildren
+    readonly saidBy?: "service" | "provider"
+  }
 ) => (
   <div class="error" role="alert">
-    <p>
-      <strong>Error</strong> <code class="error-code">{problem.code}</code>
-      {problem.status > 0 ? <span class="muted"> (HTTP {problem.status})</span> : null}
-    </p>
+    {problem.code === undefined ? (
+      <p>
+        <strong>Could not reach the service</strong>
+      </p>
+    ) : (
+      <p>
+        <strong>Error</strong> <code class="error-code">{problem.code}</code>
+        {problem.status > 0 ? <span class="muted"> (HTTP {problem.status})</span> : null}
+      </p>
+    )}
     <p class="error-message">{problem.message}</p>
-    {problem.retryAfter === undefined ? null : <p class="retry-after">The service asks to wait: try again in {problem.retryAfter} s.</p>}
+    {problem.retryAfter === undefined ? null : <p class="retry-after">{waitSaid(problem.retryAfter, saidBy)}</p>}
     {problem.requestId === undefined ? null : <p class="muted">Request id: <code>{problem.requestId}</code></p>}
     {action}
   </div>
+)
+
+/** A failed or cancelled record's error (an execution's): its code, message and, when the provider said, how long to wait. */
+export const RecordError = (
+  { error }: { readonly error: { readonly code: string; readonly message: string; readonly retryable: boolean; readonly retryAfter?: number | undefined } }
+) => (
+  <ErrorNotice
+    problem={{
+      code: error.code,
+      message: error.message,
+      status: 0,
+      retryable: error.retryable,
+      ...(error.retryAfter === undefined ? {} : { retryAfter: error.retryAfter })
+    }}
+    saidBy="provider"
+  />
 )
 
 /** Said instead of calling a route the service refuses to pinned keys (403 auth_insufficient_scope). */

@@ -11,7 +11,7 @@ import { PAGE_SIZE, useAction, usePaged, useResource } from "../data.ts"
 import { EXECUTION_STATUSES, type ExecutionFilters, navigate, replaceRoute } from "../router.ts"
 import { Button } from "../ui/Button.tsx"
 import { Confirm } from "../ui/Confirm.tsx"
-import { ErrorNotice, Loading } from "../ui/Feedback.tsx"
+import { ErrorNotice, Loading, RecordError } from "../ui/Feedback.tsx"
 import { Json } from "../ui/Json.tsx"
 import { Link } from "../ui/Link.tsx"
 import { ListState } from "../ui/ListState.tsx"
@@ -323,7 +323,7 @@ export const ExecutionDetail = (
           {execution.status === "failed" || execution.status === "cancelled" ? (
             <>
               <h3>Error</h3>
-              <ErrorNotice problem={{ code: execution.error.code, message: execution.error.message, status: 0, retryable: execution.error.retryable }} />
+              <RecordError error={execution.error} />
             </>
           ) : null}
         </section>

@@ -8,6 +8,9 @@ import { type Client, clientFor, type Me, type Problem, toProblem } from "../api
 import { Button } from "../ui/Button.tsx"
 import { dropErrorOnEdit, ErrorNotice } from "../ui/Feedback.tsx"
 
+/** The characters of an API key (the service's keys match `[A-Za-z0-9_-]{16,128}`; the length is the service's to refuse). */
+const KEY_CHARACTERS = /^[A-Za-z0-9_-]+$/
+
 export const SignIn = (
   { onSignedIn, initialProblem }: { readonly onSignedIn: (client: Client, me: Me, key: string) => void; readonly initialProblem?: Problem | undefined }
 ) => {
@@ -30,6 +33,17 @@ export const SignIn = (
     const key = input?.value.trim() ?? ""
     if (key === "") {
       setProblem({ code: "invalid_input", message: "Paste an API key first.", status: 0, retryable: false })
+      return
+    }
+    if (!KEY_CHARACTERS.test(key)) {
+      // Not a key: the service would refuse it, and one outside Latin-1 cannot even be sent as a
+      // header (the browser's fetch throws, which read as the service unreachable).
+      setProblem({
+        code: "invalid_input",
+        message: "An API key holds only letters (A-Z, a-z), digits, _ and -; the key pasted has other characters. Paste the key again.",
+        status: 0,
+        retryable: false
+      })
       return
     }
     setBusy(true)
