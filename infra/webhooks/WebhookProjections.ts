@@ -119,13 +119,16 @@ const deliveryChanges = (event: RecordedEvent): ReadonlyArray<RowChange> => {
       }]
     case "DeliveryGivenUp":
       return [{ op: "update", table: DELIVERIES_TABLE, key, set: { status: "failed", open: false, next_retry_at: NONE, completed_at: data.at } }]
-    case "DeliveryAbandoned":
-      // Why it stopped, shown as its last attempt's error (as `payload_unavailable` is for a
-      // trigger event's delivery, decisions.md section 5): no request was sent for it.
-      return [
-        { op: "update", table: DELIVERIES_TABLE, key, set: { status: "failed", open: false, next_retry_at: NONE, completed_at: data.at } },
-        { op: "append", table: DELIVERIES_TABLE, key, column: "attempts", value: { attemptedAt: data.at, error: data.reason } }
-      ]
+    case "DeliveryAbandoned": {
+      const stopped: RowChange = { op: "update", table: DELIVERIES_TABLE, key, set: { status: "failed", open: false, next_retry_at: NONE, completed_at: data.at } }
+      // An endpoint deactivated or deleted stops its unfinished deliveries with no further
+      // attempts (interface.md, Webhook delivery), so none is recorded. An event that can no
+      // longer be read shows why as its last attempt's error, as decisions.md section 5 has it
+      // for a trigger event's lost payload (`payload_unavailable`).
+      return data.reason === "endpoint_inactive" || data.reason === "endpoint_deleted"
+        ? [stopped]
+        : [stopped, { op: "append", table: DELIVERIES_TABLE, key, column: "attempts", value: { attemptedAt: data.at, error: data.reason } }]
+    }
   }
 }
 

@@ -144,3 +144,27 @@ describe("resending and recovering deliveries", () => {
     await pinned.close()
   })
 })
+
+describe("a delivery its endpoint's deactivation stopped", () => {
+  it("says it was stopped before any attempt, not that none was made yet", async () => {
+    let release = () => {}
+    receiver.respond = () => ({ status: 500, hold: new Promise<void>((resolve) => (release = resolve)) })
+    const endpoint = await api.webhooks.create({ url: receiver.url("/stopped"), events: ["execution.succeeded"] })
+    await api.executions.execute({ tool: "demo.echo", input: { first: true }, userId: "user_stopped" })
+    await api.executions.execute({ tool: "demo.echo", input: { second: true }, userId: "user_stopped" })
+    // The first is held at the receiver; the second waits behind it in the endpoint's lane.
+    await eventually(() => receivedAt("/stopped").length === 1 || undefined, 10_000, "the first delivery at the receiver")
+    await api.webhooks.update(endpoint.endpointId, { active: false })
+    release()
+    const deliveries = await settled(endpoint.endpointId, 2)
+    const stopped = deliveries.find((delivery) => delivery.attempts.length === 0)
+    expect(stopped?.status).toBe("failed")
+    const page = await h.browser.context.newPage()
+    await openEndpoint(page, endpoint.endpointId)
+    const item = history(page).locator(`li.delivery[data-delivery-id="${stopped?.deliveryId}"]`)
+    await item.getByText("Stopped before any attempt: its endpoint was deactivated or deleted.").waitFor()
+    expect(await item.getByText("No attempt yet.").count()).toBe(0)
+    await page.close()
+    receiver.respond = () => ({ status: 200 })
+  })
+})

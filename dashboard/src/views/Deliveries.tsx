@@ -50,6 +50,13 @@ const Resend = (
   )
 }
 
+/**
+ * What a delivery without attempts says: waiting for its first, or, once failed, stopped before
+ * it (its endpoint was deactivated or deleted, and no attempt is recorded for that).
+ */
+const noAttempt = (delivery: WebhookDelivery): string =>
+  delivery.status === "failed" ? "Stopped before any attempt: its endpoint was deactivated or deleted." : "No attempt yet."
+
 const Delivery = (
   { client, delivery, onResent }: { readonly client: Client; readonly delivery: WebhookDelivery; readonly onResent: ((resent: WebhookDelivery) => void) | undefined }
 ) => (
@@ -58,7 +65,7 @@ const Delivery = (
       <span class={`badge badge-${delivery.status}`}>{delivery.status}</span> <code>{delivery.eventType}</code>{" "}
       <span class="muted">event <code>{delivery.eventId}</code> · delivery <code>{delivery.deliveryId}</code></span>
     </div>
-    {delivery.attempts.length === 0 ? <p class="muted">No attempt yet.</p> : (
+    {delivery.attempts.length === 0 ? <p class="muted">{noAttempt(delivery)}</p> : (
       <ol class="timeline" aria-label={`Attempts of ${delivery.deliveryId}`}>
         {delivery.attempts.map((attempt, index) => {
           const result = outcome(attempt)

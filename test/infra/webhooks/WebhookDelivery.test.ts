@@ -168,10 +168,14 @@ describe.skipIf(!postgresAvailable)("webhook delivery (service process on Postgr
     const records = await eventually(async () => finished(await deliveriesOf(service, "p7", inactive.endpointId), 2), 10_000)
     for (const record of records) {
       expect(record.status).toBe("failed")
-      // Why it stopped is its last attempt's error; no request was sent for that one.
-      expect(record.attempts.at(-1)).toMatchObject({ error: "endpoint_inactive" })
       expect(record.completedAt).toBeTypeOf("string")
+      expect(record.nextRetryAt).toBeUndefined()
     }
+    // No further attempts (interface.md, Webhook delivery: "unfinished | endpoint deactivated or
+    // deleted | | no further attempts"): the attempts are the requests made, each with its
+    // status code, and nothing is appended for the stop.
+    const attempts = records.flatMap((record) => record.attempts)
+    expect(attempts).toEqual([{ attemptedAt: expect.any(String), statusCode: 500 }])
     await new Promise((resolve) => setTimeout(resolve, 600))
     expect(at("/p7/inactive")).toHaveLength(1)
     expect(at("/p7/deleted")).toHaveLength(1)
