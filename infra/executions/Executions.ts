@@ -161,8 +161,9 @@ export const make = Effect.gen(function*() {
     const unfit = unstorable(input)
     if (unfit !== undefined) return yield* new InvalidInput({ message: `The input ${unstorableMessage[unfit]}.` })
     const decoded = yield* decodeInput(tool, input)
-    const attachments = command.attachments === undefined ? undefined : [...new Set(command.attachments)]
-    if (attachments !== undefined && attachments.length > 0) {
+    // An empty list attaches nothing: the record then has no attachments, as without the field.
+    const attachments = command.attachments === undefined || command.attachments.length === 0 ? undefined : [...new Set(command.attachments)]
+    if (attachments !== undefined) {
       const missing = yield* files.missing(command.projectId, attachments)
       if (missing.length > 0) {
         return yield* new InvalidInput({ message: `Attachments not found: ${missing.join(", ")}.` })

@@ -88,6 +88,13 @@ for (const mode of modes) {
         expect((await execute(service, { tool: "demo.echo", userId: "u_idem_att", idempotencyKey: "kb", attachments: [] })).status).toBe(200)
       })
 
+      it("an empty list of attachments attaches nothing: the record has no attachments, as without the field", async () => {
+        const { status, body } = await execute(service, { tool: "demo.echo", input: { none: true }, userId: "u_no_att", attachments: [] })
+        expect(status).toBe(200)
+        expect(body).not.toHaveProperty("attachments")
+        expect((await getJson(service, `/v1/executions/${String(body.executionId)}`)).body).not.toHaveProperty("attachments")
+      })
+
       it("body and header together are 422", async () => {
         const both = await execute(service, { tool: "demo.echo", userId: "u_idem3", idempotencyKey: "a" }, { headers: { "idempotency-key": "a" } })
         expect(both.status).toBe(422)
