@@ -5,6 +5,7 @@
  * escapes the API's own middleware. Every response leaves with a `Request-Id` header.
  */
 import { Cause, Effect } from "effect"
+import { IncomingMessage } from "node:http"
 import type { Duplex } from "node:stream"
 import { normalized } from "../../domain/Errors.ts"
 import { unstorableMessage, type Unstorable, unstorableText } from "../../domain/Storable.ts"
@@ -223,6 +224,9 @@ export const makeEdge = (options: EdgeOptions) => {
       return Response.setHeaders(response, headers)
     }
     const refuse = (failure: EdgeFailure) => respond(envelopeResponse(requestId, failure.status, failure.error, failure.headers))
+    // Node lets a request without Host through (requireHostHeader off, Server.ts), so that its
+    // 400 carries the envelope and Request-Id like every other answer.
+    if (request.headers.host === undefined && lacksRequiredHost(request)) return Effect.succeed(refuse(MISSING_HOST))
     if (options.staticFiles?.matches(path) === true) {
       trace.route = "/dashboard/*"
       return Effect.map(options.staticFiles.serve(request, path), respond)
@@ -407,6 +411,14 @@ const isRouteNotFound = (error: unknown): boolean =>
  * past the size limit) never reach the app; they still get an envelope and a request id
  * instead of Node's bare 400.
  */
+/** An HTTP/1.1 request must carry a Host header (RFC 9112 section 3.2); 1.0 need not. */
+const lacksRequiredHost = (request: HttpServerRequest.HttpServerRequest): boolean => {
+  const source = (request as { readonly source?: unknown }).source
+  return source instanceof IncomingMessage && source.httpVersion !== "1.0"
+}
+
+const MISSING_HOST = new EdgeFailure(400, normalized("invalid_input", "An HTTP/1.1 request must carry a Host header."), { connection: "close" })
+
 export const answerClientError = (error: Error & { readonly code?: string }, socket: Duplex): void => {
   // As Node's own handler: no answer over a response already on its way (a pipelined request).
   const inFlight = (socket as Duplex & { readonly _httpMessage?: { readonly headersSent?: boolean } | null })._httpMessage

@@ -185,6 +185,8 @@ const makeNodeServer = (limits: Effect.Success<typeof serverLimits>) => () => {
     headersTimeout: limits.headersTimeoutMs,
     requestTimeout: limits.requestTimeoutMs,
     keepAliveTimeout: 5_000,
+    // The edge answers a request without Host itself, with the envelope (Edge.ts).
+    requireHostHeader: false,
     // How often Node looks for connections past those timeouts (30 s by default).
     connectionsCheckingInterval: Math.min(1_000, limits.headersTimeoutMs)
   })

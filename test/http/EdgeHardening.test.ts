@@ -54,6 +54,17 @@ describe("the edge under an unauthenticated flood", () => {
   })
   afterAll(() => service.close())
 
+  it("answers an HTTP/1.1 request without Host 400 with the envelope and its Request-Id, and closes (RFC 9112 section 3.2)", async () => {
+    const connection = await open(portOf(service))
+    connection.socket.write(`GET /v1/me HTTP/1.1\r\nAuthorization: Bearer ${KEY}\r\n\r\n`)
+    await connection.closed
+    const [head = "", body = ""] = connection.received().split("\r\n\r\n")
+    expect(head).toMatch(/^HTTP\/1\.1 400 /)
+    const requestId = /\r\nrequest-id: (\S+)/i.exec(head)?.[1]
+    expect(requestId).toMatch(/^req_/)
+    expect(JSON.parse(body)).toMatchObject({ error: { code: "invalid_input", retryable: false }, requestId })
+  })
+
   it("refuses a keyless upload on its headers: 401 at once, no 100 Continue, connection closed, no body read", async () => {
     const connection = await open(portOf(service))
     connection.socket.write(uploadHeaders(undefined, 30 * 1024 * 1024))
