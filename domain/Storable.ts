@@ -50,34 +50,27 @@ export const unstorable = (value: unknown): Unstorable | undefined => {
   if (value === null || typeof value !== "object") return badLeaf(value)
   const nodes: Array<object> = [value]
   const depths: Array<number> = [0]
+  /** A member at `depth`: a leaf is judged now, an object or array waits its turn. */
+  const visit = (item: unknown, depth: number): Unstorable | undefined => {
+    if (item === null || typeof item !== "object") return badLeaf(item)
+    nodes.push(item)
+    depths.push(depth)
+    return undefined
+  }
   while (nodes.length > 0) {
     const node = nodes.pop()!
     const depth = depths.pop()!
     if (depth >= MAX_DEPTH) return "depth"
     if (Array.isArray(node)) {
       for (let i = 0; i < node.length; i++) {
-        const item: unknown = node[i]
-        if (item !== null && typeof item === "object") {
-          nodes.push(item)
-          depths.push(depth + 1)
-        } else {
-          const bad = badLeaf(item)
-          if (bad !== undefined) return bad
-        }
+        const bad = visit(node[i], depth + 1)
+        if (bad !== undefined) return bad
       }
     } else {
       const record = node as { readonly [key: string]: unknown }
       for (const key in record) {
-        const badKey = badString(key)
-        if (badKey !== undefined) return badKey
-        const item = record[key]
-        if (item !== null && typeof item === "object") {
-          nodes.push(item)
-          depths.push(depth + 1)
-        } else {
-          const bad = badLeaf(item)
-          if (bad !== undefined) return bad
-        }
+        const bad = badString(key) ?? visit(record[key], depth + 1)
+        if (bad !== undefined) return bad
       }
     }
   }
