@@ -37,6 +37,7 @@ import { DedupClaims } from "./DedupClaims.ts"
 import { PollCursors } from "./PollCursors.ts"
 import { subscriptionFromRow, SUBSCRIPTIONS_TABLE } from "./TriggerProjections.ts"
 import { DEFAULT_POLL_SECONDS, MAX_POLL_SECONDS, triggerSettings } from "./TriggerSettings.ts"
+import { makeStreamLocks } from "../eventlog/StreamLocks.ts"
 
 export interface CreateSubscriptionInput {
   readonly projectId: string
@@ -125,8 +126,11 @@ export const make = Effect.gen(function*() {
     Effect.flatMap(find(subscriptionId), (found) =>
       found === undefined || found.projectId !== projectId ? Effect.fail(notFound()) : Effect.succeed(found))
 
+  const locks = makeStreamLocks()
+
+  /** Runs a command on the subscription's stream, one at a time per stream in this process. */
   const execute = (subscriptionId: string, command: SubscriptionCommand) =>
-    handleCommand(store, subscriptionDecider, subscriptionStreamId(subscriptionId), command).pipe(
+    locks([subscriptionStreamId(subscriptionId)], handleCommand(store, subscriptionDecider, subscriptionStreamId(subscriptionId), command)).pipe(
       Effect.catchIf((error): error is SubscriptionRejection => error._tag !== "StoreUnavailable", (refused) => Effect.fail(rejection(refused)))
     )
 

@@ -17,6 +17,7 @@ import { type AppendRequest, EventStore, type StoreUnavailable } from "../eventl
 import { integer } from "../Settings.ts"
 import { newId } from "../Ids.ts"
 import { Secrets } from "../access/Secrets.ts"
+import { makeStreamLocks } from "../eventlog/StreamLocks.ts"
 import { ViewStore } from "../eventlog/ViewStore.ts"
 import { type EndpointRow, ENDPOINTS_TABLE, endpointFromRow } from "./WebhookProjections.ts"
 
@@ -106,13 +107,21 @@ export const make = Effect.gen(function*() {
       )
     )
 
-  /** Runs a command on the endpoint's stream (infra/eventlog/CommandHandler.ts); a refusal is NotFound. */
+  const locks = makeStreamLocks()
+
+  /**
+   * Runs a command on the endpoint's stream (infra/eventlog/CommandHandler.ts), one at a time per
+   * stream in this process (the project's registry too, when the command changes it); a refusal
+   * is NotFound.
+   */
   const execute = <E = never>(
     endpointId: string,
     command: Endpoint.EndpointCommand,
-    alongside?: Effect.Effect<ReadonlyArray<AppendRequest>, E | StoreUnavailable>
-  ) =>
-    handleCommand(store, Endpoint.endpointDecider, Endpoint.endpointStreamId(endpointId), command, { alongside }).pipe(
+    alongside?: { readonly projectId: string; readonly appends: Effect.Effect<ReadonlyArray<AppendRequest>, E | StoreUnavailable> }
+  ) => {
+    const streamId = Endpoint.endpointStreamId(endpointId)
+    const streams = alongside === undefined ? [streamId] : [streamId, Registry.registryStreamId(alongside.projectId)]
+    return locks(streams, handleCommand(store, Endpoint.endpointDecider, streamId, command, { alongside: alongside?.appends })).pipe(
       Effect.catchIf(
         (error): error is Endpoint.EndpointRejection => typeof error === "object" && error !== null && "_tag" in error &&
           (error._tag === "EndpointNotFound" || error._tag === "EndpointExists"),
@@ -120,6 +129,7 @@ export const make = Effect.gen(function*() {
       ),
       Effect.andThen(changed(endpointId))
     )
+  }
 
   return WebhookEndpoints.of({
     create: Effect.fnUntraced(function*(projectId, input) {
@@ -141,7 +151,7 @@ export const make = Effect.gen(function*() {
           secretPrefix: secretPrefixOf(secret),
           at: yield* nowIso
         }
-      }, register).pipe(Effect.catchTag("NotFound", () => Effect.die(new Error("new endpoint id collided"))))
+      }, { projectId, appends: register }).pipe(Effect.catchTag("NotFound", () => Effect.die(new Error("new endpoint id collided"))))
       const endpoint = yield* get(projectId, endpointId).pipe(Effect.orDie)
       return { endpoint, secret }
     }),
@@ -175,7 +185,7 @@ export const make = Effect.gen(function*() {
     remove: Effect.fnUntraced(function*(projectId, endpointId) {
       // Its place in the registry is freed in the same commit.
       const unregister = inRegistry(projectId, { type: "Unregister", endpointId }).pipe(Effect.catchTag("InvalidInput", Effect.die))
-      yield* execute(endpointId, { type: "DeleteEndpoint", projectId, at: yield* nowIso }, unregister)
+      yield* execute(endpointId, { type: "DeleteEndpoint", projectId, at: yield* nowIso }, { projectId, appends: unregister })
     }),
     get,
     find,
