@@ -38,19 +38,19 @@ export const SucceededExecution = Schema.Struct({
   ...Base,
   status: Schema.Literal("succeeded"),
   output: Schema.Json,
-  latencyMs: Schema.Number
+  latencyMs: Schema.Finite
 })
 export const FailedExecution = Schema.Struct({
   ...Base,
   status: Schema.Literal("failed"),
   error: NormalizedError,
-  latencyMs: Schema.Number
+  latencyMs: Schema.Finite
 })
 export const CancelledExecution = Schema.Struct({
   ...Base,
   status: Schema.Literal("cancelled"),
   error: NormalizedError,
-  latencyMs: Schema.Number,
+  latencyMs: Schema.Finite,
   cancellation: Schema.Struct({ dispatchMayHaveBegun: Schema.Boolean })
 })
 

@@ -81,6 +81,12 @@ describe("the OpenAPI document", () => {
     expect(Object.keys(document.components.schemas).filter((name) => name.endsWith("Encoded"))).toEqual([])
   })
 
+  it("types every number a record carries as a JSON number (a generated client must not see strings such as \"Infinity\")", () => {
+    const text = JSON.stringify({ paths: document.paths, components: document.components })
+    expect(text).not.toContain("\"Infinity\"")
+    expect(text).not.toContain("\"NaN\"")
+  })
+
   it("says which statuses keyed routes and body routes answer", () => {
     const execute = document.paths["/v1/execute"].post
     expect(Object.keys(execute.responses)).toEqual(
