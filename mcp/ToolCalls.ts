@@ -127,7 +127,8 @@ export const makeToolCalls = (deps: {
   /** Waits for the terminal record of an async execution, reporting running on the way. */
   const waitFor = (tool: ToolDefinition, request: CallRequest, token: ProgressToken | undefined, record: ExecutionRecord) =>
     Effect.gen(function*() {
-      if (token !== undefined) yield* request.notify(progressNotification(token, record))
+      // Every stage up to the record's (a plain call that took its permit is running already).
+      yield* reportStages(token, request, record)
       const progress = token === undefined
         ? Effect.never
         : Effect.scoped(followStages(feed, executions, record, (next) => isTerminal(next) ? Effect.void : request.notify(progressNotification(token, next))))
@@ -146,7 +147,9 @@ export const makeToolCalls = (deps: {
       userId: user.userId,
       tool: tool.name,
       input: input ?? {},
-      mode: request.task !== undefined || tool.asyncByNature ? "async" : "sync",
+      // A plain call is a synchronous request, also of a tool async by nature (which the
+      // executor runs async): a full concurrency cap refuses it before allocation.
+      mode: request.task === undefined ? "sync" : "async",
       connectionId: meta[CONNECTION_META],
       attachments: meta[ATTACHMENTS_META],
       idempotencyKey: meta[IDEMPOTENCY_META] ?? `mcp:${request.session.sessionId}:${String(request.requestId)}`,

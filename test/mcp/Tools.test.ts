@@ -435,3 +435,33 @@ describe("notifications/cancelled of a sync tool's call", () => {
     expect(page.executions[0]).toMatchObject({ status: "cancelled", mode: "sync", cancellation: { dispatchMayHaveBegun: true } })
   })
 })
+
+describe("the demo concurrency cap over MCP", () => {
+  let gw: GatewayUnderTest
+  beforeAll(async () => {
+    gw = await startGateway()
+  })
+  afterAll(() => gw.close())
+
+  it("answers a plain call of a tool async by nature with isError rate_limited when the cap is full, as POST /v1/execute answers 429", async () => {
+    const running: Array<string> = []
+    for (let i = 0; i < 4; i++) {
+      const response = await gw.service.fetch("/v1/execute", { method: "POST", json: { tool: "demo.sleep", userId: "user_cap", input: { ms: 60_000 }, mode: "async" } })
+      expect(response.status).toBe(202)
+      running.push(((await response.json()) as { executionId: string }).executionId)
+    }
+    try {
+      for (const tasks of ["none", "experimental"] as const) {
+        const { client, close } = await connect(gw.url, { headers: USER, tasks })
+        for (const call of [{ name: "demo.sleep", arguments: { ms: 10 } }, { name: "service.execute_tool", arguments: { name: "demo.sleep", input: { ms: 10 } } }]) {
+          if (tasks !== "none" && call.name === "demo.sleep") continue
+          const result = (await client.callTool(call, undefined, { timeout: 5_000 })) as Result
+          expect({ tasks, call: call.name, error: errorOf(result) }).toMatchObject({ tasks, call: call.name, error: { code: "rate_limited", retryable: true, retryAfter: 1 } })
+        }
+        await close()
+      }
+    } finally {
+      for (const id of running) await gw.service.fetch(`/v1/executions/${id}/cancel`, { method: "POST" })
+    }
+  })
+})
