@@ -53,6 +53,12 @@ export interface Route {
   readonly ownCredential?: boolean
   /** Takes its token from the execute bucket (`POST /v1/execute`), not the standard one. */
   readonly executeBucket?: boolean
+  /**
+   * What its 404 says for an id the router cannot take (too long, a bad escape), where the route
+   * answers every id it cannot find identically (staged files, interface.md). Undefined: a
+   * general message.
+   */
+  readonly notFoundMessage?: string | undefined
 }
 
 export interface EdgeOptions {
@@ -116,6 +122,7 @@ interface CompiledRoute {
   readonly ownCredential: boolean
   /** Its methods that take from the execute bucket. */
   readonly executeBucket: Set<string>
+  readonly notFoundMessage: string | undefined
 }
 
 const compile = (routes: ReadonlyArray<Route>): ReadonlyArray<CompiledRoute> => {
@@ -132,7 +139,8 @@ const compile = (routes: ReadonlyArray<Route>): ReadonlyArray<CompiledRoute> => 
         bodiless: new Set<string>(),
         unpinnedOnly: new Set<string>(),
         ownCredential: route.ownCredential === true,
-        executeBucket: new Set<string>()
+        executeBucket: new Set<string>(),
+        notFoundMessage: route.notFoundMessage
       }
     entry.methods.add(route.method.toUpperCase())
     if (route.takesBody === false) entry.bodiless.add(route.method.toUpperCase())
@@ -301,7 +309,7 @@ export const makeEdge = (options: EdgeOptions) => {
               // A path the router cannot take (a bad percent escape, an id past its length
               // limit) matches no route even when its shape does; with the method allowed
               // there, its id is simply not found.
-              return Effect.succeed(refuse(idNotFound()))
+              return Effect.succeed(refuse(idNotFound(route.notFoundMessage)))
             }
           }
           return Effect.map(causeResponse(requestId, cause), respond)

@@ -45,7 +45,7 @@ export const methodNotAllowed = (allowed: ReadonlyArray<string>) =>
   new EdgeFailure(405, normalized("invalid_input", "The method is not allowed on this path."), { allow: allowed.join(", ") })
 export const routeNotFound = () => new EdgeFailure(404, normalized("not_found", "No such route."))
 /** A path of a known route whose id the router cannot take (too long, a bad escape). */
-export const idNotFound = () => new EdgeFailure(404, normalized("not_found", "Nothing was found for the id in this path."))
+export const idNotFound = (message = "Nothing was found for the id in this path.") => new EdgeFailure(404, normalized("not_found", message))
 const internal = () => new EdgeFailure(500, { code: "provider_unavailable", message: "Internal error.", retryable: true })
 
 /**

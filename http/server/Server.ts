@@ -43,6 +43,7 @@ import { TriggerEventsHttp } from "./TriggerEventsHttp.ts"
 import { WebhookRecoveryHttp } from "./WebhookRecoveryHttp.ts"
 import { WebhookRecovery } from "../../infra/webhooks/WebhookRecovery.ts"
 import { Subscriptions, TriggerHistory } from "../../infra/triggers/index.ts"
+import { FILE_NOT_FOUND_MESSAGE } from "../../domain/files/Files.ts"
 
 /** JSON bodies of ordinary routes are small; staged files set their own ceiling. */
 export const DEFAULT_BODY_LIMIT = 1024 * 1024
@@ -55,7 +56,9 @@ const apiRoutes = (): ReadonlyArray<Route> =>
       // GET and HEAD never judge a body; the other methods take one only with a payload schema.
       takesBody: endpoint.method === "GET" || endpoint.method === "HEAD" || endpoint.payload.size > 0,
       unpinnedOnly: isUnpinnedOnly(group, endpoint),
-      executeBucket: Context.get(endpoint.annotations, UsesExecuteBucket)
+      executeBucket: Context.get(endpoint.annotations, UsesExecuteBucket),
+      // Staged files answer every id they cannot find with the identical 404 (interface.md).
+      notFoundMessage: endpoint.path.startsWith("/v1/files/") ? FILE_NOT_FOUND_MESSAGE : undefined
     }))
   )
 

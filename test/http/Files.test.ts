@@ -277,7 +277,9 @@ for (const store of stores) {
           expiring.fileId,
           foreign.fileId,
           live.fileId,
-          encodeURIComponent("file_../../etc")
+          encodeURIComponent("file_../../etc"),
+          // Longer than the router takes for a parameter.
+          `file_${"a".repeat(120)}`
         ]
         const bodies = new Set<string>()
         for (const id of ids) {
