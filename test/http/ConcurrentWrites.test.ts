@@ -12,10 +12,8 @@ const TIMES = 20
 describe.each(["memory", "postgres"] as const)("concurrent writes to one resource (%s)", (mode) => {
   let service: InProcessService
   beforeAll(async () => {
-    const { createTestDatabase, postgresAvailable } = await import("../support/Database.ts")
-    const database = mode === "postgres" && postgresAvailable
-      ? { SERVICE_DATABASE_URL: await createTestDatabase("concurrent_writes"), SERVICE_SECRET_KEY: Buffer.alloc(32, 6).toString("base64") }
-      : {}
+    const { storeEnv } = await import("../support/Database.ts")
+    const database = await storeEnv(mode, "concurrent_writes")
     service = await startService({ ...database, SERVICE_RATE_LIMIT_REQUEST_BURST: "100000" })
   }, 60_000)
   afterAll(() => service?.close())

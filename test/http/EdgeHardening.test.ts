@@ -158,10 +158,8 @@ describe("unknown keys from one address (memory)", () => {
 describe("unknown keys from one address (postgres)", () => {
   let service: InProcessService
   beforeAll(async () => {
-    const { createTestDatabase, postgresAvailable } = await import("../support/Database.ts")
-    const database = postgresAvailable
-      ? { SERVICE_DATABASE_URL: await createTestDatabase("unknown_keys"), SERVICE_SECRET_KEY: Buffer.alloc(32, 9).toString("base64") }
-      : {}
+    const { storeEnv } = await import("../support/Database.ts")
+    const database = await storeEnv("postgres", "unknown_keys")
     service = await startService(database)
   }, 60_000)
   afterAll(() => service.close())

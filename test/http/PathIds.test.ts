@@ -38,10 +38,8 @@ const ROUTES: ReadonlyArray<readonly [method: string, path: (id: string) => stri
 describe.each(["memory", "postgres"] as const)("ids no id can be (%s)", (mode) => {
   let service: InProcessService
   beforeAll(async () => {
-    const { createTestDatabase, postgresAvailable } = await import("../support/Database.ts")
-    const database = mode === "postgres" && postgresAvailable
-      ? { SERVICE_DATABASE_URL: await createTestDatabase("path_ids"), SERVICE_SECRET_KEY: Buffer.alloc(32, 5).toString("base64") }
-      : {}
+    const { storeEnv } = await import("../support/Database.ts")
+    const database = await storeEnv(mode, "path_ids")
     service = await startService({ ...database, SERVICE_RATE_LIMIT_REQUEST_BURST: "100000" })
   }, 60_000)
   afterAll(() => service?.close())

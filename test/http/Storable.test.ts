@@ -26,10 +26,8 @@ describe.each(["memory", "postgres"] as const)("unstorable values (%s)", (mode) 
     gifServer = createServer((_, response) => response.writeHead(200, { "content-type": "application/octet-stream" }).end(nextBody))
     await new Promise<void>((resolve) => gifServer.listen(0, "127.0.0.1", resolve))
     gifUrl = `http://127.0.0.1:${(gifServer.address() as { port: number }).port}/pixel.gif`
-    const { createTestDatabase, postgresAvailable } = await import("../support/Database.ts")
-    const database = mode === "postgres" && postgresAvailable
-      ? { SERVICE_DATABASE_URL: await createTestDatabase("storable"), SERVICE_SECRET_KEY: Buffer.alloc(32, 3).toString("base64") }
-      : {}
+    const { storeEnv } = await import("../support/Database.ts")
+    const database = await storeEnv(mode, "storable")
     service = await startService({ ...database, SERVICE_WEBHOOK_ALLOW_PRIVATE_NETWORKS: "true", SERVICE_RATE_LIMIT_EXECUTE_BURST: "1000" })
   }, 60_000)
   afterAll(async () => {

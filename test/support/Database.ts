@@ -67,3 +67,12 @@ export const freshDatabaseLayer = (options?: { readonly maxConnections?: number 
       Effect.map((url) => PgClient.layer({ url: Redacted.make(url), maxConnections: options?.maxConnections ?? 10 }))
     )
   )
+
+/**
+ * The environment that puts a service on `mode`'s store: a fresh database (named from `prefix`)
+ * and a secret key for "postgres" when Postgres is reachable; nothing (memory) otherwise.
+ */
+export const storeEnv = async (mode: "memory" | "postgres", prefix: string): Promise<Record<string, string>> =>
+  mode === "postgres" && postgresAvailable
+    ? { SERVICE_DATABASE_URL: await createTestDatabase(prefix), SERVICE_SECRET_KEY: Buffer.alloc(32, 5).toString("base64") }
+    : {}
