@@ -232,9 +232,11 @@ export const makeEdge = (options: EdgeOptions) => {
       return Response.setHeaders(response, headers)
     }
     const refuse = (failure: EdgeFailure) => respond(envelopeResponse(requestId, failure.status, failure.error, failure.headers))
-    // Node lets a request without Host through (requireHostHeader off, Server.ts), so that its
-    // 400 carries the envelope and Request-Id like every other answer.
-    if (request.headers.host === undefined && lacksRequiredHost(request)) return Effect.succeed(refuse(MISSING_HOST))
+    // Node lets a request without Host through (requireHostHeader off, Server.ts), and keeps the
+    // first of two Host lines, so that such a request's 400 carries the envelope and Request-Id
+    // like every other answer.
+    const badHost = hostProblem(request)
+    if (badHost !== undefined) return Effect.succeed(refuse(badHost))
     if (options.staticFiles?.matches(path) === true) {
       trace.route = "/dashboard/*"
       return Effect.map(options.staticFiles.serve(request, path), respond)
@@ -419,13 +421,33 @@ const isRouteNotFound = (error: unknown): boolean =>
  * past the size limit) never reach the app; they still get an envelope and a request id
  * instead of Node's bare 400.
  */
-/** An HTTP/1.1 request must carry a Host header (RFC 9112 section 3.2); 1.0 need not. */
-const lacksRequiredHost = (request: HttpServerRequest.HttpServerRequest): boolean => {
+/** `uri-host [ ":" port ]` (RFC 9110 section 7.2): an IP literal or a reg-name, no user part. */
+const HOST_VALUE = /^(?:\[[0-9A-Za-z:.]+\]|[A-Za-z0-9\-._~!$&'()*+,;=%]*)(?::[0-9]*)?$/
+
+/**
+ * RFC 9112 section 3.2: a server answers 400 to an HTTP/1.1 request without Host, and to any
+ * request with more than one Host line or a Host that is not a host. The raw header lines are
+ * read, since Node keeps only the first Host and Effect fills one in from an absolute-form target.
+ */
+const hostProblem = (request: HttpServerRequest.HttpServerRequest): EdgeFailure | undefined => {
   const source = (request as { readonly source?: unknown }).source
-  return source instanceof IncomingMessage && source.httpVersion !== "1.0"
+  if (!(source instanceof IncomingMessage) || source.httpVersionMajor !== 1) return undefined
+  const raw = source.rawHeaders
+  let value: string | undefined
+  for (let i = 0; i < raw.length; i += 2) {
+    const name = raw[i]!
+    if (name.length !== 4 || name.toLowerCase() !== "host") continue
+    if (value !== undefined) return DUPLICATE_HOST
+    value = raw[i + 1]!
+  }
+  if (value === undefined) return source.httpVersionMinor === 0 ? undefined : MISSING_HOST
+  return HOST_VALUE.test(value) ? undefined : INVALID_HOST
 }
 
-const MISSING_HOST = new EdgeFailure(400, normalized("invalid_input", "An HTTP/1.1 request must carry a Host header."), { connection: "close" })
+const hostFailure = (message: string) => new EdgeFailure(400, normalized("invalid_input", message), { connection: "close" })
+const MISSING_HOST = hostFailure("An HTTP/1.1 request must carry a Host header.")
+const DUPLICATE_HOST = hostFailure("A request must carry one Host header, not several.")
+const INVALID_HOST = hostFailure("The Host header must be a host name or address, with an optional port.")
 
 export const answerClientError = (error: Error & { readonly code?: string }, socket: Duplex): void => {
   // As Node's own handler: no answer over a response already on its way (a pipelined request).

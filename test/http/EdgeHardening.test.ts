@@ -65,6 +65,34 @@ describe("the edge under an unauthenticated flood", () => {
     expect(JSON.parse(body)).toMatchObject({ error: { code: "invalid_input", retryable: false }, requestId })
   })
 
+  it.each([
+    ["two Host lines", `GET /v1/me HTTP/1.1\r\nHost: a\r\nHost: b\r\nAuthorization: Bearer ${KEY}\r\n\r\n`],
+    ["two Host lines in HTTP/1.0", `GET /v1/me HTTP/1.0\r\nHost: a\r\nhost: a\r\nAuthorization: Bearer ${KEY}\r\n\r\n`],
+    ["a Host with a space", `GET /v1/me HTTP/1.1\r\nHost: a b\r\nAuthorization: Bearer ${KEY}\r\n\r\n`],
+    ["a Host with a port that is not a number", `GET /v1/me HTTP/1.1\r\nHost: a:80x\r\nAuthorization: Bearer ${KEY}\r\n\r\n`],
+    ["a Host with a user", `GET /v1/me HTTP/1.1\r\nHost: u@a\r\nAuthorization: Bearer ${KEY}\r\n\r\n`],
+    ["an absolute-form target without Host", `GET http://localhost/v1/me HTTP/1.1\r\nAuthorization: Bearer ${KEY}\r\n\r\n`]
+  ])("answers %s 400 with the envelope, and closes (RFC 9112 section 3.2)", async (_name, request) => {
+    const connection = await open(portOf(service))
+    connection.socket.write(request)
+    await connection.closed
+    const [head = "", body = ""] = connection.received().split("\r\n\r\n")
+    expect(head).toMatch(/^HTTP\/1\.1 400 /)
+    expect(JSON.parse(body)).toMatchObject({ error: { code: "invalid_input", retryable: false } })
+  })
+
+  it.each([
+    ["a name and port", "localhost:8080"],
+    ["an IPv6 literal", "[::1]:80"],
+    ["an IPv4 address", "127.0.0.1"],
+    ["an empty value", ""]
+  ])("serves a request whose Host is %s", async (_name, host) => {
+    const connection = await open(portOf(service))
+    connection.socket.write(`GET /v1/me HTTP/1.1\r\nHost: ${host}\r\nAuthorization: Bearer ${KEY}\r\nConnection: close\r\n\r\n`)
+    await connection.closed
+    expect(connection.received()).toMatch(/^HTTP\/1\.1 200 /)
+  })
+
   it("refuses a keyless upload on its headers: 401 at once, no 100 Continue, connection closed, no body read", async () => {
     const connection = await open(portOf(service))
     connection.socket.write(uploadHeaders(undefined, 30 * 1024 * 1024))
