@@ -10,7 +10,8 @@ const ALPHABET = "0123456789abcdefghjkmnpqrstvwxyz"
 export const ID_BODY_LENGTH = 32
 export const ID_RANDOM_BYTES = 14
 
-const idPattern = (prefix: string) => Schema.isPattern(new RegExp(`^${prefix}_[${ALPHABET}]{${ID_BODY_LENGTH}}$`))
+// The `u` flag lets Effect export a pattern into JSON Schema (whose patterns are Unicode ones).
+const idPattern = (prefix: string) => Schema.isPattern(new RegExp(`^${prefix}_[${ALPHABET}]{${ID_BODY_LENGTH}}$`, "u"))
 
 export const FileId = Schema.String.check(idPattern("file")).pipe(Schema.brand("FileId"))
 export type FileId = typeof FileId.Type
@@ -28,9 +29,12 @@ export const KeyId = Schema.String.check(idPattern("key")).pipe(Schema.brand("Ke
 export type KeyId = typeof KeyId.Type
 
 /** Project and user ids are chosen by operators: `[A-Za-z0-9_.-]{1,64}`. */
-export const ProjectId = Schema.String.check(Schema.isPattern(/^[A-Za-z0-9_.-]{1,64}$/)).pipe(Schema.brand("ProjectId"))
+export const CHOSEN_ID = /^[A-Za-z0-9_.-]{1,64}$/u
+/** A user id as the API takes it: checked, not branded. */
+export const UserIdText = Schema.String.check(Schema.isPattern(CHOSEN_ID))
+export const ProjectId = Schema.String.check(Schema.isPattern(CHOSEN_ID)).pipe(Schema.brand("ProjectId"))
 export type ProjectId = typeof ProjectId.Type
-export const UserId = Schema.String.check(Schema.isPattern(/^[A-Za-z0-9_.-]{1,64}$/)).pipe(Schema.brand("UserId"))
+export const UserId = UserIdText.pipe(Schema.brand("UserId"))
 export type UserId = typeof UserId.Type
 
 export type IdPrefix = "file" | "exe" | "whe" | "whd" | "conn" | "trgsub" | "trgsec" | "key" | "req" | "evt" | "evt_trigger" | "trgevt" | "whsec" | "run" | "tsk"

@@ -11,7 +11,7 @@ export const MAX_NAME_LENGTH = 255
  * `type/subtype` with optional parameters, in RFC 6838 token characters; at most 255 characters.
  * A client's type is kept as supplied (adapters forward it), so it must at least be well formed.
  */
-const MIME_TYPE = /^[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]{0,126}\/[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]{0,126}(?:\s*;\s*[A-Za-z0-9!#$&^_.+-]+=(?:[A-Za-z0-9!#$&^_.+-]+|"[^"\\\r\n]*"))*$/
+const MIME_TYPE = /^[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]{0,126}\/[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]{0,126}(?:\s*;\s*[A-Za-z0-9!#$&^_.+-]+=(?:[A-Za-z0-9!#$&^_.+-]+|"[^"\\\r\n]*"))*$/u
 
 export const MimeType = Schema.String.check(
   Schema.isMaxLength(255),
@@ -23,7 +23,7 @@ export const FileName = Schema.String.check(
   Schema.isMinLength(1),
   Schema.isMaxLength(MAX_NAME_LENGTH),
   // oxlint-disable-next-line no-control-regex -- matching control characters is the point
-  Schema.isPattern(/^[^\u0000-\u001f\u007f]*$/, { message: "name must not contain control characters" })
+  Schema.isPattern(/^[^\u0000-\u001f\u007f]*$/u, { message: "name must not contain control characters" })
 )
 
 /** The upload body: closed (the API rejects unknown fields). */

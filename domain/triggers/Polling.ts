@@ -8,6 +8,10 @@
  * delivered, nor are issues created well before the newest one already seen (an old issue that
  * was merely updated); the dedup claim on the issue id catches the overlap between polls.
  */
+/** The longest cadence a polling subscription may ask for, and the one it gets by default (seconds). */
+export const MAX_POLL_SECONDS = 86_400
+export const DEFAULT_POLL_SECONDS = 60
+
 export interface PollCursor {
   /** ISO time sent as `since`. */
   readonly since: string

@@ -3,6 +3,7 @@
  * at rest and never returned.
  */
 import { Schema } from "effect"
+import { UserIdText } from "../../domain/Ids.ts"
 import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/http-api"
 import { described, pageQuery } from "./Query.ts"
 import { PathId } from "./PathId.ts"
@@ -21,7 +22,7 @@ export const Connection = Schema.Struct({
 export type Connection = typeof Connection.Type
 
 export const CreateConnection = Schema.Struct({
-  userId: Schema.optionalKey(Schema.String.check(Schema.isPattern(/^[A-Za-z0-9_.-]{1,64}$/))),
+  userId: Schema.optionalKey(UserIdText),
   toolkit: Schema.String.check(Schema.isMaxLength(64)),
   authClass: AuthClass,
   credentials: Schema.Record(Schema.String, Schema.String.check(Schema.isMaxLength(8192))).check(

@@ -2,6 +2,7 @@
  * Executions (decisions.md section 3): execute sync or async, list, get one, cancel.
  */
 import { Schema } from "effect"
+import { UserIdText } from "../../domain/Ids.ts"
 import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/http-api"
 import { ExecutionMode, ExecutionPage, ExecutionRecord, ExecutionStatus } from "../../domain/executions/ExecutionRecord.ts"
 import { StateConflict } from "../../domain/Errors.ts"
@@ -10,12 +11,11 @@ import { UsesExecuteBucket } from "./Middleware.ts"
 import { described, pageQuery } from "./Query.ts"
 import { PathId } from "./PathId.ts"
 
-const Identifier = Schema.String.check(Schema.isPattern(/^[A-Za-z0-9_.-]{1,64}$/))
 
 export const ExecuteRequest = Schema.Struct({
   tool: Schema.String.check(Schema.isMaxLength(200)),
   input: Schema.optionalKey(JsonObject),
-  userId: Schema.optionalKey(Identifier),
+  userId: Schema.optionalKey(UserIdText),
   connectionId: Schema.optionalKey(Schema.String.check(Schema.isMaxLength(100))),
   mode: Schema.optionalKey(ExecutionMode),
   attachments: Schema.optionalKey(Schema.Array(Schema.String.check(Schema.isMaxLength(100))).check(Schema.isMaxLength(32))),

@@ -20,6 +20,9 @@ import { Schema, SchemaAST } from "effect"
 import { type HttpApiEndpoint, OpenApi } from "effect/http-api"
 import { listTools, listTriggers, toWireName } from "../../domain/catalog/index.ts"
 import { NormalizedError } from "../../domain/Errors.ts"
+import { CHOSEN_ID } from "../../domain/Ids.ts"
+import { MAX_POLL_SECONDS } from "../../domain/triggers/Polling.ts"
+import { FIXED_SUBSCRIPTIONS } from "../../domain/webhooks/WebhookEndpoint.ts"
 import type { ExecutionRecord } from "../../domain/executions/ExecutionRecord.ts"
 import { Api } from "./Api.ts"
 import type { ExecuteRequest } from "./ExecutionsApi.ts"
@@ -320,6 +323,27 @@ const INGEST_PATH: Json = {
   }
 }
 
+/** The webhook event types an endpoint may subscribe to (domain/webhooks/WebhookEndpoint.ts). */
+const webhookEvents = (events: Json): Json => ({
+  ...events,
+  minItems: 1,
+  uniqueItems: true,
+  items: { ...events.items, enum: [...FIXED_SUBSCRIPTIONS, ...listTriggers().map((trigger) => `trigger.${trigger.name}`)] }
+})
+
+/**
+ * Rules that handlers apply to body fields, past the contract's schemas (which leave them to the
+ * handler so that its 422 can name the valid values): per operation, the fields' documented schemas.
+ */
+const HANDLER_RULES: Readonly<Record<string, (properties: Json) => Json>> = {
+  "webhooks.create": (properties) => ({ url: { ...properties.url, format: "uri" }, events: webhookEvents(properties.events) }),
+  "webhooks.update": (properties) => ({ url: { ...properties.url, format: "uri" }, events: webhookEvents(properties.events) }),
+  "subscriptions.create": (properties) => ({
+    trigger: { ...properties.trigger, enum: listTriggers().map((trigger) => trigger.name) },
+    pollIntervalSeconds: { ...properties.pollIntervalSeconds, minimum: 1, maximum: MAX_POLL_SECONDS }
+  })
+}
+
 /** Whether the endpoint takes a key: group middleware is applied to each of its endpoints. */
 const isKeyed = (endpoint: HttpApiEndpoint.Top): boolean => endpoint.middlewares.has(Authentication)
 
@@ -351,7 +375,14 @@ export const makeDocument = (api: typeof Api): Json => {
         if (parameter.in === "query" && parameter.name === "limit") {
           parameter.schema = { type: "integer", minimum: MIN_LIMIT, maximum: MAX_LIMIT, default: DEFAULT_LIMIT }
         }
+        // Checked by the handler (http/server/Users.ts), after the key, so that its 422 names the field.
+        if ((parameter.in === "query" && parameter.name === "userId") || (parameter.in === "header" && parameter.name === "x-service-user-id")) {
+          parameter.schema = { ...parameter.schema, pattern: CHOSEN_ID.source }
+        }
       }
+      const body = operation.requestBody?.content?.["application/json"]?.schema
+      if (body !== undefined) Object.assign(body.properties ?? {}, HANDLER_RULES[operation.operationId]?.(body.properties))
+      if (operation.operationId === "webhooks.update" && body !== undefined) body.minProperties = 1
       const examples = EXAMPLES[operation.operationId]
       if (examples?.request !== undefined) setExample(operation.requestBody?.content, examples.request)
       for (const [status, example] of Object.entries(examples?.responses ?? {})) setExample(operation.responses[status]?.content, example)

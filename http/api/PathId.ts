@@ -6,4 +6,4 @@
  */
 import { Schema } from "effect"
 
-export const PathId = Schema.String.check(Schema.isMaxLength(100), Schema.isPattern(/^[A-Za-z0-9_-]+$/))
+export const PathId = Schema.String.check(Schema.isMaxLength(100), Schema.isPattern(/^[A-Za-z0-9_-]+$/u))

@@ -14,7 +14,7 @@ export const DEFAULT_LIMIT = 100
  */
 const limitMessage = { message: `limit must be an integer from ${MIN_LIMIT} to ${MAX_LIMIT}` }
 /** Whatever is wrong with it (not digits, out of range, given twice), one message says what it takes. */
-export const Limit = Schema.String.annotate(limitMessage).check(Schema.isPattern(/^[0-9]{1,6}$/, limitMessage)).pipe(
+export const Limit = Schema.String.annotate(limitMessage).check(Schema.isPattern(/^[0-9]{1,6}$/u, limitMessage)).pipe(
   Schema.decodeTo(Schema.Number.check(Schema.isInt(limitMessage), Schema.isBetween({ minimum: MIN_LIMIT, maximum: MAX_LIMIT }, limitMessage)), SchemaTransformation.numberFromString)
 )
 

@@ -6,6 +6,7 @@
  * the API (http/server/IngestHttp.ts): it takes no API key and answers provider bodies.
  */
 import { Schema } from "effect"
+import { UserIdText } from "../../domain/Ids.ts"
 import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/http-api"
 import { StateConflict } from "../../domain/Errors.ts"
 import { JsonObject } from "../../domain/JsonObject.ts"
@@ -14,13 +15,12 @@ import { described, pageQuery } from "./Query.ts"
 import { WebhookDelivery } from "./WebhooksApi.ts"
 import { PathId } from "./PathId.ts"
 
-const Identifier = Schema.String.check(Schema.isPattern(/^[A-Za-z0-9_.-]{1,64}$/))
 const ResourceId = Schema.String.check(Schema.isMaxLength(100))
 /** A canonical dotted trigger name, `<toolkit>.<name>`. */
 const TriggerName = Schema.String.check(Schema.isMaxLength(200))
 /** ISO 8601 with a time and an offset: what every time in the API looks like. */
 const Timestamp = Schema.String.check(
-  Schema.isPattern(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d{1,9})?(?:Z|[+-]\d{2}:\d{2})$/, {
+  Schema.isPattern(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d{1,9})?(?:Z|[+-]\d{2}:\d{2})$/u, {
     message: "expected an ISO 8601 time such as 2026-01-01T00:00:00.000Z"
   })
 )
@@ -55,7 +55,7 @@ export type CreatedSubscription = typeof CreatedSubscription.Type
 /** Closed body (decisions.md 5); which user, connection and cadence apply is the server's rule. */
 export const CreateSubscriptionRequest = Schema.Struct({
   trigger: TriggerName,
-  userId: Schema.optionalKey(Identifier),
+  userId: Schema.optionalKey(UserIdText),
   connectionId: Schema.optionalKey(ResourceId),
   webhookEndpointIds: Schema.Array(ResourceId).check(Schema.isMinLength(1), Schema.isMaxLength(20)),
   filters: Schema.optionalKey(JsonObject),

@@ -3,17 +3,17 @@
  * user and any other named user is 403; an unpinned key acts for whoever the request names.
  */
 import { Effect } from "effect"
+import { CHOSEN_ID } from "../../domain/Ids.ts"
 import { InsufficientScope, InvalidInput } from "../../domain/Errors.ts"
 import type { CallerShape } from "../api/Caller.ts"
 
 export const USER_HEADER = "x-service-user-id"
-const USER_ID = /^[A-Za-z0-9_.-]{1,64}$/
 
 const invalidUserId = (where: string) => new InvalidInput({ message: `${where} must match [A-Za-z0-9_.-]{1,64}.` })
 const pinnedElsewhere = () => new InsufficientScope({ message: "This key is pinned to another user." })
 
 export const checkUserId = (value: string, where: string): Effect.Effect<string, InvalidInput> =>
-  USER_ID.test(value) ? Effect.succeed(value) : Effect.fail(invalidUserId(where))
+  CHOSEN_ID.test(value) ? Effect.succeed(value) : Effect.fail(invalidUserId(where))
 
 const isPinnedElsewhere = (caller: CallerShape, named: string | undefined) =>
   caller.pinnedUserId !== undefined && named !== undefined && named !== caller.pinnedUserId
@@ -31,8 +31,8 @@ export const actingUser = (
   sources: { readonly explicit?: string | undefined; readonly header?: string | undefined }
 ): Effect.Effect<string | undefined, InsufficientScope | InvalidInput> => {
   const { explicit, header } = sources
-  if (explicit !== undefined && !USER_ID.test(explicit)) return Effect.fail(invalidUserId("userId"))
-  if (header !== undefined && !USER_ID.test(header)) return Effect.fail(invalidUserId("X-Service-User-Id"))
+  if (explicit !== undefined && !CHOSEN_ID.test(explicit)) return Effect.fail(invalidUserId("userId"))
+  if (header !== undefined && !CHOSEN_ID.test(header)) return Effect.fail(invalidUserId("X-Service-User-Id"))
   if (isPinnedElsewhere(caller, explicit) || isPinnedElsewhere(caller, header)) return Effect.fail(pinnedElsewhere())
   return Effect.succeed(explicit ?? header ?? caller.pinnedUserId)
 }

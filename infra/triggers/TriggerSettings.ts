@@ -6,10 +6,10 @@
  */
 import { Effect } from "effect"
 import { providerUrls } from "../providers/index.ts"
+import { MAX_POLL_SECONDS } from "../../domain/triggers/Polling.ts"
 import { httpUrl, integer } from "../Settings.ts"
 
-export const MAX_POLL_SECONDS = 86_400
-export const DEFAULT_POLL_SECONDS = 60
+export { DEFAULT_POLL_SECONDS, MAX_POLL_SECONDS } from "../../domain/triggers/Polling.ts"
 
 export const minPollSeconds = integer("SERVICE_TRIGGER_MIN_POLL_SECONDS", 30, 1, MAX_POLL_SECONDS)
 

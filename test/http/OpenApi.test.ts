@@ -6,6 +6,7 @@
  */
 import { Validator } from "@seriousme/openapi-schema-validator"
 import { Ajv2020 } from "ajv/dist/2020.js"
+import addFormats from "ajv-formats"
 import { Schema } from "effect"
 import { brotliDecompressSync } from "node:zlib"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
@@ -145,6 +146,65 @@ describe("the OpenAPI document", () => {
     Schema.decodeUnknownSync(CreateWebhookRequest)(EXAMPLES["webhooks.create"]?.request)
     Schema.decodeUnknownSync(CreatedWebhookEndpoint)(EXAMPLES["webhooks.create"]?.responses?.[201])
     Schema.decodeUnknownSync(WebhookEnvelope)(WEBHOOK_ENVELOPE_EXAMPLE)
+  })
+
+  describe("is as strict as the service: what the service refuses with 422, the document rules out", () => {
+    let endpointId = ""
+    beforeAll(async () => {
+      const created = await service.fetch("/v1/webhooks", { method: "POST", json: { url: "https://example.com/h", events: ["execution.completed"] } })
+      endpointId = ((await created.json()) as { endpointId: string }).endpointId
+    })
+    const execute = { tool: "demo.echo", input: {} }
+    const hook = { url: "https://example.com/h", events: ["execution.completed"] }
+    const cases: ReadonlyArray<{
+      readonly name: string
+      readonly method: string
+      readonly path: string
+      readonly body?: Json
+      readonly query?: Readonly<Record<string, string>>
+      readonly header?: Readonly<Record<string, string>>
+    }> = [
+      { name: "execute: a userId outside [A-Za-z0-9_.-]{1,64}", method: "POST", path: "/v1/execute", body: { ...execute, userId: "a b" } },
+      { name: "connections: a userId with a slash", method: "POST", path: "/v1/connections", body: { userId: "a/b", toolkit: "github", authClass: "bearer", credentials: { token: "t" } } },
+      { name: "subscriptions: a userId of 65 characters", method: "POST", path: "/v1/subscriptions", body: { trigger: "demo.event", userId: "u".repeat(65), webhookEndpointIds: ["whe_x"] } },
+      { name: "subscriptions: a trigger the catalog lacks", method: "POST", path: "/v1/subscriptions", body: { trigger: "demo.nope", userId: "u", webhookEndpointIds: ["whe_x"] } },
+      { name: "subscriptions: a poll interval past a day", method: "POST", path: "/v1/subscriptions", body: { trigger: "github.issue_opened", userId: "u", webhookEndpointIds: ["whe_x"], pollIntervalSeconds: 86_401 } },
+      { name: "executions list: a userId with a space", method: "GET", path: "/v1/executions", query: { userId: "a b" } },
+      { name: "connections list: a userId with a space", method: "GET", path: "/v1/connections", query: { userId: "a b" } },
+      { name: "subscriptions list: a userId with a space", method: "GET", path: "/v1/subscriptions", query: { userId: "a b" } },
+      { name: "X-Service-User-Id with a space", method: "GET", path: "/v1/executions", header: { "x-service-user-id": "a b" } },
+      { name: "webhooks: no events", method: "POST", path: "/v1/webhooks", body: { ...hook, events: [] } },
+      { name: "webhooks: an unknown event type", method: "POST", path: "/v1/webhooks", body: { ...hook, events: ["execution.done"] } },
+      { name: "webhooks: a repeated event type", method: "POST", path: "/v1/webhooks", body: { ...hook, events: ["execution.failed", "execution.failed"] } },
+      { name: "webhooks: a url that is not a URL", method: "POST", path: "/v1/webhooks", body: { ...hook, url: "not a url" } },
+      { name: "webhooks update: nothing to change", method: "PATCH", path: "/v1/webhooks/{endpointId}", body: {} },
+      { name: "webhooks update: no events", method: "PATCH", path: "/v1/webhooks/{endpointId}", body: { events: [] } },
+      { name: "recover: a since that is not a time", method: "POST", path: "/v1/webhooks/{endpointId}/recover", body: { since: "yesterday" } },
+      { name: "files: a name with a control character", method: "POST", path: "/v1/files", body: { name: "a\u0001b", content: "aGk=" } }
+    ]
+    it.each(cases)("$name", async ({ method, path, body, query, header }) => {
+      const operation = document.paths[path][method.toLowerCase()]
+      const validator = ajv()
+      addFormats.default(validator)
+      const problems: Array<string> = []
+      if (body !== undefined && validator.validate(asSchema(operation.requestBody.content["application/json"].schema), body)) {
+        problems.push("the document's body schema takes it")
+      }
+      for (const [location, values] of [["query", query], ["header", header]] as const) {
+        for (const [name, value] of Object.entries(values ?? {})) {
+          const parameter = (operation.parameters as Array<Json>).find((p) => p.in === location && p.name === name)
+          if (parameter === undefined || validator.validate(asSchema(parameter.schema), value)) problems.push(`the document's ${location} ${name} takes it`)
+        }
+      }
+      expect(problems).toEqual([])
+      const search = query === undefined ? "" : `?${new URLSearchParams(query).toString()}`
+      const response = await service.fetch(`${path.replace("{endpointId}", endpointId)}${search}`, {
+        method,
+        ...(body === undefined ? {} : { json: body }),
+        ...(header === undefined ? {} : { headers: header })
+      })
+      expect(response.status).toBe(422)
+    })
   })
 
   it("gives each webhook type an example of what it really carries", () => {
