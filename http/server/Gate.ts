@@ -3,17 +3,19 @@
  * 33 MiB upload without a key costs nothing but its headers) and before `100 Continue` is sent
  * to a client that asked for it. The API's authentication middleware then reuses the verdict.
  *
- * Unknown keys that cost the store a query are throttled per client address: each costs the
- * address a token from a bucket of UNKNOWN_KEY_POLICY, and an address with none left gets 429
- * for such a key before it is looked up, so a flood of made-up keys cannot take the database
- * pool or the key caches. A key whose verdict needs no query (a bootstrap key, a cached verdict
- * either way, any key in memory mode) is never throttled: a bad key is 401 however often it is
- * sent (interface.md, Authentication 1), and a good one is not held back by its neighbours.
+ * Unknown keys that cost the store a query are throttled per client address, so that a flood of
+ * made-up keys cannot take the database pool: each lookup takes a token from the address's bucket
+ * of UNKNOWN_KEY_POLICY as it starts (a valid key gives it back), and an address with none left
+ * has its lookups made one at a time. Every key is still judged: a bad key is 401 however often
+ * it is sent (interface.md, Authentication 1), and a valid key is never refused for its
+ * neighbours' sake, behind a proxy or NAT where many clients share an address (Authentication 8:
+ * rate limits apply after authentication). A key whose verdict needs no query (a bootstrap key, a
+ * cached verdict either way, any key in memory mode) is never throttled.
  */
-import { Clock, Effect, Option } from "effect"
+import { Clock, Effect, Option, Semaphore } from "effect"
 import type { HttpServerRequest } from "effect/http"
 import { normalized } from "../../domain/Errors.ts"
-import { type BucketPolicy, type BucketState, take } from "../../domain/TokenBucket.ts"
+import { type BucketPolicy, type BucketState, refill, take } from "../../domain/TokenBucket.ts"
 import type { ApiKeysShape, Principal } from "../../infra/access/ApiKeys.ts"
 import { BoundedCache } from "../../infra/BoundedCache.ts"
 import { EdgeFailure } from "./Envelope.ts"
@@ -44,13 +46,28 @@ const MISSING: Verdict = {
 const EXPIRED: Verdict = { _tag: "Refused", failure: unauthorized("auth_expired", "The API key is invalid or revoked.") }
 
 export const makeGate = (keys: ApiKeysShape, policy: BucketPolicy = UNKNOWN_KEY_POLICY) => {
-  // Bounded: addresses beyond the most recent 50,000 start afresh (a full bucket).
+  // Bounded: addresses beyond the most recent 50,000 start afresh (a full bucket, no lane).
   const buckets = new BoundedCache<string, BucketState>({ maxWeight: 50_000, ttlMs: 10 * 60_000 })
-  const throttled = (address: string, now: number) => {
-    const state = buckets.get(address, now)
-    return state !== undefined && take(policy, state, 0, now).state.tokens < 1
+  const lanes = new BoundedCache<string, Semaphore.Semaphore>({ maxWeight: 50_000, ttlMs: 10 * 60_000 })
+  /** Takes a token for a lookup about to start; false when the address has none left. */
+  const charge = (address: string, now: number) => {
+    const { state, grant } = take(policy, buckets.get(address, now), 1, now)
+    buckets.set(address, state, now)
+    return grant.granted === 1
   }
-  const charge = (address: string, now: number) => buckets.set(address, take(policy, buckets.get(address, now), 1, now).state, now)
+  /** A lookup that found a valid key gives its token back. */
+  const refund = (address: string, now: number) => {
+    const tokens = Math.min(policy.burst, refill(policy, buckets.get(address, now), now) + 1)
+    buckets.set(address, { tokens, updatedMs: now }, now)
+  }
+  const lane = (address: string, now: number) => {
+    let semaphore = lanes.get(address, now)
+    if (semaphore === undefined) {
+      semaphore = Semaphore.makeUnsafe(1)
+      lanes.set(address, semaphore, now)
+    }
+    return semaphore
+  }
 
   /**
    * The verdict that needs no clock and no store: a missing bearer, or a key already known (a
@@ -74,16 +91,10 @@ export const makeGate = (keys: ApiKeysShape, policy: BucketPolicy = UNKNOWN_KEY_
     }
     const address = Option.getOrElse(request.remoteAddress, () => "unknown")
     const now = yield* Clock.currentTimeMillis
-    if (throttled(address, now)) {
-      const retryAfter = Math.max(1, Math.ceil(60 / policy.perMinute))
-      const error = normalized("rate_limited", "Too many requests with unknown API keys from this address.", retryAfter)
-      return { _tag: "Refused", failure: new EdgeFailure(429, error, { "retry-after": String(retryAfter) }) }
-    }
-    const principal = yield* Effect.orDie(keys.verify(presented))
-    if (principal === undefined) {
-      charge(address, now)
-      return EXPIRED
-    }
+    const lookup = Effect.orDie(keys.verify(presented))
+    const principal = charge(address, now) ? yield* lookup : yield* Semaphore.withPermit(lane(address, now), lookup)
+    if (principal === undefined) return EXPIRED
+    refund(address, yield* Clock.currentTimeMillis)
     return { _tag: "Allowed", principal }
   })
   return { quick, check }
