@@ -155,13 +155,16 @@ const compile = (routes: ReadonlyArray<Route>): ReadonlyArray<CompiledRoute> => 
  * The API reads `application/json` in UTF-8 only: a `+json` type, or a charset other than UTF-8
  * (JSON text is UTF-8, RFC 8259 section 8.1), would be read as something it is not.
  */
+/** The labels of UTF-8 in the WHATWG Encoding standard. */
+const UTF8_LABELS: ReadonlySet<string> = new Set(["utf-8", "utf8", "unicode-1-1-utf-8", "unicode11utf8", "unicode20utf8", "x-unicode20utf8"])
+
 const isJson = (header: string | undefined): boolean => {
   if (header === undefined) return false
   const [type, ...parameters] = header.split(";")
   if ((type ?? "").trim().toLowerCase() !== "application/json") return false
   return parameters.every((parameter) => {
     const [name, value] = parameter.split("=", 2).map((part) => part.trim().toLowerCase())
-    return name !== "charset" || value?.replace(/^"(.*)"$/, "$1") === "utf-8"
+    return name !== "charset" || UTF8_LABELS.has(value?.replace(/^"(.*)"$/, "$1") ?? "")
   })
 }
 
@@ -234,9 +237,9 @@ export const makeEdge = (options: EdgeOptions) => {
     const refuse = (failure: EdgeFailure) => respond(envelopeResponse(requestId, failure.status, failure.error, failure.headers))
     // Node lets a request without Host through (requireHostHeader off, Server.ts), and keeps the
     // first of two Host lines, so that such a request's 400 carries the envelope and Request-Id
-    // like every other answer.
-    const badHost = hostProblem(request)
-    if (badHost !== undefined) return Effect.succeed(refuse(badHost))
+    // like every other answer (headerProblem).
+    const badHeader = headerProblem(request)
+    if (badHeader !== undefined) return Effect.succeed(refuse(badHeader))
     if (options.staticFiles?.matches(path) === true) {
       trace.route = "/dashboard/*"
       return Effect.map(options.staticFiles.serve(request, path), respond)
@@ -424,30 +427,48 @@ const isRouteNotFound = (error: unknown): boolean =>
 /** `uri-host [ ":" port ]` (RFC 9110 section 7.2): an IP literal or a reg-name, no user part. */
 const HOST_VALUE = /^(?:\[[0-9A-Za-z:.]+\]|[A-Za-z0-9\-._~!$&'()*+,;=%]*)(?::[0-9]*)?$/
 
+const headerFailure = (message: string) => new EdgeFailure(400, normalized("invalid_input", message), { connection: "close" })
+
+/**
+ * Request headers that must come once (the `Display` names), each with its bit. Node keeps the
+ * first of two Host or Authorization lines and joins two of the others with ", ", so a second
+ * line would be silently dropped or merged into a value the client never sent.
+ */
+const SINGLETONS: ReadonlyMap<string, { readonly bit: number; readonly failure: EdgeFailure }> = new Map(
+  ["Host", "Authorization", "Idempotency-Key", "X-Service-User-Id"].map((display, i) => [
+    display.toLowerCase(),
+    { bit: 1 << i, failure: headerFailure(`A request must carry one ${display} header, not several.`) }
+  ])
+)
+const SINGLETON_LENGTHS = new Set([...SINGLETONS.keys()].map((name) => name.length))
+
 /**
  * RFC 9112 section 3.2: a server answers 400 to an HTTP/1.1 request without Host, and to any
- * request with more than one Host line or a Host that is not a host. The raw header lines are
- * read, since Node keeps only the first Host and Effect fills one in from an absolute-form target.
+ * request with more than one Host line or a Host that is not a host; RFC 9110 section 5.3: a
+ * header that is not a list must not appear twice. The raw header lines are read, since Node keeps
+ * one Host and Effect fills one in from an absolute-form target.
  */
-const hostProblem = (request: HttpServerRequest.HttpServerRequest): EdgeFailure | undefined => {
+const headerProblem = (request: HttpServerRequest.HttpServerRequest): EdgeFailure | undefined => {
   const source = (request as { readonly source?: unknown }).source
   if (!(source instanceof IncomingMessage) || source.httpVersionMajor !== 1) return undefined
   const raw = source.rawHeaders
-  let value: string | undefined
+  let seen = 0
+  let host: string | undefined
   for (let i = 0; i < raw.length; i += 2) {
     const name = raw[i]!
-    if (name.length !== 4 || name.toLowerCase() !== "host") continue
-    if (value !== undefined) return DUPLICATE_HOST
-    value = raw[i + 1]!
+    if (!SINGLETON_LENGTHS.has(name.length)) continue
+    const singleton = SINGLETONS.get(name.toLowerCase())
+    if (singleton === undefined) continue
+    if ((seen & singleton.bit) !== 0) return singleton.failure
+    seen |= singleton.bit
+    if (singleton.bit === 1) host = raw[i + 1]!
   }
-  if (value === undefined) return source.httpVersionMinor === 0 ? undefined : MISSING_HOST
-  return HOST_VALUE.test(value) ? undefined : INVALID_HOST
+  if (host === undefined) return source.httpVersionMinor === 0 ? undefined : MISSING_HOST
+  return HOST_VALUE.test(host) ? undefined : INVALID_HOST
 }
 
-const hostFailure = (message: string) => new EdgeFailure(400, normalized("invalid_input", message), { connection: "close" })
-const MISSING_HOST = hostFailure("An HTTP/1.1 request must carry a Host header.")
-const DUPLICATE_HOST = hostFailure("A request must carry one Host header, not several.")
-const INVALID_HOST = hostFailure("The Host header must be a host name or address, with an optional port.")
+const MISSING_HOST = headerFailure("An HTTP/1.1 request must carry a Host header.")
+const INVALID_HOST = headerFailure("The Host header must be a host name or address, with an optional port.")
 
 export const answerClientError = (error: Error & { readonly code?: string }, socket: Duplex): void => {
   // As Node's own handler: no answer over a response already on its way (a pipelined request).
@@ -467,7 +488,7 @@ export const answerClientError = (error: Error & { readonly code?: string }, soc
   const body = JSON.stringify({ error: failure, requestId })
   socket.end(
     `HTTP/1.1 ${status} ${reason}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\n` +
-      `request-id: ${requestId}\r\nconnection: close\r\n\r\n${body}`,
+      `request-id: ${requestId}\r\ncache-control: no-store\r\nconnection: close\r\n\r\n${body}`,
     () => socket.destroy()
   )
 }

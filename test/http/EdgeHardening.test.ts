@@ -73,8 +73,11 @@ describe("the edge under an unauthenticated flood", () => {
     ["a Host with a space", `GET /v1/me HTTP/1.1\r\nHost: a b\r\nAuthorization: Bearer ${KEY}\r\n\r\n`],
     ["a Host with a port that is not a number", `GET /v1/me HTTP/1.1\r\nHost: a:80x\r\nAuthorization: Bearer ${KEY}\r\n\r\n`],
     ["a Host with a user", `GET /v1/me HTTP/1.1\r\nHost: u@a\r\nAuthorization: Bearer ${KEY}\r\n\r\n`],
-    ["an absolute-form target without Host", `GET http://localhost/v1/me HTTP/1.1\r\nAuthorization: Bearer ${KEY}\r\n\r\n`]
-  ])("answers %s 400 with the envelope, and closes (RFC 9112 section 3.2)", async (_name, request) => {
+    ["an absolute-form target without Host", `GET http://localhost/v1/me HTTP/1.1\r\nAuthorization: Bearer ${KEY}\r\n\r\n`],
+    ["two Authorization lines", `GET /v1/me HTTP/1.1\r\nHost: a\r\nAuthorization: Bearer ${KEY}\r\nAuthorization: Bearer other\r\n\r\n`],
+    ["two Idempotency-Key lines", `GET /v1/me HTTP/1.1\r\nHost: a\r\nAuthorization: Bearer ${KEY}\r\nIdempotency-Key: a1\r\nidempotency-key: a2\r\n\r\n`],
+    ["two X-Service-User-Id lines", `GET /v1/me HTTP/1.1\r\nHost: a\r\nAuthorization: Bearer ${KEY}\r\nX-Service-User-Id: u1\r\nX-Service-User-Id: u1\r\n\r\n`]
+  ])("answers %s 400 with the envelope, and closes (RFC 9112 section 3.2; RFC 9110 section 5.3)", async (_name, request) => {
     const connection = await open(portOf(service))
     connection.socket.write(request)
     await connection.closed

@@ -309,6 +309,7 @@ describe("requests Node's parser refuses", () => {
     expect(head.split("\r\n")[0]).toBe(`HTTP/1.1 ${status} ${status === 431 ? "Request Header Fields Too Large" : "Bad Request"}`)
     const requestId = /^request-id: (req_[0-9a-z]{32})$/m.exec(head)?.[1]
     expect(requestId).toBeDefined()
+    expect(head).toMatch(/^cache-control: no-store$/m)
     expect(JSON.parse(body)).toEqual({ error: { code, message: expect.any(String), retryable: false }, requestId })
   })
 })

@@ -105,6 +105,9 @@ describe("edge", () => {
     for (const headers of [
       { "content-type": "application/json; charset=utf-8" },
       { "content-type": "application/json; charset=\"UTF-8\"" },
+      // The WHATWG Encoding standard's other labels of UTF-8.
+      { "content-type": "application/json; charset=utf8" },
+      { "content-type": "application/json; charset=unicode-1-1-utf-8" },
       { "content-type": "application/json", "content-encoding": "identity" }
     ]) {
       expect((await service.fetch("/v1/execute", { method: "POST", headers, body })).status, JSON.stringify(headers)).toBe(200)
