@@ -96,6 +96,7 @@ const resealTables = (sql: SqlClient.SqlClient, ring: KeyRing, tally: Tally) =>
     let rows = 0
     let moved = 0
     for (const [table, cols] of byTable) {
+      const rewritten = new Set<string>()
       const select = cols.map((c) => `${ident(c.column_name)}::text AS ${ident(c.column_name)}`).join(", ")
       const where = cols.map((c) => `${ident(c.column_name)}::text LIKE '%v1.%'`).join(" OR ")
       let after = "(0,0)"
@@ -108,20 +109,28 @@ const resealTables = (sql: SqlClient.SqlClient, ring: KeyRing, tally: Tally) =>
         if (last === undefined) break
         after = String(last.ctid__)
         for (const row of found) {
+          // An UPDATE writes the row anew further along the table: the scan meets it again.
+          if (rewritten.has(String(row.ctid__))) continue
+          const changes: Array<{ readonly column: string; readonly cast: string; readonly value: string }> = []
           for (const column of cols) {
             const text = row[column.column_name]
             if (text === null || text === undefined || !text.includes("v1.")) continue
             const json = column.data_type === "jsonb" || column.data_type === "json"
             const before = tally.resealed
             const next = json ? JSON.stringify(resealJson(JSON.parse(text), ring, tally)) : resealJson(text, ring, tally)
-            if (tally.resealed === before) continue
-            const updated = yield* sql.unsafe<{ n: number }>(
-              `UPDATE ${ident(table)} SET ${ident(column.column_name)} = $1${json ? `::${column.data_type}` : ""} WHERE ctid = $2::tid RETURNING 1 AS n`,
-              [String(next), String(row.ctid__)]
-            )
-            // A row the running service rewrote meanwhile was written under the current key.
-            if (updated.length === 0) moved++
-            else rows++
+            if (tally.resealed > before) changes.push({ column: column.column_name, cast: json ? `::${column.data_type}` : "", value: String(next) })
+          }
+          if (changes.length === 0) continue
+          const assignments = changes.map((change, i) => `${ident(change.column)} = $${i + 1}${change.cast}`).join(", ")
+          const updated = yield* sql.unsafe<{ ctid: string }>(
+            `UPDATE ${ident(table)} SET ${assignments} WHERE ctid = $${changes.length + 1}::tid RETURNING ctid::text AS ctid`,
+            [...changes.map((change) => change.value), String(row.ctid__)]
+          )
+          // A row the running service rewrote meanwhile was written under the current key.
+          if (updated[0] === undefined) moved++
+          else {
+            rows += changes.length
+            rewritten.add(updated[0].ctid)
           }
         }
       }
