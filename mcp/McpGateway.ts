@@ -35,7 +35,7 @@ import { LATEST_VERSION } from "./RpcServer.ts"
 import type { makeSessionStreams } from "./SessionStream.ts"
 import type { FastPath } from "./FastPath.ts"
 import { isJsonObject } from "../domain/JsonObject.ts"
-import { acceptsEventStream } from "./Accept.ts"
+import { acceptsAnAnswer, acceptsEventStream } from "./Accept.ts"
 
 const unknownEventId = () => Answers.rpcError(400, -32000, "Bad Request: Last-Event-ID is not an event id of this session")
 /**
@@ -203,6 +203,9 @@ export const makeHandle = (parts: GatewayParts) => {
   })
 
   const post = Effect.fnUntraced(function*(request: Answers.GatewayRequest, caller: Caller, requestId: string) {
+    if (!acceptsAnAnswer(request.headers.get("accept"))) {
+      return Answers.rpcError(406, -32000, "Not Acceptable: Client must accept application/json or text/event-stream")
+    }
     if (!Answers.isJsonContentType(request.headers.get("content-type"))) return Answers.unsupportedMediaType(requestId)
     const bytes = yield* Effect.promise(() => Answers.readLimited(request, Answers.BODY_LIMIT))
     if (bytes === undefined) return Answers.bodyTooLarge(requestId)

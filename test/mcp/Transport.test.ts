@@ -241,6 +241,21 @@ describe("the /mcp transport", () => {
     expect(stream.headers.get("content-type")).toMatch(/^text\/event-stream/)
     await stream.body?.cancel()
   })
+
+  it("answers a POST whose Accept takes neither JSON nor an event stream 406, as GET; wildcards and no Accept get JSON", async () => {
+    const session = await openSession(gw.url)
+    for (const accept of ["text/html", "application/xml, text/plain", "application/json;q=0"]) {
+      const refused = await post(gw.url, { jsonrpc: "2.0", id: 9, method: "tools/list" }, { session, accept })
+      expect(refused.status, accept).toBe(406)
+      expect(await refused.json()).toMatchObject({ jsonrpc: "2.0", error: { code: -32000 } })
+    }
+    for (const accept of ["*/*", "application/*", "text/html, application/json"]) {
+      const answer = await post(gw.url, { jsonrpc: "2.0", id: 10, method: "tools/list" }, { session, accept })
+      expect(answer.status, accept).toBe(200)
+      expect(answer.headers.get("content-type")).toMatch(/^application\/json/)
+      await answer.body?.cancel()
+    }
+  })
 })
 
 describe("the /mcp standard rate limit", () => {
