@@ -5,8 +5,8 @@
  * service cleanly (http/server/Drain.ts) and exits 0.
  */
 import { NodeRuntime, NodeServices } from "@effect/platform-node"
-import { Cause, Effect, Exit, Layer, Runtime } from "effect"
-import { Command } from "effect/cli"
+import { Cause, Console, Effect, Exit, Layer, Runtime } from "effect"
+import { CliOutput, Command } from "effect/cli"
 import * as Logging from "../../infra/observability/Logging.ts"
 import * as Telemetry from "../../infra/observability/Telemetry.ts"
 import { AppLive } from "../App.ts"
@@ -45,8 +45,25 @@ const teardown: Runtime.Teardown = (exit, onExit) =>
     ? onExit(typeof process.exitCode === "number" ? process.exitCode : 0)
     : Runtime.defaultTeardown(exit, onExit)
 
+/**
+ * Usage asked for (`--help`, or a command given without its subcommand) goes to stdout; usage
+ * shown because the command line could not be parsed goes to stderr with the error, as any
+ * failure's output does, so that stdout stays data.
+ */
+const presenter = CliOutput.layerPresenter({
+  present: (event) =>
+    event._tag === "InvalidInvocation"
+      ? Effect.gen(function*() {
+        const formatter = yield* CliOutput.Formatter
+        yield* Console.error(formatter.formatHelpDoc(event.helpDoc))
+        yield* Console.error(formatter.formatErrors(event.errors))
+      })
+      : CliOutput.defaultPresenter.present(event)
+})
+
 root.pipe(
   Command.run({ version: "0.1.0" }),
+  Effect.provide(presenter),
   Effect.provide(NodeServices.layer),
   Effect.provide(Logging.layerTo("stderr")),
   NodeRuntime.runMain({ disableErrorReporting: false, teardown })

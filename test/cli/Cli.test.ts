@@ -103,6 +103,16 @@ describe("command line without a database", () => {
     }
   })
 
+  it("a command line it cannot parse prints its usage and the error on stderr, nothing on stdout, and exits 1", async () => {
+    for (const args of [["bogus"], ["keys", "create"], ["events", "tail", "--no-such-flag"]]) {
+      const run = await cli(args)
+      expect(run.code, args.join(" ")).toBe(1)
+      expect(run.stdout, args.join(" ")).toBe("")
+      expect(run.stderr, args.join(" ")).toContain("USAGE")
+      expect(run.stderr, args.join(" ")).toContain("ERROR")
+    }
+  })
+
   // A typo in --stream-type used to be accepted and then matched nothing, forever.
   it("events tail refuses an unknown --stream-type with one line naming the flag, the value and every known stream type", async () => {
     const declared = declaredStreamTypes()
