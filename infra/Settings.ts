@@ -7,6 +7,7 @@
  * A blank value counts as unset, so `SERVICE_X=` in a shell means the default.
  */
 import { Config, Effect, Option, Redacted, Schema } from "effect"
+import { CHOSEN_ID } from "../domain/Ids.ts"
 
 /** One bad variable: `variable` names it, `reason` says what was expected. */
 export class ConfigInvalid extends Schema.TaggedError<ConfigInvalid>()("ConfigInvalid", {
@@ -63,7 +64,7 @@ export const boolean = (name: string, fallback: boolean): Setting<boolean> =>
     const lower = value.toLowerCase()
     if (lower === "true" || lower === "1" || lower === "yes") return true
     if (lower === "false" || lower === "0" || lower === "no") return false
-    return reason(`expected true or false, got "${value}"`)
+    return reason(`expected true or false (also 1 or 0, yes or no), got "${value}"`)
   })
 
 /** An http(s) URL without a trailing slash. */
@@ -83,13 +84,12 @@ export const oneOf = <const L extends string>(name: string, values: ReadonlyArra
     return found ?? reason(`expected ${values.map((v) => `"${v}"`).join(" or ")}, got "${value}"`)
   })
 
-const ID_PATTERN = /^[A-Za-z0-9_.-]{1,64}$/
 
 /** A project or user id as decisions.md section 1 allows them, or undefined. */
 export const optionalId = (name: string): Setting<string | undefined> =>
-  withRaw(name, (value) => (value === undefined || ID_PATTERN.test(value) ? value : reason("expected [A-Za-z0-9_.-]{1,64}")))
+  withRaw(name, (value) => (value === undefined || CHOSEN_ID.test(value) ? value : reason("expected [A-Za-z0-9_.-]{1,64}")))
 
-export const isId = (value: string) => ID_PATTERN.test(value)
+export const isId = (value: string) => CHOSEN_ID.test(value)
 
 /** A comma-separated list of trimmed, non-empty items. */
 export const list = (name: string): Setting<ReadonlyArray<string>> =>

@@ -10,9 +10,9 @@
  * page reaches 127.0.0.1 under its own name. A service listening on the network serves clients
  * that name it by whatever host they reach it under.
  */
-import { Config, Effect } from "effect"
+import { Effect } from "effect"
 import { listenHost } from "../infra/access/DevKey.ts"
-import { ConfigInvalid, integer } from "../infra/Settings.ts"
+import { ConfigInvalid, httpUrl, integer, list, oneOf, optionalId } from "../infra/Settings.ts"
 
 export type DiscoveryMode = "catalog" | "search"
 
@@ -26,8 +26,6 @@ export interface McpSettingsShape {
   /** Whether `Host` must name a loopback host (the service listens on loopback, and the base URL names it). */
   readonly loopbackHostsOnly: boolean
 }
-
-const USER_ID = /^[A-Za-z0-9_.-]{1,64}$/
 
 const LOOPBACK_HOSTS = new Set(["localhost", "127.0.0.1", "[::1]"])
 
@@ -54,38 +52,25 @@ export const originOf = (value: string): string | undefined => {
   return url.protocol === "http:" || url.protocol === "https:" ? url.origin.toLowerCase() : undefined
 }
 
-const optionalText = (name: string) =>
-  Config.String(name).pipe(
-    Config.option,
-    Config.map((value) => (value._tag === "Some" && value.value.trim() !== "" ? value.value.trim() : undefined))
-  )
-
-const invalid = (variable: string, reason: string) => Effect.fail(new ConfigInvalid({ variable, reason }))
-
 /** Reads and checks the gateway's variables; a bad value stops start-up with one line naming it. */
-export const mcpSettings: Effect.Effect<McpSettingsShape, Config.ConfigError | ConfigInvalid> = Effect.gen(function*() {
-  const tools = yield* Config.Literals(["catalog", "search"], "SERVICE_MCP_TOOLS").pipe(Config.withDefault("catalog" as const))
-  // Read as every variable is (trimmed, one line when bad); the preflight has checked it first.
+export const mcpSettings: Effect.Effect<McpSettingsShape, ConfigInvalid> = Effect.gen(function*() {
+  const tools = yield* oneOf("SERVICE_MCP_TOOLS", ["catalog", "search"], "catalog")
   const port = yield* integer("SERVICE_PORT", 8080, 0, 65535)
-  const baseUrl = (yield* optionalText("SERVICE_BASE_URL")) ?? `http://localhost:${port}`
-  const baseOrigin = originOf(baseUrl)
-  if (baseOrigin === undefined) return yield* invalid("SERVICE_BASE_URL", `expected an http(s) URL, got "${baseUrl}"`)
-  const userId = yield* optionalText("SERVICE_USER_ID")
-  if (userId !== undefined && !USER_ID.test(userId)) {
-    return yield* invalid("SERVICE_USER_ID", "expected [A-Za-z0-9_.-]{1,64}")
-  }
-  const extra = (yield* optionalText("SERVICE_MCP_ALLOWED_ORIGINS")) ?? ""
-  const allowedOrigins = new Set([baseOrigin])
-  for (const entry of extra.split(",").map((s) => s.trim()).filter((s) => s !== "")) {
+  const baseUrl = yield* httpUrl("SERVICE_BASE_URL", `http://localhost:${port}`)
+  const userId = yield* optionalId("SERVICE_USER_ID")
+  const allowedOrigins = new Set([new URL(baseUrl).origin.toLowerCase()])
+  for (const entry of yield* list("SERVICE_MCP_ALLOWED_ORIGINS")) {
     const origin = originOf(entry)
-    if (origin === undefined) return yield* invalid("SERVICE_MCP_ALLOWED_ORIGINS", `"${entry}" is not an http(s) origin`)
+    if (origin === undefined) {
+      return yield* Effect.fail(new ConfigInvalid({ variable: "SERVICE_MCP_ALLOWED_ORIGINS", reason: `"${entry}" is not an http(s) origin` }))
+    }
     allowedOrigins.add(origin)
   }
   return {
     tools,
     allowedOrigins,
     userId,
-    baseUrl: baseUrl.replace(/\/+$/, ""),
+    baseUrl,
     loopbackHostsOnly: isLoopbackHost(new URL(baseUrl).host) && isLoopbackAddress(yield* listenHost)
   }
 })

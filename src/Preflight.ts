@@ -8,6 +8,7 @@ import { Effect } from "effect"
 import { bootstrapKeys, previousSecretKey, rateLimits, secretKey } from "../infra/access/AccessSettings.ts"
 import { storeTimeoutSetting } from "../infra/eventlog/Database.ts"
 import { retentionSetting } from "../infra/eventlog/MemoryRetention.ts"
+import { heldWarnSetting } from "../infra/observability/FeedWatch.ts"
 import { logFormat } from "../infra/observability/Logging.ts"
 import { readySettings } from "../infra/observability/Readiness.ts"
 import { telemetrySettings } from "../infra/observability/Telemetry.ts"
@@ -16,11 +17,12 @@ import { syncWaitSetting } from "../infra/executions/Executions.ts"
 import { fileSettings } from "../infra/files/StagedFiles.ts"
 import { allowPrivateNetworks } from "../infra/outbound/OutboundHttp.ts"
 import { providerUrls } from "../infra/providers/index.ts"
-import { databaseUrl, httpUrl, oneOf, optionalId } from "../infra/Settings.ts"
+import { databaseUrl, httpUrl, optionalId } from "../infra/Settings.ts"
 import { maxEndpointsSetting } from "../infra/webhooks/WebhookEndpoints.ts"
 import { webhookSettings } from "../infra/webhooks/WebhookSettings.ts"
 import { triggerSettings } from "../infra/triggers/TriggerSettings.ts"
 import { endOfTurnSetting, portSetting, serverLimits } from "../http/server/Server.ts"
+import { mcpSettings } from "../mcp/McpSettings.ts"
 
 export const preflight = Effect.gen(function*() {
   const port = yield* portSetting
@@ -28,6 +30,7 @@ export const preflight = Effect.gen(function*() {
   yield* httpUrl("SERVICE_BASE_URL", `http://localhost:${port}`)
   const url = yield* databaseUrl
   yield* storeTimeoutSetting
+  yield* heldWarnSetting
   yield* secretKey(url !== undefined)
   yield* bootstrapKeys
   yield* rateLimits
@@ -40,7 +43,7 @@ export const preflight = Effect.gen(function*() {
   yield* leaseTimings
   yield* optionalId("SERVICE_USER_ID")
   yield* triggerSettings
-  yield* oneOf("SERVICE_MCP_TOOLS", ["catalog", "search"], "catalog")
+  yield* mcpSettings
   yield* previousSecretKey
   yield* logFormat
   yield* telemetrySettings

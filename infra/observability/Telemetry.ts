@@ -15,17 +15,31 @@
 import { Effect, Layer } from "effect"
 import { FetchHttpClient } from "effect/http"
 import { Otlp, OtlpExporter, OtlpSerialization } from "effect/observability"
-import { boolean, httpUrl, integer, list, oneOf, raw } from "../Settings.ts"
+import { boolean, httpUrl, integer, oneOf, parsed, raw, Rejected } from "../Settings.ts"
+
+/** OTEL_EXPORTER_OTLP_HEADERS: `key=value` pairs, comma separated, values percent-encoded. */
+const otlpHeaders = parsed("OTEL_EXPORTER_OTLP_HEADERS", (value) => {
+  const headers: Record<string, string> = {}
+  for (const pair of (value ?? "").split(",").map((item) => item.trim()).filter((item) => item !== "")) {
+    const eq = pair.indexOf("=")
+    const name = pair.slice(0, eq).trim()
+    if (eq <= 0 || !/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/.test(name)) return new Rejected(`expected key=value pairs, comma separated; got "${pair}"`)
+    try {
+      headers[name] = decodeURIComponent(pair.slice(eq + 1).trim())
+    } catch {
+      return new Rejected(`the value of ${name} is not valid percent-encoding`)
+    }
+  }
+  return headers
+})
 
 export const telemetrySettings = Effect.gen(function*() {
   const endpoint = yield* httpUrl("OTEL_EXPORTER_OTLP_ENDPOINT", "")
+  const disabled = yield* boolean("OTEL_SDK_DISABLED", false)
   return {
-    endpoint: endpoint === "" || (yield* boolean("OTEL_SDK_DISABLED", false)) ? undefined : endpoint,
+    endpoint: endpoint === "" || disabled ? undefined : endpoint,
     protocol: yield* oneOf("OTEL_EXPORTER_OTLP_PROTOCOL", ["http/protobuf", "http/json"], "http/protobuf"),
-    headers: Object.fromEntries((yield* list("OTEL_EXPORTER_OTLP_HEADERS")).flatMap((pair) => {
-      const eq = pair.indexOf("=")
-      return eq <= 0 ? [] : [[pair.slice(0, eq).trim(), decodeURIComponent(pair.slice(eq + 1).trim())]]
-    })),
+    headers: yield* otlpHeaders,
     serviceName: (yield* raw("OTEL_SERVICE_NAME")) ?? "service",
     tracesEveryMs: yield* integer("OTEL_BSP_SCHEDULE_DELAY", 5_000, 10, 600_000),
     metricsEveryMs: yield* integer("OTEL_METRIC_EXPORT_INTERVAL", 10_000, 10, 600_000),
