@@ -425,7 +425,7 @@ const isRouteNotFound = (error: unknown): boolean =>
  * instead of Node's bare 400.
  */
 /** `uri-host [ ":" port ]` (RFC 9110 section 7.2): an IP literal or a reg-name, no user part. */
-const HOST_VALUE = /^(?:\[[0-9A-Za-z:.]+\]|[A-Za-z0-9\-._~!$&'()*+,;=%]*)(?::[0-9]*)?$/
+const HOST_VALUE = /^(?:\[[0-9A-Za-z:.%]+\]|[A-Za-z0-9\-._~!$&'()*+,;=%]*)(?::[0-9]*)?$/
 
 const headerFailure = (message: string) => new EdgeFailure(400, normalized("invalid_input", message), { connection: "close" })
 

@@ -89,6 +89,7 @@ describe("the edge under an unauthenticated flood", () => {
   it.each([
     ["a name and port", "localhost:8080"],
     ["an IPv6 literal", "[::1]:80"],
+    ["an IPv6 literal with a zone", "[fe80::1%25eth0]:80"],
     ["an IPv4 address", "127.0.0.1"],
     ["an empty value", ""]
   ])("serves a request whose Host is %s", async (_name, host) => {
