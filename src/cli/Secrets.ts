@@ -24,6 +24,12 @@ interface Tally {
   unreadable: number
 }
 
+const addTally = (into: Tally, from: Tally) => {
+  into.resealed += from.resealed
+  into.current += from.current
+  into.unreadable += from.unreadable
+}
+
 /** `value` with every sealed string re-sealed under the current key; counts what it saw. */
 const resealJson = (value: unknown, ring: KeyRing, tally: Tally): unknown => {
   if (typeof value === "string") {
@@ -111,16 +117,21 @@ const resealTables = (sql: SqlClient.SqlClient, ring: KeyRing, tally: Tally) =>
         for (const row of found) {
           // An UPDATE writes the row anew further along the table: the scan meets it again.
           if (rewritten.has(String(row.ctid__))) continue
+          // The row's own count joins the total only once its write lands (or it had nothing to write).
+          const seen: Tally = { resealed: 0, current: 0, unreadable: 0 }
           const changes: Array<{ readonly column: string; readonly cast: string; readonly value: string }> = []
           for (const column of cols) {
             const text = row[column.column_name]
             if (text === null || text === undefined || !text.includes("v1.")) continue
             const json = column.data_type === "jsonb" || column.data_type === "json"
-            const before = tally.resealed
-            const next = json ? JSON.stringify(resealJson(JSON.parse(text), ring, tally)) : resealJson(text, ring, tally)
-            if (tally.resealed > before) changes.push({ column: column.column_name, cast: json ? `::${column.data_type}` : "", value: String(next) })
+            const before = seen.resealed
+            const next = json ? JSON.stringify(resealJson(JSON.parse(text), ring, seen)) : resealJson(text, ring, seen)
+            if (seen.resealed > before) changes.push({ column: column.column_name, cast: json ? `::${column.data_type}` : "", value: String(next) })
           }
-          if (changes.length === 0) continue
+          if (changes.length === 0) {
+            addTally(tally, seen)
+            continue
+          }
           const assignments = changes.map((change, i) => `${ident(change.column)} = $${i + 1}${change.cast}`).join(", ")
           const updated = yield* sql.unsafe<{ ctid: string }>(
             `UPDATE ${ident(table)} SET ${assignments} WHERE ctid = $${changes.length + 1}::tid RETURNING ctid::text AS ctid`,
@@ -131,6 +142,7 @@ const resealTables = (sql: SqlClient.SqlClient, ring: KeyRing, tally: Tally) =>
           else {
             rows += changes.length
             rewritten.add(updated[0].ctid)
+            addTally(tally, seen)
           }
         }
       }
@@ -165,7 +177,9 @@ const reseal = Command.make("reseal", {}, () =>
       const events = yield* resealEvents(sql, ring, tally)
       const tables = yield* resealTables(sql, ring, tally)
       yield* print(`re-sealed ${tally.resealed} values under SERVICE_SECRET_KEY (${events} events, ${tables.rows} table cells); ${tally.current} were already under it`)
-      if (tables.moved > 0) yield* print(`${tables.moved} rows changed while being re-sealed; run the command again to check them`)
+      if (tables.moved > 0) {
+        return yield* print(`${tables.moved} rows changed while being re-sealed; run the command again to check them`)
+      }
       if (tally.unreadable > 0) {
         process.exitCode = 1
         return yield* print(`${tally.unreadable} sealed values open under neither SERVICE_SECRET_KEY nor SERVICE_SECRET_KEY_PREVIOUS: keep the key that sealed them`)
