@@ -19,9 +19,26 @@ export const acceptsEventStream = (accept: string | null | undefined): boolean =
   accept !== null && accept !== undefined && acceptedRanges(accept).includes("text/event-stream")
 
 /**
- * Whether a POST may be answered at all: with JSON (`application/json`, `application/*`, `*\/*`)
- * or an event stream. No `Accept` takes anything (RFC 9110, 12.5.1).
+ * The weight `accept` gives `type` (`application/json`): that of its most specific range (the
+ * type itself, then `application/*`, then `*\/*`; RFC 9110, 12.5.1), 0 when none names it.
+ */
+const weightOf = (accept: string, type: string): number => {
+  const wildcard = `${type.slice(0, type.indexOf("/"))}/*`
+  let best: { readonly rank: number; readonly q: number } | undefined
+  for (const range of accept.split(",")) {
+    const [media, ...params] = range.split(";")
+    const name = media?.trim().toLowerCase()
+    const rank = name === type ? 3 : name === wildcard ? 2 : name === "*/*" ? 1 : 0
+    if (rank === 0 || (best !== undefined && best.rank >= rank)) continue
+    const weight = params.map((param) => param.split("=")).find(([key]) => key?.trim().toLowerCase() === "q")
+    best = { rank, q: weight === undefined ? 1 : Number(weight[1]?.trim()) }
+  }
+  return best === undefined || Number.isNaN(best.q) ? 0 : best.q
+}
+
+/**
+ * Whether a POST may be answered at all: with JSON or an event stream, by the weights `Accept`
+ * gives them. No `Accept` takes anything (RFC 9110, 12.5.1).
  */
 export const acceptsAnAnswer = (accept: string | null | undefined): boolean =>
-  accept === null || accept === undefined ||
-  acceptedRanges(accept).some((media) => media === "application/json" || media === "application/*" || media === "*/*" || media === "text/event-stream")
+  accept === null || accept === undefined || accept.trim() === "" || weightOf(accept, "application/json") > 0 || acceptsEventStream(accept)

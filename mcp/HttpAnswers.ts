@@ -7,6 +7,7 @@
  * bad protocol version, unparsable JSON-RPC) carry a JSON-RPC error body, as MCP clients read it.
  */
 import { normalized, type NormalizedError } from "../domain/Errors.ts"
+import { isJsonUtf8 } from "../domain/MediaType.ts"
 
 /** JSON bodies of `/mcp` are small (decisions.md section 2). */
 export const BODY_LIMIT = 1024 * 1024
@@ -174,6 +175,5 @@ export const parseJson = (text: string): { readonly value: unknown } | undefined
   }
 }
 
-/** Whether a `Content-Type` is JSON (parameters aside). */
-export const isJsonContentType = (header: string | null): boolean =>
-  header !== null && (header.split(";", 1)[0] ?? "").trim().toLowerCase() === "application/json"
+/** Whether a `Content-Type` is JSON in UTF-8, as on /v1 (domain/MediaType.ts). */
+export const isJsonContentType = isJsonUtf8

@@ -5,7 +5,7 @@
  * - Errors: every error answer is the normalized envelope (`ErrorEnvelope`), never an internal
  *   tagged error. Each operation lists the statuses it can answer: the edge's own for every route
  *   (400, 413, 415 and 422 for whatever body is sent: text the log cannot keep, or fields sent
- *   to a route that takes none; 405, 500; Node's 408 and 431), authentication, the project rate
+ *   to a route that takes none; 405, 500, 505; Node's 408 and 431), authentication, the project rate
  *   limit and the store for keyed routes (401, 403, 422 for a malformed `X-Service-User-Id`, 429,
  *   503 while the store does not answer), 404 where a path names a
  *   resource, and the failures its endpoint declares in the contract (`error:`, each class
@@ -75,7 +75,8 @@ const STATUS_TEXT: Readonly<Record<number, string>> = {
   501: "Not supported by this deployment (`not_supported`).",
   502: "The provider failed or refused (`provider_unavailable`, `provider_error`).",
   503: "The service's store does not answer, as while Postgres restarts or hangs (`provider_unavailable`, retryable); nothing was recorded, unless Postgres hung after the request's commit reached it (retry with the same `Idempotency-Key`). `Retry-After` says when to retry.",
-  504: "The provider did not answer in time (`timeout`)."
+  504: "The provider did not answer in time (`timeout`).",
+  505: "The request line names an HTTP version other than 1.0 or 1.1 (`invalid_input`); the connection is closed."
 }
 
 const STATUS_HEADERS: Readonly<Record<number, Json>> = {
@@ -97,8 +98,9 @@ const httpApiStatus = SchemaAST.resolveAt<number>("httpApiStatus")
 /** The statuses an endpoint can answer with the envelope (see the header). */
 export const errorStatuses = (endpoint: HttpApiEndpoint.Top, keyed: boolean): ReadonlyArray<number> => {
   // A body is checked wherever one is sent, even to a route that takes none.
-  // Node refuses a slow request (408) or oversized headers (431) before any route is chosen.
-  const statuses = new Set<number>([400, 405, 408, 413, 415, 422, 431, 500])
+  // Node refuses a slow request (408) or oversized headers (431) before any route is chosen, and
+  // the edge a request line of another HTTP version (505).
+  const statuses = new Set<number>([400, 405, 408, 413, 415, 422, 431, 500, 505])
   // A key is looked up in the store when it is not cached: 503 while the store is away.
   if (keyed) for (const status of [401, 403, 429, 503]) statuses.add(status)
   if (endpoint.path.includes(":")) statuses.add(404)
@@ -332,12 +334,23 @@ const webhookEvents = (events: Json): Json => ({
 })
 
 /**
+ * A receiver URL: the service reads it as a browser does (the WHATWG parser: spaces around it
+ * dropped, a Unicode host taken as punycode, characters RFC 3986 would refuse escaped), so the
+ * document asks only for an http(s) scheme; `format: uri` would rule out URLs the service takes.
+ */
+const webhookUrl = (url: Json): Json => ({
+  ...url,
+  pattern: "^[\\u0000-\\u0020]*[Hh][Tt][Tt][Pp][Ss]?:",
+  description: "An absolute https URL (http only where SERVICE_WEBHOOK_ALLOW_PRIVATE_NETWORKS allows it), read as a browser reads it."
+})
+
+/**
  * Rules that handlers apply to body fields, past the contract's schemas (which leave them to the
  * handler so that its 422 can name the valid values): per operation, the fields' documented schemas.
  */
 const HANDLER_RULES: Readonly<Record<string, (properties: Json) => Json>> = {
-  "webhooks.create": (properties) => ({ url: { ...properties.url, format: "uri" }, events: webhookEvents(properties.events) }),
-  "webhooks.update": (properties) => ({ url: { ...properties.url, format: "uri" }, events: webhookEvents(properties.events) }),
+  "webhooks.create": (properties) => ({ url: webhookUrl(properties.url), events: webhookEvents(properties.events) }),
+  "webhooks.update": (properties) => ({ url: webhookUrl(properties.url), events: webhookEvents(properties.events) }),
   "subscriptions.create": (properties) => ({
     trigger: { ...properties.trigger, enum: listTriggers().map((trigger) => trigger.name) },
     pollIntervalSeconds: { ...properties.pollIntervalSeconds, minimum: 1, maximum: MAX_POLL_SECONDS }

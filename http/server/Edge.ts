@@ -8,6 +8,7 @@ import { Cause, Effect } from "effect"
 import { IncomingMessage } from "node:http"
 import type { Duplex } from "node:stream"
 import { normalized } from "../../domain/Errors.ts"
+import { isJsonUtf8 } from "../../domain/MediaType.ts"
 import { unstorableMessage, type Unstorable, unstorableText } from "../../domain/Storable.ts"
 import { HttpServerRequest, type HttpServerResponse } from "effect/http"
 import { HttpServerResponse as Response } from "effect/http"
@@ -149,23 +150,6 @@ const compile = (routes: ReadonlyArray<Route>): ReadonlyArray<CompiledRoute> => 
     byPath.set(source, entry)
   }
   return [...byPath.values()]
-}
-
-/**
- * The API reads `application/json` in UTF-8 only: a `+json` type, or a charset other than UTF-8
- * (JSON text is UTF-8, RFC 8259 section 8.1), would be read as something it is not.
- */
-/** The labels of UTF-8 in the WHATWG Encoding standard. */
-const UTF8_LABELS: ReadonlySet<string> = new Set(["utf-8", "utf8", "unicode-1-1-utf-8", "unicode11utf8", "unicode20utf8", "x-unicode20utf8"])
-
-const isJson = (header: string | undefined): boolean => {
-  if (header === undefined) return false
-  const [type, ...parameters] = header.split(";")
-  if ((type ?? "").trim().toLowerCase() !== "application/json") return false
-  return parameters.every((parameter) => {
-    const [name, value] = parameter.split("=", 2).map((part) => part.trim().toLowerCase())
-    return name !== "charset" || UTF8_LABELS.has(value?.replace(/^"(.*)"$/, "$1") ?? "")
-  })
 }
 
 /** A body sent with a content coding (gzip, br): the API reads bodies as sent, not decoded. */
@@ -331,7 +315,7 @@ export const makeEdge = (options: EdgeOptions) => {
       // labelled: there a body that is not JSON is 422 once the credential holds (decisions.md
       // section 5), never 415.
       if (!route.ownCredential) {
-        if (!isJson(request.headers["content-type"])) return refuseUnread(yield* counted(unsupportedMediaType()))
+        if (!isJsonUtf8(request.headers["content-type"])) return refuseUnread(yield* counted(unsupportedMediaType()))
         if (isEncoded(request.headers["content-encoding"])) return refuseUnread(yield* counted(unsupportedMediaType("The request body must not be content-encoded.")))
       }
       if (contentLength !== undefined && Number(contentLength) > limit) return refuseUnread(yield* counted(bodyTooLarge(limit)))
@@ -424,8 +408,8 @@ const isRouteNotFound = (error: unknown): boolean =>
  * past the size limit) never reach the app; they still get an envelope and a request id
  * instead of Node's bare 400.
  */
-/** `uri-host [ ":" port ]` (RFC 9110 section 7.2): an IP literal or a reg-name, no user part. */
-const HOST_VALUE = /^(?:\[[0-9A-Za-z:.%]+\]|[A-Za-z0-9\-._~!$&'()*+,;=%]*)(?::[0-9]*)?$/
+/** `uri-host [ ":" port ]` (RFC 9110 section 7.2): an IP literal (IPvFuture too) or a reg-name, no user part. */
+const HOST_VALUE = /^(?:\[[0-9A-Za-z:.%\-_~!$&'()*+,;=]+\]|[A-Za-z0-9\-._~!$&'()*+,;=%]*)(?::[0-9]*)?$/
 
 const headerFailure = (message: string) => new EdgeFailure(400, normalized("invalid_input", message), { connection: "close" })
 
@@ -450,7 +434,9 @@ const SINGLETON_LENGTHS = new Set([...SINGLETONS.keys()].map((name) => name.leng
  */
 const headerProblem = (request: HttpServerRequest.HttpServerRequest): EdgeFailure | undefined => {
   const source = (request as { readonly source?: unknown }).source
-  if (!(source instanceof IncomingMessage) || source.httpVersionMajor !== 1) return undefined
+  if (!(source instanceof IncomingMessage)) return undefined
+  // Node's HTTP/1 parser takes `HTTP/2.0` or `HTTP/0.9` in a request line, and answers in 1.1.
+  if (source.httpVersionMajor !== 1) return VERSION_NOT_SUPPORTED
   const raw = source.rawHeaders
   let seen = 0
   let host: string | undefined
@@ -467,6 +453,7 @@ const headerProblem = (request: HttpServerRequest.HttpServerRequest): EdgeFailur
   return HOST_VALUE.test(host) ? undefined : INVALID_HOST
 }
 
+const VERSION_NOT_SUPPORTED = new EdgeFailure(505, normalized("invalid_input", "This server speaks HTTP/1.0 and HTTP/1.1."), { connection: "close" })
 const MISSING_HOST = headerFailure("An HTTP/1.1 request must carry a Host header.")
 const INVALID_HOST = headerFailure("The Host header must be a host name or address, with an optional port.")
 

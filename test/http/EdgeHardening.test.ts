@@ -87,9 +87,22 @@ describe("the edge under an unauthenticated flood", () => {
   })
 
   it.each([
+    ["HTTP/2.0", `GET /v1/me HTTP/2.0\r\nHost: a\r\nAuthorization: Bearer ${KEY}\r\nAuthorization: Bearer other\r\n\r\n`],
+    ["HTTP/0.9", `GET /healthz HTTP/0.9\r\n\r\n`]
+  ])("answers a request line of %s, which this HTTP/1.1 server does not speak, 505 with the envelope", async (_name, request) => {
+    const connection = await open(portOf(service))
+    connection.socket.write(request)
+    await connection.closed
+    const [head = "", body = ""] = connection.received().split("\r\n\r\n")
+    expect(head).toMatch(/^HTTP\/1\.1 505 /)
+    expect(JSON.parse(body)).toMatchObject({ error: { code: "invalid_input", retryable: false } })
+  })
+
+  it.each([
     ["a name and port", "localhost:8080"],
     ["an IPv6 literal", "[::1]:80"],
     ["an IPv6 literal with a zone", "[fe80::1%25eth0]:80"],
+    ["an IPvFuture literal", "[v1.fe80::a+en1]"],
     ["an IPv4 address", "127.0.0.1"],
     ["an empty value", ""]
   ])("serves a request whose Host is %s", async (_name, host) => {

@@ -207,6 +207,19 @@ describe("the OpenAPI document", () => {
     })
   })
 
+  it("is not stricter than the service: webhook URLs the service takes, the document takes", async () => {
+    const operation = document.paths["/v1/webhooks"].post
+    const validator = ajv()
+    addFormats.default(validator)
+    const schema = asSchema(operation.requestBody.content["application/json"].schema)
+    for (const url of ["https://bücher.example/hook", "https://8.8.8.8/a b", "https://8.8.8.8/x|y{z}^", " https://8.8.8.8/hook ", "HTTPS://8.8.8.8:443/Hook#frag ment"]) {
+      const body = { url, events: ["execution.completed"] }
+      const created = await service.fetch("/v1/webhooks", { method: "POST", json: body })
+      expect(created.status, url).toBe(201)
+      expect(validator.validate(schema, body), `${url}: ${JSON.stringify(validator.errors)}`).toBe(true)
+    }
+  })
+
   it("gives each webhook type an example of what it really carries", () => {
     const example = (type: string) => document.webhooks[type].post.requestBody.content["application/json"].example as {
       id: string

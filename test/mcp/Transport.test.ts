@@ -242,9 +242,23 @@ describe("the /mcp transport", () => {
     await stream.body?.cancel()
   })
 
+  it("answers a body in a charset other than UTF-8 415, as /v1 does; UTF-8's labels pass", async () => {
+    const session = await openSession(gw.url)
+    for (const type of ["application/json; charset=latin1", "application/json; charset=utf-16"]) {
+      const refused = await post(gw.url, { jsonrpc: "2.0", id: 11, method: "tools/list" }, { session, accept: "application/json", headers: { "content-type": type } })
+      expect(refused.status, type).toBe(415)
+      await refused.body?.cancel()
+    }
+    for (const type of ["application/json; charset=UTF-8", "application/json; charset=utf8"]) {
+      const answer = await post(gw.url, { jsonrpc: "2.0", id: 12, method: "tools/list" }, { session, accept: "application/json", headers: { "content-type": type } })
+      expect(answer.status, type).toBe(200)
+      await answer.body?.cancel()
+    }
+  })
+
   it("answers a POST whose Accept takes neither JSON nor an event stream 406, as GET; wildcards and no Accept get JSON", async () => {
     const session = await openSession(gw.url)
-    for (const accept of ["text/html", "application/xml, text/plain", "application/json;q=0"]) {
+    for (const accept of ["text/html", "application/xml, text/plain", "application/json;q=0", "application/json;q=0, */*"]) {
       const refused = await post(gw.url, { jsonrpc: "2.0", id: 9, method: "tools/list" }, { session, accept })
       expect(refused.status, accept).toBe(406)
       expect(await refused.json()).toMatchObject({ jsonrpc: "2.0", error: { code: -32000 } })

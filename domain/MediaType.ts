@@ -1,0 +1,21 @@
+/**
+ * Request `Content-Type` rules shared by the API and the MCP gateway. Pure: header text in,
+ * verdict out.
+ */
+
+/** The labels of UTF-8 in the WHATWG Encoding standard. */
+const UTF8_LABELS: ReadonlySet<string> = new Set(["utf-8", "utf8", "unicode-1-1-utf-8", "unicode11utf8", "unicode20utf8", "x-unicode20utf8"])
+
+/**
+ * Whether a body is `application/json` in UTF-8: a `+json` type, or a charset other than UTF-8
+ * (JSON text is UTF-8, RFC 8259 section 8.1), would be read as something it is not.
+ */
+export const isJsonUtf8 = (header: string | null | undefined): boolean => {
+  if (header === undefined || header === null) return false
+  const [type, ...parameters] = header.split(";")
+  if ((type ?? "").trim().toLowerCase() !== "application/json") return false
+  return parameters.every((parameter) => {
+    const [name, value] = parameter.split("=", 2).map((part) => part.trim().toLowerCase())
+    return name !== "charset" || UTF8_LABELS.has(value?.replace(/^"(.*)"$/, "$1") ?? "")
+  })
+}
