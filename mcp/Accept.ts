@@ -1,13 +1,16 @@
 /**
  * What a `/mcp` request's `Accept` allows. A media range weighted `q=0` is "not acceptable"
- * (RFC 9110, 12.4.2), so `text/event-stream;q=0` is a refusal, not a request.
+ * (RFC 9110, 12.4.2), so `text/event-stream;q=0` is a refusal, not a request; a weight that is
+ * not a number counts as 1.
  */
-/** The media ranges of an `Accept` with a weight above zero, lower-cased. */
-const acceptedRanges = (accept: string): ReadonlyArray<string> =>
-  accept.split(",").flatMap((range) => {
+
+/** The media ranges of an `Accept`, lower-cased, each with its weight. */
+const ranges = (accept: string): ReadonlyArray<{ readonly media: string; readonly q: number }> =>
+  accept.split(",").map((range) => {
     const [media, ...params] = range.split(";")
     const weight = params.map((param) => param.split("=")).find(([name]) => name?.trim().toLowerCase() === "q")
-    return weight !== undefined && Number(weight[1]?.trim()) === 0 ? [] : [media?.trim().toLowerCase() ?? ""]
+    const q = weight === undefined ? 1 : Number(weight[1]?.trim())
+    return { media: media?.trim().toLowerCase() ?? "", q: Number.isNaN(q) ? 1 : q }
   })
 
 /**
@@ -16,29 +19,18 @@ const acceptedRanges = (accept: string): ReadonlyArray<string> =>
  * name the stream type when it wants one.
  */
 export const acceptsEventStream = (accept: string | null | undefined): boolean =>
-  accept !== null && accept !== undefined && acceptedRanges(accept).includes("text/event-stream")
+  accept !== null && accept !== undefined && ranges(accept).some((range) => range.media === "text/event-stream" && range.q > 0)
+
+/** The rank of the range that names JSON most specifically (RFC 9110, 12.5.1); 0 when none does. */
+const jsonRank = (media: string): number => (media === "application/json" ? 3 : media === "application/*" ? 2 : media === "*/*" ? 1 : 0)
 
 /**
- * The weight `accept` gives `type` (`application/json`): that of its most specific range (the
- * type itself, then `application/*`, then `*\/*`; RFC 9110, 12.5.1), 0 when none names it.
+ * Whether a POST may be answered at all: with JSON (by the weight of the range that names it most
+ * specifically, so `application/json;q=0, *\/*` refuses it) or with an event stream. No `Accept`
+ * takes anything.
  */
-const weightOf = (accept: string, type: string): number => {
-  const wildcard = `${type.slice(0, type.indexOf("/"))}/*`
-  let best: { readonly rank: number; readonly q: number } | undefined
-  for (const range of accept.split(",")) {
-    const [media, ...params] = range.split(";")
-    const name = media?.trim().toLowerCase()
-    const rank = name === type ? 3 : name === wildcard ? 2 : name === "*/*" ? 1 : 0
-    if (rank === 0 || (best !== undefined && best.rank >= rank)) continue
-    const weight = params.map((param) => param.split("=")).find(([key]) => key?.trim().toLowerCase() === "q")
-    best = { rank, q: weight === undefined ? 1 : Number(weight[1]?.trim()) }
-  }
-  return best === undefined || Number.isNaN(best.q) ? 0 : best.q
+export const acceptsAnAnswer = (accept: string | null | undefined): boolean => {
+  if (accept === null || accept === undefined || accept.trim() === "") return true
+  const json = ranges(accept).filter((range) => jsonRank(range.media) > 0).toSorted((a, b) => jsonRank(b.media) - jsonRank(a.media))[0]
+  return (json !== undefined && json.q > 0) || acceptsEventStream(accept)
 }
-
-/**
- * Whether a POST may be answered at all: with JSON or an event stream, by the weights `Accept`
- * gives them. No `Accept` takes anything (RFC 9110, 12.5.1).
- */
-export const acceptsAnAnswer = (accept: string | null | undefined): boolean =>
-  accept === null || accept === undefined || accept.trim() === "" || weightOf(accept, "application/json") > 0 || acceptsEventStream(accept)
