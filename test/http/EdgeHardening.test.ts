@@ -33,6 +33,16 @@ const until = async (check: () => boolean, ms = 5_000) => {
 
 const portOf = (service: InProcessService) => Number(new URL(service.baseUrl).port)
 
+/** Sends raw request bytes; the answer is `status` with the envelope, and the connection closes. */
+const expectRefused = async (port: number, request: string, status: number) => {
+  const connection = await open(port)
+  connection.socket.write(request)
+  await connection.closed
+  const [head = "", body = ""] = connection.received().split("\r\n\r\n")
+  expect(head).toMatch(new RegExp(`^HTTP/1\\.1 ${status} `))
+  expect(JSON.parse(body)).toMatchObject({ error: { code: "invalid_input", retryable: false } })
+}
+
 const uploadHeaders = (key: string | undefined, length: number) =>
   [
     "POST /v1/files HTTP/1.1",
@@ -78,24 +88,14 @@ describe("the edge under an unauthenticated flood", () => {
     ["two Idempotency-Key lines", `GET /v1/me HTTP/1.1\r\nHost: a\r\nAuthorization: Bearer ${KEY}\r\nIdempotency-Key: a1\r\nidempotency-key: a2\r\n\r\n`],
     ["two X-Service-User-Id lines", `GET /v1/me HTTP/1.1\r\nHost: a\r\nAuthorization: Bearer ${KEY}\r\nX-Service-User-Id: u1\r\nX-Service-User-Id: u1\r\n\r\n`]
   ])("answers %s 400 with the envelope, and closes (RFC 9112 section 3.2; RFC 9110 section 5.3)", async (_name, request) => {
-    const connection = await open(portOf(service))
-    connection.socket.write(request)
-    await connection.closed
-    const [head = "", body = ""] = connection.received().split("\r\n\r\n")
-    expect(head).toMatch(/^HTTP\/1\.1 400 /)
-    expect(JSON.parse(body)).toMatchObject({ error: { code: "invalid_input", retryable: false } })
+    await expectRefused(portOf(service), request, 400)
   })
 
   it.each([
     ["HTTP/2.0", `GET /v1/me HTTP/2.0\r\nHost: a\r\nAuthorization: Bearer ${KEY}\r\nAuthorization: Bearer other\r\n\r\n`],
     ["HTTP/0.9", `GET /healthz HTTP/0.9\r\n\r\n`]
   ])("answers a request line of %s, which this HTTP/1.1 server does not speak, 505 with the envelope", async (_name, request) => {
-    const connection = await open(portOf(service))
-    connection.socket.write(request)
-    await connection.closed
-    const [head = "", body = ""] = connection.received().split("\r\n\r\n")
-    expect(head).toMatch(/^HTTP\/1\.1 505 /)
-    expect(JSON.parse(body)).toMatchObject({ error: { code: "invalid_input", retryable: false } })
+    await expectRefused(portOf(service), request, 505)
   })
 
   it.each([
