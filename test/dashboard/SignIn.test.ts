@@ -4,6 +4,7 @@
  * key with characters no API key has (one the browser could not even send as a header) is refused
  * in the page, not reported as the service unreachable.
  */
+import type { Page } from "playwright-core"
 import { describe, expect, it } from "vitest"
 import { KEY } from "../support/Service.ts"
 import { watch } from "./Browser.ts"
@@ -12,16 +13,22 @@ import { dashboardHarness } from "./Harness.ts"
 const h = await dashboardHarness()
 const { url } = h
 
+/** Opens the dashboard, signs in with `key`, and waits for the page's refusal. */
+const refusedSignIn = async (page: Page, key: string) => {
+  await page.goto(url("/dashboard"))
+  const field = page.getByLabel("API key")
+  const signIn = page.getByRole("button", { name: "Sign in" })
+  await field.fill(key)
+  await signIn.click()
+  const alert = page.getByRole("main").getByRole("alert")
+  await alert.waitFor({ timeout: 10_000 })
+  return { field, signIn, alert }
+}
+
 describe("the sign-in form's error", () => {
   it("goes once the key changes, and stays gone when the cleared key's press is blocked", async () => {
     const page = await h.browser.context.newPage()
-    await page.goto(url("/dashboard"))
-    const field = page.getByLabel("API key")
-    const signIn = page.getByRole("button", { name: "Sign in" })
-    await field.fill("sk_not_a_key")
-    await signIn.click()
-    const alert = page.getByRole("main").getByRole("alert")
-    await alert.waitFor({ timeout: 10_000 })
+    const { field, signIn, alert } = await refusedSignIn(page, "sk_not_a_key")
     await field.fill("")
     await expect.poll(() => alert.count()).toBe(0)
     await signIn.click()
@@ -38,14 +45,8 @@ describe("a key with characters no API key has", () => {
   it("is refused in the page, saying what a key holds, without a request or a service error code", async () => {
     const page = await h.browser.context.newPage()
     const watched = watch(page)
-    await page.goto(url("/dashboard"))
-    const field = page.getByLabel("API key")
-    const signIn = page.getByRole("button", { name: "Sign in" })
     // Not Latin-1: the browser cannot send it in the Authorization header at all.
-    await field.fill("ключ_неверный_1234567")
-    await signIn.click()
-    const alert = page.getByRole("main").getByRole("alert")
-    await alert.waitFor({ timeout: 10_000 })
+    const { field, signIn, alert } = await refusedSignIn(page, "ключ_неверный_1234567")
     const said = (await alert.textContent()) ?? ""
     expect(said).toContain("An API key holds only letters (A-Z, a-z), digits, _ and -")
     expect(said).not.toMatch(/provider_unavailable|could not be reached|Failed to/i)

@@ -5,16 +5,14 @@
  * PATCHes, subscription rotations and creations of endpoints in one project (outside audit).
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { type InProcessService, startService } from "../support/Service.ts"
+import { type InProcessService, startServiceOn } from "../support/Service.ts"
 
 const TIMES = 20
 
 describe.each(["memory", "postgres"] as const)("concurrent writes to one resource (%s)", (mode) => {
   let service: InProcessService
   beforeAll(async () => {
-    const { storeEnv } = await import("../support/Database.ts")
-    const database = await storeEnv(mode, "concurrent_writes")
-    service = await startService({ ...database, SERVICE_RATE_LIMIT_REQUEST_BURST: "100000" })
+    service = await startServiceOn(mode, "concurrent_writes", { SERVICE_RATE_LIMIT_REQUEST_BURST: "100000" })
   }, 60_000)
   afterAll(() => service?.close())
 

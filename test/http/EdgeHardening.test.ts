@@ -9,7 +9,7 @@ import { connect, type Socket } from "node:net"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { UNKNOWN_KEY_POLICY } from "../../http/server/Gate.ts"
 import { ApiKeys } from "../../infra/access/ApiKeys.ts"
-import { type InProcessService, KEY, startService } from "../support/Service.ts"
+import { type InProcessService, KEY, startService, startServiceOn } from "../support/Service.ts"
 
 /** A raw connection: what the server writes, as text, as it arrives. */
 const open = (port: number) =>
@@ -206,9 +206,7 @@ describe("unknown keys from one address (memory)", () => {
 describe("unknown keys from one address (postgres)", () => {
   let service: InProcessService
   beforeAll(async () => {
-    const { storeEnv } = await import("../support/Database.ts")
-    const database = await storeEnv("postgres", "unknown_keys")
-    service = await startService(database)
+    service = await startServiceOn("postgres", "unknown_keys")
   }, 60_000)
   afterAll(() => service.close())
 

@@ -6,7 +6,7 @@
  * such an id used to reach the store and come back as a retryable 500 (outside audit).
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { type InProcessService, startService } from "../support/Service.ts"
+import { type InProcessService, startServiceOn } from "../support/Service.ts"
 
 const BAD_IDS = [
   ["a NUL", "%00"],
@@ -38,9 +38,7 @@ const ROUTES: ReadonlyArray<readonly [method: string, path: (id: string) => stri
 describe.each(["memory", "postgres"] as const)("ids no id can be (%s)", (mode) => {
   let service: InProcessService
   beforeAll(async () => {
-    const { storeEnv } = await import("../support/Database.ts")
-    const database = await storeEnv(mode, "path_ids")
-    service = await startService({ ...database, SERVICE_RATE_LIMIT_REQUEST_BURST: "100000" })
+    service = await startServiceOn(mode, "path_ids", { SERVICE_RATE_LIMIT_REQUEST_BURST: "100000" })
   }, 60_000)
   afterAll(() => service?.close())
 

@@ -7,7 +7,7 @@
 import fc from "fast-check"
 import { createServer, type Server } from "node:http"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { type InProcessService, OTHER_KEY, startService } from "../support/Service.ts"
+import { type InProcessService, OTHER_KEY, startServiceOn } from "../support/Service.ts"
 
 const GIF = Buffer.concat([Buffer.from("GIF89a", "latin1"), Buffer.from([0x01, 0x00, 0x01, 0x00, 0x80, 0x00, 0x00, 0xff, 0xff, 0xff, 0x00])])
 
@@ -26,9 +26,7 @@ describe.each(["memory", "postgres"] as const)("unstorable values (%s)", (mode) 
     gifServer = createServer((_, response) => response.writeHead(200, { "content-type": "application/octet-stream" }).end(nextBody))
     await new Promise<void>((resolve) => gifServer.listen(0, "127.0.0.1", resolve))
     gifUrl = `http://127.0.0.1:${(gifServer.address() as { port: number }).port}/pixel.gif`
-    const { storeEnv } = await import("../support/Database.ts")
-    const database = await storeEnv(mode, "storable")
-    service = await startService({ ...database, SERVICE_WEBHOOK_ALLOW_PRIVATE_NETWORKS: "true", SERVICE_RATE_LIMIT_EXECUTE_BURST: "1000" })
+    service = await startServiceOn(mode, "storable", { SERVICE_WEBHOOK_ALLOW_PRIVATE_NETWORKS: "true", SERVICE_RATE_LIMIT_EXECUTE_BURST: "1000" })
   }, 60_000)
   afterAll(async () => {
     await service?.close()

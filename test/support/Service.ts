@@ -9,6 +9,7 @@ import { fileURLToPath } from "node:url"
 import { afterAll } from "vitest"
 import { AppLive } from "../../src/App.ts"
 import { configLayer, type Env } from "./Config.ts"
+import { storeEnv } from "./Database.ts"
 import { freePort } from "./Ports.ts"
 
 /** Every service the whole application provides. */
@@ -75,6 +76,10 @@ export const startService = async (env: Env = {}, around: Layer.Layer<never> = L
   const client = makeClient(`http://127.0.0.1:${address.port}`)
   return { ...client, runtime, close: () => runtime.dispose() }
 }
+
+/** The whole service in this process on memory, or on a fresh Postgres database named after `prefix`. */
+export const startServiceOn = async (mode: "memory" | "postgres", prefix: string, env: Env = {}): Promise<InProcessService> =>
+  startService({ ...(await storeEnv(mode, prefix)), ...env })
 
 export interface ChildService extends Client {
   readonly process: ChildProcess
