@@ -6,6 +6,7 @@
 import { Schema } from "effect"
 import type { AuthClass, ToolkitManifest } from "./catalog/Catalog.ts"
 import { envelopeTypedStreamCodec } from "./EventCodec.ts"
+import { parseIsoDateTime } from "./Time.ts"
 
 export const CONNECTION_STREAM_TYPE = "connection"
 export const connectionStreamId = (connectionId: string): string => `connection-${connectionId}`
@@ -67,15 +68,12 @@ export const credentialProblem = (authClass: AuthClass, credentials: Readonly<Re
   return undefined
 }
 
-/** An ISO 8601 date-time with an explicit zone (`Z` or an offset), seconds and fractions optional. */
-const ISO_DATE_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:\d{2})$/
-
 /** The expiry normalized to UTC with milliseconds, or a description of what is wrong. */
 export const parseExpiry = (
   value: string,
   nowMs: number
 ): { readonly ok: true; readonly expiresAt: string } | { readonly ok: false; readonly message: string } => {
-  const ms = ISO_DATE_TIME.test(value) ? Date.parse(value) : Number.NaN
+  const ms = parseIsoDateTime(value)
   if (Number.isNaN(ms)) return { ok: false, message: "expiresAt must be an ISO 8601 date-time with a zone, e.g. 2030-01-01T00:00:00.000Z." }
   if (ms <= nowMs) return { ok: false, message: "expiresAt must be in the future." }
   return { ok: true, expiresAt: new Date(ms).toISOString() }

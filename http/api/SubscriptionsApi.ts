@@ -7,6 +7,7 @@
  */
 import { Schema } from "effect"
 import { UserIdText } from "../../domain/Ids.ts"
+import { parseIsoDateTime } from "../../domain/Time.ts"
 import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/http-api"
 import { StateConflict } from "../../domain/Errors.ts"
 import { JsonObject } from "../../domain/JsonObject.ts"
@@ -18,11 +19,11 @@ import { PathId } from "./PathId.ts"
 const ResourceId = Schema.String.check(Schema.isMaxLength(100))
 /** A canonical dotted trigger name, `<toolkit>.<name>`. */
 const TriggerName = Schema.String.check(Schema.isMaxLength(200))
-/** ISO 8601 with a time and an offset: what every time in the API looks like. */
+const TIMESTAMP_EXPECTED = "expected an ISO 8601 time such as 2026-01-01T00:00:00.000Z"
+/** ISO 8601 with a time and an offset, naming a real instant: what every time in the API looks like. */
 const Timestamp = Schema.String.check(
-  Schema.isPattern(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d{1,9})?(?:Z|[+-]\d{2}:\d{2})$/u, {
-    message: "expected an ISO 8601 time such as 2026-01-01T00:00:00.000Z"
-  })
+  Schema.isPattern(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d{1,9})?(?:Z|[+-]\d{2}:\d{2})$/u, { message: TIMESTAMP_EXPECTED }),
+  Schema.makeFilter((text: string) => !Number.isNaN(parseIsoDateTime(text)), { message: TIMESTAMP_EXPECTED })
 )
 
 // --- Subscriptions --------------------------------------------------------------------------

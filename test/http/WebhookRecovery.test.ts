@@ -165,6 +165,11 @@ describe("webhook resend and recover", () => {
     expect(await status(`/v1/webhooks/${other.endpointId}/deliveries/${delivery.deliveryId}/resend`, PINNED)).toBe(403)
     expect(await status(`/v1/webhooks/${other.endpointId}/recover`, PINNED, { since: new Date().toISOString() })).toBe(403)
     expect(await status(`/v1/webhooks/${other.endpointId}/recover`, KEY, { since: "yesterday" })).toBe(422)
+    // The shape of a time, but no real instant: a month 13, an hour 25, a second 60, 30 February.
+    for (const since of ["2026-13-45T99:99:99Z", "2026-01-01T25:00:00Z", "2026-00-01T00:00:00Z", "2026-01-01T00:00:60Z", "2026-01-01T00:00:00+99:99", "2026-02-30T00:00:00Z"]) {
+      const answer = await service.fetch(`/v1/webhooks/${other.endpointId}/recover`, { method: "POST", key: KEY, json: { since } })
+      expect([since, answer.status, ((await answer.json()) as { error: { code: string } }).error.code]).toEqual([since, 422, "invalid_input"])
+    }
     expect(await status(`/v1/webhooks/${other.endpointId}/recover`, KEY, {})).toBe(422)
     expect(await status(`/v1/webhooks/${other.endpointId}/recover`, KEY, { since: new Date().toISOString(), extra: 1 })).toBe(422)
   })

@@ -43,6 +43,9 @@ describe("domain rules", () => {
     assert.isFalse(parseExpiry("2030-01-01T00:00:00", 0).ok)
     assert.isFalse(parseExpiry("tomorrow", 0).ok)
     assert.isFalse(parseExpiry("2030-13-45T00:00:00Z", 0).ok)
+    assert.isFalse(parseExpiry("2030-02-30T00:00:00Z", 0).ok)
+    assert.isFalse(parseExpiry("2030-01-01T24:00:00Z", 0).ok)
+    assert.isFalse(parseExpiry("2030-01-01T00:00:00+23:60", 0).ok)
     assert.isFalse(parseExpiry("1970-01-01T00:00:00.000Z", 0).ok)
   })
 
