@@ -295,9 +295,9 @@ export const makeEdge = (options: EdgeOptions) => {
           if (Cause.hasInterruptsOnly(cause)) return Effect.failCause(cause)
           for (const reason of cause.reasons) {
             if (reason._tag === "Fail" && isRouteNotFound(reason.error)) {
-              // A path the router cannot take (a bad percent escape, an id past its length
-              // limit) matches no route even when its shape does; with the method allowed
-              // there, its id is simply not found.
+              // A path the router cannot take matches no route even when its shape does (the
+              // paths it could not decode are passed literally, see routerPath); with the method
+              // allowed there, its id is simply not found.
               return Effect.succeed(refuse(idNotFound(route.notFoundMessage)))
             }
           }

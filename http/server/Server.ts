@@ -122,7 +122,15 @@ const serverServices = [
   Path.Path
 ] as const
 
+/**
+ * The router's own limit on a path parameter (100 characters by default) would refuse a long id
+ * before the key is counted or a pinned key refused; Node's header size limit already bounds the
+ * request line, and an id that cannot be one is the API's 404 (http/api/PathId.ts).
+ */
+const ROUTER_CONFIG = { maxParamLength: Number.MAX_SAFE_INTEGER }
+
 const buildRoutes = HttpRouter.toHttpEffect(AppRoutes).pipe(
+  Effect.provideService(HttpRouter.RouterConfig, ROUTER_CONFIG),
   withOnly(...serverServices, ApiKeys, Connections, Executions, RateLimiter, Secrets, StagedFiles, ViewStore, WebhookEndpoints, WebhookRecovery, Subscriptions, TriggerHistory)
 )
 

@@ -6,7 +6,7 @@
  * such an id used to reach the store and come back as a retryable 500 (outside audit).
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { type InProcessService, startServiceOn } from "../support/Service.ts"
+import { type InProcessService, PINNED_KEY, startServiceOn } from "../support/Service.ts"
 
 const BAD_IDS = [
   ["a NUL", "%00"],
@@ -70,6 +70,30 @@ describe.each(["memory", "postgres"] as const)("ids no id can be (%s)", (mode) =
     it("as an ingest subscription id it is the ingest 404", async () => {
       const response = await service.fetch(`/v1/ingest/${id}/trgsec_x`, { method: "POST", key: null, json: { type: "url_verification", challenge: "c" } })
       expect(response.status).toBe(404)
+    })
+  })
+
+  // The router has a length limit of its own for a path parameter (100 by default): an id past it
+  // was refused before the key was counted and before a pinned key's 403 (fuzz audit).
+  describe("an id longer than any id", () => {
+    const long = `whe_${"a".repeat(200)}`
+
+    it.each(ROUTES.map(([method, path, json]) => [`${method} ${path(":id")}`, method, path(long), json] as const))(
+      "%s is 404 not_found after the key's token, with its RateLimit headers",
+      async (_name, method, path, json) => {
+        const response = await service.fetch(path, { method, ...(json === undefined ? {} : { json }) })
+        const body = (await response.json()) as { error: { code: string } }
+        expect({ status: response.status, code: body.error.code, limit: response.headers.get("ratelimit-remaining") !== null })
+          .toEqual({ status: 404, code: "not_found", limit: true })
+      }
+    )
+
+    it("a pinned key on a webhook route is 403 before the id is judged, as for a short unknown id", async () => {
+      for (const id of ["whe_short", long]) {
+        const response = await service.fetch(`/v1/webhooks/${id}`, { key: PINNED_KEY })
+        const body = (await response.json()) as { error: { code: string } }
+        expect([id.length, response.status, body.error.code]).toEqual([id.length, 403, "auth_insufficient_scope"])
+      }
     })
   })
 
