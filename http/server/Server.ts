@@ -190,6 +190,7 @@ export const serverLimits = Effect.all({
  * Node's server within `serverLimits`; an idle keep-alive connection closes after 5 s.
  * `Expect: 100-continue` is not answered by Node at once (Effect's server takes `checkContinue`):
  * the edge sends `100 Continue` only once the key is verified and the body is wanted.
+ * Another expectation is ignored.
  */
 const makeNodeServer = (limits: Effect.Success<typeof serverLimits>) => () => {
   const server = createServer({
@@ -203,6 +204,9 @@ const makeNodeServer = (limits: Effect.Success<typeof serverLimits>) => () => {
   })
   server.maxConnections = limits.maxConnections
   server.on("clientError", answerClientError)
+  // Any other expectation than 100-continue would get Node's bare 417; RFC 9110 section 10.1.1
+  // lets a server ignore it, so the request is served as if it had none, with the envelope.
+  server.on("checkExpectation", (request, response) => server.emit("request", request, response))
   return server
 }
 

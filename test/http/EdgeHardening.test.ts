@@ -112,6 +112,27 @@ describe("the edge under an unauthenticated flood", () => {
     expect(connection.received()).toMatch(/^HTTP\/1\.1 200 /)
   })
 
+  // Node answers an expectation other than 100-continue with a bare 417 (no envelope, no
+  // Request-Id); RFC 9110 section 10.1.1 lets a server ignore it instead (fuzz audit).
+  it.each([
+    ["GET /v1/me with Expect: 200-ok", `GET /v1/me HTTP/1.1\r\nHost: a\r\nAuthorization: Bearer ${KEY}\r\nExpect: 200-ok\r\nConnection: close\r\n\r\n`, 200],
+    [
+      "POST /v1/execute with Expect: x-later and a body",
+      `POST /v1/execute HTTP/1.1\r\nHost: a\r\nAuthorization: Bearer ${KEY}\r\nExpect: x-later\r\nContent-Type: application/json\r\nContent-Length: 45\r\nConnection: close\r\n\r\n{"tool":"demo.echo","userId":"u1","input":{}}`,
+      200
+    ],
+    ["GET /v1/me without a key and with Expect: 200-ok", `GET /v1/me HTTP/1.1\r\nHost: a\r\nExpect: 200-ok\r\nConnection: close\r\n\r\n`, 401]
+  ])("serves %s as if the expectation were not there, with the envelope's headers", async (_name, request, status) => {
+    const connection = await open(portOf(service))
+    connection.socket.write(request)
+    await connection.closed
+    const [head = "", body = ""] = connection.received().split("\r\n\r\n")
+    expect(head).toMatch(new RegExp(`^HTTP/1\\.1 ${status} `))
+    expect(head).toMatch(/\r\nrequest-id: req_/i)
+    expect(head).toMatch(/\r\ncache-control: no-store/i)
+    expect(JSON.parse(body)).toBeTypeOf("object")
+  })
+
   it("refuses a keyless upload on its headers: 401 at once, no 100 Continue, connection closed, no body read", async () => {
     const connection = await open(portOf(service))
     connection.socket.write(uploadHeaders(undefined, 30 * 1024 * 1024))
