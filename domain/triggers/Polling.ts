@@ -4,10 +4,15 @@
  *
  * The cursor's `since` is the newest `updated_at` seen. GitHub's `since` is inclusive, so an
  * unchanged repository answers the same list again, the same ETag, hence 304: `since` moves only
- * when something changed. Issues created before the subscription (the baseline) are never
- * delivered, nor are issues created well before the newest one already seen (an old issue that
- * was merely updated); the dedup claim on the issue id catches the overlap between polls.
+ * when something changed. Only the ETag of an answer that fit on one page is kept (the poller's
+ * part): when more than a page of issues share the newest `updated_at` (a bulk edit), the first
+ * page stays the same while new issues arrive on later ones, and a 304 for it would hide them.
+ * Issues created before the subscription (the baseline) are never delivered, nor are issues
+ * created well before the newest one already seen (an old issue that was merely updated); the
+ * dedup claim on the issue id catches the overlap between polls.
  */
+import { isoTime } from "../Time.ts"
+
 /** The longest cadence a polling subscription may ask for, and the one it gets by default (seconds). */
 export const MAX_POLL_SECONDS = 86_400
 export const DEFAULT_POLL_SECONDS = 60
@@ -30,7 +35,17 @@ export const MAX_BACKOFF_MS = 15 * 60 * 1000
 /** A provider's own wait is followed up to this long. */
 export const MAX_PROVIDER_WAIT_MS = 60 * 60 * 1000
 
-export const initialCursor = (subscriptionCreatedAt: string): PollCursor => ({ since: subscriptionCreatedAt, baseline: subscriptionCreatedAt })
+/** The start of the second `ms` falls in: GitHub dates issues in whole seconds. */
+const wholeSecond = (ms: number): number => Math.floor(ms / 1000) * 1000
+
+/**
+ * The first question asks from the start of the subscription's second: GitHub leaves out an
+ * issue dated `…:17Z` from `since=…:17.557Z`, though it was opened after a subscription made then.
+ */
+export const initialCursor = (subscriptionCreatedAt: string): PollCursor => ({
+  since: isoTime(wholeSecond(Date.parse(subscriptionCreatedAt))),
+  baseline: subscriptionCreatedAt
+})
 
 export interface ListedIssue {
   readonly createdAt: string
@@ -40,7 +55,8 @@ export interface ListedIssue {
 /** Whether a listed issue (not a pull request) may be delivered under `cursor`. */
 export const isNewIssue = (cursor: PollCursor, issue: ListedIssue): boolean => {
   const created = Date.parse(issue.createdAt)
-  if (Number.isNaN(created) || created < Date.parse(cursor.baseline)) return false
+  // An issue dated in the subscription's own second counts as after it: the two cannot be told apart.
+  if (Number.isNaN(created) || created < wholeSecond(Date.parse(cursor.baseline))) return false
   return cursor.watermark === undefined || created >= Date.parse(cursor.watermark) - WATERMARK_OVERLAP_MS
 }
 
@@ -68,21 +84,27 @@ export type PollOutcome =
   | { readonly kind: "not_modified" }
   /** 401, or a 403 that is no rate limit: the subscription stays active, polled at its cadence. */
   | { readonly kind: "refused" }
-  /** 429, a rate-limiting 403, 5xx or a transport failure; `waitMs` when the provider said how long. */
-  | { readonly kind: "backoff"; readonly waitMs?: number | undefined }
+  /**
+   * 429, a rate-limiting 403, 5xx or a transport failure; `waitMs` when the provider said how
+   * long, `minimumMs` for the first wait when it did not but asks for at least that (GitHub's
+   * secondary rate limit: a minute).
+   */
+  | { readonly kind: "backoff"; readonly waitMs?: number | undefined; readonly minimumMs?: number | undefined }
 
 /**
  * Milliseconds until the next poll, and the count of consecutive back-offs after this one: the
  * cadence, or the provider's wait (Retry-After, X-RateLimit-Reset), or else a doubling from twice
- * the cadence up to 15 minutes. A back-off is never sooner than the cadence: a wait of 0 or a
- * reset already past (a stale header, a skewed clock) must not turn a refusal into faster polling.
+ * the cadence (or from the outcome's minimum, if longer) up to 15 minutes. A back-off is never
+ * sooner than the cadence: a wait of 0 or a reset already past (a stale header, a skewed clock)
+ * must not turn a refusal into faster polling.
  */
 export const nextPoll = (outcome: PollOutcome, intervalMs: number, failures: number): { readonly delayMs: number; readonly failures: number } => {
   if (outcome.kind !== "backoff") return { delayMs: intervalMs, failures: 0 }
   const count = failures + 1
+  const doubling = 2 ** Math.min(count - 1, 20)
   const wait = outcome.waitMs !== undefined
     ? Math.min(MAX_PROVIDER_WAIT_MS, outcome.waitMs)
-    : Math.min(MAX_BACKOFF_MS, intervalMs * 2 ** Math.min(count, 20))
+    : Math.min(MAX_BACKOFF_MS, Math.max(intervalMs * 2, outcome.minimumMs ?? 0) * doubling)
   return { delayMs: Math.max(intervalMs, wait), failures: count }
 }
 

@@ -40,18 +40,24 @@ const githubMessage = (response: OutboundResponse): string =>
     onSome: ({ message }) => excerpt(message)
   })
 
-/** Seconds to wait when the answer is a rate limit, else undefined. */
-export const githubRateLimitWait = (response: OutboundResponse, nowMs: number): number | undefined => {
+/**
+ * When the answer is a rate limit: the seconds to wait, `given` by GitHub's headers, or else the
+ * least GitHub asks for (a secondary limit without headers: a minute, then longer). Else undefined.
+ */
+export const githubRateLimit = (response: OutboundResponse, nowMs: number): { readonly seconds: number; readonly given: boolean } | undefined => {
   if (response.status !== 403 && response.status !== 429) return undefined
   const retryAfter = retryAfterSeconds(response.headers["retry-after"], nowMs)
-  if (retryAfter !== undefined) return retryAfter
+  if (retryAfter !== undefined) return { seconds: retryAfter, given: true }
   const reset = response.headers["x-ratelimit-reset"]
   if (response.headers["x-ratelimit-remaining"] === "0" && reset !== undefined && /^\d+$/.test(reset)) {
-    return Math.max(0, Math.ceil(Number(reset) - nowMs / 1000))
+    return { seconds: Math.max(0, Math.ceil(Number(reset) - nowMs / 1000)), given: true }
   }
-  if (response.status === 429 || /rate limit/i.test(githubMessage(response))) return SECONDARY_LIMIT_WAIT_SECONDS
+  if (response.status === 429 || /rate limit/i.test(githubMessage(response))) return { seconds: SECONDARY_LIMIT_WAIT_SECONDS, given: false }
   return undefined
 }
+
+/** Seconds to wait when the answer is a rate limit, else undefined. */
+export const githubRateLimitWait = (response: OutboundResponse, nowMs: number): number | undefined => githubRateLimit(response, nowMs)?.seconds
 
 export const interpretGithubReply = (
   response: OutboundResponse,

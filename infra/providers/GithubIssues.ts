@@ -12,7 +12,7 @@
 import { Effect, Schema } from "effect"
 import { nextLink } from "../../domain/triggers/Polling.ts"
 import type { OutboundHttp } from "../outbound/OutboundHttp.ts"
-import { githubRateLimitWait, USER_AGENT } from "./GithubAdapter.ts"
+import { githubRateLimit, USER_AGENT } from "./GithubAdapter.ts"
 import { retryAfterSeconds, utf8 } from "./Support.ts"
 
 export const ISSUES_PER_PAGE = 100
@@ -28,7 +28,7 @@ export type IssuesAnswer =
   }
   | { readonly kind: "not_modified" }
   | { readonly kind: "refused"; readonly status: number }
-  | { readonly kind: "backoff"; readonly waitMs?: number | undefined }
+  | { readonly kind: "backoff"; readonly waitMs?: number | undefined; readonly minimumMs?: number | undefined }
 
 export interface IssuesQuery {
   readonly owner: string
@@ -53,8 +53,10 @@ export const interpretIssuesAnswer = (
   nowMs: number
 ): IssuesAnswer => {
   if (response.status === 304) return { kind: "not_modified" }
-  const rateLimited = githubRateLimitWait(response, nowMs)
-  if (rateLimited !== undefined) return { kind: "backoff", waitMs: rateLimited * 1000 }
+  const rateLimited = githubRateLimit(response, nowMs)
+  if (rateLimited !== undefined) {
+    return rateLimited.given ? { kind: "backoff", waitMs: rateLimited.seconds * 1000 } : { kind: "backoff", minimumMs: rateLimited.seconds * 1000 }
+  }
   if (response.status >= 500) {
     const wait = retryAfterSeconds(response.headers["retry-after"], nowMs)
     return { kind: "backoff", waitMs: wait === undefined ? undefined : wait * 1000 }

@@ -91,7 +91,9 @@ export const make = Effect.gen(function*() {
         // A later page failing leaves the cursor where it was: the next poll asks again.
         return { outcome: (answer.kind === "refused" ? { kind: "refused" } : answer) as PollOutcome, cursor }
       }
-      if (page === 0) firstEtag = answer.etag
+      // A first page that is not the whole answer may stay the same while later pages change:
+      // its ETag would make the next poll a 304 that hides them (domain/triggers/Polling.ts).
+      if (page === 0 && answer.next === undefined) firstEtag = answer.etag
       for (const item of answer.items) {
         const times = Option.getOrUndefined(listedTimes(item))
         if (times === undefined) continue

@@ -29,9 +29,12 @@ export interface GithubRequest {
 export interface FakeGithub {
   readonly url: string
   readonly requests: Array<GithubRequest>
+  /** Every issue and pull request added so far. */
+  readonly issues: () => ReadonlyArray<FakeIssue>
   /** Adds an issue created now (or at `createdAt`); answers it. */
   readonly addIssue: (options?: { readonly title?: string; readonly labels?: ReadonlyArray<string>; readonly pullRequest?: boolean; readonly createdAt?: string }) => FakeIssue
-  readonly touch: (issue: FakeIssue) => void
+  /** Marks the issue updated now, or at `at`. */
+  readonly touch: (issue: FakeIssue, at?: string) => void
   /** The next answers, instead of the list (then the list again). */
   readonly failNext: (answers: ReadonlyArray<{ readonly status: number; readonly headers?: Readonly<Record<string, string>> }>) => void
   readonly close: () => Promise<void>
@@ -86,6 +89,7 @@ export const startFakeGithub = async (owner = "octo", repo = "hello"): Promise<F
   return {
     url,
     requests,
+    issues: () => issues,
     addIssue: (options = {}) => {
       const id = nextId++
       const now = options.createdAt ?? new Date().toISOString()
@@ -101,8 +105,8 @@ export const startFakeGithub = async (owner = "octo", repo = "hello"): Promise<F
       issues.push(issue)
       return issue
     },
-    touch: (issue) => {
-      issue.updated_at = new Date().toISOString()
+    touch: (issue, at) => {
+      issue.updated_at = at ?? new Date().toISOString()
     },
     failNext: (answers) => void failures.push(...answers),
     close: () =>

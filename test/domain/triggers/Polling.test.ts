@@ -11,6 +11,15 @@ describe("polling policy", () => {
     expect(isNewIssue(cursor, { createdAt: "2026-01-01T00:00:01Z", updatedAt: "2026-01-01T00:00:01Z" })).toBe(true)
   })
 
+  it("GitHub's times are whole seconds: the first since is the subscription's second, and an issue created in it is new", () => {
+    // An issue opened 0.3 s after a subscription made at .557 reads `00:00:00Z`, and GitHub
+    // leaves out an issue updated before a `since` of `00:00:00.557Z` (outside audit).
+    const cursor = initialCursor("2026-01-01T00:00:00.557Z")
+    expect(cursor.since).toBe("2026-01-01T00:00:00.000Z")
+    expect(isNewIssue(cursor, { createdAt: "2026-01-01T00:00:00Z", updatedAt: "2026-01-01T00:00:00Z" })).toBe(true)
+    expect(isNewIssue(cursor, { createdAt: "2025-12-31T23:59:59Z", updatedAt: "2026-01-01T00:00:00Z" })).toBe(false)
+  })
+
   it("since follows the newest updated_at; an old issue updated later is not new", () => {
     const cursor = advanceCursor(initialCursor(baseline), [
       { createdAt: "2026-01-02T00:00:00Z", updatedAt: "2026-01-02T00:00:00Z" },
@@ -39,6 +48,13 @@ describe("polling policy", () => {
     expect(nextPoll({ kind: "backoff" }, 60_000, 9)).toEqual({ delayMs: MAX_BACKOFF_MS, failures: 10 })
     expect(nextPoll({ kind: "backoff", waitMs: 7_000 }, 2_000, 0)).toEqual({ delayMs: 7_000, failures: 1 })
     expect(nextPoll({ kind: "backoff", waitMs: 120_000 }, 60_000, 0)).toEqual({ delayMs: 120_000, failures: 1 })
+  })
+
+  it("a rate limit without a wait given (GitHub's secondary limit) waits a minute, then doubles up to 15 minutes", () => {
+    // It waited 60 s every time, never longer: with a 60 s cadence, no back-off at all (outside audit).
+    const waits = [0, 1, 2, 3, 4].map((failures) => nextPoll({ kind: "backoff", minimumMs: 60_000 }, 2_000, failures).delayMs)
+    expect(waits).toEqual([60_000, 120_000, 240_000, 480_000, MAX_BACKOFF_MS])
+    expect(nextPoll({ kind: "backoff", minimumMs: 60_000 }, 60_000, 0)).toEqual({ delayMs: 120_000, failures: 1 })
   })
 
   it("never polls sooner than the cadence after a refusal (a back-off is never faster than no trouble)", () => {

@@ -1,8 +1,9 @@
-import { assert, describe, it } from "@effect/vitest"
+import { assert, describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
 import type { ServerResponse } from "node:http"
 import { OutboundHttp, type OutboundResponse } from "../../../infra/outbound/OutboundHttp.ts"
 import { githubRateLimitWait, makeGithubAdapter, USER_AGENT } from "../../../infra/providers/GithubAdapter.ts"
+import { interpretIssuesAnswer } from "../../../infra/providers/GithubIssues.ts"
 import { adapterContext } from "../support/AdapterContext.ts"
 import { json, type Recorded, startServer } from "../support/LocalServer.ts"
 
@@ -129,6 +130,19 @@ const response = (status: number, headers: Record<string, string>, message = "x"
   headers,
   body: new TextEncoder().encode(JSON.stringify({ message })),
   bodyTruncated: false
+})
+
+describe("the issues list's answers", () => {
+  const now = 1_700_000_000_000
+  const answer = (status: number, headers: Record<string, string>, message = "x") => interpretIssuesAnswer(response(status, headers, message), "https://api", now)
+
+  it("a rate limit with a wait given is that wait; without one, a back-off of at least a minute that doubles", () => {
+    expect(answer(429, { "retry-after": "5" })).toEqual({ kind: "backoff", waitMs: 5_000 })
+    expect(answer(403, { "x-ratelimit-remaining": "0", "x-ratelimit-reset": "1700000090" })).toEqual({ kind: "backoff", waitMs: 90_000 })
+    expect(answer(429, {})).toEqual({ kind: "backoff", minimumMs: 60_000 })
+    expect(answer(403, {}, "You have exceeded a secondary rate limit")).toEqual({ kind: "backoff", minimumMs: 60_000 })
+    expect(answer(403, {}, "Must have admin rights")).toEqual({ kind: "refused", status: 403 })
+  })
 })
 
 describe("githubRateLimitWait", () => {

@@ -59,7 +59,7 @@ describe("github.issue_opened pollers", () => {
     await eventually(() => (github.requests.length >= 2 ? true : undefined), 10_000, "two polls")
     const [first, second] = github.requests
     expect(first?.path).toBe("/repos/octo/hello/issues")
-    expect(first?.query).toEqual({ state: "all", sort: "created", direction: "asc", since: subscription.createdAt, per_page: "100" })
+    expect(first?.query).toEqual({ state: "all", sort: "created", direction: "asc", since: `${String(subscription.createdAt).slice(0, 19)}.000Z`, per_page: "100" })
     expect(first?.headers.authorization).toBe("Bearer gh-token")
     expect(first?.headers["if-none-match"]).toBeUndefined()
     expect(second?.headers["if-none-match"]).toBeDefined()
@@ -67,6 +67,9 @@ describe("github.issue_opened pollers", () => {
     // The old issue, updated after the baseline, is still no new issue.
     github.touch({ ...github.addIssue({ title: "also old", createdAt: new Date(Date.now() - 120_000).toISOString() }) })
     const opened = Array.from({ length: 150 }, (_, i) => github.addIssue({ title: `new ${i}` }))
+    // The 150 share a millisecond or a few: the pull request, later, is alone at the newest
+    // updated_at, so the answer for it fits on a page and its ETag is kept.
+    await new Promise((resolve) => setTimeout(resolve, 5))
     github.addIssue({ title: "a pull request", pullRequest: true })
     const rows = await eventually(async () => {
       const found = await allHistory(service, `?subscriptionId=${subscription.subscriptionId}`)
@@ -79,6 +82,39 @@ describe("github.issue_opened pollers", () => {
     expect(github.requests.some((request) => request.query.page === "2")).toBe(true)
     // Once seen, nothing changes: the next polls are 304s again.
     expect(github.requests.at(-1)?.status).toBe(304)
+  }, 40_000)
+
+  it("deliver an issue opened in the subscription's own second, as GitHub dates it (whole seconds)", async () => {
+    const { github, service, subscription } = await setup()
+    await eventually(() => (github.requests.length >= 1 ? true : undefined), 10_000, "a poll")
+    const sameSecond = github.addIssue({ title: "same second", createdAt: `${String(subscription.createdAt).slice(0, 19)}Z` })
+    const row = await eventually(async () => (await history(service, `?subscriptionId=${subscription.subscriptionId}`))[0], 10_000, "the issue")
+    expect(row.occurredAt).toBe(new Date(sameSecond.created_at).toISOString())
+  }, 30_000)
+
+  it("keep delivering after more than a page of issues share the newest updated_at (a bulk edit)", async () => {
+    // GitHub's since is inclusive: the first page then holds the same 100 issues at every poll,
+    // answered 304 for its ETag, and new issues sort onto later pages the poller never read
+    // again (outside audit: 168 polls, nothing delivered).
+    const old = Array.from({ length: 101 }, (_, i) => `old ${i}`)
+    const { github, service, subscription } = await setup({
+      before: (fake) => {
+        for (const title of old) fake.addIssue({ title, createdAt: new Date(Date.now() - 60_000).toISOString() })
+      }
+    })
+    await eventually(() => (github.requests.length >= 1 ? true : undefined), 10_000, "a poll")
+    const first = github.addIssue({ title: "before the bulk edit" })
+    await eventually(async () => (await history(service, `?subscriptionId=${subscription.subscriptionId}`))[0], 10_000, "the first issue")
+    const bulk = new Date().toISOString()
+    for (const issue of github.issues().filter((issue) => issue.title.startsWith("old "))) github.touch(issue, bulk)
+    const asked = github.requests.length
+    await eventually(() => (github.requests.length >= asked + 3 ? true : undefined), 10_000, "polls after the edit")
+    const later = [github.addIssue({ title: "later 1" }), github.addIssue({ title: "later 2" })]
+    const rows = await eventually(async () => {
+      const found = await history(service, `?subscriptionId=${subscription.subscriptionId}`)
+      return found.length >= 3 ? found : undefined
+    }, 10_000, "the issues opened after the bulk edit")
+    expect(rows.map((row) => row.occurredAt).toSorted()).toEqual([first, ...later].map((issue) => new Date(issue.created_at).toISOString()).toSorted())
   }, 40_000)
 
   it("deliver only issues carrying every filtered label", async () => {
