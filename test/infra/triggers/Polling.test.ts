@@ -106,7 +106,7 @@ describe("github.issue_opened pollers", () => {
     const first = github.addIssue({ title: "before the bulk edit" })
     await eventually(async () => (await history(service, `?subscriptionId=${subscription.subscriptionId}`))[0], 10_000, "the first issue")
     const bulk = new Date().toISOString()
-    for (const issue of github.issues().filter((issue) => issue.title.startsWith("old "))) github.touch(issue, bulk)
+    for (const issue of github.issues().filter((listed) => listed.title.startsWith("old "))) github.touch(issue, bulk)
     const asked = github.requests.length
     await eventually(() => (github.requests.length >= asked + 3 ? true : undefined), 10_000, "polls after the edit")
     const later = [github.addIssue({ title: "later 1" }), github.addIssue({ title: "later 2" })]
