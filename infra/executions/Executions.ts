@@ -14,6 +14,7 @@ import { isoTime } from "../../domain/Time.ts"
 import { InvalidInput, NotFound, RateLimited, type StateConflict } from "../../domain/Errors.ts"
 import { integer } from "../Settings.ts"
 import { EventStore, type AppendRequest, StoreUnavailable } from "../eventlog/EventStore.ts"
+import { makeStreamLocks } from "../eventlog/StreamLocks.ts"
 import { capOf, ExecutionActor } from "./ExecutionActor.ts"
 import { ExecutionPermits } from "./ExecutionPermits.ts"
 import { AttachmentFiles, ConnectionResolver } from "./ExecutionPorts.ts"
@@ -146,6 +147,7 @@ export const make = Effect.gen(function*() {
   const secrets = yield* Secrets
   // Idempotency keys known to be claimed (by this process, or found claimed by a conflict).
   const claimedKeys = new BoundedCache<string, true>({ maxWeight: 20_000, ttlMs: 10 * 60_000 })
+  const keyLocks = makeStreamLocks()
 
   const answer = Effect.fnUntraced(function*(record: ExecutionRecord, waitMs: number | undefined) {
     if (waitMs === undefined || waitMs === 0 || isTerminal(record)) return { record, terminal: isTerminal(record) }
@@ -179,8 +181,111 @@ export const make = Effect.gen(function*() {
     return { tool, input, decoded, attachments, connection }
   })
 
+  /**
+   * One try at claiming the key (if any) and recording the execution: its record (or the one
+   * the key already names), or undefined when another request claimed the key first.
+   */
+  const record = Effect.fnUntraced(function*(
+    command: ExecuteCommand,
+    validated: Effect.Success<ReturnType<typeof validate>>,
+    mode: ExecutionMode,
+    claimStream: string | undefined,
+    attempt: number
+  ): Effect.fn.Return<ExecutionRecord | undefined, ExecuteFailure> {
+    const { tool, input, decoded, attachments, connection } = validated
+    const requestedSync = (command.mode ?? "sync") === "sync"
+    const now = yield* Clock.currentTimeMillis
+    const alongside: Array<AppendRequest> = []
+    const executionId = newId("exe")
+    if (claimStream !== undefined) {
+      const text = claimText(tool.name, input, attachments)
+      const compared = {
+        mac: secrets.mac("idempotency-input/v1", text),
+        previousMac: () => secrets.previousMac("idempotency-input/v1", text),
+        // The plain SHA-256 older claims carry (Idempotency.ts); new claims carry a MAC.
+        hash: () => sha256(text)
+      }
+      // A key this process has not seen claimed is taken as new on the first attempt, unread:
+      // a fresh key (the common case) costs no read before its commit. One claimed elsewhere
+      // makes that commit conflict, once: the next attempt reads the claim and replays or
+      // refuses, and the key is remembered, so its later replays read first and never cost a
+      // commit of everyone's appends again.
+      const unread = attempt === 0 && claimedKeys.get(claimStream, now) === undefined
+      const claims = unread ? [] : yield* orDie(store.readStream(claimStream))
+      const state = claims.reduce<Idempotency.IdempotencyState>(
+        (s, e) => Idempotency.evolve(s, Idempotency.idempotencyCodec.decode(e)),
+        undefined
+      )
+      const decision = Idempotency.decide(state, compared, now)
+      if (decision._tag === "Mismatch") {
+        return yield* new InvalidInput({ message: "This idempotency key was used with another tool, input or set of attachments." })
+      }
+      if (decision._tag === "Replay") {
+        const record = yield* actor.markReplayed(decision.executionId).pipe(
+          Effect.catchTag("NotFound", () => Effect.succeed(undefined)),
+          orDie
+        )
+        if (record !== undefined) return record
+        // The execution the key names is gone: memory mode's retention window
+        // (SERVICE_MEMORY_RETENTION_MS) is shorter than the key's. The key is then as good as
+        // expired, and this request claims it anew.
+      }
+      const claim: Idempotency.IdempotencyKeyClaimed = { type: "IdempotencyKeyClaimed", executionId, inputMac: compared.mac, claimedAtMs: now }
+      alongside.push({
+        streamId: claimStream,
+        streamType: Idempotency.STREAM_TYPE,
+        expectedVersion: claims.length,
+        events: [Idempotency.idempotencyCodec.encode(claim, newId("evt"))]
+      })
+    }
+    const cap = capOf(tool)
+    const permitKey = { projectId: command.projectId, toolkit: tool.toolkit, executionId }
+    // A synchronous request under a cap is refused before allocation when the cap is full
+    // (interface.md, Limits), also for a tool that runs async by nature: it then takes its
+    // permit here and is dispatched at once, as a sync one is. Not once the process is
+    // stopping: such a request is then recorded pending for the next process (it would not
+    // start here, ExecutionRun.ts) and answered at once.
+    const syncCapped = requestedSync && cap !== undefined && (mode === "sync" || !shutdown.stopping())
+    // A pure tool's sync run on a store that checks the cap inside its commit takes no permit
+    // before and returns none after (EventStore.appendWithinCap); like any sync request it does
+    // not overtake async ones waiting in this process.
+    const capInCommit = syncCapped && mode === "sync" && tool.pure && store.appendWithinCap !== undefined
+    const permitHeld = !syncCapped
+      ? mode === "sync"
+      : capInCommit
+      ? !permits.queued(permitKey)
+      : yield* orDie(permits.tryAcquire(permitKey, cap))
+    if (syncCapped && !permitHeld) return yield* capFull(tool)
+    // Past the refusal above, a capped sync request holds the permit it took, unless its commit
+    // checks the cap; that permit goes back here when nothing is recorded.
+    const tookPermit = syncCapped && !capInCommit
+    // Uninterruptible: a client hanging up must not leave a recorded execution undispatched.
+    const created = yield* Effect.uninterruptible(actor.execute({
+      request: requestOf(command, tool, mode, executionId, now, attachments, connection.connectionId,
+        // Kept only when the execution may wait for a permit (recovery dispatches it then).
+        permitHeld ? undefined : secrets.seal(canonicalJson(input))),
+      plan: { tool, input: decoded, credentials: connection.credentials, permitHeld, capInCommit },
+      alongside
+    })).pipe(
+      Effect.map((record) => ({ record })),
+      Effect.catchTag("ConcurrencyConflict", () => Effect.succeed(undefined)),
+      Effect.catchTag("LaneFull", () => capFull(tool)),
+      // Nothing was recorded: the permit taken for it goes back at once.
+      Effect.onError(() => (tookPermit ? permits.release(permitKey) : Effect.void)),
+      orDie
+    )
+    if (claimStream !== undefined) claimedKeys.set(claimStream, true, now)
+    if (created === undefined) {
+      // Another request claimed the key first: release and read the claim again.
+      if (tookPermit) yield* permits.release(permitKey)
+      return undefined
+    }
+    return created.record
+  })
+
   const execute = Effect.fnUntraced(function*(command: ExecuteCommand): Effect.fn.Return<ExecuteResult, ExecuteFailure> {
-    const { tool, input, decoded, attachments, connection } = yield* validate(command)
+    const validated = yield* validate(command)
+    const { tool } = validated
     const requestedSync = (command.mode ?? "sync") === "sync"
     const mode: ExecutionMode = tool.asyncByNature ? "async" : (command.mode ?? "sync")
     const waitMs = requestedSync ? (command.syncWaitMs ?? syncWaitMs) : undefined
@@ -189,93 +294,13 @@ export const make = Effect.gen(function*() {
       : keyStream(command.projectId, command.userId, command.idempotencyKey)
 
     for (let attempt = 0; attempt < MAX_CLAIM_ATTEMPTS; attempt++) {
-      const now = yield* Clock.currentTimeMillis
-      const alongside: Array<AppendRequest> = []
-      const executionId = newId("exe")
-      if (claimStream !== undefined) {
-        const text = claimText(tool.name, input, attachments)
-        const compared = {
-          mac: secrets.mac("idempotency-input/v1", text),
-          previousMac: () => secrets.previousMac("idempotency-input/v1", text),
-          // The plain SHA-256 older claims carry (Idempotency.ts); new claims carry a MAC.
-          hash: () => sha256(text)
-        }
-        // A key this process has not seen claimed is taken as new on the first attempt, unread:
-        // a fresh key (the common case) costs no read before its commit. One claimed elsewhere
-        // makes that commit conflict, once: the next attempt reads the claim and replays or
-        // refuses, and the key is remembered, so its later replays read first and never cost a
-        // commit of everyone's appends again.
-        const unread = attempt === 0 && claimedKeys.get(claimStream, now) === undefined
-        const claims = unread ? [] : yield* orDie(store.readStream(claimStream))
-        const state = claims.reduce<Idempotency.IdempotencyState>(
-          (s, e) => Idempotency.evolve(s, Idempotency.idempotencyCodec.decode(e)),
-          undefined
-        )
-        const decision = Idempotency.decide(state, compared, now)
-        if (decision._tag === "Mismatch") {
-          return yield* new InvalidInput({ message: "This idempotency key was used with another tool, input or set of attachments." })
-        }
-        if (decision._tag === "Replay") {
-          const record = yield* actor.markReplayed(decision.executionId).pipe(
-            Effect.catchTag("NotFound", () => Effect.succeed(undefined)),
-            orDie
-          )
-          if (record !== undefined) return yield* answer(record, waitMs)
-          // The execution the key names is gone: memory mode's retention window
-          // (SERVICE_MEMORY_RETENTION_MS) is shorter than the key's. The key is then as good as
-          // expired, and this request claims it anew.
-        }
-        const claim: Idempotency.IdempotencyKeyClaimed = { type: "IdempotencyKeyClaimed", executionId, inputMac: compared.mac, claimedAtMs: now }
-        alongside.push({
-          streamId: claimStream,
-          streamType: Idempotency.STREAM_TYPE,
-          expectedVersion: claims.length,
-          events: [Idempotency.idempotencyCodec.encode(claim, newId("evt"))]
-        })
-      }
-      const cap = capOf(tool)
-      const permitKey = { projectId: command.projectId, toolkit: tool.toolkit, executionId }
-      // A synchronous request under a cap is refused before allocation when the cap is full
-      // (interface.md, Limits), also for a tool that runs async by nature: it then takes its
-      // permit here and is dispatched at once, as a sync one is. Not once the process is
-      // stopping: such a request is then recorded pending for the next process (it would not
-      // start here, ExecutionRun.ts) and answered at once.
-      const syncCapped = requestedSync && cap !== undefined && (mode === "sync" || !shutdown.stopping())
-      // A pure tool's sync run on a store that checks the cap inside its commit takes no permit
-      // before and returns none after (EventStore.appendWithinCap); like any sync request it does
-      // not overtake async ones waiting in this process.
-      const capInCommit = syncCapped && mode === "sync" && tool.pure && store.appendWithinCap !== undefined
-      const permitHeld = !syncCapped
-        ? mode === "sync"
-        : capInCommit
-        ? !permits.queued(permitKey)
-        : yield* orDie(permits.tryAcquire(permitKey, cap))
-      if (syncCapped && !permitHeld) return yield* capFull(tool)
-      // Past the refusal above, a capped sync request holds the permit it took, unless its commit
-      // checks the cap; that permit goes back here when nothing is recorded.
-      const tookPermit = syncCapped && !capInCommit
-      // Uninterruptible: a client hanging up must not leave a recorded execution undispatched.
-      const created = yield* Effect.uninterruptible(actor.execute({
-        request: requestOf(command, tool, mode, executionId, now, attachments, connection.connectionId,
-          // Kept only when the execution may wait for a permit (recovery dispatches it then).
-          permitHeld ? undefined : secrets.seal(canonicalJson(input))),
-        plan: { tool, input: decoded, credentials: connection.credentials, permitHeld, capInCommit },
-        alongside
-      })).pipe(
-        Effect.map((record) => ({ record })),
-        Effect.catchTag("ConcurrencyConflict", () => Effect.succeed(undefined)),
-        Effect.catchTag("LaneFull", () => capFull(tool)),
-        // Nothing was recorded: the permit taken for it goes back at once.
-        Effect.onError(() => (tookPermit ? permits.release(permitKey) : Effect.void)),
-        orDie
-      )
-      if (claimStream !== undefined) claimedKeys.set(claimStream, true, now)
-      if (created === undefined) {
-        // Another request claimed the key first: release and read the claim again.
-        if (tookPermit) yield* permits.release(permitKey)
-        continue
-      }
-      return yield* answer(created.record, waitMs)
+      const once = record(command, validated, mode, claimStream, attempt)
+      // Requests with one key take turns in this process: a later one reads the claim the first
+      // one committed and replays, instead of taking a permit of the cap for the same execution
+      // (eight at once under a cap of four answered four 429s). Across processes the claim's
+      // commit still decides.
+      const recorded = yield* (claimStream === undefined ? once : keyLocks([claimStream], once))
+      if (recorded !== undefined) return yield* answer(recorded, waitMs)
     }
     return yield* Effect.die(new Error("idempotency claim kept conflicting"))
   })
