@@ -52,6 +52,8 @@ export type DeliveryQueued = typeof DeliveryQueued.Type
 export const DeliveryAttemptSucceeded = Schema.Struct({
   type: Schema.Literal("DeliveryAttemptSucceeded"),
   attemptedAt: Schema.String,
+  /** When the attempt ended, as a give-up's time is; events recorded before it was kept lack it. */
+  completedAt: Schema.optionalKey(Schema.String),
   statusCode: Schema.Number,
   attempts: Schema.Array(Attempt)
 })
@@ -121,7 +123,7 @@ export const advance = <P extends Progress>(state: P, event: Exclude<DeliveryEve
         status: "succeeded",
         attempts: [...state.attempts, { attemptedAt: event.attemptedAt, statusCode: event.statusCode }],
         nextRetryAt: undefined,
-        completedAt: event.attemptedAt
+        completedAt: event.completedAt ?? event.attemptedAt
       }
     case "DeliveryAttemptFailed":
       return {
@@ -172,7 +174,7 @@ export const decide = (command: DeliveryCommand, state: Progress | undefined): R
   const { outcome } = command
   const attempts = [...state.attempts, { attemptedAt, ...outcomeOf(outcome) }]
   if (isSuccess(outcome) && "statusCode" in outcome) {
-    return [{ type: "DeliveryAttemptSucceeded", attemptedAt, statusCode: outcome.statusCode, attempts }]
+    return [{ type: "DeliveryAttemptSucceeded", attemptedAt, completedAt: isoTime(command.endedAt), statusCode: outcome.statusCode, attempts }]
   }
   const delay = nextAttemptDelay(command.delays, state.attempts.length + 1)
   if (delay === undefined) {

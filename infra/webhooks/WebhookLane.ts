@@ -89,6 +89,19 @@ const requestOf = (row: DeliveryRow, events: ReadonlyArray<Delivery.DeliveryEven
 
 const leaseKey = (endpointId: string) => `webhook-lane/${endpointId}`
 
+/**
+ * Deliveries that end `failed` without an attempt: their endpoint deactivated or deleted (one
+ * line for all of them), or a delivery whose event can no longer be built (a trigger payload lost
+ * with a restart). An operator sees them here, not only in the delivery history.
+ */
+const logStopped = (fields: {
+  readonly endpointId: string
+  readonly reason: Delivery.DeliveryAbandoned["reason"]
+  readonly deliveries: number
+  readonly deliveryId?: string
+  readonly eventId?: string
+}) => Effect.logWarning("webhook deliveries stopped", fields)
+
 export const make = Effect.gen(function*() {
   const store = yield* EventStore
   const views = yield* ViewStore
@@ -141,15 +154,18 @@ export const make = Effect.gen(function*() {
     )
 
   const abandonAll = Effect.fnUntraced(function*(endpointId: string, reason: Delivery.DeliveryAbandoned["reason"]) {
+    let stopped = 0
     while (true) {
       const open = yield* openDeliveries(endpointId, 100)
-      if (open.length === 0) return
+      if (open.length === 0) break
       const at = yield* Clock.currentTimeMillis
       yield* Effect.forEach(open, (row) => {
         attempts.forget(row.deliveryId)
         return append(row, Delivery.decide({ type: "Abandon", at, reason }, row))
       }, { concurrency: 8, discard: true })
+      stopped += open.length
     }
+    if (stopped > 0) yield* logStopped({ endpointId, reason, deliveries: stopped })
   })
 
   /** The envelope a delivery carries: remembered at enqueue, else rebuilt from its source event; or why there is none. */
@@ -214,6 +230,7 @@ export const make = Effect.gen(function*() {
       if (typeof envelope === "string") {
         // Nothing to send (a trigger event's payload gone with a restart): failed, the reason as its last attempt.
         yield* append(row, Delivery.decide({ type: "Abandon", at: yield* Clock.currentTimeMillis, reason: envelope }, row))
+        yield* logStopped({ endpointId, reason: envelope, deliveries: 1, deliveryId: row.deliveryId, eventId: row.eventId })
         return "next" as Outcome
       }
       const { startedAt, endedAt, outcome } = yield* attempts.attempt(state.incarnation, endpoint, envelope, row.deliveryId)
@@ -235,7 +252,7 @@ export const make = Effect.gen(function*() {
         eventId: envelope.eventId,
         attempt: next.attempts.length,
         error: "statusCode" in outcome ? `status ${outcome.statusCode}` : outcome.error,
-        nextRetryAt: next.nextRetryAt ?? "none (given up)"
+        ...(next.nextRetryAt !== undefined ? { nextRetryAt: next.nextRetryAt } : { givenUp: true })
       })
       if (Delivery.isFinished(next.status)) {
         recordDelivery("failed")

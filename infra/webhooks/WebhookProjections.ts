@@ -108,7 +108,7 @@ const deliveryChanges = (event: RecordedEvent): ReadonlyArray<RowChange> => {
         op: "update",
         table: DELIVERIES_TABLE,
         key,
-        set: { status: "succeeded", open: false, attempts: data.attempts, next_retry_at: NONE, completed_at: data.attemptedAt }
+        set: { status: "succeeded", open: false, attempts: data.attempts, next_retry_at: NONE, completed_at: data.completedAt ?? data.attemptedAt }
       }]
     case "DeliveryAttemptFailed":
       return [{

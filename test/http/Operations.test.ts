@@ -164,6 +164,38 @@ describe("operations (memory, in process)", () => {
     expect(Date.parse(String(warning.fields.nextRetryAt))).toBeGreaterThan(0)
     expect(warning.line).not.toContain(endpoint.secret)
   })
+
+  // The fifth attempt's line said `"nextRetryAt":"none (given up)"`, no time (outside audit).
+  it("the last failed attempt's line says it was given up, with no nextRetryAt", async () => {
+    receiver.respond = (request) => ({ status: request.path === "/given-up" ? 503 : 200 })
+    const endpoint = await createEndpoint(service, "p2", receiver.url("/given-up"))
+    logged.length = 0
+    await service.fetch("/v1/execute", { method: "POST", key: keyOf("p2"), json: { tool: "demo.echo", userId: "u1", input: {} } })
+    const last = await eventually(() =>
+      logged.find((entry) => entry.message === "webhook delivery attempt failed" && entry.fields.endpointId === endpoint.endpointId && entry.fields.attempt === 5)
+    )
+    expect(last.fields.givenUp).toBe(true)
+    expect(last.fields).not.toHaveProperty("nextRetryAt")
+  })
+
+  // A delivery that fails without an attempt (its endpoint deactivated, a trigger payload lost)
+  // left no line at all (outside audit).
+  it("deliveries stopped by their endpoint's deactivation are logged, with the endpoint, the count and the reason", async () => {
+    let release: () => void = () => {}
+    const held = new Promise<void>((resolve) => { release = resolve })
+    receiver.respond = (request) => (request.path === "/stopped" ? { status: 200, hold: held } : { status: 200 })
+    const endpoint = await createEndpoint(service, "p2", receiver.url("/stopped"))
+    await service.fetch("/v1/execute", { method: "POST", key: keyOf("p2"), json: { tool: "demo.echo", userId: "u1", input: {} } })
+    await eventually(() => receiver.received.find((request) => request.path === "/stopped"))
+    await service.fetch("/v1/execute", { method: "POST", key: keyOf("p2"), json: { tool: "demo.echo", userId: "u1", input: {} } })
+    logged.length = 0
+    expect((await service.fetch(`/v1/webhooks/${endpoint.endpointId}`, { method: "PATCH", key: keyOf("p2"), json: { active: false } })).status).toBe(200)
+    release()
+    const line = await eventually(() => logged.find((entry) => entry.message === "webhook deliveries stopped" && entry.fields.endpointId === endpoint.endpointId))
+    expect(line.level).toBe("warn")
+    expect(line.fields).toMatchObject({ reason: "endpoint_inactive" })
+    expect(Number(line.fields.deliveries)).toBeGreaterThanOrEqual(1)
+  })
 })
 
 describe("log lines", () => {

@@ -33,11 +33,17 @@ describe("pending delivery", () => {
   it("starts pending with no attempts", () => {
     expect(state).toMatchObject({ status: "pending", attempts: [] })
   })
-  it("any 2xx succeeds and completes", () => {
+  it("any 2xx succeeds and completes when the attempt ends, as a give-up does (outside audit: it was the attempt's start)", () => {
     const attemptedAt = new Date(1_000).toISOString()
-    const next = given([queued]).when(recordAttempt({ statusCode: 204 }, 1_000))
-      .then([{ type: "DeliveryAttemptSucceeded", attemptedAt, statusCode: 204, attempts: [{ attemptedAt, statusCode: 204 }] }])
-    expect(next).toMatchObject({ status: "succeeded", completedAt: new Date(1_000).toISOString(), nextRetryAt: undefined })
+    const completedAt = new Date(2_500).toISOString()
+    const next = given([queued]).when(recordAttempt({ statusCode: 204 }, 1_000, 2_500))
+      .then([{ type: "DeliveryAttemptSucceeded", attemptedAt, completedAt, statusCode: 204, attempts: [{ attemptedAt, statusCode: 204 }] }])
+    expect(next).toMatchObject({ status: "succeeded", completedAt, nextRetryAt: undefined })
+  })
+  it("a success recorded before its end was kept completes at its attempt's start", () => {
+    const attemptedAt = new Date(1_000).toISOString()
+    const state = Delivery.fold([queued, { type: "DeliveryAttemptSucceeded", attemptedAt, statusCode: 200, attempts: [{ attemptedAt, statusCode: 200 }] }])
+    expect(state).toMatchObject({ status: "succeeded", completedAt: attemptedAt })
   })
   it("a failure schedules the next attempt from the end of this one", () => {
     const attemptedAt = new Date(1_000).toISOString()
