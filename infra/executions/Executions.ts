@@ -185,7 +185,7 @@ export const make = Effect.gen(function*() {
    * One try at claiming the key (if any) and recording the execution: its record (or the one
    * the key already names), or undefined when another request claimed the key first.
    */
-  const record = Effect.fnUntraced(function*(
+  const claimAndRecord = Effect.fnUntraced(function*(
     command: ExecuteCommand,
     validated: Effect.Success<ReturnType<typeof validate>>,
     mode: ExecutionMode,
@@ -294,7 +294,7 @@ export const make = Effect.gen(function*() {
       : keyStream(command.projectId, command.userId, command.idempotencyKey)
 
     for (let attempt = 0; attempt < MAX_CLAIM_ATTEMPTS; attempt++) {
-      const once = record(command, validated, mode, claimStream, attempt)
+      const once = claimAndRecord(command, validated, mode, claimStream, attempt)
       // Requests with one key take turns in this process: a later one reads the claim the first
       // one committed and replays, instead of taking a permit of the cap for the same execution
       // (eight at once under a cap of four answered four 429s). Across processes the claim's

@@ -42,8 +42,8 @@ describe("pending delivery", () => {
   })
   it("a success recorded before its end was kept completes at its attempt's start", () => {
     const attemptedAt = new Date(1_000).toISOString()
-    const state = Delivery.fold([queued, { type: "DeliveryAttemptSucceeded", attemptedAt, statusCode: 200, attempts: [{ attemptedAt, statusCode: 200 }] }])
-    expect(state).toMatchObject({ status: "succeeded", completedAt: attemptedAt })
+    const folded = Delivery.fold([queued, { type: "DeliveryAttemptSucceeded", attemptedAt, statusCode: 200, attempts: [{ attemptedAt, statusCode: 200 }] }])
+    expect(folded).toMatchObject({ status: "succeeded", completedAt: attemptedAt })
   })
   it("a failure schedules the next attempt from the end of this one", () => {
     const attemptedAt = new Date(1_000).toISOString()
