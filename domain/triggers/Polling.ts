@@ -4,8 +4,8 @@
  *
  * The cursor's `since` is the newest `updated_at` seen. GitHub's `since` is inclusive, so an
  * unchanged repository answers the same list again, the same ETag, hence 304: `since` moves only
- * when something changed. Only the ETag of an answer that fit on one page is kept (the poller's
- * part): when more than a page of issues share the newest `updated_at` (a bulk edit), the first
+ * when something changed. Only the ETag of an answer shorter than a page is kept (the poller's
+ * part): when a page of issues or more share the newest `updated_at` (a bulk edit), the first
  * page stays the same while new issues arrive on later ones, and a 304 for it would hide them.
  * Issues created before the subscription (the baseline) are never delivered, nor are issues
  * created well before the newest one already seen (an old issue that was merely updated); the

@@ -21,7 +21,7 @@ import { Connections } from "../connections/Connections.ts"
 import { Wakeup } from "../eventlog/MemoryEventStore.ts"
 import { ViewStore } from "../eventlog/ViewStore.ts"
 import { OutboundHttp } from "../outbound/OutboundHttp.ts"
-import { fetchIssuesPage, firstPageUrl, type IssuesAnswer, listedTimes } from "../providers/GithubIssues.ts"
+import { fetchIssuesPage, firstPageUrl, type IssuesAnswer, ISSUES_PER_PAGE, listedTimes } from "../providers/GithubIssues.ts"
 import { Admission } from "./Admission.ts"
 import { PollCursors, type PollState } from "./PollCursors.ts"
 import { Subscriptions } from "./Subscriptions.ts"
@@ -91,9 +91,10 @@ export const make = Effect.gen(function*() {
         // A later page failing leaves the cursor where it was: the next poll asks again.
         return { outcome: (answer.kind === "refused" ? { kind: "refused" } : answer) as PollOutcome, cursor }
       }
-      // A first page that is not the whole answer may stay the same while later pages change:
-      // its ETag would make the next poll a 304 that hides them (domain/triggers/Polling.ts).
-      if (page === 0 && answer.next === undefined) firstEtag = answer.etag
+      // A first page that is or may not be the whole answer (a next page, or a full page whose
+      // next one may come) can stay the same while later pages change: its ETag would make the
+      // next poll a 304 that hides them (domain/triggers/Polling.ts).
+      if (page === 0 && answer.next === undefined && answer.items.length < ISSUES_PER_PAGE) firstEtag = answer.etag
       for (const item of answer.items) {
         const times = Option.getOrUndefined(listedTimes(item))
         if (times === undefined) continue

@@ -92,11 +92,12 @@ describe("github.issue_opened pollers", () => {
     expect(row.occurredAt).toBe(new Date(sameSecond.created_at).toISOString())
   }, 30_000)
 
-  it("keep delivering after more than a page of issues share the newest updated_at (a bulk edit)", async () => {
+  it.each([100, 101])("keep delivering after %i issues share the newest updated_at (a bulk edit)", async (edited) => {
     // GitHub's since is inclusive: the first page then holds the same 100 issues at every poll,
     // answered 304 for its ETag, and new issues sort onto later pages the poller never read
     // again (outside audit: 168 polls, nothing delivered).
-    const old = Array.from({ length: 101 }, (_, i) => `old ${i}`)
+    // A full page with no next one (100) is as stuck as two pages (re-audit).
+    const old = Array.from({ length: edited }, (_, i) => `old ${i}`)
     const { github, service, subscription } = await setup({
       before: (fake) => {
         for (const title of old) fake.addIssue({ title, createdAt: new Date(Date.now() - 60_000).toISOString() })
