@@ -25,7 +25,7 @@ import {
 } from "@modelcontextprotocol/sdk/types.js"
 import { type JsonAnswer, jsonResponse, type RpcId } from "./HttpAnswers.ts"
 import type { McpSession } from "./McpSessions.ts"
-import type { RpcFailure } from "./RpcFailure.ts"
+import { REQUEST_CANCELLED, type RpcFailure } from "./RpcFailure.ts"
 import { argumentsAsSent, keepsTasks } from "./RpcExchange.ts"
 import type { TaskRequests } from "./TaskRequests.ts"
 import type { makeToolCalls } from "./ToolCalls.ts"
@@ -34,7 +34,6 @@ import { isJsonObject } from "../domain/JsonObject.ts"
 
 const answer = (body: unknown) => jsonResponse(JSON.stringify(body), 200)
 
-const CANCELLED = { code: ErrorCode.ConnectionClosed, message: "The request was cancelled." }
 
 export interface FastPathParts {
   readonly toolCalls: ReturnType<typeof makeToolCalls>
@@ -54,7 +53,7 @@ export const makeFastPath = ({ taskRequests, toolCalls, track }: FastPathParts):
   /** The JSON-RPC answer of `result`, ended early by a cancel of `id`. */
   const respond = <A>(session: McpSession, id: Exclude<RpcId, null>, result: Effect.Effect<A, RpcFailure, Scope.Scope>) => {
     const cancelled = Effect.callback<JsonAnswer>((resume) => {
-      const untrack = track(session.sessionId, id, () => resume(Effect.succeed(answer({ jsonrpc: "2.0", id, error: CANCELLED }))))
+      const untrack = track(session.sessionId, id, () => resume(Effect.succeed(answer({ jsonrpc: "2.0", id, error: REQUEST_CANCELLED }))))
       return Effect.sync(untrack)
     })
     const answered = result.pipe(

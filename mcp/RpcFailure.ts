@@ -12,3 +12,9 @@ export class RpcFailure extends Schema.TaggedError<RpcFailure>()("RpcFailure", {
 
 export const INVALID_PARAMS = -32602
 export const METHOD_NOT_FOUND = -32601
+
+/**
+ * A request the client cancelled, or the process's stop cut short (MCP's ConnectionClosed,
+ * -32000): the work it asked about goes on, and asking again (elsewhere, or later) answers it.
+ */
+export const REQUEST_CANCELLED = { code: -32000, message: "The request was cancelled." } as const

@@ -29,7 +29,7 @@ import { isExpired, needsConnection } from "../domain/Connection.ts"
 import type { ConnectionsShape } from "../infra/connections/Connections.ts"
 import type { McpSession } from "./McpSessions.ts"
 import type { McpSettingsShape } from "./McpSettings.ts"
-import { INVALID_PARAMS, RpcFailure } from "./RpcFailure.ts"
+import { INVALID_PARAMS, REQUEST_CANCELLED, RpcFailure } from "./RpcFailure.ts"
 import type { TaskRequests } from "./TaskRequests.ts"
 import type { Notification } from "./TaskEvents.ts"
 import type { makeToolCalls } from "./ToolCalls.ts"
@@ -79,7 +79,7 @@ const runWith = (context: Context.Context<never>) => {
     for (const reason of exit.cause.reasons) {
       if (Cause.isFailReason(reason)) throw rpcError(reason.error.code, reason.error.message)
     }
-    if (Cause.hasInterruptsOnly(exit.cause)) throw rpcError(ErrorCode.ConnectionClosed, "The request was cancelled.")
+    if (Cause.hasInterruptsOnly(exit.cause)) throw rpcError(REQUEST_CANCELLED.code, REQUEST_CANCELLED.message)
     await Effect.runPromiseWith(context)(Effect.logError("MCP handler failed", exit.cause))
     throw rpcError(ErrorCode.InternalError, "Internal error.")
   }

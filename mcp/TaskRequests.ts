@@ -8,7 +8,7 @@
 import { Clock, Effect } from "effect"
 import type { Executions } from "../infra/executions/Executions.ts"
 import type { McpSession } from "./McpSessions.ts"
-import { INVALID_PARAMS, RpcFailure } from "./RpcFailure.ts"
+import { INVALID_PARAMS, REQUEST_CANCELLED, RpcFailure } from "./RpcFailure.ts"
 import { isTerminal, refusedTaskOf, taskOf, type TasksShape } from "./Tasks.ts"
 import { errorResult, recordResult, withRelatedTask } from "./ToolResults.ts"
 
@@ -42,7 +42,12 @@ export const makeTaskRequests = (executions: Executions["Service"], tasks: Tasks
     const final = isTerminal(record)
       ? record
       : yield* Effect.mapError(executions.awaitTerminal(session.projectId, undefined, taskId, Math.max(0, left)), () => taskNotFound(taskId))
-    if (!isTerminal(final)) return yield* new RpcFailure({ code: INVALID_PARAMS, message: `Task ${taskId} expired before it finished.` })
+    if (!isTerminal(final)) {
+      // Within its time to live the wait was cut short (the process stops): the task goes on,
+      // readable on another instance or after a restart, so it is no "expired" a client takes as final.
+      if ((yield* Clock.currentTimeMillis) < task.createdMs + task.ttlMs) return yield* new RpcFailure(REQUEST_CANCELLED)
+      return yield* new RpcFailure({ code: INVALID_PARAMS, message: `Task ${taskId} expired before it finished.` })
+    }
     return withRelatedTask(recordResult(final), taskId)
   })
 
