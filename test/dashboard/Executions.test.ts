@@ -246,7 +246,8 @@ describe("cancelling an execution", () => {
   })
 
   it("shows the service's code and message when the cancel is refused (the execution finished meanwhile)", async () => {
-    const target = await api.executions.execute({ tool: "demo.sleep", input: { ms: 1_500 }, userId: "user_cancel_late", mode: "async" })
+    // Long enough to sign in and click twice on a loaded machine (1.5 s ran out under CI once).
+    const target = await api.executions.execute({ tool: "demo.sleep", input: { ms: 5_000 }, userId: "user_cancel_late", mode: "async" })
     const page = await h.browser.context.newPage()
     // The cancel reaches the service only once the execution has finished: it answers 409.
     await page.route(`**/v1/executions/${target.executionId}/cancel`, async (route) => {
