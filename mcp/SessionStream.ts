@@ -28,16 +28,16 @@
  * replay of another stream's). The gateway answers it 405 (McpGateway.ts).
  */
 import { Clock, Deferred, Duration, Effect, Exit, Queue, Schema, Stream, type Context } from "effect"
-import { randomUUID } from "node:crypto"
 import { isExpired } from "../domain/Connection.ts"
 import type { ConnectionsShape } from "../infra/connections/Connections.ts"
 import { comparePositions, type EventStoreShape, type Position, type RecordedEvent } from "../infra/eventlog/EventStore.ts"
 import { frameIds, logEventId } from "./EventIds.ts"
 import { CONNECTION_STREAM_TYPE } from "../domain/Connection.ts"
-import { type LogFeedShape, MCP_TASK_STREAM_TYPE, sessionOfTaskStream } from "./LogFeed.ts"
+import { type LogFeedShape, MCP_TASK_STREAM_TYPE, sessionOfTaskStream, taskStreamId } from "./LogFeed.ts"
 import type { McpSession, McpSessionsShape } from "./McpSessions.ts"
 import type { McpSettingsShape } from "./McpSettings.ts"
-import { decodeTaskEvent } from "./TaskEvents.ts"
+import { decodeTaskEvent, encodeTaskEvent, type McpStreamClaimed } from "./TaskEvents.ts"
+import { newId } from "../infra/Ids.ts"
 
 const KEEPALIVE = Duration.seconds(15)
 const HISTORY_BATCH = 500
@@ -114,7 +114,7 @@ export const makeSessionStreams = (deps: SessionStreamDeps) => {
   const frames = (session: McpSession, from: Position, keyValid: Effect.Effect<boolean>) =>
     Stream.callback<string>((out) =>
       Effect.gen(function*() {
-        const token = randomUUID()
+        const token = newId("evt")
         const ended = yield* Deferred.make<void>()
         const end = () => void Deferred.doneUnsafe(ended, Exit.void)
         live.get(session.sessionId)?.end()
@@ -125,6 +125,17 @@ export const makeSessionStreams = (deps: SessionStreamDeps) => {
           })
         )
         yield* Effect.orDie(sessions.claimStream(session.sessionId, token))
+        // The claim in the log ends an older stream of the session on any process when it gets
+        // there (below), before it can carry anything committed after it.
+        const claim: McpStreamClaimed = { type: "McpStreamClaimed", sessionId: session.sessionId, token }
+        yield* Effect.orDie(store.append([{
+          streamId: taskStreamId(session.sessionId, `stream_${token}`),
+          streamType: MCP_TASK_STREAM_TYPE,
+          expectedVersion: 0,
+          events: [encodeTaskEvent(claim, newId("evt"))]
+        }]))
+        // Set once this stream meets its own claim; a later claim is a newer stream's.
+        let claimed = false
         const changed = yield* Queue.sliding<void>(1)
         const inbox = yield* feed.subscribeSession(session.sessionId, session.projectId)
         let last = from
@@ -136,7 +147,19 @@ export const makeSessionStreams = (deps: SessionStreamDeps) => {
         // While catching up with a resumption, what the log held before the session existed is
         // passed over: it was never this session's.
         let catchingUp = true
-        const handle = (event: RecordedEvent) =>
+        const claimOf = (event: RecordedEvent) => {
+          if (event.streamType !== MCP_TASK_STREAM_TYPE || sessionOfTaskStream(event.streamId) !== session.sessionId) return undefined
+          const decoded = decodeTaskEvent(event.data)
+          return decoded._tag === "Some" && decoded.value.type === "McpStreamClaimed" ? decoded.value : undefined
+        }
+        /** Carries the event; true when it is a newer stream's claim, which ends this one first. */
+        const handle = (event: RecordedEvent): Effect.Effect<boolean> => {
+          const other = claimOf(event)
+          if (other !== undefined && other.token !== token && claimed) return Effect.succeed(true)
+          if (other?.token === token) claimed = true
+          return Effect.as(carry(event), false)
+        }
+        const carry = (event: RecordedEvent) =>
           comparePositions(event.position, last) <= 0 || (catchingUp && event.createdAt < session.createdMs)
             ? Effect.sync(() => {
               if (comparePositions(event.position, last) > 0) last = event.position
@@ -153,12 +176,16 @@ export const makeSessionStreams = (deps: SessionStreamDeps) => {
           let cursor = from
           while (true) {
             const batch = yield* Effect.orDie(store.readAll(cursor, HISTORY_BATCH))
-            for (const event of batch) yield* handle(event)
+            for (const event of batch) {
+              if (yield* handle(event)) return
+            }
             if (batch.length < HISTORY_BATCH) break
             cursor = batch[batch.length - 1]!.position
           }
           catchingUp = false
-          while (true) yield* handle(yield* Queue.take(inbox))
+          while (true) {
+            if (yield* handle(yield* Queue.take(inbox))) return
+          }
         })
 
         // Keep-alive, and the end of the stream once the session is gone or taken over, or the

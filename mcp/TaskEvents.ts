@@ -48,7 +48,20 @@ export const McpTaskNotified = Schema.Struct({
 })
 export type McpTaskNotified = typeof McpTaskNotified.Type
 
-export const McpTaskEvent = Schema.Union([McpTaskCreated, McpTaskNotified])
+/**
+ * A GET stream of the session opened (SessionStream.ts), in a stream of its own
+ * (`mcp-task-<session>-stream_<token>`): every older stream of the session, on any process,
+ * follows the log and ends when it meets a claim newer than its own, so no notification goes on
+ * two streams.
+ */
+export const McpStreamClaimed = Schema.Struct({
+  type: Schema.Literal("McpStreamClaimed"),
+  sessionId: Schema.String,
+  token: Schema.String
+})
+export type McpStreamClaimed = typeof McpStreamClaimed.Type
+
+export const McpTaskEvent = Schema.Union([McpTaskCreated, McpTaskNotified, McpStreamClaimed])
 export type McpTaskEvent = typeof McpTaskEvent.Type
 
 export const decodeTaskEvent = Schema.decodeUnknownOption(McpTaskEvent)
