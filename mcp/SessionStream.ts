@@ -13,9 +13,11 @@
  * sends it, its id carrying the position last sent. Those two ids add the stream's own tag, so no
  * id repeats in a session (EventIds.ts).
  *
- * A session has one live GET stream: a newer one (on any process) replaces it. Every 15 s the
- * stream sends a keep-alive comment and re-reads the session row, ending when the session was
- * deleted, expired, or claimed by a newer stream.
+ * A session has one live GET stream: a newer one (on any process) replaces it. Its claim is an
+ * event in the log (`McpStreamClaimed`), which an older stream meets in order and ends at, so
+ * nothing committed after the claim goes on both. Every 15 s the stream sends a keep-alive
+ * comment and re-reads the session row, ending when the session was deleted, expired, or claimed
+ * by a newer stream.
  *
  * A resumption reads the log after its `Last-Event-ID`, but never what was committed before the
  * session existed (it was never the session's to carry): the gateway starts it no earlier than
