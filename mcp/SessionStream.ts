@@ -150,7 +150,8 @@ export const makeSessionStreams = (deps: SessionStreamDeps) => {
         // passed over: it was never this session's.
         let catchingUp = true
         const claimOf = (event: RecordedEvent) => {
-          if (event.streamType !== MCP_TASK_STREAM_TYPE || sessionOfTaskStream(event.streamId) !== session.sessionId) return undefined
+          // Its type first: a task's notifications (the most of them) are decoded once, by `interpret`.
+          if (event.type !== "McpStreamClaimed" || sessionOfTaskStream(event.streamId) !== session.sessionId) return undefined
           const decoded = decodeTaskEvent(event.data)
           return decoded._tag === "Some" && decoded.value.type === "McpStreamClaimed" ? decoded.value : undefined
         }
