@@ -5,6 +5,7 @@
  */
 import { useEffect, useRef, useState } from "preact/hooks"
 import { type Client, clientFor, isPinned, KEY_REFUSED, type Me, type Problem, toProblem } from "./api.ts"
+import { forgetPages, ListOwner } from "./data.ts"
 import { type Route, useRoute, whenLeaving } from "./router.ts"
 import { forgetKey, storedKey, storeKey } from "./session.ts"
 import { ErrorNotice, Loading } from "./ui/Feedback.tsx"
@@ -136,7 +137,10 @@ const Shell = (
         <h1 ref={heading} tabIndex={-1}>{title}</h1>
         <RetryWaitNotice />
         <OutcomeNotice route={route} />
-        <View route={route} session={session} />
+        {/* A list's cursors are this key's (data.ts): another key's session does not follow them. */}
+        <ListOwner.Provider value={`${me.projectId}/${me.keyId}`}>
+          <View route={route} session={session} />
+        </ListOwner.Provider>
       </main>
     </>
   )
@@ -150,6 +154,13 @@ export const App = () => {
     | { readonly kind: "signed-out"; readonly problem?: Problem }
     | { readonly kind: "signed-in"; readonly session: Session; readonly signedInHere?: boolean }
   >(() => (storedKey() === undefined ? { kind: "signed-out" } : { kind: "checking" }))
+
+  /** Ends the session: the key is forgotten, and the cursors of the list shown with it (data.ts). */
+  const signOut = (problem?: Problem) => {
+    forgetKey()
+    forgetPages()
+    setState(problem === undefined ? { kind: "signed-out" } : { kind: "signed-out", problem })
+  }
 
   /**
    * Checks the kept key. Only the service's refusal of it (401) signs out: a service that cannot
@@ -165,8 +176,7 @@ export const App = () => {
       (error: unknown) => {
         const problem = toProblem(error)
         if (problem.status === 401) {
-          forgetKey()
-          setState({ kind: "signed-out", problem })
+          signOut(problem)
         } else {
           setState({ kind: "unreachable", problem })
         }
@@ -189,6 +199,7 @@ export const App = () => {
         setState((current) => {
           if (current.kind !== "signed-in") return current
           forgetKey()
+          forgetPages()
           return { kind: "signed-out", problem }
         }), "refused")
     }
@@ -208,10 +219,7 @@ export const App = () => {
           <p>
             <button
               type="button"
-              onClick={() => {
-                forgetKey()
-                setState({ kind: "signed-out" })
-              }}
+              onClick={() => signOut()}
             >
               Sign in with another key
             </button>
@@ -233,10 +241,7 @@ export const App = () => {
         <Shell
           session={state.session}
           focusFirst={state.signedInHere === true}
-          onSignOut={() => {
-            forgetKey()
-            setState({ kind: "signed-out" })
-          }}
+          onSignOut={() => signOut()}
         />
       )
   }
