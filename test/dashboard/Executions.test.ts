@@ -248,14 +248,16 @@ describe("cancelling an execution", () => {
   })
 
   it("shows the service's code and message when the cancel is refused (the execution finished meanwhile)", async () => {
-    const target = await api.executions.execute({ tool: "demo.sleep", input: { ms: 1_500 }, userId: "user_cancel_late", mode: "async" })
     const page = await h.browser.context.newPage()
+    // Signed in before the execution starts: a cold sign-in could outlast it, leaving no Cancel to press.
+    await signIn(page)
+    const target = await api.executions.execute({ tool: "demo.sleep", input: { ms: 3_000 }, userId: "user_cancel_late", mode: "async" })
     // The cancel reaches the service only once the execution has finished: it answers 409.
     await page.route(`**/v1/executions/${target.executionId}/cancel`, async (route) => {
       await api.executions.wait(target.executionId, { timeoutMs: 10_000 })
       await route.continue()
     })
-    await signIn(page, `/dashboard/executions/${target.executionId}`)
+    await page.goto(url(`/dashboard/executions/${target.executionId}`))
     await page.getByRole("button", { name: "Cancel execution" }).click()
     await page.getByRole("button", { name: "Confirm cancel" }).click()
     // While the cancel is in flight the button says so, keeps the focus and does not ask again.
