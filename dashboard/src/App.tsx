@@ -3,8 +3,9 @@
  * or not), the navigation and the current view. Moving between views puts focus on the view's
  * heading, so keyboard and screen-reader users start at the top of what changed.
  */
-import { useEffect, useRef, useState } from "preact/hooks"
+import { useEffect, useMemo, useRef, useState } from "preact/hooks"
 import { type Client, clientFor, isPinned, KEY_REFUSED, type Me, type Problem, toProblem } from "./api.ts"
+import { forgetPages, ListOwner } from "./data.ts"
 import { type Route, useRoute, whenLeaving } from "./router.ts"
 import { forgetKey, storedKey, storeKey } from "./session.ts"
 import { ErrorNotice, Loading } from "./ui/Feedback.tsx"
@@ -21,8 +22,9 @@ import { WebhookDetail } from "./views/WebhookDetail.tsx"
 import { Webhooks } from "./views/Webhooks.tsx"
 
 interface Session {
-  readonly client: Client
   readonly me: Me
+  /** A client on the session's key whose requests stop once `signal` aborts (api.ts `clientFor`). */
+  readonly connect: (signal: AbortSignal) => Client
 }
 
 const NAV: ReadonlyArray<{ readonly route: Route; readonly label: string; readonly views: ReadonlyArray<Route["view"]> }> = [
@@ -70,8 +72,22 @@ const recordOf = (route: Route): string => {
   }
 }
 
-const View = ({ route, session }: { readonly route: Route; readonly session: Session }) => {
-  const { client, me } = session
+/**
+ * The client of the view shown (`view`: its name and record). Leaving it, or the session ending
+ * (the shell goes), aborts what it still has to send: a request in flight, a poll, a retry
+ * waiting out a rate limit; so nothing is sent for a view no longer shown, nor after Sign out
+ * with the key signed out.
+ */
+const useViewClient = (session: Session, view: string): Client => {
+  const scoped = useMemo(() => {
+    const controller = new AbortController()
+    return { controller, client: session.connect(controller.signal) }
+  }, [session, view])
+  useEffect(() => () => scoped.controller.abort(), [scoped])
+  return scoped.client
+}
+
+const View = ({ route, client, me }: { readonly route: Route; readonly client: Client; readonly me: Me }) => {
   switch (route.view) {
     case "files":
       return <Files client={client} me={me} />
@@ -109,6 +125,8 @@ const Shell = (
     else heading.current?.focus()
   }, [route.view, title, recordOf(route)])
   const { me } = session
+  const view = `${route.view}\u0000${recordOf(route)}`
+  const client = useViewClient(session, view)
   return (
     <>
       <a class="skip" href="#main">Skip to content</a>
@@ -134,9 +152,13 @@ const Shell = (
       </header>
       <main id="main">
         <h1 ref={heading} tabIndex={-1}>{title}</h1>
-        <RetryWaitNotice />
+        {/* A wait is the view's own: another view starts with none said (its retry is dropped). */}
+        <RetryWaitNotice key={view} />
         <OutcomeNotice route={route} />
-        <View route={route} session={session} />
+        {/* A list's cursors are this key's (data.ts): another key's session does not follow them. */}
+        <ListOwner.Provider value={`${me.projectId}/${me.keyId}`}>
+          <View route={route} client={client} me={me} />
+        </ListOwner.Provider>
       </main>
     </>
   )
@@ -151,6 +173,13 @@ export const App = () => {
     | { readonly kind: "signed-in"; readonly session: Session; readonly signedInHere?: boolean }
   >(() => (storedKey() === undefined ? { kind: "signed-out" } : { kind: "checking" }))
 
+  /** Ends the session: the key is forgotten, and the cursors of the list shown with it (data.ts). */
+  const signOut = (problem?: Problem) => {
+    forgetKey()
+    forgetPages()
+    setState(problem === undefined ? { kind: "signed-out" } : { kind: "signed-out", problem })
+  }
+
   /**
    * Checks the kept key. Only the service's refusal of it (401) signs out: a service that cannot
    * answer now (a restart, a 503, the network) keeps the key and offers to try again.
@@ -159,14 +188,12 @@ export const App = () => {
     const key = storedKey()
     if (key === undefined) return setState({ kind: "signed-out" })
     setState({ kind: "checking" })
-    const client = clientFor(key)
-    client.me().then(
-      (me) => setState({ kind: "signed-in", session: { client, me } }),
+    clientFor(key).me().then(
+      (me) => setState({ kind: "signed-in", session: { me, connect: (signal) => clientFor(key, signal) } }),
       (error: unknown) => {
         const problem = toProblem(error)
         if (problem.status === 401) {
-          forgetKey()
-          setState({ kind: "signed-out", problem })
+          signOut(problem)
         } else {
           setState({ kind: "unreachable", problem })
         }
@@ -189,6 +216,7 @@ export const App = () => {
         setState((current) => {
           if (current.kind !== "signed-in") return current
           forgetKey()
+          forgetPages()
           return { kind: "signed-out", problem }
         }), "refused")
     }
@@ -208,10 +236,7 @@ export const App = () => {
           <p>
             <button
               type="button"
-              onClick={() => {
-                forgetKey()
-                setState({ kind: "signed-out" })
-              }}
+              onClick={() => signOut()}
             >
               Sign in with another key
             </button>
@@ -222,9 +247,9 @@ export const App = () => {
       return (
         <SignIn
           initialProblem={state.problem}
-          onSignedIn={(client, me, key) => {
+          onSignedIn={(me, key) => {
             storeKey(key)
-            setState({ kind: "signed-in", session: { client, me }, signedInHere: true })
+            setState({ kind: "signed-in", session: { me, connect: (signal) => clientFor(key, signal) }, signedInHere: true })
           }}
         />
       )
@@ -233,10 +258,7 @@ export const App = () => {
         <Shell
           session={state.session}
           focusFirst={state.signedInHere === true}
-          onSignOut={() => {
-            forgetKey()
-            setState({ kind: "signed-out" })
-          }}
+          onSignOut={() => signOut()}
         />
       )
   }

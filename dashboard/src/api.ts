@@ -15,12 +15,25 @@ export interface RetryWaitDetail {
   readonly seconds: number
 }
 
-export const clientFor = (apiKey: string): Client =>
+/**
+ * A client on `apiKey`. Once `signal` aborts (its view left, the session over: App.tsx), it sends
+ * nothing more: a request in flight is aborted, and one not sent yet, such as the client library's
+ * retry waiting out a 429's Retry-After, fails without being sent; so no request carries a key
+ * after Sign out. Such a call rejects as one that got no answer, which no view is left to show.
+ */
+export const clientFor = (apiKey: string, signal?: AbortSignal): Client =>
   createClient({
     baseUrl: window.location.origin,
     apiKey,
-    onRetryWait: ({ error, seconds }) =>
+    fetch: (input, init) => {
+      if (signal === undefined) return window.fetch(input, init)
+      if (signal.aborted) return Promise.reject(new Error("The view that asked for it was left."))
+      return window.fetch(input, { ...init, signal: init.signal ? AbortSignal.any([init.signal, signal]) : signal })
+    },
+    onRetryWait: ({ error, seconds }) => {
+      if (signal?.aborted === true) return
       window.dispatchEvent(new CustomEvent<RetryWaitDetail>(RETRY_WAIT, { detail: { status: error.status, code: error.code, seconds } }))
+    }
   })
 
 /**

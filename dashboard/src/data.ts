@@ -4,7 +4,8 @@
  * anything still moving (pending, delivering, running) is loaded again every POLL_MS until it
  * settles. Answers that arrive after a newer request started are dropped.
  */
-import { useCallback, useEffect, useRef, useState } from "preact/hooks"
+import { createContext } from "preact"
+import { useCallback, useContext, useEffect, useRef, useState } from "preact/hooks"
 import { type Problem, toProblem } from "./api.ts"
 
 export const POLL_MS = 2_000
@@ -80,25 +81,46 @@ export const useResource = <T,>(key: string, load: () => Promise<T>, moving: (va
  * The cursors a list has followed, kept in the history entry's state (never in the URL: a cursor
  * means nothing in a shared link), so a reload, and Back to the entry, show the same page. One
  * list per entry: each view pages one list.
+ *
+ * They are kept with the session's key they were followed with (`ListOwner`): a cursor belongs to
+ * one list of one key, and after Sign out and a sign-in with another key (another project, a
+ * pinned key) in the same tab, the entries Back returns to still hold the last session's, which
+ * the service refuses (422). Those are not followed; a new session starts on the first page.
  */
 const PAGES = "dashboard:pages"
 
+/** Whose cursors a list keeps: the signed-in key (project and key id); provided by the shell. */
+export const ListOwner = createContext("")
+
 const isRecord = (value: unknown): value is Readonly<Record<string, unknown>> => typeof value === "object" && value !== null
 
-const storedStack = (key: string): ReadonlyArray<string | undefined> => {
+const storedStack = (owner: string, key: string): ReadonlyArray<string | undefined> => {
   const state: unknown = window.history.state
   const kept = isRecord(state) ? state[PAGES] : undefined
-  if (!isRecord(kept) || kept.key !== key || !Array.isArray(kept.cursors)) return [undefined]
+  if (!isRecord(kept) || kept.owner !== owner || kept.key !== key || !Array.isArray(kept.cursors)) return [undefined]
   const cursors = kept.cursors as ReadonlyArray<unknown>
   return cursors.every((cursor) => typeof cursor === "string") ? [undefined, ...(cursors as ReadonlyArray<string>)] : [undefined]
 }
 
-const storeStack = (key: string, stack: ReadonlyArray<string | undefined>): void => {
+const storeStack = (owner: string, key: string, stack: ReadonlyArray<string | undefined>): void => {
   const state: unknown = window.history.state
   const cursors = stack.slice(1)
   const kept = isRecord(state) ? state[PAGES] : undefined
-  if (isRecord(kept) && kept.key === key && JSON.stringify(kept.cursors) === JSON.stringify(cursors)) return
-  window.history.replaceState({ ...(isRecord(state) ? state : {}), [PAGES]: { key, cursors } }, "")
+  if (isRecord(kept) && kept.owner === owner && kept.key === key && JSON.stringify(kept.cursors) === JSON.stringify(cursors)) return
+  window.history.replaceState({ ...(isRecord(state) ? state : {}), [PAGES]: { owner, key, cursors } }, "")
+}
+
+/**
+ * Takes the cursors out of the entry shown (on Sign out): they name the project's records, and
+ * the next session starts on the first page even with the same key. Other entries keep theirs,
+ * which only the same key follows again.
+ */
+export const forgetPages = (): void => {
+  const state: unknown = window.history.state
+  if (!isRecord(state) || !(PAGES in state)) return
+  const rest: Record<string, unknown> = { ...state }
+  delete rest[PAGES]
+  window.history.replaceState(rest, "")
 }
 
 export interface Paged<T> extends Loaded<Page<T>> {
@@ -117,13 +139,14 @@ export const usePaged = <T,>(
   load: (cursor: string | undefined) => Promise<Page<T>>,
   moving: (item: T) => boolean = () => false
 ): Paged<T> => {
+  const owner = useContext(ListOwner)
   const [cursors, setCursors] = useState<{ readonly key: string; readonly stack: ReadonlyArray<string | undefined> }>(() => ({
     key,
-    stack: storedStack(key)
+    stack: storedStack(owner, key)
   }))
   // A new key (other filters, Back to another entry) starts where that entry left its list.
-  const stack = cursors.key === key ? cursors.stack : storedStack(key)
-  useEffect(() => storeStack(key, stack), [key, stack.length, stack[stack.length - 1]])
+  const stack = cursors.key === key ? cursors.stack : storedStack(owner, key)
+  useEffect(() => storeStack(owner, key, stack), [owner, key, stack.length, stack[stack.length - 1]])
   const cursor = stack[stack.length - 1]
   const loaded = useResource(`${key}\u0000${stack.length}\u0000${cursor ?? ""}`, () => load(cursor), (page) => page.items.some(moving))
   return {

@@ -400,7 +400,7 @@ describe("the dashboard in Chromium", () => {
         : route.continue())
     await goTo(page, "Files", "Staged files")
     await page.getByLabel("Files to upload").setInputFiles({ name: "big.bin", mimeType: "application/octet-stream", buffer: Buffer.alloc(2048) })
-    await page.getByText(/big\.bin, 2 KiB \(2,048 bytes\), is larger than this service takes \(25 MiB unless/).waitFor()
+    await page.getByText(/^The service refused big\.bin, 2 KiB \(2,048 bytes\), as too large .*It said: The request body exceeds 34968920 bytes\.$/).waitFor()
     await page.close()
   }, 60_000)
 })

@@ -3,12 +3,14 @@
  * the URL (a reload, the back button and a copied link keep them; a value the list cannot use is
  * left out rather than failing the page), and a pending or running execution can be cancelled
  * from its row or its record, by an unpinned key or by a key pinned to its user; a refusal shows
- * the service's code and message. A failed record says how long its provider asked to wait.
+ * the service's code and message; when the execution finishes while its cancel is being
+ * confirmed, the focus goes to the record's heading or the row's link, and the page says it
+ * finished. A failed record says how long its provider asked to wait.
  */
 import type { Page } from "playwright-core"
 import { describe, expect, it } from "vitest"
 import { KEY, PINNED_KEY } from "../support/Service.ts"
-import { seriousViolations, watch, signIn as signInAt } from "./Browser.ts"
+import { focused as focusedIn, seriousViolations, watch, signIn as signInAt } from "./Browser.ts"
 import { dashboardHarness } from "./Harness.ts"
 
 const h = await dashboardHarness()
@@ -246,15 +248,17 @@ describe("cancelling an execution", () => {
   })
 
   it("shows the service's code and message when the cancel is refused (the execution finished meanwhile)", async () => {
-    // Long enough to sign in and click twice on a loaded machine (1.5 s ran out under CI once).
-    const target = await api.executions.execute({ tool: "demo.sleep", input: { ms: 5_000 }, userId: "user_cancel_late", mode: "async" })
     const page = await h.browser.context.newPage()
+    // Signed in before the execution starts: a cold sign-in could outlast it, leaving no Cancel to press.
+    await signIn(page)
+    // Long enough to open the record and click twice on a loaded machine (1.5 s ran out under CI once).
+    const target = await api.executions.execute({ tool: "demo.sleep", input: { ms: 5_000 }, userId: "user_cancel_late", mode: "async" })
     // The cancel reaches the service only once the execution has finished: it answers 409.
     await page.route(`**/v1/executions/${target.executionId}/cancel`, async (route) => {
       await api.executions.wait(target.executionId, { timeoutMs: 10_000 })
       await route.continue()
     })
-    await signIn(page, `/dashboard/executions/${target.executionId}`)
+    await page.goto(url(`/dashboard/executions/${target.executionId}`))
     await page.getByRole("button", { name: "Cancel execution" }).click()
     await page.getByRole("button", { name: "Confirm cancel" }).click()
     // While the cancel is in flight the button says so, keeps the focus and does not ask again.
@@ -267,6 +271,46 @@ describe("cancelling an execution", () => {
     await expect.poll(() => alert.locator(".error-code").textContent(), { timeout: 10_000 }).toBe("invalid_input")
     expect(await alert.textContent()).toContain("HTTP 409")
     expect((await alert.locator(".error-message").textContent())?.length).toBeGreaterThan(0)
+    await page.close()
+  })
+  it("moves the focus to the record's heading, and says so, when the execution finishes while the cancel is being confirmed", async () => {
+    const target = await sleeping("user_cancel_finished")
+    const page = await h.browser.context.newPage()
+    await signIn(page, `/dashboard/executions/${target.executionId}`)
+    const record = page.getByRole("region", { name: target.executionId })
+    await record.getByRole("button", { name: "Cancel execution" }).click()
+    await expect.poll(() => focusedIn(page)).toBe("BUTTON:Confirm cancel")
+    // It finishes elsewhere (another tab, another client): the record's polling sees it.
+    await api.executions.cancel(target.executionId)
+    await record.locator(".badge-cancelled").waitFor({ timeout: 10_000 })
+    expect(await record.getByRole("button", { name: "Confirm cancel" }).count()).toBe(0)
+    await expect.poll(() => focusedIn(page)).toBe("H2:#execution-title")
+    await expect.poll(() => record.getByRole("status").textContent()).toBe("The execution finished (cancelled); there is nothing left to cancel.")
+    await page.close()
+  })
+
+  it("moves the focus to the row's link, and says so, when the execution finishes while the cancel is being confirmed in its row", async () => {
+    const target = await sleeping("user_cancel_row_finished")
+    const page = await h.browser.context.newPage()
+    await signIn(page, "/dashboard/executions?userId=user_cancel_row_finished")
+    const row = page.locator(`tr[data-execution-id="${target.executionId}"]`)
+    await row.getByRole("button", { name: `Cancel ${target.executionId}` }).click()
+    await expect.poll(() => focusedIn(page)).toBe("BUTTON:Confirm cancel")
+    await api.executions.cancel(target.executionId)
+    await row.locator(".badge-cancelled").waitFor({ timeout: 10_000 })
+    await expect.poll(() => focusedIn(page)).toBe(`A:${target.executionId}`)
+    await expect.poll(() => list(page).getByRole("status").first().textContent())
+      .toBe(`${target.executionId} finished (cancelled); there is nothing left to cancel.`)
+
+    // Filtered to running ones, the finished row leaves the list with the focus: it goes to the list's heading.
+    const other = await sleeping("user_cancel_row_finished")
+    await page.goto(url("/dashboard/executions?status=running&userId=user_cancel_row_finished"))
+    const running = page.locator(`tr[data-execution-id="${other.executionId}"]`)
+    await running.getByRole("button", { name: `Cancel ${other.executionId}` }).click()
+    await expect.poll(() => focusedIn(page)).toBe("BUTTON:Confirm cancel")
+    await api.executions.cancel(other.executionId)
+    await expect.poll(() => running.count(), { timeout: 10_000 }).toBe(0)
+    await expect.poll(() => focusedIn(page)).toBe("H2:#executions-title")
     await page.close()
   })
 })

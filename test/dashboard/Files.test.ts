@@ -3,21 +3,25 @@
  * at once are all uploaded, one request after another, each listed with its result (the staged
  * file's id, or the service's code and message); and sizes read as people say them, "1 byte",
  * "N bytes", "1.5 KiB (1,536 bytes)", wherever a size is shown (uploads, the list, metadata, a
- * refusal's message); a look-up's error goes once the file id is changed or cleared.
+ * refusal's message), an upload reading "name, size: result" with no parentheses nested; a file
+ * refused as too large (413) is said with the service's own message, which names its limit, not a
+ * size the dashboard assumes; a look-up's error goes once the file id is changed or cleared.
  */
 import type { Page } from "playwright-core"
-import { describe, expect, it } from "vitest"
-import { KEY } from "../support/Service.ts"
+import { afterAll, describe, expect, it } from "vitest"
+import { KEY, startService } from "../support/Service.ts"
 import { seriousViolations, watch } from "./Browser.ts"
 import { dashboardHarness } from "./Harness.ts"
 
 const h = await dashboardHarness()
 const { api, service } = h
 
-const url = (path: string) => `${service.baseUrl}${path}`
+/** The service again, with a file cap of 1 KiB rather than 25 MiB: its request body ceiling is 4 * ceil(1024 / 3) + 16 KiB. */
+const capped = await startService({ SERVICE_FILE_MAX_BYTES: "1024" })
+afterAll(() => capped.close())
 
-const signIn = async (page: Page) => {
-  await page.goto(url("/dashboard"))
+const signIn = async (page: Page, base = service.baseUrl) => {
+  await page.goto(`${base}/dashboard`)
   await page.getByLabel("API key").fill(KEY)
   await page.getByRole("button", { name: "Sign in" }).click()
   await page.getByRole("heading", { level: 1, name: "Staged files" }).waitFor()
@@ -77,12 +81,15 @@ describe("the files view", () => {
     expect(await item("third.txt").locator("code.file-id").textContent()).toMatch(/^file_/)
     const refused = item("too-big.txt").getByRole("alert")
     expect(await refused.locator(".error-code").textContent()).toBe("invalid_input")
-    expect(await refused.locator(".error-message").textContent()).toMatch(/^too-big\.txt, 2 KiB \(2,048 bytes\), is larger than this service takes/)
+    expect(await refused.locator(".error-message").textContent()).toBe(
+      "The service refused too-big.txt, 2 KiB (2,048 bytes), as too large (a file is sent as base64, a third larger than the file). " +
+        "It said: The request body exceeds 34968920 bytes."
+    )
     expect(await item("too-big.txt").locator("code.file-id").count()).toBe(0)
     expect(await uploads.getByRole("listitem").allTextContents()).toEqual([
-      expect.stringMatching(/^first\.txt \(1 byte\): uploaded as file_/),
-      expect.stringMatching(/^too-big\.txt \(2 KiB \(2,048 bytes\)\): Error invalid_input/),
-      expect.stringMatching(/^third\.txt \(1\.5 KiB \(1,536 bytes\)\): uploaded as file_/)
+      expect.stringMatching(/^first\.txt, 1 byte: uploaded as file_/),
+      expect.stringMatching(/^too-big\.txt, 2 KiB \(2,048 bytes\): Error invalid_input/),
+      expect.stringMatching(/^third\.txt, 1\.5 KiB \(1,536 bytes\): uploaded as file_/)
     ])
 
     // The list holds the two that were staged, and only those.
@@ -107,6 +114,29 @@ describe("the files view", () => {
     expect(seen.names).toEqual(["picked-a.txt", "picked-b.txt"])
     expect(seen.mostInFlight).toBe(1)
     expect(await page.getByRole("region", { name: "Uploads" }).locator("code.file-id").count()).toBe(2)
+    await page.close()
+  })
+
+  it("says a file refused as too large (413) in the service's own words, whatever its cap, and assumes none", async () => {
+    const page = await h.browser.context.newPage()
+    await signIn(page, capped.baseUrl)
+    await page.getByLabel("Files to upload").setInputFiles([
+      { name: "small.bin", mimeType: "application/octet-stream", buffer: Buffer.alloc(1_000) },
+      { name: "big.bin", mimeType: "application/octet-stream", buffer: Buffer.alloc(20_000) }
+    ])
+    await page.getByRole("status").filter({ hasText: "1 of 2 files uploaded; 1 failed." }).waitFor({ timeout: 10_000 })
+    const uploads = page.getByRole("region", { name: "Uploads" })
+    const refused = uploads.getByRole("listitem").filter({ hasText: "big.bin" }).getByRole("alert")
+    expect(await refused.textContent()).toContain("HTTP 413")
+    expect(await refused.locator(".error-message").textContent()).toBe(
+      "The service refused big.bin, 19.5 KiB (20,000 bytes), as too large (a file is sent as base64, a third larger than the file). " +
+        "It said: The request body exceeds 17752 bytes."
+    )
+    expect(await uploads.textContent()).not.toMatch(/MiB|SERVICE_FILE_MAX_BYTES/)
+    expect(await uploads.getByRole("listitem").allTextContents()).toEqual([
+      expect.stringMatching(/^small\.bin, 1,000 bytes: uploaded as file_/),
+      expect.stringMatching(/^big\.bin, 19\.5 KiB \(20,000 bytes\): Error invalid_input/)
+    ])
     await page.close()
   })
 

@@ -1,7 +1,7 @@
 /**
  * A size in bytes as people read it: "1 byte", "512 bytes"; from 1 KiB up the binary unit with
  * one decimal at most and the exact count beside it, "1.5 KiB (1,536 bytes)". Binary units, as
- * the service's file cap is stated (25 MiB); numbers in the reader's locale.
+ * the service's file cap is stated (25 MiB by default); numbers in the reader's locale.
  */
 const UNITS = ["KiB", "MiB", "GiB", "TiB"] as const
 const scaled = new Intl.NumberFormat(undefined, { maximumFractionDigits: 1 })

@@ -4,6 +4,7 @@
  * with its output or error. A pending or running execution can be cancelled from its row or its
  * record. Both poll while work is pending or running.
  */
+import type { RefObject } from "preact"
 import { useEffect, useRef, useState } from "preact/hooks"
 import { type ExecutionRecord, type ExecutionStatus, listTools } from "../../../client/index.ts"
 import { type Client, isPinned, type Me } from "../api.ts"
@@ -21,27 +22,48 @@ import { Time } from "../ui/Time.tsx"
 
 const running = (execution: ExecutionRecord) => execution.status === "pending" || execution.status === "running"
 
+/** Whether the keyboard focus is inside `element` (read while rendering: before the render takes out what had it). */
+const focusIn = (element: HTMLElement | null): boolean => element !== null && element.contains(document.activeElement)
+
+/** The focus fell to the page's body: what had it was taken out. */
+const focusLost = (): boolean => document.activeElement === null || document.activeElement === document.body
+
+/** What the page says when an execution finished while its cancel was at hand. */
+const finishedSaid = (execution: ExecutionRecord): string => `finished (${execution.status}); there is nothing left to cancel.`
+
 /**
  * Cancels a pending or running execution (any key: a pinned key lists and cancels its own
  * user's), once confirmed (ui/Confirm.tsx), as rotates and deletes are. The button is there only
  * while the execution is pending or running; a refusal (it finished meanwhile: 409) stays, with
  * the service's code and message, after the record moves on. `onDone` reloads and says where the
- * focus goes, as the button may be gone.
+ * focus goes, as the button may be gone. When the execution finishes by itself (polling saw it)
+ * while the focus was on the button or its confirmation, inside `container`, the buttons go with
+ * the focus: `onFinished` says where it goes, and says that it finished.
  */
 const CancelExecution = (
-  { client, execution, label, ariaLabel, onDone }: {
+  { client, execution, label, ariaLabel, container, onDone, onFinished }: {
     readonly client: Client
     readonly execution: ExecutionRecord
     readonly label: string
     readonly ariaLabel?: string
+    /** The element around the buttons (the row, the record's actions). */
+    readonly container: RefObject<HTMLElement | null>
     readonly onDone: (cancelled: boolean) => void
+    readonly onFinished: () => void
   }
 ) => {
   const { problem, act } = useAction()
   const [busy, setBusy] = useState(false)
+  const isRunning = running(execution)
+  const hadFocus = focusIn(container.current)
+  useEffect(() => {
+    // A cancel of this page's own (busy) moves the focus in onDone.
+    if (isRunning || busy || !hadFocus || !focusLost()) return
+    onFinished()
+  }, [isRunning])
   return (
     <>
-      {running(execution) ? (
+      {isRunning ? (
         <Confirm
           label={label}
           confirmLabel="Confirm cancel"
@@ -70,12 +92,14 @@ const CancelExecution = (
 }
 
 const ExecutionRow = (
-  { client, execution, filters, onDone }: {
+  { client, execution, filters, onDone, onFinished }: {
     readonly client: Client
     readonly execution: ExecutionRecord
     /** The list's filters: the record's link keeps them for its way back. */
     readonly filters: ExecutionFilters
     readonly onDone: (executionId: string, cancelled: boolean) => void
+    /** It finished while its cancel was at hand: what the list says. */
+    readonly onFinished: (said: string) => void
   }
 ) => {
   const row = useRef<HTMLTableRowElement>(null)
@@ -94,10 +118,15 @@ const ExecutionRow = (
           execution={execution}
           label="Cancel"
           ariaLabel={`Cancel ${id}`}
+          container={row}
           onDone={(cancelled) => {
             // The button goes with the new status: the focus stays in the row, on its link.
             row.current?.querySelector("a")?.focus()
             onDone(id, cancelled)
+          }}
+          onFinished={() => {
+            row.current?.querySelector("a")?.focus()
+            onFinished(`${id} ${finishedSaid(execution)}`)
           }}
         />
       </td>
@@ -181,14 +210,14 @@ export const Executions = ({ client, me, filters }: { readonly client: Client; r
   )
   const [status, setStatus] = useState("")
   const heading = useRef<HTMLHeadingElement>(null)
-  // A row cancelled from a list it then leaves (filtered to running ones) takes its link and the
-  // focus with it: once the list has loaded again, a focus left on the page's body goes to the heading.
-  const cancelled = useRef(false)
+  const section = useRef<HTMLElement>(null)
+  // A row that leaves the list (filtered to running ones, it was cancelled or finished) takes the
+  // focus with it when it had it (its link, its Cancel or the confirmation): the focus goes to the
+  // list's heading rather than the page's body.
+  const hadFocus = focusIn(section.current)
   useEffect(() => {
-    if (!cancelled.current || paged.busy) return
-    cancelled.current = false
-    if (document.activeElement === null || document.activeElement === document.body) heading.current?.focus()
-  }, [paged.value, paged.busy])
+    if (hadFocus && focusLost()) heading.current?.focus()
+  }, [paged.value])
   return (
     <>
       <FilterBar
@@ -197,7 +226,7 @@ export const Executions = ({ client, me, filters }: { readonly client: Client; r
         pinned={pinned}
         onApply={() => heading.current?.focus()}
       />
-      <section aria-labelledby="executions-title">
+      <section ref={section} aria-labelledby="executions-title">
         <div class="section-head">
           <h2 id="executions-title" ref={heading} tabIndex={-1}>Executions</h2>
           <Button enabled={!paged.busy} onPress={paged.reload}>Refresh</Button>
@@ -229,9 +258,9 @@ export const Executions = ({ client, me, filters }: { readonly client: Client; r
                       filters={filters}
                       onDone={(id, done) => {
                         setStatus(done ? `${id} cancelled.` : "")
-                        cancelled.current = true
                         paged.reload()
                       }}
+                      onFinished={setStatus}
                     />
                   ))}
                 </tbody>
@@ -250,6 +279,7 @@ export const ExecutionDetail = (
   const record = useResource(`execution:${executionId}`, () => client.executions.get(executionId), running)
   const execution = record.value
   const heading = useRef<HTMLHeadingElement>(null)
+  const actions = useRef<HTMLDivElement>(null)
   const [status, setStatus] = useState("")
   return (
     <>
@@ -258,16 +288,21 @@ export const ExecutionDetail = (
       {execution === undefined ? (record.problem === undefined ? <Loading what="the execution" /> : null) : (
         <section aria-labelledby="execution-title">
           <h2 id="execution-title" ref={heading} tabIndex={-1}><code>{execution.executionId}</code></h2>
-          <div class="actions">
+          <div class="actions" ref={actions}>
             <CancelExecution
               client={client}
               execution={execution}
               label="Cancel execution"
+              container={actions}
               onDone={(cancelled) => {
                 // The button goes with the new status: the focus moves to the record's heading.
                 heading.current?.focus()
                 setStatus(cancelled ? "Cancelled." : "")
                 record.reload()
+              }}
+              onFinished={() => {
+                heading.current?.focus()
+                setStatus(`The execution ${finishedSaid(execution)}`)
               }}
             />
           </div>

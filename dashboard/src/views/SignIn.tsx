@@ -4,7 +4,7 @@
  * is never echoed into the page.
  */
 import { useEffect, useRef, useState } from "preact/hooks"
-import { type Client, clientFor, type Me, type Problem, toProblem } from "../api.ts"
+import { clientFor, type Me, type Problem, toProblem } from "../api.ts"
 import { Button } from "../ui/Button.tsx"
 import { dropErrorOnEdit, ErrorNotice } from "../ui/Feedback.tsx"
 
@@ -12,7 +12,7 @@ import { dropErrorOnEdit, ErrorNotice } from "../ui/Feedback.tsx"
 const KEY_CHARACTERS = /^[A-Za-z0-9_-]+$/
 
 export const SignIn = (
-  { onSignedIn, initialProblem }: { readonly onSignedIn: (client: Client, me: Me, key: string) => void; readonly initialProblem?: Problem | undefined }
+  { onSignedIn, initialProblem }: { readonly onSignedIn: (me: Me, key: string) => void; readonly initialProblem?: Problem | undefined }
 ) => {
   const [problem, setProblem] = useState<Problem | undefined>(initialProblem)
   const [busy, setBusy] = useState(false)
@@ -48,11 +48,10 @@ export const SignIn = (
     }
     setBusy(true)
     setProblem(undefined)
-    const client = clientFor(key)
     try {
-      const me = await client.me()
+      const me = await clientFor(key).me()
       if (input !== null) input.value = ""
-      onSignedIn(client, me, key)
+      onSignedIn(me, key)
     } catch (error) {
       setProblem(toProblem(error))
       setBusy(false)

@@ -25,12 +25,17 @@ interface Entry {
 }
 
 /**
- * A 413 names the request body's ceiling (the base64 of the file cap plus room for the JSON):
- * said in terms of the file, which is what the user picked.
+ * A 413 is the service refusing the request body as larger than its ceiling (the base64 of its
+ * file cap plus room for the JSON; each service sets its own cap): said in terms of the file,
+ * which is what the user picked, with the service's own message, which names the ceiling in bytes.
  */
 const inFileTerms = (problem: Problem, file: File): Problem =>
   problem.status === 413
-    ? { ...problem, message: `${file.name}, ${formatSize(file.size)}, is larger than this service takes (25 MiB unless its SERVICE_FILE_MAX_BYTES says otherwise). ${problem.message}` }
+    ? {
+      ...problem,
+      message: `The service refused ${file.name}, ${formatSize(file.size)}, as too large (a file is sent as base64, a third larger than the file). ` +
+        `It said: ${problem.message}`
+    }
     : problem
 
 const upload = async (client: Client, file: File): Promise<Result> => {
@@ -66,7 +71,7 @@ const Results = ({ entries }: { readonly entries: ReadonlyArray<Entry> }) => (
     <ol class="uploads">
       {entries.map((entry) => (
         <li key={entry.key} class={`upload upload-${entry.result.kind}`}>
-          <span class="file-name">{entry.name}</span> <span class="muted">({formatSize(entry.size)})</span>:{" "}
+          <span class="file-name">{entry.name}</span>, <span class="muted">{formatSize(entry.size)}</span>:{" "}
           <Outcome result={entry.result} />
         </li>
       ))}
