@@ -189,11 +189,11 @@ export const make = Effect.gen(function*() {
     command: ExecuteCommand,
     validated: Effect.Success<ReturnType<typeof validate>>,
     mode: ExecutionMode,
+    requestedSync: boolean,
     claimStream: string | undefined,
     attempt: number
   ): Effect.fn.Return<ExecutionRecord | undefined, ExecuteFailure> {
     const { tool, input, decoded, attachments, connection } = validated
-    const requestedSync = (command.mode ?? "sync") === "sync"
     const now = yield* Clock.currentTimeMillis
     const alongside: Array<AppendRequest> = []
     const executionId = newId("exe")
@@ -294,7 +294,7 @@ export const make = Effect.gen(function*() {
       : keyStream(command.projectId, command.userId, command.idempotencyKey)
 
     for (let attempt = 0; attempt < MAX_CLAIM_ATTEMPTS; attempt++) {
-      const once = claimAndRecord(command, validated, mode, claimStream, attempt)
+      const once = claimAndRecord(command, validated, mode, requestedSync, claimStream, attempt)
       // Requests with one key take turns in this process: a later one reads the claim the first
       // one committed and replays, instead of taking a permit of the cap for the same execution
       // (eight at once under a cap of four answered four 429s). Across processes the claim's

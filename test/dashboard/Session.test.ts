@@ -116,11 +116,14 @@ describe("a new session in the same tab", () => {
     await page.close()
   })
 
-  it("sends nothing after Sign out, not even a rate-limited list's retry that was waiting", async () => {
+  /**
+   * A page on the executions list whose first read was refused once (429, retry after 2 s): the
+   * client waits to send it again. `refused()` counts the refusals; `sent` the requests from then on.
+   */
+  const waitingRetry = async () => {
     const page = await h.browser.context.newPage()
     await signInAt(page, url("/dashboard/files"), KEY)
     await settled(page)
-    // The executions list is refused once (429, retry after 2 s): the client waits to send it again.
     let refused = 0
     await page.route("**/v1/executions?*", (route) => {
       if (refused++ === 0) return rateLimited(2)(route)
@@ -128,34 +131,28 @@ describe("a new session in the same tab", () => {
     })
     await page.getByRole("navigation", { name: "Views" }).getByRole("link", { name: "Executions" }).click()
     await page.getByText("Rate limited; retrying in 2 s.").waitFor()
-    const sent = sentFromNow(page)
+    return { page, sent: sentFromNow(page), refused: () => refused }
+  }
+
+  it("sends nothing after Sign out, not even a rate-limited list's retry that was waiting", async () => {
+    const { page, sent, refused } = await waitingRetry()
     await page.getByRole("button", { name: "Sign out" }).click()
     await page.getByLabel("API key").waitFor()
     // Past the wait, and a poll's 2 s beyond it.
     await page.waitForTimeout(4_500)
     expect(sent).toEqual([])
-    expect(refused).toBe(1)
+    expect(refused()).toBe(1)
     await page.close()
   })
 
   it("drops a rate-limited list's waiting retry, and says no more of it, when its view is left", async () => {
-    const page = await h.browser.context.newPage()
-    await signInAt(page, url("/dashboard/files"), KEY)
-    await settled(page)
-    let refused = 0
-    await page.route("**/v1/executions?*", (route) => {
-      if (refused++ === 0) return rateLimited(2)(route)
-      return route.continue()
-    })
-    await page.getByRole("navigation", { name: "Views" }).getByRole("link", { name: "Executions" }).click()
-    await page.getByText("Rate limited; retrying in 2 s.").waitFor()
-    const sent = sentFromNow(page)
+    const { page, sent, refused } = await waitingRetry()
     await page.getByRole("navigation", { name: "Views" }).getByRole("link", { name: "Webhooks" }).click()
     await page.getByRole("heading", { level: 1, name: "Webhook endpoints" }).waitFor()
     await expect.poll(() => page.getByText(/Rate limited/).count()).toBe(0)
     await page.waitForTimeout(4_500)
     expect(sent.filter((request) => request.startsWith("/v1/executions"))).toEqual([])
-    expect(refused).toBe(1)
+    expect(refused()).toBe(1)
     await page.close()
   })
 })
