@@ -106,7 +106,7 @@ export interface ExecutionListQuery extends PageQuery {
 }
 
 export interface WaitOptions {
-  /** Delay between polls; default 500 ms. */
+  /** Delay between polls; default 500 ms, at least 20 ms. */
   readonly pollMs?: number | undefined
   /** Give up with a `timeout` ServiceError after this long; default 60000 ms. */
   readonly timeoutMs?: number | undefined

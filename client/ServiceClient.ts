@@ -147,6 +147,12 @@ const subscription = (subscriptionId: string) => `v1/subscriptions/${segment(sub
 
 const isoTime = (time: string | Date): string => (typeof time === "string" ? time : time.toISOString())
 
+/** Polls of `wait` are at least this far apart: a pollMs of 0 would spend the project's request budget in a loop. */
+const MIN_POLL_MS = 20
+
+const pollDelay = (pollMs: number | undefined) =>
+  pollMs === undefined || Number.isNaN(pollMs) ? 500 : Math.max(MIN_POLL_MS, pollMs)
+
 export const makeServiceClient = (options: ClientOptions): ServiceClientShape => {
   const { send, json } = makeTransport(options)
   const defaultUser = options.userId
@@ -155,7 +161,7 @@ export const makeServiceClient = (options: ClientOptions): ServiceClientShape =>
     json({ method: "GET", path: `v1/executions/${segment(executionId)}` }, ExecutionRecordSchema)
 
   const wait = Effect.fnUntraced(function*(executionId: string, waitOptions: WaitOptions = {}) {
-    const pollMs = waitOptions.pollMs ?? 500
+    const pollMs = pollDelay(waitOptions.pollMs)
     const timeoutMs = waitOptions.timeoutMs ?? 60_000
     const deadline = (yield* Clock.currentTimeMillis) + timeoutMs
     while (true) {

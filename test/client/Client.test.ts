@@ -281,6 +281,16 @@ describe("client policies against a stub", () => {
     expect(stub.requests.map((r) => `${r.method} ${r.url}`)).toEqual(Array(3).fill("GET /v1/executions/exe_1"))
   })
 
+  it("wait never polls faster than every 20 ms, whatever pollMs says (0, negative, not a number)", async () => {
+    for (const pollMs of [0, -5, Number.NaN]) {
+      reset(record("pending"))
+      const error = await rejection(client().executions.wait("exe_1", { pollMs, timeoutMs: 200 }))
+      expect(error).toMatchObject({ code: "timeout" })
+      // At most one poll per 20 ms over 200 ms, plus the first and the one at the deadline.
+      expect(stub.requests.length).toBeLessThanOrEqual(12)
+    }
+  })
+
   it("wait fails with code timeout at its deadline", async () => {
     reset(record("pending"))
     const started = Date.now()
