@@ -276,7 +276,7 @@ export const makeHandle = (parts: GatewayParts) => {
     // Never from before the session: what the log held then was never the session's to carry.
     const from = resumed?._tag === "After" ? latest(resumed.position, session.createdPosition) : feed.position()
     if (resumed?._tag === "FromNow") return postStreamNotResumable()
-    return new Response(streams.open(session, from, caller.keyValid), {
+    return new Response(streams.open(session, from, resumed?._tag === "After", caller.keyValid), {
       headers: {
         "content-type": "text/event-stream",
         "cache-control": "no-cache, no-transform",

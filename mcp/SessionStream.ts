@@ -11,7 +11,8 @@
  * that reconnects before any notification resumes without a gap (from 2025-11-25 on: older
  * clients cannot take an event without data). An expiry has no log event: the stream's own timer
  * sends it, its id carrying the position last sent. Those two ids add the stream's own tag, so no
- * id repeats in a session (EventIds.ts).
+ * id repeats in a session (EventIds.ts). A resumed stream sends one list_changed at once when a
+ * connection of the user expired since the session began: the client may have been away then.
  *
  * A session has one live GET stream: a newer one (on any process) replaces it. Its claim is an
  * event in the log (`McpStreamClaimed`), which an older stream meets in order and ends at, so
@@ -97,23 +98,30 @@ export const makeSessionStreams = (deps: SessionStreamDeps) => {
     return owner === user ? LIST_CHANGED : undefined
   })
 
-  /** When the next connection of the user expires, if one will. */
-  const nextExpiry = Effect.fnUntraced(function*(session: McpSession, user: string) {
+  /**
+   * The expiries of the user's connections around now: when the next one expires, if one will,
+   * and when the latest one already expired, if one did.
+   */
+  const expiriesOf = Effect.fnUntraced(function*(session: McpSession, user: string) {
     const now = yield* Clock.currentTimeMillis
     let next: number | undefined
+    let latestPast: number | undefined
     let after: string | undefined
     for (let page = 0; page < 100; page++) {
       const { connections: items, hasMore } = yield* connections.list({ projectId: session.projectId, userId: user, limit: 100, after })
       for (const c of items) {
-        if (c.expiresAt !== undefined && !isExpired(c.expiresAt, now)) next = Math.min(next ?? Infinity, Date.parse(c.expiresAt))
+        if (c.expiresAt === undefined) continue
+        const at = Date.parse(c.expiresAt)
+        if (isExpired(c.expiresAt, now)) latestPast = Math.max(latestPast ?? -Infinity, at)
+        else next = Math.min(next ?? Infinity, at)
       }
       after = items.at(-1)?.connectionId
       if (!hasMore || after === undefined) break
     }
-    return next
+    return { next, latestPast }
   })
 
-  const frames = (session: McpSession, from: Position, keyValid: Effect.Effect<boolean>) =>
+  const frames = (session: McpSession, from: Position, resumed: boolean, keyValid: Effect.Effect<boolean>) =>
     Stream.callback<string>((out) =>
       Effect.gen(function*() {
         const token = newId("evt")
@@ -145,6 +153,14 @@ export const makeSessionStreams = (deps: SessionStreamDeps) => {
         const ownId = frameIds("g")
         // Empty data confuses clients of versions before 2025-11-25 (the SDK primes only from it).
         if (session.protocolVersion >= "2025-11-25") yield* Queue.offer(out, `id: ${ownId(from)}\nretry: 1000\ndata: \n\n`)
+        const user = listUser(session)
+        // An expiry has no log event to replay: a resumed stream cannot tell whether the client
+        // saw the list_changed of one that fell while no stream was open, so it sends one when a
+        // connection of the user expired since the session began.
+        if (resumed && user !== undefined) {
+          const { latestPast } = yield* expiriesOf(session, user)
+          if (latestPast !== undefined && latestPast > session.createdMs) yield* Queue.offer(out, frame(ownId(from), LIST_CHANGED))
+        }
 
         // While catching up with a resumption, what the log held before the session existed is
         // passed over: it was never this session's.
@@ -204,10 +220,9 @@ export const makeSessionStreams = (deps: SessionStreamDeps) => {
         })
 
         // Expiries have no log event: wait for the next one, or for a change that may move it.
-        const user = listUser(session)
         const expiries = user === undefined ? Effect.never : Effect.gen(function*() {
           while (true) {
-            const next = yield* nextExpiry(session, user)
+            const { next } = yield* expiriesOf(session, user)
             const wait = next === undefined ? Effect.never : Effect.flatMap(Clock.currentTimeMillis, (now) => Effect.sleep(Math.max(0, next - now) + 10))
             const expired = yield* Effect.raceFirst(Effect.as(wait, true), Effect.as(Queue.take(changed), false))
             if (expired) yield* Queue.offer(out, frame(ownId(last), LIST_CHANGED))
@@ -225,8 +240,8 @@ export const makeSessionStreams = (deps: SessionStreamDeps) => {
      * The SSE body of a GET stream of `session`, from log position `from`; it ends once `keyValid`
      * says the key that opened it no longer holds (checked with each keep-alive).
      */
-    open: (session: McpSession, from: Position, keyValid: Effect.Effect<boolean>): ReadableStream<Uint8Array> =>
-      Stream.toReadableStreamWith(frames(session, from, keyValid).pipe(Stream.encodeText), deps.context),
+    open: (session: McpSession, from: Position, resumed: boolean, keyValid: Effect.Effect<boolean>): ReadableStream<Uint8Array> =>
+      Stream.toReadableStreamWith(frames(session, from, resumed, keyValid).pipe(Stream.encodeText), deps.context),
     /** Whether `position` lies past the log's end: no event id of any session names it. */
     pastEnd: (position: Position): Effect.Effect<boolean> =>
       comparePositions(position, feed.position()) <= 0

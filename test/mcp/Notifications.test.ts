@@ -73,6 +73,22 @@ describe("the session's GET stream", () => {
     await mine.close()
   })
 
+  it("a stream resumed after a connection of the user expired while no stream was open sends tools/list_changed", async () => {
+    const user = { "x-service-user-id": "ivy" }
+    const session = await openSession(gw.url, { headers: user })
+    const first = await openStream(gw, session, user)
+    await createConnection(gw, "ivy", { expiresAt: new Date(Date.now() + 1000).toISOString() })
+    // The creation's list_changed is read, then the stream closes before the expiry.
+    const [, created] = await readEvents(first, 2)
+    expect(JSON.parse(created!.data)).toMatchObject({ method: "notifications/tools/list_changed" })
+    await new Promise((resolve) => setTimeout(resolve, 1500))
+    const resumed = await openStream(gw, session, { ...user, "last-event-id": created!.id! })
+    const events = (await readEvents(resumed, 2, 2000)).slice(1)
+    expect(events.map((e) => (JSON.parse(e.data) as { method: string }).method)).toEqual(["notifications/tools/list_changed"])
+    // Its id is the stream's own (no log event), so it never repeats one the client saw.
+    expect(events[0]!.id!.startsWith(`${created!.id!}:g`)).toBe(true)
+  })
+
   it("gives each event a log position as id and replays what was missed from Last-Event-ID", async () => {
     const user = { "x-service-user-id": "hank" }
     const session = await openSession(gw.url, { headers: user })
