@@ -1,7 +1,7 @@
 /**
  * `http.request`: the user names the URL, so the request goes through OutboundHttp under the
- * configured address policy (never widened). Any HTTP status is a successful tool result; only
- * transport failures and refusals are errors.
+ * configured address policy (never widened). Any HTTP status (100-599) is a successful tool result;
+ * only transport failures, refusals and a status past 599 are errors.
  */
 import { Effect } from "effect"
 import { MAX_RESPONSE_BODY_BYTES, RequestInput } from "../../domain/catalog/Http.ts"
@@ -55,6 +55,11 @@ export const makeHttpAdapter = (http: OutboundHttp["Service"]): ToolAdapter => (
       timeoutMs: PROVIDER_REQUEST_TIMEOUT_MS,
       maxBodyBytes: MAX_RESPONSE_BODY_BYTES
     }).pipe(Effect.mapError(refusal))
+    // HTTP statuses are 100-599 (RFC 9110 15); Node's parser takes any three digits. A status past
+    // 599 is no answer the tool's output schema describes, so it is the server's fault.
+    if (response.status > 599) {
+      return yield* new ProviderError({ message: `http.request: the server answered with status ${response.status}, which is not an HTTP status (100-599)` })
+    }
     return {
       status: response.status,
       headers: response.headers,

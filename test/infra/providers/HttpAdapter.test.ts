@@ -32,6 +32,21 @@ describe("http.request", () => {
       assert.strictEqual(server.requests[2]?.headers["x-trace"], "t1")
     }))
 
+  it.live("a status outside HTTP's 100-599 is a provider_error, not a result its output schema refuses", () =>
+    Effect.gen(function*() {
+      const server = yield* startServer((req, res) => {
+        res.writeHead(Number(req.path.slice(1)))
+        res.end("odd")
+      })
+      const adapter = yield* adapterWith(true)
+      for (const status of [600, 799, 999]) {
+        const error = yield* Effect.flip(adapter.run({ method: "GET", url: `${server.url}/${status}` }, context))
+        assert.strictEqual(error.code, "provider_error", String(status))
+        assert.include(error.message, String(status))
+      }
+      assert.deepInclude(yield* adapter.run({ method: "GET", url: `${server.url}/599` }, context) as object, { status: 599 })
+    }))
+
   it.live("cuts the body at 1 MiB", () =>
     Effect.gen(function*() {
       const server = yield* startServer((_req, res) => res.end("a".repeat(MAX_RESPONSE_BODY_BYTES + 4096)))
