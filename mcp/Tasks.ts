@@ -13,7 +13,8 @@
  * progress at queued, running and terminal when the call carried a progressToken, and the
  * terminal `notifications/tasks/status`. If that process dies first, the notifications stop (the
  * spec makes them optional; clients poll tasks/get), while tasks/get and tasks/result go on
- * answering from any process.
+ * answering from any process. A process that stops cleanly reads each watched record once more
+ * as it closes, so an execution its stop let finish still gets its terminal notifications.
  */
 import { Clock, Effect, FiberSet, Queue, type Scope } from "effect"
 import type { ExecutionRecord, ExecutionStatus } from "../domain/executions/ExecutionRecord.ts"
@@ -130,6 +131,17 @@ const notificationsFor = (binding: McpTaskCreated, record: ExecutionRecord): Rea
 ]
 
 /**
+ * The stages an execution reached between `last` and `record`, in order. Seen only at its end, an
+ * execution that had started still reports that it ran.
+ */
+export const stagesAfter = (last: ExecutionRecord, record: ExecutionRecord): ReadonlyArray<ExecutionRecord> => {
+  if (stage(record.status) <= stage(last.status)) return []
+  return stage(last.status) === 0 && isTerminal(record) && record.startedAt !== undefined
+    ? [{ ...record, status: "running" }, record]
+    : [record]
+}
+
+/**
  * Runs `onChange` for each later stage the execution reaches after `from`, up to its terminal
  * record: from the log as the follower reads it, after one read of the current record (the
  * watch is registered first, so a change is seen one way or the other). Each stage is reported
@@ -145,13 +157,7 @@ export const followStages = <E>(
     let last = from
     const queue = yield* feed.watchExecution(from.executionId)
     const advance = (record: ExecutionRecord) => Effect.andThen(Effect.sync(() => void (last = record)), onChange(record))
-    const step = (record: ExecutionRecord): Effect.Effect<void, E> => {
-      if (stage(record.status) <= stage(last.status)) return Effect.void
-      // Seen only at its end, an execution that had started still reports that it ran.
-      return stage(last.status) === 0 && isTerminal(record) && record.startedAt !== undefined
-        ? Effect.andThen(advance({ ...record, status: "running" }), advance(record))
-        : advance(record)
-    }
+    const step = (record: ExecutionRecord): Effect.Effect<void, E> => Effect.forEach(stagesAfter(last, record), advance, { discard: true })
     const current = yield* Effect.option(executions.get(from.projectId, undefined, from.executionId))
     if (current._tag === "Some") yield* step(current.value)
     while (!isTerminal(last)) yield* step(yield* Queue.take(queue))
@@ -199,6 +205,8 @@ const bindingOf = (
 
 export const makeTasks = Effect.fnUntraced(function*(store: EventStore["Service"], executions: Executions["Service"], feed: LogFeedShape) {
   const watchers = yield* FiberSet.make()
+  /** What each watch has recorded so far: the stage it reached and its stream's next version. */
+  const watched = new Map<string, { readonly binding: McpTaskCreated; last: ExecutionRecord; next: number }>()
 
   const append = (binding: McpTaskCreated, expectedVersion: number, events: ReadonlyArray<McpTaskEvent>) =>
     store.append([{
@@ -210,16 +218,44 @@ export const makeTasks = Effect.fnUntraced(function*(store: EventStore["Service"
 
   /** Records the notifications of each later stage, until terminal or the task's expiry. */
   const watch = (binding: McpTaskCreated, from: ExecutionRecord, version: number) => {
-    let next = version
-    return Effect.scoped(followStages(feed, executions, from, (record) => {
-      const events = notified(binding, notificationsFor(binding, record))
-      return Effect.map(append(binding, next, events), () => void (next += events.length))
-    })).pipe(
+    const key = taskStreamId(binding.sessionId, binding.executionId)
+    const state = { binding, last: from, next: version }
+    return Effect.scoped(Effect.andThen(
+      Effect.sync(() => void watched.set(key, state)),
+      followStages(feed, executions, from, (record) => {
+        const events = notified(binding, notificationsFor(binding, record))
+        return Effect.map(append(binding, state.next, events), () => {
+          state.next += events.length
+          state.last = record
+        })
+      })
+    )).pipe(
       Effect.timeout(binding.ttlMs),
       Effect.catchCause((cause) => Effect.logWarning("MCP task notifications stopped", cause)),
+      // Left in the map when interrupted: the close's sweep (below) takes it up.
+      Effect.tap(() => Effect.sync(() => void watched.delete(key))),
       Effect.annotateLogs({ taskId: binding.executionId })
     )
   }
+
+  /**
+   * When the process stops, its watches end with it; an execution the stop let finish (SIGTERM
+   * waits for those in flight) may have reached its end after the follower last read the log.
+   * So each watch left gets one last read of its record, and what it had not yet recorded is
+   * appended (at the watch's version: a notification it did append meanwhile makes this a
+   * conflict, ignored). Registered after the fiber set, so it runs first.
+   */
+  yield* Effect.addFinalizer(() =>
+    Effect.gen(function*() {
+      yield* FiberSet.clear(watchers)
+      yield* Effect.forEach(watched.values(), ({ binding, last, next }) =>
+        Effect.gen(function*() {
+          const current = yield* executions.get(binding.projectId, undefined, binding.executionId)
+          const events = notified(binding, stagesAfter(last, current).flatMap((record) => notificationsFor(binding, record)))
+          if (events.length > 0) yield* append(binding, next, events)
+        }).pipe(Effect.ignore), { concurrency: 8, discard: true })
+    }).pipe(Effect.timeoutOption(2000), Effect.ignore)
+  )
 
   const readBinding = (sessionId: string, executionId: string) =>
     Effect.map(Effect.orDie(store.readStream(taskStreamId(sessionId, executionId), 1)), (events) => {
