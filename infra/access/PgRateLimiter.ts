@@ -231,8 +231,11 @@ export const layerPg = Layer.effect(
       takeDaily: (projectId) =>
         quota === undefined
           ? Effect.succeed(undefined)
-          : Effect.map(takeQuota(projectId), ({ index, taken }) =>
-            quotaDecision(quota, taken.tokens, index < taken.granted, taken.nowMs))
+          : Effect.map(takeQuota(projectId), ({ index, taken }) => {
+            // `taken.tokens` is the count after the whole batch; a granted taker counts up to itself.
+            const allowed = index < taken.granted
+            return quotaDecision(quota, allowed ? taken.tokens - taken.granted + index + 1 : taken.tokens, allowed, taken.nowMs)
+          })
     })
   })
 )

@@ -65,9 +65,15 @@ export const policies = (limits: RateLimitSettings): Record<BucketKind, BucketPo
   execute: { perMinute: limits.executePerMinute, burst: limits.executeBurst }
 })
 
+/**
+ * The decision for the taker at `index` of a take shared by several (`taken` is the bucket after
+ * all of them): a granted taker took its token when the takers after it had not yet, so what it
+ * has left counts theirs as still in the bucket.
+ */
 export const bucketDecision = (policy: BucketPolicy, index: number, taken: Taken): Decision => {
-  const grant = describe(policy, taken.tokens, taken.granted, taken.nowMs)
   const allowed = index < taken.granted
+  const left = allowed ? taken.tokens + (taken.granted - 1 - index) : taken.tokens
+  const grant = describe(policy, left, taken.granted, taken.nowMs)
   return {
     allowed,
     limit: policy.burst,

@@ -66,6 +66,8 @@ const suite = <R>(
         const id = freshProject()
         const decisions = yield* Effect.forEach(Array.from({ length: 40 }), () => limiter.takeDaily(id), { concurrency: "unbounded" })
         assert.strictEqual(decisions.filter((d) => d?.allowed).length, 7)
+        // Each granted request reports what was left after its own take, not after the others'.
+        assert.deepStrictEqual(decisions.filter((d) => d?.allowed).map((d) => d?.remaining ?? -1).toSorted((a, b) => a - b), [0, 1, 2, 3, 4, 5, 6])
         for (const denied of decisions.filter((d) => d?.allowed === false)) assert.strictEqual(denied?.remaining, 0)
         assert.isFalse((yield* limiter.takeDaily(id))?.allowed)
       })))
@@ -76,6 +78,12 @@ const suite = <R>(
         const id = freshProject()
         const decisions = yield* Effect.forEach(Array.from({ length: 30 }), () => limiter.take(id, "standard"), { concurrency: "unbounded" })
         assert.strictEqual(decisions.filter((d) => d.allowed).length, 10)
+        // Each granted request reports the whole tokens left after its own take (decisions.md
+        // section 2), and the second its bucket is full again from there.
+        const granted = decisions.filter((d) => d.allowed)
+        assert.deepStrictEqual(granted.map((d) => d.remaining).toSorted((a, b) => a - b), [0, 1, 2, 3, 4, 5, 6, 7, 8, 9])
+        const resetOf = new Map(granted.map((d) => [d.remaining, d.resetAt]))
+        assert.isAbove(resetOf.get(0)!, resetOf.get(9)!)
         for (const denied of decisions.filter((d) => !d.allowed)) {
           assert.strictEqual(denied.remaining, 0)
           assert.isAtLeast(denied.retryAfter ?? 0, 1)
