@@ -20,6 +20,7 @@ import { InitializeRequestSchema, SUPPORTED_PROTOCOL_VERSIONS } from "@modelcont
 import { normalized } from "../domain/Errors.ts"
 import type { ApiKeys, Principal } from "../infra/access/ApiKeys.ts"
 import type { Decision, RateLimiter } from "../infra/access/RateLimiter.ts"
+import { STANDARD_EXHAUSTED } from "../infra/access/Throttle.ts"
 import { newRequestId } from "../infra/Ids.ts"
 import { parseEventId } from "./EventIds.ts"
 import { comparePositions, type Position } from "../infra/eventlog/EventStore.ts"
@@ -147,7 +148,7 @@ export const makeHandle = (parts: GatewayParts) => {
     const limits = rateHeaders(decision)
     if (!decision.allowed) {
       const retryAfter = decision.retryAfter ?? 1
-      const error = normalized("rate_limited", "The request rate limit of this project is exhausted.", retryAfter)
+      const error = normalized("rate_limited", STANDARD_EXHAUSTED, retryAfter)
       return Answers.envelope(requestId, 429, error, { ...limits, "retry-after": String(retryAfter) })
     }
     const headerUserId = request.headers.get(USER_HEADER) ?? undefined

@@ -22,12 +22,15 @@ export const rateHeaders = (decision: Decision): Record<string, string> => ({
   "ratelimit-reset": String(decision.resetAt)
 })
 
+/** The refusal's words for the standard bucket, on /v1 and /mcp alike. */
+export const STANDARD_EXHAUSTED = "The project's rate limit is exhausted."
+
 const exhaustedMessage = (decision: Throttled, execute: boolean) =>
   decision.dailyQuota === true
     ? "The project's daily execution quota is used up; it resets at 00:00 UTC."
     : execute
     ? "The project's execute rate limit is exhausted."
-    : "The project's rate limit is exhausted."
+    : STANDARD_EXHAUSTED
 
 /** The request's decision: its bucket's, or past the execute bucket the daily quota's when that refuses. */
 export const takeTokens = (limiter: RateLimiterShape, projectId: string, execute: boolean): Effect.Effect<Throttled> =>

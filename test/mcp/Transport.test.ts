@@ -289,6 +289,7 @@ describe("the /mcp standard rate limit", () => {
     }
     expect(statuses).toEqual([200, 200, 200, 429])
     expect(Number(last!.headers.get("retry-after"))).toBeGreaterThanOrEqual(1)
-    expect(await last!.json()).toMatchObject({ error: { code: "rate_limited", retryable: true } })
+    // The same words as /v1's refusal by the standard bucket (docs/api.md).
+    expect(await last!.json()).toMatchObject({ error: { code: "rate_limited", retryable: true, message: "The project's rate limit is exhausted." } })
   })
 })
