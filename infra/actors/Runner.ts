@@ -237,6 +237,8 @@ export const layerPg: Layer.Layer<Runner, never, SqlClient.SqlClient> = Layer.ef
           // Whether the lease is still ours; undefined when the renewal got no answer.
           const renewed = result._tag === "Some" && Exit.isSuccess(result.value) ? result.value.value : undefined
           if (renewed === undefined) {
+            // Interrupted, not refused: the process is stopping and its layers are closing.
+            if (result._tag === "Some" && Exit.isFailure(result.value) && Cause.hasInterruptsOnly(result.value.cause)) continue
             if (failingSince === undefined) {
               failingSince = at
               const why = result._tag === "Some" && Exit.isFailure(result.value) ? Cause.squash(result.value.cause) : "no answer in time"
