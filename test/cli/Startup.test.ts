@@ -8,6 +8,7 @@ import { spawn } from "node:child_process"
 import { createServer, type Server } from "node:net"
 import { fileURLToPath } from "node:url"
 import { afterAll, describe, expect, it } from "vitest"
+import { makeKeyRing } from "../../infra/access/Secrets.ts"
 import { createTestDatabase, dropTestDatabase, postgresAvailable, runSql, TEST_DATABASE_URL } from "../support/Database.ts"
 import { freePort } from "../support/Ports.ts"
 import { startProcess } from "../support/Service.ts"
@@ -121,10 +122,23 @@ describe.skipIf(!postgresAvailable)("start-up failures on Postgres", () => {
     const first = await startProcess({ SERVICE_DATABASE_URL: url, SERVICE_SECRET_KEY: KEY_A }, await freePort())
     await first.stop()
     const run = await serve({ SERVICE_DATABASE_URL: url, SERVICE_SECRET_KEY: KEY_B, SERVICE_PORT: "0" })
-    oneLine(run, "SERVICE_SECRET_KEY", "does not open")
+    // The key check's line: it runs before anything else opens sealed data (the idempotency key).
+    oneLine(run, "SERVICE_SECRET_KEY: it does not open the data sealed in this database")
     // The right key as the previous one (a rotation under way) starts.
     const rotating = await startProcess({ SERVICE_DATABASE_URL: url, SERVICE_SECRET_KEY: KEY_B, SERVICE_SECRET_KEY_PREVIOUS: KEY_A }, await freePort())
     await rotating.stop()
+  })
+
+  it("an idempotency key that the secret key does not open", async () => {
+    const url = await createTestDatabase("idemkey")
+    databases.push(url)
+    const first = await startProcess({ SERVICE_DATABASE_URL: url, SERVICE_SECRET_KEY: KEY_A }, await freePort())
+    await first.stop()
+    // The key check still opens; the idempotency key was sealed under another key.
+    const foreign = makeKeyRing(new Uint8Array(Buffer.from(KEY_B, "base64"))).seal(Buffer.alloc(32, 1).toString("base64url"))
+    await runSql(url, `UPDATE secret_idempotency_key SET sealed = '${foreign}'`)
+    const run = await serve({ SERVICE_DATABASE_URL: url, SERVICE_SECRET_KEY: KEY_A, SERVICE_PORT: "0" })
+    oneLine(run, "SERVICE_SECRET_KEY: it does not open the idempotency key sealed in this database")
   })
 
   // Every variable is read trimmed (infra/Settings.ts); the port was read a second time, by the
