@@ -19,7 +19,7 @@ import { type KeyRing, keyRingOf, macUnder, Secrets, type SecretsShape } from ".
 
 export const idempotencyKeyMigrations: ReadonlyArray<Migration> = [{
   id: 722,
-  // Named to sort before `secret_key_check`: whatever walks the tables by name meets the check last.
+  // Sorts before `secret_key_check` by name too (`secrets reseal` re-seals the check last anyway).
   name: "secret_idempotency_key",
   statements: [
     `CREATE TABLE secret_idempotency_key (

@@ -18,6 +18,9 @@ import type { SqlError } from "effect/sql/SqlError"
 import type { Migration } from "../eventlog/PgMigrations.ts"
 import { type KeyRing, SEALED } from "./Secrets.ts"
 
+/** The table of the check value; `secrets reseal` re-seals it after every other. */
+export const KEY_CHECK_TABLE = "secret_key_check"
+
 export const keyCheckMigrations: ReadonlyArray<Migration> = [{
   id: 721,
   name: "secret_key_check",

@@ -2,8 +2,8 @@
  * `secrets reseal`: the second step of a secret key rotation (docs/operations.md). Every process
  * already runs with the new key as SERVICE_SECRET_KEY and the old one as
  * SERVICE_SECRET_KEY_PREVIOUS; this re-seals, under the new key, every value the old key sealed:
- * webhook signing secrets, connection credentials, sealed execution inputs, the key check value,
- * and whatever else a feature seals (found by the sealed format, not by a list of fields, so a
+ * webhook signing secrets, connection credentials, sealed execution inputs, the idempotency key,
+ * the key check value (last), and whatever else a feature seals (found by the sealed format, not by a list of fields, so a
  * feature that starts sealing something is covered without a change here). After it reports no
  * value left under the old key, SERVICE_SECRET_KEY_PREVIOUS can be removed.
  *
@@ -15,6 +15,7 @@
 import { Effect } from "effect"
 import { Command } from "effect/cli"
 import { SqlClient } from "effect/sql"
+import { KEY_CHECK_TABLE } from "../../infra/access/KeyCheck.ts"
 import { keyRing, type KeyRing, SEALED } from "../../infra/access/Secrets.ts"
 import { fail, print, withDatabase } from "./Shared.ts"
 
@@ -88,7 +89,12 @@ const resealEvents = (sql: SqlClient.SqlClient, ring: KeyRing, tally: Tally) =>
 
 const ident = (name: string) => `"${name.replace(/"/g, '""')}"`
 
-/** Every other table of the schema with text or JSON columns: views, the key check, feature tables. */
+/**
+ * Every other table of the schema with text or JSON columns: views, feature tables, and the key
+ * check last. A run stopped part way (a crash, a ^C) then leaves the check value under the old
+ * key while anything else still is, so the new key alone is refused at start (KeyCheck.ts)
+ * rather than failing deliveries and connections one by one.
+ */
 const resealTables = (sql: SqlClient.SqlClient, ring: KeyRing, tally: Tally) =>
   Effect.gen(function*() {
     const columns = yield* sql<{ table_name: string; column_name: string; data_type: string }>`
@@ -97,7 +103,7 @@ const resealTables = (sql: SqlClient.SqlClient, ring: KeyRing, tally: Tally) =>
       WHERE c.table_schema = current_schema() AND t.table_type = 'BASE TABLE'
         AND c.data_type IN ('text', 'character varying', 'jsonb', 'json')
         AND c.table_name NOT IN ('events', 'schema_migrations')
-      ORDER BY c.table_name, c.ordinal_position`
+      ORDER BY c.table_name = ${KEY_CHECK_TABLE}, c.table_name, c.ordinal_position`
     const byTable = Map.groupBy(columns, (column) => column.table_name)
     let rows = 0
     let moved = 0

@@ -1,5 +1,5 @@
-/** The command line as an operator runs it: `node src/main.ts …args`, to completion. */
-import { spawn } from "node:child_process"
+/** The command line as an operator runs it: `node src/main.ts …args`. */
+import { type ChildProcess, spawn } from "node:child_process"
 import { fileURLToPath } from "node:url"
 
 const MAIN = fileURLToPath(new URL("../../src/main.ts", import.meta.url))
@@ -10,11 +10,17 @@ export interface CliRun {
   readonly stderr: string
 }
 
-/** Runs a command with only the given SERVICE_* variables (none from this process's environment). */
-export const runCli = (args: ReadonlyArray<string>, env: Readonly<Record<string, string>> = {}): Promise<CliRun> =>
-  new Promise((resolve, reject) => {
-    const clean = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith("SERVICE_")))
-    const child = spawn(process.execPath, [MAIN, ...args], { env: { ...clean, ...env }, stdio: ["ignore", "pipe", "pipe"] })
+export interface RunningCli {
+  readonly process: ChildProcess
+  /** Its exit code and output, once it has exited (within 60 s, or it is killed and this fails). */
+  readonly finished: Promise<CliRun>
+}
+
+/** Starts a command with only the given SERVICE_* variables (none from this process's environment). */
+export const startCli = (args: ReadonlyArray<string>, env: Readonly<Record<string, string>> = {}): RunningCli => {
+  const clean = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith("SERVICE_")))
+  const child = spawn(process.execPath, [MAIN, ...args], { env: { ...clean, ...env }, stdio: ["ignore", "pipe", "pipe"] })
+  const finished = new Promise<CliRun>((resolve, reject) => {
     let stdout = ""
     let stderr = ""
     child.stdout.on("data", (chunk: Buffer) => (stdout += chunk.toString()))
@@ -28,3 +34,9 @@ export const runCli = (args: ReadonlyArray<string>, env: Readonly<Record<string,
       resolve({ code, stdout, stderr })
     })
   })
+  return { process: child, finished }
+}
+
+/** Runs a command to completion. */
+export const runCli = (args: ReadonlyArray<string>, env: Readonly<Record<string, string>> = {}): Promise<CliRun> =>
+  startCli(args, env).finished
