@@ -1,7 +1,8 @@
 /**
  * The secret key's uses with a database (Secrets.ts): the key ring as configured, built only
  * after the key check (KeyCheck.ts) passed, so a wrong key stops the start with its one line
- * before anything else reads sealed data; and the database's idempotency key.
+ * before anything else reads sealed data; during a rotation, sealing under the key every running
+ * process holds (SealingKey.ts); and the database's idempotency key.
  *
  * An idempotency claim holds a MAC of the request's input, which is not kept (docs/executions.md,
  * "Idempotency"), so `secrets reseal` cannot MAC it again under a new key. The MAC is therefore
@@ -15,6 +16,7 @@ import type { SqlError } from "effect/sql/SqlError"
 import { randomBytes } from "node:crypto"
 import type { Migration } from "../eventlog/PgMigrations.ts"
 import { SecretKeyMismatch, verifyKey } from "./KeyCheck.ts"
+import { sealing } from "./SealingKey.ts"
 import { type KeyRing, keyRingOf, macUnder, Secrets, type SecretsShape } from "./Secrets.ts"
 
 export const idempotencyKeyMigrations: ReadonlyArray<Migration> = [{
@@ -53,7 +55,8 @@ export const layer = Layer.effect(
     const sql = yield* SqlClient.SqlClient
     const ring = yield* keyRingOf(true)
     yield* verifyKey(sql, ring)
-    const stableMac = macUnder(yield* idempotencyKey(sql, ring))
-    return { ...ring, stableMac } satisfies SecretsShape
+    const seal = yield* sealing(sql, ring)
+    const stableMac = macUnder(yield* idempotencyKey(sql, { seal, open: ring.open }))
+    return { ...ring, seal, stableMac } satisfies SecretsShape
   })
 )

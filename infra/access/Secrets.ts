@@ -99,6 +99,8 @@ export interface KeyRing extends SecretsShape {
    * (actors/Runner.ts), so `secrets reseal` can tell whether every process holds the new key.
    */
   readonly ids: ReadonlyArray<string>
+  /** Seals under the previous key, while one is configured (a rolling restart, SealingKey.ts). */
+  readonly sealUnderPrevious: ((plaintext: string) => string) | undefined
   /** True when the previous key (not the current one) opens `sealed`. */
   readonly openedByPrevious: (sealed: string) => boolean
   /** `sealed` under the current key: as it is, re-sealed from the previous key, or unreadable. */
@@ -117,6 +119,7 @@ export const makeKeyRing = (master: Uint8Array, previousMaster?: Uint8Array): Ke
     mac: current.mac,
     previousMac: (purpose, data) => previous?.mac(purpose, data),
     stableMac: current.mac,
+    sealUnderPrevious: previous?.seal,
     verifyMac: (purpose, data, given, length) =>
       sameMac(current.mac(purpose, data), given, length) ||
       (previous !== undefined && sameMac(previous.mac(purpose, data), given, length)),

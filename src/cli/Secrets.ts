@@ -16,6 +16,7 @@ import { Effect } from "effect"
 import { Command } from "effect/cli"
 import { SqlClient } from "effect/sql"
 import { KEY_CHECK_TABLE } from "../../infra/access/KeyCheck.ts"
+import { describeProcesses, processesWithoutKey } from "../../infra/access/KeyHolders.ts"
 import { keyRing, type KeyRing, SEALED } from "../../infra/access/Secrets.ts"
 import { fail, print, withDatabase } from "./Shared.ts"
 
@@ -156,25 +157,15 @@ const resealTables = (sql: SqlClient.SqlClient, ring: KeyRing, tally: Tally) =>
     return { rows, moved }
   })
 
-/**
- * The running processes that do not hold the current key (by the key names they recorded,
- * actors/Runner.ts): re-sealing now would leave them unable to open anything. A process that
- * recorded no names (started by a version from before they were kept) counts as not holding it.
- */
-const processesWithoutKey = (sql: SqlClient.SqlClient, ring: KeyRing) =>
-  Effect.map(
-    sql<{ host: string; pid: number; key_ids: string | null }>`SELECT host, pid, key_ids FROM runners WHERE expires_at > now() ORDER BY started_at`,
-    (rows) => rows.filter((row) => !(row.key_ids ?? "").split(",").includes(ring.ids[0] ?? ""))
-  )
-
 const reseal = Command.make("reseal", {}, () =>
   withDatabase(
     Effect.gen(function*() {
       const sql = yield* SqlClient.SqlClient
       const ring = yield* keyRing
-      const stale = yield* processesWithoutKey(sql, ring)
+      // Re-sealing while a running process lacks the new key would leave it opening nothing.
+      const stale = yield* processesWithoutKey(sql, ring.ids[0] ?? "")
       if (stale.length > 0) {
-        const named = stale.map((row) => `${row.host} pid ${row.pid}`).join(", ")
+        const named = describeProcesses(stale)
         return yield* fail(
           `${stale.length} running ${stale.length === 1 ? "process does" : "processes do"} not hold SERVICE_SECRET_KEY (${named}): restart ${stale.length === 1 ? "it" : "them"} with the new key as SERVICE_SECRET_KEY and the old one as SERVICE_SECRET_KEY_PREVIOUS first; nothing was re-sealed`
         )
