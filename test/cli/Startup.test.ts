@@ -65,6 +65,21 @@ describe("start-up failures", () => {
     oneLine(run, "SERVICE_DATABASE_URL", "127.0.0.1:1/nowhere", "unreachable", "connection refused")
   })
 
+  // docs/configuration.md: credentials are redacted. A URL refused at start is quoted without
+  // what lies between "//" and "@" (a password, a token as the user name).
+  it("a URL it refuses is quoted without its credentials", async () => {
+    const variables = ["SERVICE_BASE_URL", "SERVICE_SLACK_API_URL", "SERVICE_GITHUB_API_URL", "OTEL_EXPORTER_OTLP_ENDPOINT"]
+    for (const variable of variables) {
+      const unparsable = await serve({ [variable]: "http://u:PASS@x y", SERVICE_PORT: "0" })
+      expect(oneLine(unparsable, variable)).toBe(`error: ${variable}: expected an http(s) URL, got "http://[redacted]@x y"`)
+      const otherScheme = await serve({ [variable]: "ftp://TOKEN@files.example/x", SERVICE_PORT: "0" })
+      expect(oneLine(otherScheme, variable)).toBe(`error: ${variable}: expected an http(s) URL, got "ftp://[redacted]@files.example/x"`)
+    }
+    // Whatever the password holds: a slash, a quote, a space.
+    const odd = await serve({ SERVICE_BASE_URL: 'http://u:P/A"S S@x y', SERVICE_PORT: "0" })
+    expect(oneLine(odd, "SERVICE_BASE_URL")).toBe(`error: SERVICE_BASE_URL: expected an http(s) URL, got "http://[redacted]@x y"`)
+  })
+
   it("a port already in use", async () => {
     const blocker: Server = createServer()
     const port = await freePort()
