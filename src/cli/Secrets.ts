@@ -92,9 +92,10 @@ const ident = (name: string) => `"${name.replace(/"/g, '""')}"`
 
 /**
  * Every other table of the schema with text or JSON columns: views, feature tables, and the key
- * check last. A run stopped part way (a crash, a ^C) then leaves the check value under the old
- * key while anything else still is, so the new key alone is refused at start (KeyCheck.ts)
- * rather than failing deliveries and connections one by one.
+ * check last (and not at all after a row changed under the scan). A run stopped part way (a
+ * crash, a ^C) then leaves the check value under the old key while anything else may still be,
+ * so the new key alone is refused at start (KeyCheck.ts) rather than failing deliveries and
+ * connections one by one.
  */
 const resealTables = (sql: SqlClient.SqlClient, ring: KeyRing, tally: Tally) =>
   Effect.gen(function*() {
@@ -109,6 +110,9 @@ const resealTables = (sql: SqlClient.SqlClient, ring: KeyRing, tally: Tally) =>
     let rows = 0
     let moved = 0
     for (const [table, cols] of byTable) {
+      // A row that changed under the scan may still hold a value under the old key: the check
+      // value stays under it too until a run completes, so the new key alone is still refused.
+      if (table === KEY_CHECK_TABLE && moved > 0) break
       const rewritten = new Set<string>()
       const select = cols.map((c) => `${ident(c.column_name)}::text AS ${ident(c.column_name)}`).join(", ")
       const where = cols.map((c) => `${ident(c.column_name)}::text LIKE '%v1.%'`).join(" OR ")
@@ -173,14 +177,15 @@ const reseal = Command.make("reseal", {}, () =>
       const tally: Tally = { resealed: 0, current: 0, unreadable: 0 }
       const events = yield* resealEvents(sql, ring, tally)
       const tables = yield* resealTables(sql, ring, tally)
-      yield* print(`re-sealed ${tally.resealed} values under SERVICE_SECRET_KEY (${events} events, ${tables.rows} table cells); ${tally.current} were already under it`)
-      if (tables.moved > 0) {
-        return yield* print(`${tables.moved} rows changed while being re-sealed; run the command again to check them`)
-      }
+      // Not done: one line on stderr, nothing on stdout, exit 1, like any failed operator command.
+      const counts = `re-sealed ${tally.resealed} values; ${tally.current} were already under SERVICE_SECRET_KEY`
       if (tally.unreadable > 0) {
-        process.exitCode = 1
-        return yield* print(`${tally.unreadable} sealed values open under neither SERVICE_SECRET_KEY nor SERVICE_SECRET_KEY_PREVIOUS: keep the key that sealed them`)
+        return yield* fail(`${tally.unreadable} sealed values open under neither SERVICE_SECRET_KEY nor SERVICE_SECRET_KEY_PREVIOUS: keep the key that sealed them (${counts})`)
       }
+      if (tables.moved > 0) {
+        return yield* fail(`${tables.moved} rows changed while being re-sealed; run the command again to check them (${counts})`)
+      }
+      yield* print(`re-sealed ${tally.resealed} values under SERVICE_SECRET_KEY (${events} events, ${tables.rows} table cells); ${tally.current} were already under it`)
       yield* print("every sealed value opens under SERVICE_SECRET_KEY: SERVICE_SECRET_KEY_PREVIOUS may be removed")
     })
   )).pipe(
