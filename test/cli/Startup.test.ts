@@ -80,6 +80,14 @@ describe("start-up failures", () => {
     expect(oneLine(odd, "SERVICE_BASE_URL")).toBe(`error: SERVICE_BASE_URL: expected an http(s) URL, got "http://[redacted]@x y"`)
   })
 
+  // The headers carry a collector's API key: a malformed pair is named by its place, never quoted.
+  it("a malformed OTLP header pair is refused without quoting it", async () => {
+    const run = await serve({ OTEL_EXPORTER_OTLP_HEADERS: "x-tenant=a,Authorization Bearer tok-SECRET", SERVICE_PORT: "0" })
+    expect(oneLine(run, "OTEL_EXPORTER_OTLP_HEADERS")).toBe(
+      'error: OTEL_EXPORTER_OTLP_HEADERS: expected key=value pairs, comma separated; pair 2 has no header name before "="'
+    )
+  })
+
   it("a port already in use", async () => {
     const blocker: Server = createServer()
     const port = await freePort()
