@@ -14,14 +14,25 @@ export class ConfigInvalid extends Schema.TaggedError<ConfigInvalid>()("ConfigIn
   variable: Schema.String,
   reason: Schema.String
 }) {
+  // Redacted here too, for a refusal made elsewhere than `invalid` (below).
   override get message() {
-    return `${this.variable}: ${this.reason}`
+    return `${this.variable}: ${redactUserInfo(this.reason)}`
   }
 }
 
+/**
+ * `text` without the credentials of a URL in it: whatever lies between the first "//" and the
+ * last "@" (a password, a token given as the user name, whatever characters they hold) becomes
+ * `[redacted]`. A value refused for not being a URL cannot be parsed to find its credentials,
+ * so this hides more than a URL parser would call credentials (a path with an "@" loses its
+ * host), never less.
+ */
+export const redactUserInfo = (text: string): string => text.replace(/\/\/.*@/s, "//[redacted]@")
+
 type Setting<A> = Effect.Effect<A, ConfigInvalid>
 
-const invalid = (variable: string, reason: string) => Effect.fail(new ConfigInvalid({ variable, reason }))
+/** The refusal, its reason (which may quote the value) without a URL's credentials. */
+const invalid = (variable: string, reason: string) => Effect.fail(new ConfigInvalid({ variable, reason: redactUserInfo(reason) }))
 
 /** The variable's trimmed value, or undefined when it is unset or blank. */
 export const raw = (name: string): Setting<string | undefined> =>

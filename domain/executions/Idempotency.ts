@@ -14,8 +14,10 @@ export const IdempotencyKeyClaimed = Schema.Struct({
   type: Schema.Literal("IdempotencyKeyClaimed"),
   executionId: Schema.String,
   /**
-   * A MAC of the tool and its canonical input under a key derived from SERVICE_SECRET_KEY: who
-   * reads the log cannot test guesses of a secret inside an input against it.
+   * A MAC of the tool and its canonical input: who reads the log cannot test guesses of a
+   * secret inside an input against it. With a database, under the database's idempotency key
+   * (kept sealed under SERVICE_SECRET_KEY, so it outlives a rotation); claims made before that
+   * key existed, and every claim in memory mode, under a key derived from SERVICE_SECRET_KEY.
    */
   inputMac: Schema.optionalKey(Schema.String),
   /** Claims written before `inputMac`: a plain SHA-256 of the same text. */
@@ -38,20 +40,27 @@ export type IdempotencyDecision =
   | { readonly _tag: "Mismatch" }
 
 /**
- * How a request's input compares with a claim's: its MAC, its MAC under the previous secret key
- * while a rotation is under way (a claim made before it), and (for older claims) its plain hash.
+ * How a request's input compares with a claim's. `mac` is what a new claim carries; the others,
+ * computed only when a claim does not match it, are what older claims carry: the MAC under
+ * the current secret key and, while a rotation is under way, under the previous one (claims
+ * made before the database had its idempotency key), and the plain hash (claims made before
+ * input MACs).
  */
 export interface InputDigest {
   readonly mac: string
+  readonly currentMac: () => string
   readonly previousMac?: (() => string | undefined) | undefined
   readonly hash: () => string
+}
+
+const sameInput = (claim: IdempotencyKeyClaimed, input: InputDigest): boolean => {
+  if (claim.inputMac === undefined) return claim.inputHash === input.hash()
+  return claim.inputMac === input.mac || claim.inputMac === input.currentMac() ||
+    (input.previousMac !== undefined && claim.inputMac === input.previousMac())
 }
 
 /** What a request with this key and input does at `now`. */
 export const decide = (state: IdempotencyState, input: InputDigest, now: number): IdempotencyDecision => {
   if (state === undefined || now - state.claimedAtMs >= WINDOW_MS) return { _tag: "Claim" }
-  const same = state.inputMac !== undefined
-    ? state.inputMac === input.mac || (input.previousMac !== undefined && state.inputMac === input.previousMac())
-    : state.inputHash === input.hash()
-  return same ? { _tag: "Replay", executionId: state.executionId } : { _tag: "Mismatch" }
+  return sameInput(state, input) ? { _tag: "Replay", executionId: state.executionId } : { _tag: "Mismatch" }
 }

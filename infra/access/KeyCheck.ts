@@ -9,13 +9,17 @@
  * A database that holds sealed data from before the check existed gets its check value only
  * after one of those values opened under the key (or the previous key, during a rotation).
  * `secrets reseal` re-seals the check value with everything else, so the previous key can go.
+ *
+ * The durable Secrets layer runs the check before it builds anything (DurableSecrets.ts).
  */
-import { Effect, Layer, Schema } from "effect"
+import { Effect, Schema } from "effect"
 import { SqlClient } from "effect/sql"
 import type { SqlError } from "effect/sql/SqlError"
-import { onStorage } from "../eventlog/Database.ts"
 import type { Migration } from "../eventlog/PgMigrations.ts"
-import { keyRing, type KeyRing, SEALED } from "./Secrets.ts"
+import { type KeyRing, SEALED } from "./Secrets.ts"
+
+/** The table of the check value; `secrets reseal` re-seals it after every other. */
+export const KEY_CHECK_TABLE = "secret_key_check"
 
 export const keyCheckMigrations: ReadonlyArray<Migration> = [{
   id: 721,
@@ -82,11 +86,3 @@ export const verifyKey = (sql: SqlClient.SqlClient, ring: KeyRing): Effect.Effec
       yield* Effect.logInfo("secret key rotation under way: data sealed under SERVICE_SECRET_KEY_PREVIOUS is still read; run `secrets reseal` to re-seal it")
     }
   })
-
-/** With a database: the key check, before the service serves anything. */
-export const layer = onStorage(
-  Layer.empty,
-  Layer.effectDiscard(Effect.gen(function*() {
-    yield* verifyKey(yield* SqlClient.SqlClient, yield* keyRing)
-  }))
-)

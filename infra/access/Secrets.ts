@@ -7,6 +7,8 @@
  * sealed or MACed still opens and verifies, while everything new is sealed under the current
  * key; `secrets reseal` (src/cli/Secrets.ts) then re-seals the old values, after which the
  * previous key can go. Whether the key opens the data at all is checked at start (KeyCheck.ts).
+ * A MAC whose data is not kept cannot be redone under a new key: `stableMac` is for those
+ * (idempotency claims), under a key of the database's own (DurableSecrets.ts).
  */
 import { Context, Effect, Layer, Redacted } from "effect"
 import { createCipheriv, createDecipheriv, createHmac, createSecretKey, hkdfSync, randomBytes, timingSafeEqual } from "node:crypto"
@@ -22,6 +24,12 @@ export interface SecretsShape {
   readonly mac: (purpose: string, data: string) => string
   /** The MAC under the previous key, while one is configured (a claim made before a rotation). */
   readonly previousMac: (purpose: string, data: string) => string | undefined
+  /**
+   * A MAC over `data` for `purpose` that outlives a rotation of SERVICE_SECRET_KEY, for what
+   * cannot be MACed again because its data is not kept (idempotency claims). With a database, under
+   * a random key of the database's own, kept sealed (DurableSecrets.ts); in memory, `mac`.
+   */
+  readonly stableMac: (purpose: string, data: string) => string
   /** Compares in constant time; `length` truncates the expected MAC to the given characters. */
   readonly verifyMac: (purpose: string, data: string, mac: string, length?: number) => boolean
 }
@@ -34,16 +42,21 @@ const subkey = (master: Uint8Array, purpose: string) =>
 /** What the sealed format looks like: `v1.<iv: 12 bytes>.<ciphertext>.<tag: 16 bytes>`, base64url parts. */
 export const SEALED = /^v1\.[A-Za-z0-9_-]{16}\.[A-Za-z0-9_-]*\.[A-Za-z0-9_-]{22}$/
 
+/** MACs under a subkey of `master`, `purpose` and `data` separated by a NUL, base64url. */
+export const macUnder = (master: Uint8Array) => {
+  // A KeyObject, made once: an HMAC keyed by raw bytes builds one on every call (a third of the
+  // cost of a small MAC).
+  const macKey = createSecretKey(subkey(master, "mac/v1"))
+  return (purpose: string, data: string) =>
+    createHmac("sha256", macKey).update(purpose).update("\u0000").update(data).digest("base64url")
+}
+
 /** One master key's subkeys. */
 const keysOf = (master: Uint8Array) => {
   // A KeyObject, made once: creating ciphers from it is ~5x cheaper than from raw bytes.
   const sealKey = createSecretKey(subkey(master, "seal/v1"))
-  // A KeyObject, made once: an HMAC keyed by raw bytes builds one on every call (a third of the
-  // cost of a small MAC).
-  const macKey = createSecretKey(subkey(master, "mac/v1"))
   return {
-    mac: (purpose: string, data: string) =>
-      createHmac("sha256", macKey).update(purpose).update("\u0000").update(data).digest("base64url"),
+    mac: macUnder(master),
     seal: (plaintext: string) => {
       const iv = randomBytes(12)
       const cipher = createCipheriv("aes-256-gcm", sealKey, iv)
@@ -86,6 +99,8 @@ export interface KeyRing extends SecretsShape {
    * (actors/Runner.ts), so `secrets reseal` can tell whether every process holds the new key.
    */
   readonly ids: ReadonlyArray<string>
+  /** Seals under the previous key, while one is configured (a rolling restart, SealingKey.ts). */
+  readonly sealUnderPrevious: ((plaintext: string) => string) | undefined
   /** True when the previous key (not the current one) opens `sealed`. */
   readonly openedByPrevious: (sealed: string) => boolean
   /** `sealed` under the current key: as it is, re-sealed from the previous key, or unreadable. */
@@ -103,6 +118,8 @@ export const makeKeyRing = (master: Uint8Array, previousMaster?: Uint8Array): Ke
     open,
     mac: current.mac,
     previousMac: (purpose, data) => previous?.mac(purpose, data),
+    stableMac: current.mac,
+    sealUnderPrevious: previous?.seal,
     verifyMac: (purpose, data, given, length) =>
       sameMac(current.mac(purpose, data), given, length) ||
       (previous !== undefined && sameMac(previous.mac(purpose, data), given, length)),
@@ -128,5 +145,8 @@ export const keyRingOf = (durable: boolean) =>
 /** The key ring as configured, for the storage in use (a key is required with a database). */
 export const keyRing = Effect.flatMap(isDurable, keyRingOf)
 
-/** SERVICE_SECRET_KEY, required with a database and generated for this process without one. */
-export const layer = Layer.effect(Secrets, keyRing)
+/**
+ * In memory: SERVICE_SECRET_KEY, or a key generated for this process. With a database the
+ * service runs DurableSecrets.ts's layer instead (the key check, the database's own MAC key).
+ */
+export const layerMemory = Layer.effect(Secrets, keyRingOf(false))

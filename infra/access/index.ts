@@ -7,6 +7,7 @@ import { onStorage } from "../eventlog/Database.ts"
 import type { Migration } from "../eventlog/PgMigrations.ts"
 import type { Projection } from "../eventlog/Projection.ts"
 import * as ApiKeys from "./ApiKeys.ts"
+import * as DurableSecrets from "./DurableSecrets.ts"
 import * as KeyCheck from "./KeyCheck.ts"
 import * as PgRateLimiter from "./PgRateLimiter.ts"
 import * as RateLimiter from "./RateLimiter.ts"
@@ -16,13 +17,21 @@ export { ApiKeys } from "./ApiKeys.ts"
 export { RateLimiter } from "./RateLimiter.ts"
 export { Secrets } from "./Secrets.ts"
 
-/** The key check runs with the layer: a key that does not open the data stops the start (KeyCheck.ts). */
-export const layer = Layer.mergeAll(ApiKeys.layer, onStorage(RateLimiter.layerMemory, PgRateLimiter.layerPg), Secrets.layer, KeyCheck.layer)
+/**
+ * With a database, the secrets are built after the key check: a key that does not open the data
+ * stops the start (KeyCheck.ts, DurableSecrets.ts).
+ */
+export const layer = Layer.mergeAll(
+  ApiKeys.layer,
+  onStorage(RateLimiter.layerMemory, PgRateLimiter.layerPg),
+  onStorage(Secrets.layerMemory, DurableSecrets.layer)
+)
 
 export const migrations: ReadonlyArray<Migration> = [
   ...ApiKeys.accessMigrations,
   ...PgRateLimiter.rateLimitMigrations,
-  ...KeyCheck.keyCheckMigrations
+  ...KeyCheck.keyCheckMigrations,
+  ...DurableSecrets.idempotencyKeyMigrations
 ]
 export const projections: ReadonlyArray<Projection> = []
 export const streamTypes: ReadonlyArray<string> = []

@@ -200,7 +200,10 @@ export const make = Effect.gen(function*() {
     if (claimStream !== undefined) {
       const text = claimText(tool.name, input, attachments)
       const compared = {
-        mac: secrets.mac("idempotency-input/v1", text),
+        // Under the database's idempotency key, which outlives a rotation (DurableSecrets.ts);
+        // claims made before it existed carry the MAC under the secret key (or the previous one).
+        mac: secrets.stableMac("idempotency-input/v1", text),
+        currentMac: () => secrets.mac("idempotency-input/v1", text),
         previousMac: () => secrets.previousMac("idempotency-input/v1", text),
         // The plain SHA-256 older claims carry (Idempotency.ts); new claims carry a MAC.
         hash: () => sha256(text)

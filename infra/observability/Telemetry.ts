@@ -17,13 +17,19 @@ import { FetchHttpClient } from "effect/http"
 import { Otlp, OtlpExporter, OtlpSerialization } from "effect/observability"
 import { boolean, httpUrl, integer, oneOf, parsed, raw, Rejected } from "../Settings.ts"
 
-/** OTEL_EXPORTER_OTLP_HEADERS: `key=value` pairs, comma separated, values percent-encoded. */
+/**
+ * OTEL_EXPORTER_OTLP_HEADERS: `key=value` pairs, comma separated, values percent-encoded. They
+ * carry a collector's API key, so a refusal names a pair by its place and never quotes it.
+ */
 const otlpHeaders = parsed("OTEL_EXPORTER_OTLP_HEADERS", (value) => {
   const headers: Record<string, string> = {}
-  for (const pair of (value ?? "").split(",").map((item) => item.trim()).filter((item) => item !== "")) {
+  const pairs = (value ?? "").split(",").map((item) => item.trim()).filter((item) => item !== "")
+  for (const [index, pair] of pairs.entries()) {
     const eq = pair.indexOf("=")
     const name = pair.slice(0, eq).trim()
-    if (eq <= 0 || !/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/.test(name)) return new Rejected(`expected key=value pairs, comma separated; got "${pair}"`)
+    if (eq <= 0 || !/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/.test(name)) {
+      return new Rejected(`expected key=value pairs, comma separated; pair ${index + 1} has no header name before "="`)
+    }
     try {
       headers[name] = decodeURIComponent(pair.slice(eq + 1).trim())
     } catch {

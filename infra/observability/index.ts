@@ -1,6 +1,6 @@
 /**
  * Operating the service (decisions.md section 9): the gauges read from the store, readiness,
- * the watch on the log's feed being held back by an open transaction (FeedWatch.ts), and the check that the secret key opens the data sealed under it (KeyCheck.ts). Logs,
+ * the watch on the log's feed being held back by an open transaction (FeedWatch.ts), and (in access/, run by DurableSecrets.ts) the check that the secret key opens the data sealed under it (KeyCheck.ts). Logs,
  * metrics and traces themselves are written where things happen (Logging.ts, Metrics.ts,
  * Tracing.ts); OTLP export wraps the whole service (Telemetry.ts, src/main.ts).
  */

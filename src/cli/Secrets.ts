@@ -2,8 +2,8 @@
  * `secrets reseal`: the second step of a secret key rotation (docs/operations.md). Every process
  * already runs with the new key as SERVICE_SECRET_KEY and the old one as
  * SERVICE_SECRET_KEY_PREVIOUS; this re-seals, under the new key, every value the old key sealed:
- * webhook signing secrets, connection credentials, sealed execution inputs, the key check value,
- * and whatever else a feature seals (found by the sealed format, not by a list of fields, so a
+ * webhook signing secrets, connection credentials, sealed execution inputs, the idempotency key,
+ * the key check value (last), and whatever else a feature seals (found by the sealed format, not by a list of fields, so a
  * feature that starts sealing something is covered without a change here). After it reports no
  * value left under the old key, SERVICE_SECRET_KEY_PREVIOUS can be removed.
  *
@@ -15,6 +15,8 @@
 import { Effect } from "effect"
 import { Command } from "effect/cli"
 import { SqlClient } from "effect/sql"
+import { KEY_CHECK_TABLE } from "../../infra/access/KeyCheck.ts"
+import { describeProcesses, processesWithoutKey } from "../../infra/access/KeyHolders.ts"
 import { keyRing, type KeyRing, SEALED } from "../../infra/access/Secrets.ts"
 import { fail, print, withDatabase } from "./Shared.ts"
 
@@ -88,7 +90,13 @@ const resealEvents = (sql: SqlClient.SqlClient, ring: KeyRing, tally: Tally) =>
 
 const ident = (name: string) => `"${name.replace(/"/g, '""')}"`
 
-/** Every other table of the schema with text or JSON columns: views, the key check, feature tables. */
+/**
+ * Every other table of the schema with text or JSON columns: views, feature tables, and the key
+ * check last (and not at all after a row changed under the scan). A run stopped part way (a
+ * crash, a ^C) then leaves the check value under the old key while anything else may still be,
+ * so the new key alone is refused at start (KeyCheck.ts) rather than failing deliveries and
+ * connections one by one.
+ */
 const resealTables = (sql: SqlClient.SqlClient, ring: KeyRing, tally: Tally) =>
   Effect.gen(function*() {
     const columns = yield* sql<{ table_name: string; column_name: string; data_type: string }>`
@@ -97,11 +105,14 @@ const resealTables = (sql: SqlClient.SqlClient, ring: KeyRing, tally: Tally) =>
       WHERE c.table_schema = current_schema() AND t.table_type = 'BASE TABLE'
         AND c.data_type IN ('text', 'character varying', 'jsonb', 'json')
         AND c.table_name NOT IN ('events', 'schema_migrations')
-      ORDER BY c.table_name, c.ordinal_position`
+      ORDER BY c.table_name = ${KEY_CHECK_TABLE}, c.table_name, c.ordinal_position`
     const byTable = Map.groupBy(columns, (column) => column.table_name)
     let rows = 0
     let moved = 0
     for (const [table, cols] of byTable) {
+      // A row that changed under the scan may still hold a value under the old key: the check
+      // value stays under it too until a run completes, so the new key alone is still refused.
+      if (table === KEY_CHECK_TABLE && moved > 0) break
       const rewritten = new Set<string>()
       const select = cols.map((c) => `${ident(c.column_name)}::text AS ${ident(c.column_name)}`).join(", ")
       const where = cols.map((c) => `${ident(c.column_name)}::text LIKE '%v1.%'`).join(" OR ")
@@ -150,25 +161,15 @@ const resealTables = (sql: SqlClient.SqlClient, ring: KeyRing, tally: Tally) =>
     return { rows, moved }
   })
 
-/**
- * The running processes that do not hold the current key (by the key names they recorded,
- * actors/Runner.ts): re-sealing now would leave them unable to open anything. A process that
- * recorded no names (started by a version from before they were kept) counts as not holding it.
- */
-const processesWithoutKey = (sql: SqlClient.SqlClient, ring: KeyRing) =>
-  Effect.map(
-    sql<{ host: string; pid: number; key_ids: string | null }>`SELECT host, pid, key_ids FROM runners WHERE expires_at > now() ORDER BY started_at`,
-    (rows) => rows.filter((row) => !(row.key_ids ?? "").split(",").includes(ring.ids[0] ?? ""))
-  )
-
 const reseal = Command.make("reseal", {}, () =>
   withDatabase(
     Effect.gen(function*() {
       const sql = yield* SqlClient.SqlClient
       const ring = yield* keyRing
-      const stale = yield* processesWithoutKey(sql, ring)
+      // Re-sealing while a running process lacks the new key would leave it opening nothing.
+      const stale = yield* processesWithoutKey(sql, ring.ids[0] ?? "")
       if (stale.length > 0) {
-        const named = stale.map((row) => `${row.host} pid ${row.pid}`).join(", ")
+        const named = describeProcesses(stale)
         return yield* fail(
           `${stale.length} running ${stale.length === 1 ? "process does" : "processes do"} not hold SERVICE_SECRET_KEY (${named}): restart ${stale.length === 1 ? "it" : "them"} with the new key as SERVICE_SECRET_KEY and the old one as SERVICE_SECRET_KEY_PREVIOUS first; nothing was re-sealed`
         )
@@ -176,14 +177,15 @@ const reseal = Command.make("reseal", {}, () =>
       const tally: Tally = { resealed: 0, current: 0, unreadable: 0 }
       const events = yield* resealEvents(sql, ring, tally)
       const tables = yield* resealTables(sql, ring, tally)
-      yield* print(`re-sealed ${tally.resealed} values under SERVICE_SECRET_KEY (${events} events, ${tables.rows} table cells); ${tally.current} were already under it`)
-      if (tables.moved > 0) {
-        return yield* print(`${tables.moved} rows changed while being re-sealed; run the command again to check them`)
-      }
+      // Not done: one line on stderr, nothing on stdout, exit 1, like any failed operator command.
+      const counts = `re-sealed ${tally.resealed} values; ${tally.current} were already under SERVICE_SECRET_KEY`
       if (tally.unreadable > 0) {
-        process.exitCode = 1
-        return yield* print(`${tally.unreadable} sealed values open under neither SERVICE_SECRET_KEY nor SERVICE_SECRET_KEY_PREVIOUS: keep the key that sealed them`)
+        return yield* fail(`${tally.unreadable} sealed values open under neither SERVICE_SECRET_KEY nor SERVICE_SECRET_KEY_PREVIOUS: keep the key that sealed them (${counts})`)
       }
+      if (tables.moved > 0) {
+        return yield* fail(`${tables.moved} rows changed while being re-sealed; run the command again to check them (${counts})`)
+      }
+      yield* print(`re-sealed ${tally.resealed} values under SERVICE_SECRET_KEY (${events} events, ${tables.rows} table cells); ${tally.current} were already under it`)
       yield* print("every sealed value opens under SERVICE_SECRET_KEY: SERVICE_SECRET_KEY_PREVIOUS may be removed")
     })
   )).pipe(

@@ -8,6 +8,7 @@ import { spawn } from "node:child_process"
 import { createServer, type Server } from "node:net"
 import { fileURLToPath } from "node:url"
 import { afterAll, describe, expect, it } from "vitest"
+import { makeKeyRing } from "../../infra/access/Secrets.ts"
 import { createTestDatabase, dropTestDatabase, postgresAvailable, runSql, TEST_DATABASE_URL } from "../support/Database.ts"
 import { freePort } from "../support/Ports.ts"
 import { startProcess } from "../support/Service.ts"
@@ -62,6 +63,29 @@ describe("start-up failures", () => {
   it("a database that does not answer", async () => {
     const run = await serve({ SERVICE_DATABASE_URL: "postgres://postgres@127.0.0.1:1/nowhere", SERVICE_SECRET_KEY: KEY_A, SERVICE_PORT: "0" })
     oneLine(run, "SERVICE_DATABASE_URL", "127.0.0.1:1/nowhere", "unreachable", "connection refused")
+  })
+
+  // docs/configuration.md: credentials are redacted. A URL refused at start is quoted without
+  // what lies between "//" and "@" (a password, a token as the user name).
+  it("a URL it refuses is quoted without its credentials", async () => {
+    const variables = ["SERVICE_BASE_URL", "SERVICE_SLACK_API_URL", "SERVICE_GITHUB_API_URL", "OTEL_EXPORTER_OTLP_ENDPOINT"]
+    for (const variable of variables) {
+      const unparsable = await serve({ [variable]: "http://u:PASS@x y", SERVICE_PORT: "0" })
+      expect(oneLine(unparsable, variable)).toBe(`error: ${variable}: expected an http(s) URL, got "http://[redacted]@x y"`)
+      const otherScheme = await serve({ [variable]: "ftp://TOKEN@files.example/x", SERVICE_PORT: "0" })
+      expect(oneLine(otherScheme, variable)).toBe(`error: ${variable}: expected an http(s) URL, got "ftp://[redacted]@files.example/x"`)
+    }
+    // Whatever the password holds: a slash, a quote, a space.
+    const odd = await serve({ SERVICE_BASE_URL: 'http://u:P/A"S S@x y', SERVICE_PORT: "0" })
+    expect(oneLine(odd, "SERVICE_BASE_URL")).toBe(`error: SERVICE_BASE_URL: expected an http(s) URL, got "http://[redacted]@x y"`)
+  })
+
+  // The headers carry a collector's API key: a malformed pair is named by its place, never quoted.
+  it("a malformed OTLP header pair is refused without quoting it", async () => {
+    const run = await serve({ OTEL_EXPORTER_OTLP_HEADERS: "x-tenant=a,Authorization Bearer tok-SECRET", SERVICE_PORT: "0" })
+    expect(oneLine(run, "OTEL_EXPORTER_OTLP_HEADERS")).toBe(
+      'error: OTEL_EXPORTER_OTLP_HEADERS: expected key=value pairs, comma separated; pair 2 has no header name before "="'
+    )
   })
 
   it("a port already in use", async () => {
@@ -121,10 +145,23 @@ describe.skipIf(!postgresAvailable)("start-up failures on Postgres", () => {
     const first = await startProcess({ SERVICE_DATABASE_URL: url, SERVICE_SECRET_KEY: KEY_A }, await freePort())
     await first.stop()
     const run = await serve({ SERVICE_DATABASE_URL: url, SERVICE_SECRET_KEY: KEY_B, SERVICE_PORT: "0" })
-    oneLine(run, "SERVICE_SECRET_KEY", "does not open")
+    // The key check's line: it runs before anything else opens sealed data (the idempotency key).
+    oneLine(run, "SERVICE_SECRET_KEY: it does not open the data sealed in this database")
     // The right key as the previous one (a rotation under way) starts.
     const rotating = await startProcess({ SERVICE_DATABASE_URL: url, SERVICE_SECRET_KEY: KEY_B, SERVICE_SECRET_KEY_PREVIOUS: KEY_A }, await freePort())
     await rotating.stop()
+  })
+
+  it("an idempotency key that the secret key does not open", async () => {
+    const url = await createTestDatabase("idemkey")
+    databases.push(url)
+    const first = await startProcess({ SERVICE_DATABASE_URL: url, SERVICE_SECRET_KEY: KEY_A }, await freePort())
+    await first.stop()
+    // The key check still opens; the idempotency key was sealed under another key.
+    const foreign = makeKeyRing(new Uint8Array(Buffer.from(KEY_B, "base64"))).seal(Buffer.alloc(32, 1).toString("base64url"))
+    await runSql(url, `UPDATE secret_idempotency_key SET sealed = '${foreign}'`)
+    const run = await serve({ SERVICE_DATABASE_URL: url, SERVICE_SECRET_KEY: KEY_A, SERVICE_PORT: "0" })
+    oneLine(run, "SERVICE_SECRET_KEY: it does not open the idempotency key sealed in this database")
   })
 
   // Every variable is read trimmed (infra/Settings.ts); the port was read a second time, by the

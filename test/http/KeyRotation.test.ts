@@ -14,7 +14,8 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { verifyWebhook } from "../../client/Webhooks.ts"
 import { sealedValuesIn } from "../../infra/access/KeyCheck.ts"
 import { makeKeyRing } from "../../infra/access/Secrets.ts"
-import { createTestDatabase, dropTestDatabase, postgresAvailable, runSql } from "../support/Database.ts"
+import { startCli } from "../support/Cli.ts"
+import { createTestDatabase, dropTestDatabase, holdInTransaction, postgresAvailable, runSql } from "../support/Database.ts"
 import { startService } from "../support/Service.ts"
 import { eventually, makeCertificate, type Receiver, startReceiver } from "../support/WebhookReceiver.ts"
 import { createEndpoint, KEYS, keyOf } from "../support/Webhooks.ts"
@@ -61,8 +62,8 @@ describe.skipIf(!postgresAvailable)("secret key rotation (Postgres)", () => {
     if (url !== undefined) await dropTestDatabase(url)
   })
 
-  const env = (key: Buffer, previous?: Buffer) => ({
-    SERVICE_DATABASE_URL: url,
+  const env = (key: Buffer, previous?: Buffer, database = url) => ({
+    SERVICE_DATABASE_URL: database,
     SERVICE_SECRET_KEY: key.toString("base64"),
     ...(previous !== undefined ? { SERVICE_SECRET_KEY_PREVIOUS: previous.toString("base64") } : {}),
     SERVICE_API_KEYS: KEYS,
@@ -150,5 +151,99 @@ describe.skipIf(!postgresAvailable)("secret key rotation (Postgres)", () => {
     const after = await startService(env(NEW))
     await exercise(after, endpoint.secret, "new key only")
     await after.close()
+  }, 120_000)
+
+  /** Until a reseal's UPDATE of the endpoints' view waits for a row lock. */
+  const resealWaitingOnEndpoints = (database: string) =>
+    eventually(async () => {
+      const waiting = await runSql<{ n: number }>(database, `SELECT count(*)::int AS n FROM pg_stat_activity
+        WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE 'UPDATE "v_webhook_endpoints"%'`)
+      return (waiting[0]?.n ?? 0) > 0 || undefined
+    }, 30_000, "the reseal waiting for the endpoints' lock")
+
+  it("re-seals the key check last: a reseal stopped part way leaves the new key alone refused while other values still need the old one", async () => {
+    const database = await createTestDatabase("rotation_order")
+    try {
+      const first = await startService(env(OLD, undefined, database))
+      await createEndpoint(first, "p1", receiver.url("/rotation-order"))
+      await first.close()
+      // Every endpoint row locked: the reseal stops at the endpoints' view and waits there, as
+      // one interrupted there (a crash, a ^C) would have stopped.
+      const lock = await holdInTransaction(database, "SELECT * FROM v_webhook_endpoints FOR UPDATE")
+      const keys = { SERVICE_DATABASE_URL: database, SERVICE_SECRET_KEY: NEW.toString("base64"), SERVICE_SECRET_KEY_PREVIOUS: OLD.toString("base64") }
+      const running = startCli(["secrets", "reseal"], keys)
+      try {
+        await resealWaitingOnEndpoints(database)
+        // The endpoint's secret is still under the old key only, and so is the check value: the
+        // new key alone is refused at start rather than failing that endpoint's deliveries.
+        const onlyNew = makeKeyRing(new Uint8Array(NEW))
+        const endpoints = await runSql<{ row: unknown }>(database, "SELECT to_jsonb(t) AS row FROM v_webhook_endpoints t")
+        expect(endpoints.flatMap((row) => sealedValuesIn(row.row)).filter((value) => onlyNew.open(value) === undefined)).toHaveLength(1)
+        await expect(startService(env(NEW, undefined, database))).rejects.toThrow(/SERVICE_SECRET_KEY: it does not open the data sealed in this database/)
+      } finally {
+        await lock.release()
+      }
+      // Let through, it completes; then the new key alone starts.
+      const done = await running.finished
+      expect(done.code).toBe(0)
+      expect(done.stdout).toContain("SERVICE_SECRET_KEY_PREVIOUS may be removed")
+      const after = await startService(env(NEW, undefined, database))
+      await after.close()
+    } finally {
+      await dropTestDatabase(database)
+    }
+  }, 120_000)
+
+  // docs/operations.md: an operator command that fails prints one `error: …` line on stderr,
+  // nothing on stdout, and exits 1.
+  it("a reseal whose keys open nothing fails with one line on stderr and nothing on stdout", async () => {
+    const database = await createTestDatabase("rotation_unreadable")
+    try {
+      const first = await startService(env(OLD, undefined, database))
+      await createEndpoint(first, "p1", receiver.url("/rotation-unreadable"))
+      await first.close()
+      const other = Buffer.alloc(32, 33)
+      const run = await startCli(["secrets", "reseal"], { SERVICE_DATABASE_URL: database, SERVICE_SECRET_KEY: NEW.toString("base64"), SERVICE_SECRET_KEY_PREVIOUS: other.toString("base64") }).finished
+      expect(run.code).toBe(1)
+      expect(run.stdout).toBe("")
+      expect(run.stderr).toMatch(/^error: [1-9]\d* sealed values open under neither SERVICE_SECRET_KEY nor SERVICE_SECRET_KEY_PREVIOUS: keep the key that sealed them \(re-sealed 0 values; 0 were already under SERVICE_SECRET_KEY\)\n$/)
+    } finally {
+      await dropTestDatabase(database)
+    }
+  }, 120_000)
+
+  it("a reseal that meets a row changed under it says to run it again, on stderr, and exits 1; the next run completes", async () => {
+    const database = await createTestDatabase("rotation_moved")
+    try {
+      const first = await startService(env(OLD, undefined, database))
+      await createEndpoint(first, "p1", receiver.url("/rotation-moved"))
+      await first.close()
+      // The endpoint's row rewritten (its secret untouched, under the old key) by a transaction
+      // that commits while the reseal waits to update the version it read.
+      const writer = await holdInTransaction(database, "UPDATE v_webhook_endpoints SET endpoint_id = endpoint_id")
+      const keys = { SERVICE_DATABASE_URL: database, SERVICE_SECRET_KEY: NEW.toString("base64"), SERVICE_SECRET_KEY_PREVIOUS: OLD.toString("base64") }
+      const running = startCli(["secrets", "reseal"], keys)
+      try {
+        await resealWaitingOnEndpoints(database)
+      } finally {
+        await writer.release()
+      }
+      const run = await running.finished
+      expect(run.code).toBe(1)
+      expect(run.stdout).toBe("")
+      expect(run.stderr).toMatch(/^error: 1 rows changed while being re-sealed; run the command again to check them \(re-sealed \d+ values; \d+ were already under SERVICE_SECRET_KEY\)\n$/)
+      // Not complete, so the check value was left under the old key: the new key alone is refused.
+      await expect(startService(env(NEW, undefined, database))).rejects.toThrow(/SERVICE_SECRET_KEY: it does not open the data sealed in this database/)
+      const again = await startCli(["secrets", "reseal"], keys).finished
+      expect(again.stderr).toBe("")
+      expect(again.code).toBe(0)
+      // (The scan may have met the row's new version further along the table already: the first
+      // run cannot tell, so it asks for the second.)
+      expect(again.stdout).toMatch(/^re-sealed \d+ values under SERVICE_SECRET_KEY .*\nevery sealed value opens under SERVICE_SECRET_KEY: SERVICE_SECRET_KEY_PREVIOUS may be removed\n$/)
+      const after = await startService(env(NEW, undefined, database))
+      await after.close()
+    } finally {
+      await dropTestDatabase(database)
+    }
   }, 120_000)
 })

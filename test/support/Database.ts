@@ -76,3 +76,27 @@ export const storeEnv = async (mode: "memory" | "postgres", prefix: string): Pro
   mode === "postgres" && postgresAvailable
     ? { SERVICE_DATABASE_URL: await createTestDatabase(prefix), SERVICE_SECRET_KEY: Buffer.alloc(32, 5).toString("base64") }
     : {}
+
+/**
+ * Runs `statement` in a transaction on a connection of its own and keeps the transaction open
+ * (with its row locks) until `release` is called, which commits it.
+ */
+export const holdInTransaction = async (url: string, statement: string): Promise<{ readonly release: () => Promise<void> }> => {
+  let release = () => {}
+  const released = new Promise<void>((resolve) => (release = resolve))
+  let held = () => {}
+  const holding = new Promise<void>((resolve) => (held = resolve))
+  const done = runOn(url, Effect.flatMap(PgClient.PgClient, (sql) =>
+    sql.withTransaction(Effect.gen(function*() {
+      yield* sql.unsafe(statement)
+      held()
+      yield* Effect.promise(() => released)
+    }))))
+  await Promise.race([holding, done])
+  return {
+    release: () => {
+      release()
+      return done.then(() => undefined)
+    }
+  }
+}

@@ -174,7 +174,7 @@ describe("replays", () => {
 
 describe("idempotency keys", () => {
   const claim: Idempotency.IdempotencyKeyClaimed = { type: "IdempotencyKeyClaimed", executionId: "exe_1", inputMac: "m", claimedAtMs: T0 }
-  const digest = (mac: string, hash = "unused") => ({ mac, hash: () => hash })
+  const digest = (mac: string, hash = "unused") => ({ mac, currentMac: () => "unused", hash: () => hash })
 
   it("an unused key is claimed", () => {
     expect(Idempotency.decide(undefined, digest("m"), T0)).toEqual({ _tag: "Claim" })
@@ -187,6 +187,31 @@ describe("idempotency keys", () => {
 
   it("after 24 hours the key can be claimed again", () => {
     expect(Idempotency.decide(claim, digest("other"), T0 + Idempotency.WINDOW_MS)).toEqual({ _tag: "Claim" })
+  })
+
+  it("a claim MACed under the secret key itself (before the database had its idempotency key) compares under the current key or, during a rotation, the previous one", () => {
+    const computed: Array<string> = []
+    const lazy = <A extends string | undefined>(name: string, value: A) => (): A => {
+      computed.push(name)
+      return value
+    }
+    const request = (current: string, previous: string | undefined) => ({
+      mac: "stable",
+      currentMac: lazy("current", current),
+      previousMac: lazy("previous", previous),
+      hash: lazy("hash", "h")
+    })
+    expect(Idempotency.decide(claim, request("m", undefined), T0 + 1000)).toEqual({ _tag: "Replay", executionId: "exe_1" })
+    expect(computed).toEqual(["current"])
+    computed.length = 0
+    expect(Idempotency.decide(claim, request("other", "m"), T0 + 1000)).toEqual({ _tag: "Replay", executionId: "exe_1" })
+    expect(computed).toEqual(["current", "previous"])
+    expect(Idempotency.decide(claim, request("other", "other"), T0 + 1000)).toEqual({ _tag: "Mismatch" })
+    expect(Idempotency.decide(claim, request("other", undefined), T0 + 1000)).toEqual({ _tag: "Mismatch" })
+    // A claim that carries the stable MAC needs nothing else computed.
+    computed.length = 0
+    expect(Idempotency.decide({ ...claim, inputMac: "stable" }, request("m", "m"), T0 + 1000)).toEqual({ _tag: "Replay", executionId: "exe_1" })
+    expect(computed).toEqual([])
   })
 
   it("a claim from before input MACs is compared by its plain hash", () => {
