@@ -5,36 +5,22 @@
  * the old one; `secrets reseal` moves every sealed value under the new key, after which the old
  * key is not needed for anything.
  */
-import { spawn } from "node:child_process"
 import { createServer, type Server } from "node:http"
 import type { AddressInfo } from "node:net"
 import { getCACertificates, setDefaultCACertificates } from "node:tls"
-import { fileURLToPath } from "node:url"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { verifyWebhook } from "../../client/Webhooks.ts"
 import { sealedValuesIn } from "../../infra/access/KeyCheck.ts"
 import { makeKeyRing } from "../../infra/access/Secrets.ts"
-import { startCli } from "../support/Cli.ts"
+import { runCli as cli, startCli } from "../support/Cli.ts"
 import { createTestDatabase, dropTestDatabase, holdInTransaction, postgresAvailable, runSql } from "../support/Database.ts"
 import { startService } from "../support/Service.ts"
 import { eventually, makeCertificate, type Receiver, startReceiver } from "../support/WebhookReceiver.ts"
 import { createEndpoint, KEYS, keyOf } from "../support/Webhooks.ts"
 
-const MAIN = fileURLToPath(new URL("../../src/main.ts", import.meta.url))
 const OLD = Buffer.alloc(32, 31)
 const NEW = Buffer.alloc(32, 32)
 const TOKEN = "xoxb-rotated-credential-5150"
-
-const cli = (args: ReadonlyArray<string>, env: Readonly<Record<string, string>>) =>
-  new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) => {
-    const clean = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith("SERVICE_")))
-    const child = spawn(process.execPath, [MAIN, ...args], { env: { ...clean, ...env }, stdio: ["ignore", "pipe", "pipe"] })
-    let stdout = ""
-    let stderr = ""
-    child.stdout.on("data", (chunk: Buffer) => (stdout += chunk.toString()))
-    child.stderr.on("data", (chunk: Buffer) => (stderr += chunk.toString()))
-    child.once("exit", (code) => resolve({ code, stdout, stderr }))
-  })
 
 describe.skipIf(!postgresAvailable)("secret key rotation (Postgres)", () => {
   let url: string
