@@ -10,6 +10,7 @@ import { fileURLToPath } from "node:url"
 import { afterAll, describe, expect, it } from "vitest"
 import { makeKeyRing } from "../../infra/access/Secrets.ts"
 import { createTestDatabase, dropTestDatabase, postgresAvailable, runSql, TEST_DATABASE_URL } from "../support/Database.ts"
+import { startCli } from "../support/Cli.ts"
 import { freePort } from "../support/Ports.ts"
 import { startProcess } from "../support/Service.ts"
 
@@ -173,6 +174,22 @@ describe.skipIf(!postgresAvailable)("start-up failures on Postgres", () => {
     expect((await fetch(`http://127.0.0.1:${port}/healthz`)).status).toBe(200)
     child.process.kill("SIGTERM")
     expect(await exited).toBe(0)
+  })
+
+  // Before the command line's runtime is loaded (about half a second), Node's own handling of
+  // the signal ended the process with 143 and no line (outside audit).
+  it("SIGTERM while the program is still loading: exit 0 and a line saying so", async () => {
+    // Without the compile cache the program loads for a good half second: the signal lands in it.
+    const child = startCli(["serve"], { SERVICE_PORT: String(await freePort()), SERVICE_HOST: "127.0.0.1", NODE_DISABLE_COMPILE_CACHE: "1" })
+    // Past Node's own bootstrap (no program can answer a signal before its first line runs),
+    // well before the command line is loaded.
+    await new Promise((resolve) => setTimeout(resolve, 150))
+    child.process.kill("SIGTERM")
+    const run = await child.finished
+    expect(run.code).toBe(0)
+    // Its own line if the signal is handled while loading; the runtime's if it is handled once
+    // the runtime's handlers are in (a signal waits for the event loop's next turn).
+    expect(`${run.stdout}${run.stderr}`).toMatch(/stopped before start-up finished \(SIGTERM\)|stopped: requests answered, leases released/)
   })
 
   it("SIGTERM stops cleanly: exit 0 and a line saying so", async () => {
