@@ -2,12 +2,18 @@
  * `events tail`: follows the event log and prints one JSON line per event. Payloads are printed
  * as stored; the log never holds file bytes or secrets in plain text.
  */
-import { Effect, Option, Schedule, Stream } from "effect"
+import { Cause, Effect, Option, Redacted, Schedule, Stream } from "effect"
 import { Command, Flag } from "effect/cli"
 import { EventStore, parsePosition, type Position, START } from "../../infra/eventlog/EventStore.ts"
 import { layerPgEventStore } from "../../infra/eventlog/PgEventStore.ts"
 import { streamTypes } from "../App.ts"
+import { databaseUrl } from "../../infra/Settings.ts"
 import { fail, print, withDatabase } from "./Shared.ts"
+import { databaseHostOf, describeStartupFailure } from "./StartupFailure.ts"
+
+/** The line a tail whose store went away writes on stderr: why, from the error's causes. */
+export const unavailableNote = (error: unknown, databaseHost: string | undefined, last: Position): string =>
+  `the store is unavailable (${describeStartupFailure(Cause.fail(error), databaseHost, "failed")}); following again after ${last.tx}:${last.seq} once it answers`
 
 /** How often a tail whose store went away tries again. */
 const RETRY_MS = 1_000
@@ -38,6 +44,8 @@ const tail = Command.make(
     return withDatabase(
       Effect.gen(function*() {
         const store = yield* EventStore
+        const url = yield* Effect.orElseSucceed(databaseUrl, () => undefined)
+        const host = databaseHostOf(url === undefined ? undefined : Redacted.value(url))
         const start = given ?? (fromStart ? START : yield* store.head)
         // On stderr, so the JSON lines on stdout stay clean: where following starts, and again
         // after the store went away (a Postgres restart), from the last event printed, so
@@ -60,7 +68,7 @@ const tail = Command.make(
               at: new Date(e.createdAt).toISOString(),
               data: e.data
             }))),
-          Effect.tapError((error) => note(`the store is unavailable (${error.message}); following again after ${last.tx}:${last.seq} once it answers`)),
+          Effect.tapError((error) => note(unavailableNote(error, host, last))),
           Effect.retry(Schedule.spaced(RETRY_MS))
         )
       }).pipe(Effect.provide(layerPgEventStore))

@@ -5,6 +5,8 @@
  */
 import { Cause } from "effect"
 import { describe, expect, it } from "vitest"
+import { StoreUnavailable } from "../../infra/eventlog/EventStore.ts"
+import { unavailableNote } from "../../src/cli/Events.ts"
 import { describeStartupFailure } from "../../src/cli/StartupFailure.ts"
 
 const HOST = "127.0.0.1:5432/app"
@@ -30,5 +32,16 @@ describe("describeStartupFailure", () => {
     const missing = Object.assign(new Error("database \"app\" does not exist"), { code: "3D000" })
     expect(describeStartupFailure(Cause.fail(sqlError("PgConnection: Query failed", missing)), HOST))
       .toBe("SERVICE_DATABASE_URL: the database does not exist at 127.0.0.1:5432/app: database \"app\" does not exist")
+  })
+})
+
+describe("events tail while the store is away", () => {
+  // It printed "the store is unavailable ()": the store's error has no message of its own.
+  it("says why, from the error's causes", () => {
+    const refused = Object.assign(new Error("connect ECONNREFUSED 127.0.0.1:5432"), { code: "ECONNREFUSED" })
+    const line = unavailableNote(new StoreUnavailable({ cause: sqlError("PgConnection: Failed to connect", refused) }), HOST, { tx: 1198n, seq: 464n })
+    expect(line).toBe(
+      "the store is unavailable (SERVICE_DATABASE_URL: the database at 127.0.0.1:5432/app is unreachable (connection refused)); following again after 1198:464 once it answers"
+    )
   })
 })
