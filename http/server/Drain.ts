@@ -131,7 +131,7 @@ export const trackServer = (make: () => Server): TrackedServer => {
       const open = sockets.size
       node.closeAllConnections()
       if (cut > 0 || unfinished.length > 0) {
-        yield* Effect.logWarning("stopping: cut short after the deadline", { requests: cut, actors: unfinished.join(", ") || "none" })
+        yield* Effect.logWarning("stopping: cut short (the deadline passed, or a second signal came)", { requests: cut, actors: unfinished.join(", ") || "none" })
       }
       yield* Effect.logInfo("stopped serving", { connectionsClosed: open })
     })
