@@ -9,6 +9,7 @@ import { EventStore } from "../../infra/eventlog/EventStore.ts"
 import { layerPgEventStore } from "../../infra/eventlog/PgEventStore.ts"
 import { Projections } from "../../infra/eventlog/Projection.ts"
 import { projections as allProjections } from "../../src/App.ts"
+import { runCli } from "../support/Cli.ts"
 import { createTestDatabase, dropTestDatabase, postgresAvailable } from "../support/Database.ts"
 import { freePort } from "../support/Ports.ts"
 import { type ChildService, startProcess } from "../support/Service.ts"
@@ -38,23 +39,7 @@ interface Run {
 }
 
 /** Runs `node src/main.ts ...args` to completion with only the given SERVICE_* variables. */
-const cli = (args: ReadonlyArray<string>, env: Readonly<Record<string, string>> = {}): Promise<Run> =>
-  new Promise((resolve, reject) => {
-    const clean = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith("SERVICE_")))
-    const child = spawn(process.execPath, [MAIN, ...args], { env: { ...clean, ...env }, stdio: ["ignore", "pipe", "pipe"] })
-    let stdout = ""
-    let stderr = ""
-    child.stdout.on("data", (chunk: Buffer) => (stdout += chunk.toString()))
-    child.stderr.on("data", (chunk: Buffer) => (stderr += chunk.toString()))
-    const timer = setTimeout(() => {
-      child.kill("SIGKILL")
-      reject(new Error(`${args.join(" ")} did not finish in 30 s:\n${stdout}\n${stderr}`))
-    }, 30_000)
-    child.once("exit", (code) => {
-      clearTimeout(timer)
-      resolve({ code, stdout, stderr })
-    })
-  })
+const cli: (args: ReadonlyArray<string>, env?: Readonly<Record<string, string>>) => Promise<Run> = runCli
 
 const COMMANDS = [
   [],

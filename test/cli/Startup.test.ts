@@ -4,17 +4,14 @@
  * use, a schema migrated by a newer version, a secret key that does not open the data. And a
  * clean stop (SIGTERM) exits 0 with a log line.
  */
-import { spawn } from "node:child_process"
 import { createServer, type Server } from "node:net"
-import { fileURLToPath } from "node:url"
 import { afterAll, describe, expect, it } from "vitest"
 import { makeKeyRing } from "../../infra/access/Secrets.ts"
 import { createTestDatabase, dropTestDatabase, postgresAvailable, runSql, TEST_DATABASE_URL } from "../support/Database.ts"
-import { startCli } from "../support/Cli.ts"
+import { runCli, startCli } from "../support/Cli.ts"
 import { freePort } from "../support/Ports.ts"
 import { startProcess } from "../support/Service.ts"
 
-const MAIN = fileURLToPath(new URL("../../src/main.ts", import.meta.url))
 const KEY_A = Buffer.alloc(32, 21).toString("base64")
 const KEY_B = Buffer.alloc(32, 22).toString("base64")
 
@@ -25,25 +22,7 @@ interface Run {
 }
 
 const serve = (env: Readonly<Record<string, string>>): Promise<Run> =>
-  new Promise((resolve, reject) => {
-    const clean = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith("SERVICE_")))
-    const child = spawn(process.execPath, [MAIN, "serve"], {
-      env: { ...clean, SERVICE_HOST: "127.0.0.1", SERVICE_API_KEYS: "test_key_unpinned_0001=proj_test", ...env },
-      stdio: ["ignore", "pipe", "pipe"]
-    })
-    let stdout = ""
-    let stderr = ""
-    child.stdout.on("data", (chunk: Buffer) => (stdout += chunk.toString()))
-    child.stderr.on("data", (chunk: Buffer) => (stderr += chunk.toString()))
-    const timer = setTimeout(() => {
-      child.kill("SIGKILL")
-      reject(new Error(`serve did not stop in 30 s:\n${stdout}\n${stderr}`))
-    }, 30_000)
-    child.once("exit", (code) => {
-      clearTimeout(timer)
-      resolve({ code, stdout, stderr })
-    })
-  })
+  runCli(["serve"], { SERVICE_HOST: "127.0.0.1", SERVICE_API_KEYS: "test_key_unpinned_0001=proj_test", ...env })
 
 const oneLine = (run: Run, ...fragments: ReadonlyArray<string>) => {
   expect(run.code).not.toBe(0)
