@@ -111,9 +111,13 @@ export const errorStatuses = (endpoint: HttpApiEndpoint.Top, keyed: boolean): Re
   return [...statuses].toSorted((a, b) => a - b)
 }
 
-const errorResponse = (status: number): Json => ({
+/** Answered before the key is read (framing, Node's own refusals) or for the key itself: no bucket was taken. */
+const BEFORE_THE_BUCKET = new Set([401, 408, 431, 505])
+
+/** An error answer; behind a key, its bucket's `RateLimit-*` headers too (where the key got that far). */
+const errorResponse = (status: number, keyed = false): Json => ({
   description: STATUS_TEXT[status] ?? "An error.",
-  headers: { ...REQUEST_ID_HEADER, ...STATUS_HEADERS[status] },
+  headers: { ...REQUEST_ID_HEADER, ...(keyed && !BEFORE_THE_BUCKET.has(status) ? RATE_LIMIT_HEADERS : {}), ...STATUS_HEADERS[status] },
   content: { "application/json": { schema: { $ref: "#/components/schemas/ErrorEnvelope" } } }
 })
 
@@ -304,10 +308,12 @@ const INGEST_PATH: Json = {
     responses: {
       200: {
         description: "A URL verification, answered.",
+        headers: REQUEST_ID_HEADER,
         content: { "application/json": { schema: { type: "object", properties: { challenge: { type: "string" } }, required: ["challenge"] } } }
       },
       202: {
         description: "Accepted into the webhook pipeline.",
+        headers: REQUEST_ID_HEADER,
         content: {
           "application/json": {
             schema: {
@@ -320,7 +326,11 @@ const INGEST_PATH: Json = {
       },
       // A body that is not JSON is 422 here, whatever its Content-Type, like any other body ingest
       // refuses (decisions.md section 5): never 415.
-      ...Object.fromEntries([404, 405, 408, 413, 422, 431, 500, 503].map((status) => [status, errorResponse(status)]))
+      ...Object.fromEntries([400, 404, 405, 408, 413, 422, 431, 500, 503, 505].map((status) => [status, errorResponse(status)])),
+      400: {
+        ...errorResponse(400),
+        description: "The request's framing is refused, as several `Host` headers (`invalid_input`); a body that is not JSON is 422 here."
+      }
     }
   }
 }
@@ -382,7 +392,7 @@ export const makeDocument = (api: typeof Api): Json => {
       for (const [, response] of successes) response.headers = { ...REQUEST_ID_HEADER, ...(keyed ? RATE_LIMIT_HEADERS : {}) }
       operation.responses = Object.fromEntries([
         ...successes,
-        ...errorStatuses(endpoint, keyed).map((status) => [String(status), errorResponse(status)])
+        ...errorStatuses(endpoint, keyed).map((status) => [String(status), errorResponse(status, keyed)])
       ])
       for (const parameter of operation.parameters ?? []) {
         if (parameter.in === "query" && parameter.name === "limit") {

@@ -96,6 +96,16 @@ describe("the OpenAPI document", () => {
     expect(Object.keys(document.paths["/v1/executions/{executionId}/cancel"].post.responses)).toContain("409")
     expect(Object.keys(document.paths["/health"].get.responses)).not.toContain("401")
     expect(execute.responses["429"].headers["Retry-After"]).toBeDefined()
+    // Every answer behind the key carries its bucket's headers, refusals included (docs/api.md);
+    // the key's own 401 took no token.
+    for (const status of ["403", "404", "413", "422", "429"]) {
+      const responses = (status === "404" ? document.paths["/v1/executions/{executionId}"].get : execute).responses
+      expect(Object.keys(responses[status].headers), status).toEqual(expect.arrayContaining(["Request-Id", "RateLimit-Limit", "RateLimit-Remaining", "RateLimit-Reset"]))
+    }
+    expect(Object.keys(execute.responses["401"].headers)).not.toContain("RateLimit-Limit")
+    // Ingest (no key): every answer has its Request-Id, the framing refusals too.
+    const ingestAnswers = document.paths["/v1/ingest/{subscriptionId}/{secret}"].post.responses
+    for (const status of ["200", "202", "400", "404", "505"]) expect(Object.keys(ingestAnswers[status].headers), status).toContain("Request-Id")
     // A keyed route reads its key, and most their data, from the store: 503 while it is away.
     expect(execute.responses["503"].headers["Retry-After"]).toBeDefined()
     expect(execute.responses["503"].description).toContain("provider_unavailable")
@@ -240,8 +250,10 @@ describe("the OpenAPI document", () => {
       expect(envelope.data.trigger).toBe(type.slice("trigger.".length))
       expect(envelope.data.eventId).toBe(envelope.id)
     }
-    // Ingest answers a body that is not JSON with 422 (decisions.md section 5), never 400.
-    expect(Object.keys(document.paths["/v1/ingest/{subscriptionId}/{secret}"].post.responses)).not.toContain("400")
+    // Ingest answers a body that is not JSON with 422 (decisions.md section 5), never 400: its
+    // 400 is for framing alone (several Host headers).
+    const ingest400 = document.paths["/v1/ingest/{subscriptionId}/{secret}"].post.responses["400"]
+    expect(ingest400.description).toContain("not JSON is 422")
   })
 
   it("documents deliveries as webhooks: the envelope and the signature headers", () => {
