@@ -28,11 +28,20 @@ export interface ShutdownShape {
    */
   readonly stop: (withinMs: number) => Effect.Effect<ReadonlyArray<string>>
   /**
-   * Cuts a stop under way short (a second SIGTERM or Ctrl-C): its deadline becomes now, so
-   * `stop` answers at once with what is unfinished, and what is in flight is cut.
+   * Cuts a stop under way short (a second SIGTERM or Ctrl-C): `stop` answers at once with what
+   * is unfinished, and what is in flight is cut once requests still waiting have had
+   * HURRY_GRACE_MS to be answered (`whenHurried`).
    */
   readonly hurry: () => void
+  /** Completes when `hurry` is called: a participant answers what waits on it at once. */
+  readonly whenHurried: Effect.Effect<void>
 }
+
+/**
+ * After a second signal, how long requests have to be answered before their connections are
+ * closed: a sync call waiting for an execution the stop cuts learns its id (202 and Location).
+ */
+export const HURRY_GRACE_MS = 250
 
 export class Shutdown extends Context.Service<Shutdown, ShutdownShape>()("app/infra/actors/Shutdown") {}
 
@@ -69,9 +78,10 @@ export const make = (): ShutdownShape => {
         )
       }),
     hurry: () => {
-      deadline = Math.min(deadline, Date.now())
+      deadline = Math.min(deadline, Date.now() + HURRY_GRACE_MS)
       Deferred.doneUnsafe(hurried, Effect.void)
-    }
+    },
+    whenHurried: Deferred.await(hurried)
   }
 }
 

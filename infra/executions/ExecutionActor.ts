@@ -243,7 +243,9 @@ export const make = Effect.gen(function*() {
   })
   // What still runs a moment before the stop cuts it: its waiting requests are answered first,
   // with the record as it is (202 and its Location), rather than closed with no answer.
+  // A second signal (Shutdown.hurry) cuts the stop at once: they are answered then.
   const answerBeforeCut = Effect.suspend(() => Effect.sleep(Math.max(0, shutdown.remainingMs() - ANSWER_BEFORE_CUT_MS))).pipe(
+    Effect.raceFirst(shutdown.whenHurried),
     Effect.andThen(Effect.sync(() => waiters.releaseAll(() => false))),
     Effect.andThen(Effect.never)
   )

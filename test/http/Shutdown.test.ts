@@ -306,6 +306,28 @@ describe.skipIf(!postgresAvailable)("SIGTERM under load (Postgres, real processe
     expect(service.output()).toContain("stopped: requests answered, leases released")
   }, 60_000)
 
+  // A second signal cuts what runs, but a sync call waiting for it still learns its execution:
+  // before, its connection closed with no answer and the client lost the execution id.
+  it("answers a waiting sync call 202 with its Location when a second signal cuts the stop", async () => {
+    const service = await started({})
+    const waiting = service.fetch("/v1/execute", {
+      method: "POST",
+      key: KEY,
+      json: { tool: "demo.sleep", userId: "u1", input: { ms: 9_000 } }
+    })
+    await new Promise((resolve) => setTimeout(resolve, 500))
+    const exited = terminate(service)
+    await eventually(() => service.output().includes("stopping: no new connections"), 5_000, "the stop to begin")
+    await new Promise((resolve) => setTimeout(resolve, 300))
+    service.process.kill("SIGTERM")
+    const answered = await waiting
+    expect(answered.status, service.output()).toBe(202)
+    const record = await answered.json() as { executionId: string; status: string }
+    expect(record.status).toBe("running")
+    expect(answered.headers.get("location")).toBe(`/v1/executions/${record.executionId}`)
+    expect(await exited).toBe(0)
+  }, 60_000)
+
   it("delivers the trigger events it took before it exits: their payloads live in this process only", async () => {
     await withDatabase("sigterm_triggers", async (database, certificate) => {
       // Each answer takes 600 ms: the events queue behind the first when the signal arrives.
