@@ -256,6 +256,18 @@ describe("the OpenAPI document", () => {
     expect(ingest400.description).toContain("not JSON is 422")
   })
 
+  it("says what recover queues: the failed events since `since`, once each, less those a later delivery brought or is bringing", () => {
+    const recover = document.paths["/v1/webhooks/{endpointId}/recover"].post
+    const text = `${recover.summary} ${recover.description} ${recover.responses["202"].description}`
+    // Not every failed delivery: an event the endpoint has had since (a resend, an earlier
+    // recover) or is still being sent is left out, so a second recover counts 0 (docs/webhooks.md).
+    expect(text).not.toMatch(/every delivery of the endpoint that failed/i)
+    expect(text).toMatch(/once each/i)
+    expect(text).toMatch(/succeeded|has had since/i)
+    expect(text).toMatch(/still being sent|still bringing|open/i)
+    expect(text).toMatch(/second recover[^.]*counts 0/i)
+  })
+
   it("documents deliveries as webhooks: the envelope and the signature headers", () => {
     const types = Object.keys(document.webhooks)
     expect(types).toEqual(expect.arrayContaining(["execution.succeeded", "execution.failed", "execution.cancelled", "trigger.github.issue_opened"]))
