@@ -268,6 +268,31 @@ describe("the OpenAPI document", () => {
     expect(text).toMatch(/second recover[^.]*counts 0/i)
   })
 
+  it("names every cause of a 429 and of a 415 the service has, where each can happen", () => {
+    const tooMany = (path: string, method: string) => document.paths[path][method].responses["429"].description as string
+    // POST /v1/execute: the execute bucket (not the standard one), the daily quota, a full concurrency cap.
+    const execute = tooMany("/v1/execute", "post")
+    expect(execute).toMatch(/execute bucket/i)
+    expect(execute).not.toMatch(/standard bucket/i)
+    expect(execute).toMatch(/daily execution quota/i)
+    expect(execute).toMatch(/SERVICE_RATE_LIMIT_DAILY_EXECUTIONS/)
+    expect(execute).toMatch(/concurren/i)
+    // Every other keyed route: the standard bucket; staging a file also the project's file storage.
+    for (const [path, method] of [["/v1/me", "get"], ["/v1/executions", "get"], ["/v1/webhooks", "post"], ["/v1/files", "post"]] as const) {
+      expect(tooMany(path, method), `${method} ${path}`).toMatch(/standard bucket/i)
+      expect(tooMany(path, method), `${method} ${path}`).not.toMatch(/execute bucket|daily execution quota|concurren/i)
+    }
+    expect(tooMany("/v1/files", "post")).toMatch(/SERVICE_FILE_PROJECT_MAX_BYTES/)
+    expect(tooMany("/v1/me", "get")).not.toMatch(/SERVICE_FILE_PROJECT_MAX_BYTES/)
+    // 415: a Content-Type other than application/json, a charset other than UTF-8, a content coding.
+    for (const [path, method] of [["/v1/execute", "post"], ["/v1/me", "get"]] as const) {
+      const unsupported = document.paths[path][method].responses["415"].description as string
+      expect(unsupported, path).toMatch(/application\/json/)
+      expect(unsupported, path).toMatch(/charset/i)
+      expect(unsupported, path).toMatch(/Content-Encoding/)
+    }
+  })
+
   it("documents deliveries as webhooks: the envelope and the signature headers", () => {
     const types = Object.keys(document.webhooks)
     expect(types).toEqual(expect.arrayContaining(["execution.succeeded", "execution.failed", "execution.cancelled", "trigger.github.issue_opened"]))
