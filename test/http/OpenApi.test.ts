@@ -379,6 +379,54 @@ describe("real error answers", () => {
   })
 })
 
+describe("real execute answers", () => {
+  const schemaOf = (status: number) =>
+    ajv().compile(asSchema(document.paths["/v1/execute"].post.responses[String(status)].content["application/json"].schema))
+  const base = { ...EXAMPLES["executions.execute"]?.responses?.[202] as Json }
+
+  it("the 200 takes only a terminal record (spec: succeeded, failed, cancelled); a pending or running one is a 202", () => {
+    const ok = schemaOf(200)
+    for (const status of ["pending", "running"]) expect(ok({ ...base, status }), status).toBe(false)
+    expect(ok(EXAMPLES["executions.execute"]?.responses?.[200])).toBe(true)
+    const accepted = schemaOf(202)
+    for (const status of ["pending", "running"]) expect(accepted({ ...base, status }), status).toBe(true)
+  })
+
+  /** Sends an execute and checks its answer against the document's schema for its status. */
+  const conforms = async (body: Json, status: number): Promise<Json> => {
+    const response = await service.fetch("/v1/execute", { method: "POST", json: { userId: "user_1", input: {}, ...body } })
+    expect(response.status, JSON.stringify(body)).toBe(status)
+    const record = await response.json() as Json
+    const validate = schemaOf(status)
+    expect(validate(record), `${JSON.stringify(record)}: ${JSON.stringify(validate.errors)}`).toBe(true)
+    return record
+  }
+
+  it("match the document's schema of their status: 200 succeeded, failed, cancelled; 202 pending, and a finished replay", async () => {
+    expect((await conforms({ tool: "demo.echo", input: { a: 1 } }, 200)).status).toBe("succeeded")
+    expect((await conforms({ tool: "demo.fail", input: { code: "provider_error" } }, 200)).status).toBe("failed")
+    const pending = await conforms({ tool: "demo.sleep", input: { ms: 60_000 }, mode: "async" }, 202)
+    expect(["pending", "running"]).toContain(pending.status)
+    await (await service.fetch(`/v1/executions/${pending.executionId}/cancel`, { method: "POST" })).arrayBuffer()
+    // A sync request of a tool that runs async by nature waits for it: cancelled meanwhile, a 200.
+    const waiting = conforms({ tool: "demo.sleep", input: { ms: 60_000 }, idempotencyKey: "openapi-sync-cancel" }, 200)
+    let running: Json | undefined
+    for (let i = 0; i < 20 && running === undefined; i++) {
+      const page = await (await service.fetch("/v1/executions?tool=demo.sleep&userId=user_1")).json() as { executions: Array<Json> }
+      // Recorded in async mode (the tool's nature): found as the other open one.
+      running = page.executions.find((e) => e.executionId !== pending.executionId && (e.status === "pending" || e.status === "running"))
+      if (running === undefined) await new Promise((resolve) => setTimeout(resolve, 50))
+    }
+    expect(running).toBeDefined()
+    await (await service.fetch(`/v1/executions/${running?.executionId}/cancel`, { method: "POST" })).arrayBuffer()
+    expect((await waiting).status).toBe("cancelled")
+    // An async replay of a finished execution answers 202 with its terminal record.
+    const first = await conforms({ tool: "demo.echo", idempotencyKey: "openapi-replay" }, 200)
+    const replay = await conforms({ tool: "demo.echo", idempotencyKey: "openapi-replay", mode: "async" }, 202)
+    expect(replay).toMatchObject({ executionId: first.executionId, status: "succeeded", replayed: true })
+  })
+})
+
 describe("serving the document and the docs page", () => {
   it("/openapi.json is compressed by Accept-Encoding, with an ETag that answers 304", async () => {
     const plain = await fetch(`${service.baseUrl}/openapi.json`, { headers: { "accept-encoding": "identity" } })
