@@ -449,6 +449,17 @@ describe("serving the document and the docs page", () => {
     expect(raw.body.length).toBeLessThan(text.length / 4)
   })
 
+  it("/docs links an icon that needs no request, which its Content-Security-Policy allows (no /favicon.ico 404)", async () => {
+    const response = await fetch(`${service.baseUrl}/docs`)
+    const html = await response.text()
+    const icon = /<link rel="icon" href="([^"]*)" \/>/.exec(html)
+    expect(icon?.[1]).toBe("data:,")
+    expect(html.indexOf("<link rel=\"icon\"")).toBeLessThan(html.indexOf("</head>"))
+    const imageSources = (response.headers.get("content-security-policy") ?? "").split(";").map((d) => d.trim())
+      .find((directive) => directive.startsWith("img-src "))
+    expect(imageSources?.split(" ")).toContain("data:")
+  })
+
   it("/docs is compressed, and answers 405 to other methods", async () => {
     const head = await fetch(`${service.baseUrl}/docs`, { method: "HEAD", headers: { "accept-encoding": "br, gzip" } })
     expect(head.status).toBe(200)
@@ -473,6 +484,10 @@ describe("serving the document and the docs page", () => {
       const errors: Array<string> = []
       page.on("request", (request) => requests.push(request.url()))
       page.on("pageerror", (error) => errors.push(error.message))
+      const failed: Array<string> = []
+      page.on("response", (response) => {
+        if (response.status() >= 400) failed.push(`${response.status()} ${response.url()}`)
+      })
       await page.goto(`${service.baseUrl}/docs`, { waitUntil: "networkidle" })
       // The first group is open: its operation's summary shows; the others open on a click.
       await page.getByText("Who am I").first().waitFor({ timeout: 20_000 })
@@ -482,6 +497,9 @@ describe("serving the document and the docs page", () => {
       const origin = new URL(service.baseUrl).origin
       const elsewhere = requests.filter((url) => !url.startsWith(origin) && !url.startsWith("data:") && !url.startsWith("blob:"))
       expect(elsewhere).toEqual([])
+      // The page's icon is inline: the browser asks for no /favicon.ico (a 404 in its console).
+      expect(requests.filter((url) => url.includes("favicon"))).toEqual([])
+      expect(failed).toEqual([])
       expect(errors).toEqual([])
       await page.close()
     }, 60_000)
