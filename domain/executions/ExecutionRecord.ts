@@ -63,6 +63,10 @@ export const ExecutionRecord = Schema.Union([
 ])
 export type ExecutionRecord = typeof ExecutionRecord.Type
 
+/** A terminal record (spec: succeeded, failed or cancelled), as a sync execute's 200 carries. */
+export const TerminalExecution = Schema.Union([SucceededExecution, FailedExecution, CancelledExecution])
+export type TerminalExecution = typeof TerminalExecution.Type
+
 export const ExecutionPage = Schema.Struct({
   executions: Schema.Array(ExecutionRecord),
   nextCursor: Schema.optionalKey(Schema.String)

@@ -4,7 +4,7 @@
 import { Schema } from "effect"
 import { UserIdText } from "../../domain/Ids.ts"
 import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/http-api"
-import { ExecutionMode, ExecutionPage, ExecutionRecord, ExecutionStatus } from "../../domain/executions/ExecutionRecord.ts"
+import { ExecutionMode, ExecutionPage, ExecutionRecord, ExecutionStatus, TerminalExecution } from "../../domain/executions/ExecutionRecord.ts"
 import { StateConflict } from "../../domain/Errors.ts"
 import { JsonObject } from "../../domain/JsonObject.ts"
 import { UsesExecuteBucket } from "./Middleware.ts"
@@ -33,8 +33,9 @@ export class ExecutionsApi extends HttpApiGroup.make("executions")
         "idempotency-key": Schema.optionalKey(Schema.String.check(Schema.isBetweenLength(1, 255))),
         "x-service-user-id": Schema.optionalKey(Schema.String)
       },
-      // 200 with a terminal record; 202 with the current record (async, or sync past its wait).
-      success: [ExecutionRecord, ExecutionRecord.pipe(HttpApiSchema.status(202))]
+      // 200 with a terminal record only; 202 with the current record (async, or sync past its
+      // wait): pending or running, or terminal for an async replay of a finished execution.
+      success: [TerminalExecution, ExecutionRecord.pipe(HttpApiSchema.status(202))]
     }).annotate(UsesExecuteBucket, true).annotateMerge(described(
       "Execute a tool",
       "Runs a catalog tool for a user of the project. `sync` (the default) waits for the terminal record and answers 200; " +

@@ -16,7 +16,7 @@
  * - The push ingest route, served beside the API (http/server/IngestHttp.ts).
  * - `webhooks`: the delivery each endpoint receives, with its envelope and signature headers.
  */
-import { Schema, SchemaAST } from "effect"
+import { Context, Schema, SchemaAST } from "effect"
 import { type HttpApiEndpoint, OpenApi } from "effect/http-api"
 import { listTools, listTriggers, toWireName } from "../../domain/catalog/index.ts"
 import { NormalizedError } from "../../domain/Errors.ts"
@@ -26,7 +26,7 @@ import { FIXED_SUBSCRIPTIONS } from "../../domain/webhooks/WebhookEndpoint.ts"
 import type { ExecutionRecord } from "../../domain/executions/ExecutionRecord.ts"
 import { Api } from "./Api.ts"
 import type { ExecuteRequest } from "./ExecutionsApi.ts"
-import { Authentication } from "./Middleware.ts"
+import { Authentication, UsesExecuteBucket } from "./Middleware.ts"
 import { DEFAULT_LIMIT, MAX_LIMIT, MIN_LIMIT } from "./Query.ts"
 import type { CreatedWebhookEndpoint, CreateWebhookRequest } from "./WebhooksApi.ts"
 
@@ -67,7 +67,8 @@ const STATUS_TEXT: Readonly<Record<number, string>> = {
   408: "The request's headers or body did not arrive in time (`timeout`); the connection is closed.",
   409: "The resource's state forbids the command (`invalid_input`).",
   413: "The body exceeds the route's ceiling (`invalid_input`); the connection is closed.",
-  415: "The body is not `application/json` (`invalid_input`).",
+  415: "The body's `Content-Type` is not `application/json` (a `+json` type included), or names a charset other than " +
+    "UTF-8, or the body is content-encoded (a `Content-Encoding` other than `identity`) (`invalid_input`).",
   422: "The request does not match its schema, names something unknown, or holds what cannot be stored (`invalid_input`).",
   429: "The project's rate limit (`rate_limited`); `Retry-After` and `error.retryAfter` say when to retry.",
   431: "The request's headers are larger than the server takes (`invalid_input`); the connection is closed.",
@@ -109,6 +110,32 @@ export const errorStatuses = (endpoint: HttpApiEndpoint.Top, keyed: boolean): Re
     if (status !== undefined) statuses.add(status)
   }
   return [...statuses].toSorted((a, b) => a - b)
+}
+
+const RETRY_WHEN = "`Retry-After` and `error.retryAfter` say when to retry."
+
+/**
+ * What a 429 of this endpoint can mean (`rate_limited`, decisions.md section 2): the bucket it takes
+ * a token from (infra/access/Throttle.ts), and past it what the endpoint itself refuses with 429.
+ */
+const tooManyRequests = (endpoint: HttpApiEndpoint.Top, operationId: string): string => {
+  if (Context.get(endpoint.annotations, UsesExecuteBucket)) {
+    return "Refused before anything is recorded (`rate_limited`): the project's execute bucket is empty " +
+      "(SERVICE_RATE_LIMIT_EXECUTE_PER_MINUTE, default 60/minute, burst SERVICE_RATE_LIMIT_EXECUTE_BURST, default 120; " +
+      "shared by all the project's keys and by MCP tool calls); or the project's daily execution quota is used up " +
+      "(SERVICE_RATE_LIMIT_DAILY_EXECUTIONS, off by default; it resets at 00:00 UTC); or, for a sync execute, the " +
+      "tool's toolkit has its cap of concurrent executions per project full (`retryAfter` 1; an async execute waits " +
+      "pending instead). " + RETRY_WHEN
+  }
+  const standard = "The project's standard bucket is empty (`rate_limited`): every request with a key but `POST /v1/execute` " +
+    "takes a token from it (SERVICE_RATE_LIMIT_REQUESTS_PER_MINUTE, default 120/minute, burst " +
+    "SERVICE_RATE_LIMIT_REQUEST_BURST, default 240; shared by all the project's keys)."
+  if (operationId === "files.stage") {
+    return standard + " Or the project's live staged files together with this one would pass " +
+      "SERVICE_FILE_PROJECT_MAX_BYTES (default 2 GiB); `retryAfter` is then the seconds until its first file expires. " +
+      RETRY_WHEN
+  }
+  return `${standard} ${RETRY_WHEN}`
 }
 
 /** Answered before the key is read (framing, Node's own refusals) or for the key itself: no bucket was taken. */
@@ -394,6 +421,8 @@ export const makeDocument = (api: typeof Api): Json => {
         ...successes,
         ...errorStatuses(endpoint, keyed).map((status) => [String(status), errorResponse(status, keyed)])
       ])
+      const limited = operation.responses["429"]
+      if (limited !== undefined) limited.description = tooManyRequests(endpoint, operation.operationId)
       for (const parameter of operation.parameters ?? []) {
         if (parameter.in === "query" && parameter.name === "limit") {
           parameter.schema = { type: "integer", minimum: MIN_LIMIT, maximum: MAX_LIMIT, default: DEFAULT_LIMIT }

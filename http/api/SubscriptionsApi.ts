@@ -186,7 +186,7 @@ export class TriggerEventsApi extends HttpApiGroup.make("triggerEvents")
 export const RecoverRequest = Schema.Struct({ since: Timestamp })
 export type RecoverRequest = typeof RecoverRequest.Type
 
-/** How many failed deliveries since `since` were queued again. */
+/** How many events of failed deliveries since `since` were queued again (those not since brought or being brought). */
 export const RecoverResult = Schema.Struct({ count: Schema.Int })
 export type RecoverResult = typeof RecoverResult.Type
 
@@ -215,8 +215,11 @@ export class WebhookRecoveryApi extends HttpApiGroup.make("webhookRecovery")
       error: StateConflict
     }).annotateMerge(described(
       "Recover failed deliveries",
-      "Every delivery of the endpoint that failed and was queued since `since` is queued again; the answer counts them. " +
-        "An inactive endpoint is 409."
+      "The events of the endpoint's deliveries that failed and were queued since `since` are queued again, once each and " +
+        "oldest first, leaving out every event that a later delivery to the endpoint brought (succeeded) or is still " +
+        "bringing (open); the answer counts those queued. So after a resend that worked, or right after an earlier " +
+        "recover, nothing is sent twice: a second recover with the same `since` counts 0. A trigger event whose payload " +
+        "is gone is skipped (not counted). The failed deliveries themselves stay failed. An inactive endpoint is 409."
     ))
   )
   .annotate(UnpinnedOnly, true)

@@ -75,6 +75,7 @@ const page = async (): Promise<string> => {
     <meta charset="utf-8" />
     <title>${escapeHtml(String(spec.info?.title ?? "API"))}</title>
     <meta name="viewport" content="width=device-width, initial-scale=1" />
+    <link rel="icon" href="data:," />
     <style>body { margin: 0; font-family: system-ui, sans-serif; }</style>
   </head>
   <body>

@@ -5,8 +5,9 @@
  * The key is made and shown once the server listens (it asks for the HttpServer), so a start-up
  * that fails, on a busy port say, hands out no key for a service that never ran.
  */
-import { Effect, Layer, Redacted } from "effect"
+import { Clock, Effect, Layer, Redacted } from "effect"
 import { HttpServer } from "effect/http"
+import { isoTime, type LogFormat, logFormat } from "../observability/Logging.ts"
 import { databaseUrl, raw } from "../Settings.ts"
 import { bootstrapKeys } from "./AccessSettings.ts"
 import { ApiKeys } from "./ApiKeys.ts"
@@ -24,14 +25,25 @@ export const listenHost = Effect.gen(function*() {
   return (yield* raw("SERVICE_HOST")) ?? ((yield* devKeyWanted) ? "127.0.0.1" : "0.0.0.0")
 })
 
+const DEV_PROJECT = "proj_dev"
+const ABOUT = "memory mode; a new one at every start, shown once"
+
+/**
+ * Shows the key once the server listens: under SERVICE_LOG_FORMAT=json as one JSON object like
+ * every other line (`{"time","level","message","projectId","apiKey"}`), else as plain text.
+ */
 export const layer = Layer.effectDiscard(
   Effect.gen(function*() {
     yield* HttpServer.HttpServer
     if (!(yield* devKeyWanted)) return
     const keys = yield* ApiKeys
-    const { key } = yield* Effect.orDie(keys.create({ projectId: "proj_dev" }))
-    process.stdout.write(
-      `Development API key for project proj_dev (memory mode; a new one at every start, shown once): ${Redacted.value(key)}\n`
-    )
+    const { key } = yield* Effect.orDie(keys.create({ projectId: DEV_PROJECT }))
+    // Written as the log lines are (SERVICE_LOG_FORMAT), but not through the logger: its
+    // redaction would hide the very key this line is for.
+    const format = yield* logFormat.pipe(Effect.orElseSucceed((): LogFormat => (process.stdout.isTTY === true ? "pretty" : "json")))
+    const time = isoTime(new Date(yield* Clock.currentTimeMillis))
+    process.stdout.write(format === "json"
+      ? `${JSON.stringify({ time, level: "info", message: `development API key for project ${DEV_PROJECT} (${ABOUT})`, projectId: DEV_PROJECT, apiKey: Redacted.value(key) })}\n`
+      : `Development API key for project ${DEV_PROJECT} (${ABOUT}): ${Redacted.value(key)}\n`)
   })
 )

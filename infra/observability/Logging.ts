@@ -30,7 +30,9 @@ const REDACTED = "[redacted]"
  */
 const SECRET_TEXT: ReadonlyArray<readonly [RegExp, string]> = [
   [/(\b[a-z][a-z0-9+.-]*:\/\/[^\s:/@"]+:)[^\s@/"]+@/gi, `$1${REDACTED}@`],
-  [/(\/v1\/ingest\/[^/\s"?]+\/)[^/\s"?]+/g, `$1${REDACTED}`],
+  // The route template's `:secret` placeholder is no secret: request lines name the route as
+  // the metrics do (`/v1/ingest/:subscriptionId/:secret`).
+  [/(\/v1\/ingest\/[^/\s"?]+\/)(?!:secret(?![^/\s"?]))[^/\s"?]+/g, `$1${REDACTED}`],
   [/\b(sk_[A-Za-z0-9]{4})[A-Za-z0-9_-]+/g, `$1…${REDACTED}`],
   [/\b(whsec_[A-Za-z0-9]{4})[A-Za-z0-9_+/=-]+/g, `$1…${REDACTED}`],
   [/(\bBearer\s+)[^\s"]+/gi, `$1${REDACTED}`]

@@ -9,7 +9,7 @@ import { EventStore } from "../../infra/eventlog/EventStore.ts"
 import { layerPgEventStore } from "../../infra/eventlog/PgEventStore.ts"
 import { Projections } from "../../infra/eventlog/Projection.ts"
 import { projections as allProjections } from "../../src/App.ts"
-import { runCli } from "../support/Cli.ts"
+import { runCli, startCli } from "../support/Cli.ts"
 import { createTestDatabase, dropTestDatabase, postgresAvailable } from "../support/Database.ts"
 import { freePort } from "../support/Ports.ts"
 import { type ChildService, startProcess } from "../support/Service.ts"
@@ -136,11 +136,51 @@ describe("command line without a database", () => {
         child.stdout.on("data", take)
         child.stderr.on("data", take)
       })
-      expect(out).toMatch(/Development API key for project proj_dev .*: sk_[A-Za-z0-9]{40}/)
+      // Piped, so JSON lines by default (SERVICE_LOG_FORMAT): the key is a field of one of them.
+      expect(out).toMatch(/development API key for project proj_dev.*sk_[A-Za-z0-9]{40}/i)
       expect(out).toMatch(/listening on http:\/\/127\.0\.0\.1:\d+/)
     } finally {
       child.kill("SIGTERM")
     }
+  })
+
+  /** `serve` in memory mode without keys until it listens: its stdout so far; then it is stopped. */
+  const devStart = async (format: "json" | "pretty"): Promise<string> => {
+    const running = startCli(["serve"], { SERVICE_PORT: "0", SERVICE_LOG_FORMAT: format })
+    try {
+      return await new Promise<string>((resolve, reject) => {
+        let text = ""
+        const timer = setTimeout(() => reject(new Error(`not listening in 20 s: ${text}`)), 20_000)
+        running.process.stdout?.on("data", (chunk: Buffer) => {
+          text += chunk.toString()
+          if (text.includes("listening on")) {
+            clearTimeout(timer)
+            // The rest of the turn's lines (they are written together).
+            setTimeout(() => resolve(text), 100)
+          }
+        })
+      })
+    } finally {
+      running.process.kill("SIGTERM")
+      await running.finished
+    }
+  }
+
+  it("the development key's line follows SERVICE_LOG_FORMAT: a JSON object under json, plain text under pretty", async () => {
+    const json = (await devStart("json")).split("\n").filter((line) => line.trim() !== "")
+    const objects = json.map((line) => {
+      try {
+        return JSON.parse(line) as Record<string, unknown>
+      } catch {
+        throw new Error(`not one JSON object per line: ${line}`)
+      }
+    })
+    const keyLines = objects.filter((line) => typeof line.apiKey === "string")
+    expect(keyLines).toHaveLength(1)
+    expect(keyLines[0]).toMatchObject({ level: "info", projectId: "proj_dev", apiKey: expect.stringMatching(/^sk_[A-Za-z0-9]{40}$/) })
+    expect(String(keyLines[0]?.message)).toMatch(/development API key/i)
+    const pretty = await devStart("pretty")
+    expect(pretty).toMatch(/^Development API key for project proj_dev .*: sk_[A-Za-z0-9]{40}$/m)
   })
 
   it.each([

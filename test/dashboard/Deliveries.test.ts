@@ -83,7 +83,7 @@ describe("resending and recovering deliveries", () => {
     await expect.poll(() => deliveries.locator(".badge-failed").count()).toBe(2)
 
     // Since tomorrow: nothing to recover.
-    const since = page.getByLabel("Failed since (your local time)")
+    const since = page.getByLabel(/^Failed since \(your local time, UTC([+-]\d\d:\d\d)?\)$/)
     const tomorrow = new Date(Date.now() + 24 * 60 * 60 * 1000)
     const local = (date: Date) => `${date.getFullYear()}-${String(date.getMonth() + 1).padStart(2, "0")}-${String(date.getDate()).padStart(2, "0")}T${String(date.getHours()).padStart(2, "0")}:${String(date.getMinutes()).padStart(2, "0")}`
     const dayAgo = await since.inputValue()
@@ -123,7 +123,7 @@ describe("resending and recovering deliveries", () => {
     expect(await recoverRefusal.textContent()).toContain("HTTP 409")
     expect(await recoverRefusal.locator(".error-message").textContent()).toMatch(/inactive/)
     // The refusal goes once the time it was about changes.
-    await page.getByLabel("Failed since (your local time)").fill("2020-01-02T03:04")
+    await page.getByLabel(/^Failed since \(your local time, UTC([+-]\d\d:\d\d)?\)$/).fill("2020-01-02T03:04")
     await expect.poll(() => recoverRefusal.count()).toBe(0)
     await page.close()
 

@@ -167,6 +167,32 @@ describe("the files view", () => {
   })
 })
 
+describe("times", () => {
+  /** The files view in a page whose browser runs in `timezoneId`, once `name` is listed. */
+  const filesIn = async (timezoneId: string, name: string) => {
+    const page = await h.browser.context.newPage()
+    const cdp = await page.context().newCDPSession(page)
+    await cdp.send("Emulation.setTimezoneOverride", { timezoneId })
+    await signIn(page)
+    await page.getByRole("region", { name: "Files in the project" }).getByRole("cell", { name, exact: true }).waitFor()
+    return page
+  }
+
+  it("are shown with their zone: UTC, or the browser's offset from it", async () => {
+    const file = await api.files.create({ name: "zoned.txt", content: new Uint8Array(3) })
+    for (const [timezoneId, zone] of [["UTC", /\bUTC$/], ["Asia/Kolkata", /\bUTC\+05:30$/], ["America/St_Johns", /\bUTC-0[23]:30$/]] as const) {
+      const page = await filesIn(timezoneId, "zoned.txt")
+      const list = page.getByRole("region", { name: "Files in the project" })
+      await list.getByRole("button", { name: "Metadata of zoned.txt" }).click()
+      await list.getByRole("definition").locator(`time[datetime="${file.expiresAt}"]`).waitFor()
+      const shown = await page.locator("main time").allTextContents()
+      expect(shown.length, timezoneId).toBeGreaterThanOrEqual(2)
+      for (const text of shown) expect(text.trim(), timezoneId).toMatch(zone)
+      await page.close()
+    }
+  })
+})
+
 describe("looking up a file", () => {
   it("takes a shown error (and its request id) away once the file id changes, and when it is cleared and the press refused", async () => {
     const page = await h.browser.context.newPage()

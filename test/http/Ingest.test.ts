@@ -7,6 +7,7 @@
 import { Layer, Logger, References } from "effect"
 import { gzipSync } from "node:zlib"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { formatJsonLine, toRecord } from "../../infra/observability/Logging.ts"
 import { createTestDatabase, dropTestDatabase, postgresAvailable } from "../support/Database.ts"
 import { type InProcessService, startService } from "../support/Service.ts"
 import {
@@ -230,6 +231,36 @@ describe.skipIf(!postgresAvailable)("on Postgres", () => {
 })
 
 describe("ingest logs", () => {
+  it("the request line and /metrics name the same route template for ingest, and neither holds the secret", async () => {
+    // The lines as the service writes them (its JSON format, redaction included).
+    const written: Array<string> = []
+    const writer = Logger.layer([Logger.make((options) => void written.push(formatJsonLine(toRecord(options))))])
+    const service = await startService(LIMITS, Layer.mergeAll(writer, Layer.succeed(References.MinimumLogLevel, "Info")))
+    try {
+      const endpoint = await createTriggerEndpoint(service, URL_OK, { active: false })
+      const subscription = await subscribe(service, { trigger: "demo.event", userId: "u1", webhookEndpointIds: [endpoint.endpointId] })
+      const path = ingestPath(subscription)
+      const secret = path.split("/").pop() ?? ""
+      expect((await postIngest(service, path, { type: "url_verification", challenge: "c" })).status).toBe(200)
+      await new Promise((resolve) => setTimeout(resolve, 100))
+      const logged = written.map((line) => JSON.parse(line) as { message: string; method?: string; route?: string; status?: number })
+        .filter((line) => line.message === "request" && line.method === "POST" && line.route?.startsWith("/v1/ingest/") === true)
+      expect(logged.length).toBeGreaterThan(0)
+      const metrics = await (await service.fetch("/metrics", { key: null })).text()
+      const labels = [...metrics.matchAll(/route="(\/v1\/ingest\/[^"]*)"/g)].map((match) => match[1])
+      expect(labels.length).toBeGreaterThan(0)
+      expect(new Set(labels)).toEqual(new Set([logged[0]?.route]))
+      expect(logged[0]?.route).toBe("/v1/ingest/:subscriptionId/:secret")
+      for (const text of [...written, metrics]) {
+        expect(text).not.toContain(secret)
+        expect(text).not.toContain(secret.slice(7, 30))
+      }
+    } finally {
+      await service.close()
+    }
+  })
+
+
   it("no log line holds the ingest secret, whatever the answer", async () => {
     const lines: Array<string> = []
     const collector = Logger.layer([Logger.make((options) => {

@@ -256,6 +256,43 @@ describe("the OpenAPI document", () => {
     expect(ingest400.description).toContain("not JSON is 422")
   })
 
+  it("says what recover queues: the failed events since `since`, once each, less those a later delivery brought or is bringing", () => {
+    const recover = document.paths["/v1/webhooks/{endpointId}/recover"].post
+    const text = `${recover.summary} ${recover.description} ${recover.responses["202"].description}`
+    // Not every failed delivery: an event the endpoint has had since (a resend, an earlier
+    // recover) or is still being sent is left out, so a second recover counts 0 (docs/webhooks.md).
+    expect(text).not.toMatch(/every delivery of the endpoint that failed/i)
+    expect(text).toMatch(/once each/i)
+    expect(text).toMatch(/succeeded|has had since/i)
+    expect(text).toMatch(/still being sent|still bringing|open/i)
+    expect(text).toMatch(/second recover[^.]*counts 0/i)
+  })
+
+  it("names every cause of a 429 and of a 415 the service has, where each can happen", () => {
+    const tooMany = (path: string, method: string) => document.paths[path][method].responses["429"].description as string
+    // POST /v1/execute: the execute bucket (not the standard one), the daily quota, a full concurrency cap.
+    const execute = tooMany("/v1/execute", "post")
+    expect(execute).toMatch(/execute bucket/i)
+    expect(execute).not.toMatch(/standard bucket/i)
+    expect(execute).toMatch(/daily execution quota/i)
+    expect(execute).toMatch(/SERVICE_RATE_LIMIT_DAILY_EXECUTIONS/)
+    expect(execute).toMatch(/concurren/i)
+    // Every other keyed route: the standard bucket; staging a file also the project's file storage.
+    for (const [path, method] of [["/v1/me", "get"], ["/v1/executions", "get"], ["/v1/webhooks", "post"], ["/v1/files", "post"]] as const) {
+      expect(tooMany(path, method), `${method} ${path}`).toMatch(/standard bucket/i)
+      expect(tooMany(path, method), `${method} ${path}`).not.toMatch(/execute bucket|daily execution quota|concurren/i)
+    }
+    expect(tooMany("/v1/files", "post")).toMatch(/SERVICE_FILE_PROJECT_MAX_BYTES/)
+    expect(tooMany("/v1/me", "get")).not.toMatch(/SERVICE_FILE_PROJECT_MAX_BYTES/)
+    // 415: a Content-Type other than application/json, a charset other than UTF-8, a content coding.
+    for (const [path, method] of [["/v1/execute", "post"], ["/v1/me", "get"]] as const) {
+      const unsupported = document.paths[path][method].responses["415"].description as string
+      expect(unsupported, path).toMatch(/application\/json/)
+      expect(unsupported, path).toMatch(/charset/i)
+      expect(unsupported, path).toMatch(/Content-Encoding/)
+    }
+  })
+
   it("documents deliveries as webhooks: the envelope and the signature headers", () => {
     const types = Object.keys(document.webhooks)
     expect(types).toEqual(expect.arrayContaining(["execution.succeeded", "execution.failed", "execution.cancelled", "trigger.github.issue_opened"]))
@@ -342,6 +379,54 @@ describe("real error answers", () => {
   })
 })
 
+describe("real execute answers", () => {
+  const schemaOf = (status: number) =>
+    ajv().compile(asSchema(document.paths["/v1/execute"].post.responses[String(status)].content["application/json"].schema))
+  const base = { ...EXAMPLES["executions.execute"]?.responses?.[202] as Json }
+
+  it("the 200 takes only a terminal record (spec: succeeded, failed, cancelled); a pending or running one is a 202", () => {
+    const ok = schemaOf(200)
+    for (const status of ["pending", "running"]) expect(ok({ ...base, status }), status).toBe(false)
+    expect(ok(EXAMPLES["executions.execute"]?.responses?.[200])).toBe(true)
+    const accepted = schemaOf(202)
+    for (const status of ["pending", "running"]) expect(accepted({ ...base, status }), status).toBe(true)
+  })
+
+  /** Sends an execute and checks its answer against the document's schema for its status. */
+  const conforms = async (body: Json, status: number): Promise<Json> => {
+    const response = await service.fetch("/v1/execute", { method: "POST", json: { userId: "user_1", input: {}, ...body } })
+    expect(response.status, JSON.stringify(body)).toBe(status)
+    const record = await response.json() as Json
+    const validate = schemaOf(status)
+    expect(validate(record), `${JSON.stringify(record)}: ${JSON.stringify(validate.errors)}`).toBe(true)
+    return record
+  }
+
+  it("match the document's schema of their status: 200 succeeded, failed, cancelled; 202 pending, and a finished replay", async () => {
+    expect((await conforms({ tool: "demo.echo", input: { a: 1 } }, 200)).status).toBe("succeeded")
+    expect((await conforms({ tool: "demo.fail", input: { code: "provider_error" } }, 200)).status).toBe("failed")
+    const pending = await conforms({ tool: "demo.sleep", input: { ms: 60_000 }, mode: "async" }, 202)
+    expect(["pending", "running"]).toContain(pending.status)
+    await (await service.fetch(`/v1/executions/${pending.executionId}/cancel`, { method: "POST" })).arrayBuffer()
+    // A sync request of a tool that runs async by nature waits for it: cancelled meanwhile, a 200.
+    const waiting = conforms({ tool: "demo.sleep", input: { ms: 60_000 }, idempotencyKey: "openapi-sync-cancel" }, 200)
+    let running: Json | undefined
+    for (let i = 0; i < 20 && running === undefined; i++) {
+      const page = await (await service.fetch("/v1/executions?tool=demo.sleep&userId=user_1")).json() as { executions: Array<Json> }
+      // Recorded in async mode (the tool's nature): found as the other open one.
+      running = page.executions.find((e) => e.executionId !== pending.executionId && (e.status === "pending" || e.status === "running"))
+      if (running === undefined) await new Promise((resolve) => setTimeout(resolve, 50))
+    }
+    expect(running).toBeDefined()
+    await (await service.fetch(`/v1/executions/${running?.executionId}/cancel`, { method: "POST" })).arrayBuffer()
+    expect((await waiting).status).toBe("cancelled")
+    // An async replay of a finished execution answers 202 with its terminal record.
+    const first = await conforms({ tool: "demo.echo", idempotencyKey: "openapi-replay" }, 200)
+    const replay = await conforms({ tool: "demo.echo", idempotencyKey: "openapi-replay", mode: "async" }, 202)
+    expect(replay).toMatchObject({ executionId: first.executionId, status: "succeeded", replayed: true })
+  })
+})
+
 describe("serving the document and the docs page", () => {
   it("/openapi.json is compressed by Accept-Encoding, with an ETag that answers 304", async () => {
     const plain = await fetch(`${service.baseUrl}/openapi.json`, { headers: { "accept-encoding": "identity" } })
@@ -362,6 +447,17 @@ describe("serving the document and the docs page", () => {
     expect(raw.encoding).toBe("br")
     expect(brotliDecompressSync(raw.body).toString()).toBe(text)
     expect(raw.body.length).toBeLessThan(text.length / 4)
+  })
+
+  it("/docs links an icon that needs no request, which its Content-Security-Policy allows (no /favicon.ico 404)", async () => {
+    const response = await fetch(`${service.baseUrl}/docs`)
+    const html = await response.text()
+    const icon = /<link rel="icon" href="([^"]*)" \/>/.exec(html)
+    expect(icon?.[1]).toBe("data:,")
+    expect(html.indexOf("<link rel=\"icon\"")).toBeLessThan(html.indexOf("</head>"))
+    const imageSources = (response.headers.get("content-security-policy") ?? "").split(";").map((d) => d.trim())
+      .find((directive) => directive.startsWith("img-src "))
+    expect(imageSources?.split(" ")).toContain("data:")
   })
 
   it("/docs is compressed, and answers 405 to other methods", async () => {
@@ -388,6 +484,10 @@ describe("serving the document and the docs page", () => {
       const errors: Array<string> = []
       page.on("request", (request) => requests.push(request.url()))
       page.on("pageerror", (error) => errors.push(error.message))
+      const failed: Array<string> = []
+      page.on("response", (response) => {
+        if (response.status() >= 400) failed.push(`${response.status()} ${response.url()}`)
+      })
       await page.goto(`${service.baseUrl}/docs`, { waitUntil: "networkidle" })
       // The first group is open: its operation's summary shows; the others open on a click.
       await page.getByText("Who am I").first().waitFor({ timeout: 20_000 })
@@ -397,6 +497,9 @@ describe("serving the document and the docs page", () => {
       const origin = new URL(service.baseUrl).origin
       const elsewhere = requests.filter((url) => !url.startsWith(origin) && !url.startsWith("data:") && !url.startsWith("blob:"))
       expect(elsewhere).toEqual([])
+      // The page's icon is inline: the browser asks for no /favicon.ico (a 404 in its console).
+      expect(requests.filter((url) => url.includes("favicon"))).toEqual([])
+      expect(failed).toEqual([])
       expect(errors).toEqual([])
       await page.close()
     }, 60_000)

@@ -205,5 +205,8 @@ describe("log lines", () => {
     )
     for (const secret of ["hunter2", "s3cr3t", "efghijklmnop", "efghijkl", "tok123"]) expect(text).not.toContain(secret)
     expect(text).toContain("/v1/ingest/sub_1/[redacted]")
+    // The route template is kept as the metrics name it; a secret that merely starts like it is not.
+    expect(redactText("route=/v1/ingest/:subscriptionId/:secret")).toBe("route=/v1/ingest/:subscriptionId/:secret")
+    expect(redactText("/v1/ingest/sub_1/:secretX1")).toBe("/v1/ingest/sub_1/[redacted]")
   })
 })

@@ -17,7 +17,7 @@ import { Button } from "../ui/Button.tsx"
 import { dropErrorOnEdit, ErrorNotice } from "../ui/Feedback.tsx"
 import { ListState } from "../ui/ListState.tsx"
 import { Refreshing } from "../ui/Refreshing.tsx"
-import { formatTime, Time } from "../ui/Time.tsx"
+import { formatTime, Time, zoneOf } from "../ui/Time.tsx"
 
 const unfinished = (delivery: WebhookDelivery) => delivery.status === "pending" || delivery.status === "delivering"
 
@@ -92,6 +92,12 @@ const localInput = (date: Date): string =>
 
 const DAY_MS = 24 * 60 * 60 * 1000
 
+/** The moment a `datetime-local` value names, or now while it names none (for its zone). */
+const sinceDate = (value: string): Date => {
+  const date = new Date(value)
+  return Number.isNaN(date.getTime()) ? new Date() : date
+}
+
 /** Queues the endpoint's failed deliveries since a time again, a day ago unless changed. */
 const Recover = ({ client, endpointId, onRecovered }: { readonly client: Client; readonly endpointId: string; readonly onRecovered: (said: string) => void }) => {
   const [since, setSince] = useState(() => localInput(new Date(Date.now() - DAY_MS)))
@@ -124,7 +130,7 @@ const Recover = ({ client, endpointId, onRecovered }: { readonly client: Client;
           }
         }}
       >
-        <label for="recover-since">Failed since (your local time)</label>
+        <label for="recover-since">Failed since (your local time, {zoneOf(sinceDate(since))})</label>
         <input id="recover-since" type="datetime-local" required value={since} onInput={(event) => setSince(event.currentTarget.value)} />
         <button type="submit" aria-disabled={busy}>{busy ? "Recovering…" : "Recover failed deliveries"}</button>
       </form>
