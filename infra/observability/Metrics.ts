@@ -80,6 +80,18 @@ export const recordAttempt = (succeeded: boolean, seconds: number): void => {
 export const recordDelivery = (outcome: "succeeded" | "failed"): void =>
   deliveryCounters(outcome, () => ({ outcome })).updateUnsafe(1, registry)
 
+const pollCounters = perLabels((attributes) =>
+  Metric.counter("trigger_polls_total", {
+    description: "Polls of a provider by this process, by trigger and outcome (listed, not_modified, refused, backoff)",
+    attributes,
+    incremental: true
+  })
+)
+
+/** One poll of a polling subscription: what the provider's answer made of it. */
+export const recordPoll = (trigger: string, outcome: string): void =>
+  pollCounters(`${trigger} ${outcome}`, () => ({ trigger, outcome })).updateUnsafe(1, registry)
+
 const appended = Metric.counter("eventlog_events_appended_total", { description: "Events appended to the log by this process", incremental: true })
 // Served at 0 from the start: a process that has appended nothing yet still has the series.
 appended.updateUnsafe(0, registry)

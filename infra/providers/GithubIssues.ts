@@ -28,7 +28,13 @@ export type IssuesAnswer =
   }
   | { readonly kind: "not_modified" }
   | { readonly kind: "refused"; readonly status: number }
-  | { readonly kind: "backoff"; readonly waitMs?: number | undefined; readonly minimumMs?: number | undefined }
+  | {
+    readonly kind: "backoff"
+    readonly waitMs?: number | undefined
+    readonly minimumMs?: number | undefined
+    /** What went wrong, for the operator's log line: a status, or the transport's failure. */
+    readonly reason: string
+  }
 
 export interface IssuesQuery {
   readonly owner: string
@@ -55,16 +61,17 @@ export const interpretIssuesAnswer = (
   if (response.status === 304) return { kind: "not_modified" }
   const rateLimited = githubRateLimit(response, nowMs)
   if (rateLimited !== undefined) {
-    return rateLimited.given ? { kind: "backoff", waitMs: rateLimited.seconds * 1000 } : { kind: "backoff", minimumMs: rateLimited.seconds * 1000 }
+    const reason = `GitHub answered ${response.status} (rate limited)`
+    return rateLimited.given ? { kind: "backoff", waitMs: rateLimited.seconds * 1000, reason } : { kind: "backoff", minimumMs: rateLimited.seconds * 1000, reason }
   }
   if (response.status >= 500) {
     const wait = retryAfterSeconds(response.headers["retry-after"], nowMs)
-    return { kind: "backoff", waitMs: wait === undefined ? undefined : wait * 1000 }
+    return { kind: "backoff", waitMs: wait === undefined ? undefined : wait * 1000, reason: `GitHub answered ${response.status}` }
   }
   if (response.status !== 200) return { kind: "refused", status: response.status }
-  if (response.bodyTruncated) return { kind: "backoff" }
+  if (response.bodyTruncated) return { kind: "backoff", reason: `GitHub's answer was larger than ${MAX_PAGE_BYTES} bytes` }
   const items = decodeItems(utf8(response.body))
-  if (items._tag === "None") return { kind: "backoff" }
+  if (items._tag === "None") return { kind: "backoff", reason: "GitHub's answer was not a JSON list of issues" }
   const next = nextLink(response.headers["link"])
   return {
     kind: "listed",
@@ -94,5 +101,5 @@ export const fetchIssuesPage = (
     allowPrivateNetworks: true
   }).pipe(
     Effect.map((response) => interpretIssuesAnswer(response, options.apiUrl, options.nowMs)),
-    Effect.catchTag("OutboundHttpError", () => Effect.succeed<IssuesAnswer>({ kind: "backoff" }))
+    Effect.catchTag("OutboundHttpError", (error) => Effect.succeed<IssuesAnswer>({ kind: "backoff", reason: `the request to GitHub failed: ${error.reason}` }))
   )

@@ -27,6 +27,7 @@ import { PollCursors, type PollState } from "./PollCursors.ts"
 import { Subscriptions } from "./Subscriptions.ts"
 import { subscriptionFromRow, SUBSCRIPTIONS_TABLE } from "./TriggerProjections.ts"
 import { triggerSettings } from "./TriggerSettings.ts"
+import { recordPoll } from "../observability/Metrics.ts"
 
 export const leaseKey = (subscriptionId: string) => `trigger-poller/${subscriptionId}`
 
@@ -37,6 +38,32 @@ const MAX_PAGES = 100
 const REQUEST_TIMEOUT_MS = 25_000
 
 const decodeIssueFilters = Schema.decodeUnknownOption(IssueFilters)
+
+/**
+ * A failing poller says so (a revoked token otherwise looks like a repository where nothing
+ * happens): at warn on its first failure, on a change of what fails, and then at the 2nd, 4th,
+ * 8th… failure in a row, so a subscription failing for days writes a few lines, not one a
+ * poll; at info when a poll succeeds again.
+ */
+const reportPoll = (failing: { streak: number; problem: string | undefined }, subscription: Subscription, problem: string | undefined, nextPollAt: number) => {
+  if (problem === undefined) {
+    const after = failing.streak
+    failing.streak = 0
+    failing.problem = undefined
+    return after === 0 ? Effect.void : Effect.logInfo("trigger polls recovered", { subscriptionId: subscription.subscriptionId, trigger: subscription.trigger, failedPolls: after })
+  }
+  failing.streak++
+  const changed = problem !== failing.problem
+  failing.problem = problem
+  if (!changed && (failing.streak & (failing.streak - 1)) !== 0) return Effect.void
+  return Effect.logWarning("trigger poll failed", {
+    subscriptionId: subscription.subscriptionId,
+    trigger: subscription.trigger,
+    error: problem,
+    failedPolls: failing.streak,
+    nextPollAt: new Date(nextPollAt).toISOString()
+  })
+}
 
 export const make = Effect.gen(function*() {
   const runner = yield* Runner
@@ -72,7 +99,8 @@ export const make = Effect.gen(function*() {
     const filters = Option.getOrUndefined(decodeIssueFilters(subscription.filters))
     const token = yield* tokenOf(subscription)
     // No usable connection (deleted, expired) or filters: like a 401, the cadence holds.
-    if (filters === undefined || token === undefined) return { outcome: { kind: "refused" } as PollOutcome, cursor }
+    if (filters === undefined) return { outcome: { kind: "refused" } as PollOutcome, cursor, problem: "its filters cannot be read" }
+    if (token === undefined) return { outcome: { kind: "refused" } as PollOutcome, cursor, problem: "its connection is gone, expired or holds no token" }
     const listed: Array<ListedIssue> = []
     const fresh: Array<NonNullable<ReturnType<typeof normalizeIssue>>> = []
     let url: string | undefined = firstPageUrl(settings.githubApiUrl, { owner: filters.owner, repo: filters.repo, since: cursor.since })
@@ -89,7 +117,9 @@ export const make = Effect.gen(function*() {
       })
       if (answer.kind !== "listed") {
         // A later page failing leaves the cursor where it was: the next poll asks again.
-        return { outcome: (answer.kind === "refused" ? { kind: "refused" } : answer) as PollOutcome, cursor }
+        return answer.kind === "refused"
+          ? { outcome: { kind: "refused" } as PollOutcome, cursor, problem: `GitHub answered ${answer.status}` }
+          : { outcome: answer as PollOutcome, cursor, problem: answer.kind === "backoff" ? answer.reason : undefined }
       }
       // A first page that is or may not be the whole answer (a next page, or a full page whose
       // next one may come) can stay the same while later pages change: its ETag would make the
@@ -111,11 +141,12 @@ export const make = Effect.gen(function*() {
       const payload = { ...issue, labels: [...issue.labels] }
       yield* admission.admit({ subscription, dedupKey: `issue:${issue.id}`, occurredAtMs: Date.parse(issue.createdAt), payload }, "skip")
     }
-    return { outcome: { kind: "listed" } as PollOutcome, cursor: advanceCursor(cursor, listed, firstEtag) }
+    return { outcome: { kind: "listed" } as PollOutcome, cursor: advanceCursor(cursor, listed, firstEtag), problem: undefined }
   })
 
   /** The poller of one subscription, for as long as this incarnation holds its lease. */
   const poller = Effect.fnUntraced(function*(incarnation: Incarnation, subscriptionId: string) {
+    const failing = { streak: 0, problem: undefined as string | undefined }
     while (true) {
       const held = yield* leases.tryAcquire(incarnation, leaseKey(subscriptionId)).pipe(Effect.orElseSucceed(() => false))
       if (!held) return
@@ -130,12 +161,15 @@ export const make = Effect.gen(function*() {
         yield* Effect.sleep(Duration.millis(state.nextPollAt - now))
         continue
       }
-      const { outcome, cursor } = yield* pollOnce(incarnation, subscription, state.cursor)
+      const { outcome, cursor, problem } = yield* pollOnce(incarnation, subscription, state.cursor)
       const intervalMs = (subscription.pollIntervalSeconds ?? 60) * 1000
       const next = nextPoll(outcome, intervalMs, state.failures)
       // Deleted while polling: its cursor is gone and stays gone.
       if ((yield* subscriptions.find(subscriptionId)) === undefined) return
-      yield* cursors.save(subscriptionId, { cursor, nextPollAt: (yield* Clock.currentTimeMillis) + next.delayMs, failures: next.failures })
+      const nextPollAt = (yield* Clock.currentTimeMillis) + next.delayMs
+      yield* cursors.save(subscriptionId, { cursor, nextPollAt, failures: next.failures })
+      recordPoll(subscription.trigger, outcome.kind)
+      yield* reportPoll(failing, subscription, problem, nextPollAt)
     }
   }, (effect) => effect.pipe(Effect.catchCause((cause) => Effect.logWarning("trigger poller failed; the supervisor restarts it", cause))))
 

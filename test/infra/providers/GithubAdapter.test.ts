@@ -137,11 +137,17 @@ describe("the issues list's answers", () => {
   const answer = (status: number, headers: Record<string, string>, message = "x") => interpretIssuesAnswer(response(status, headers, message), "https://api", now)
 
   it("a rate limit with a wait given is that wait; without one, a back-off of at least a minute that doubles", () => {
-    expect(answer(429, { "retry-after": "5" })).toEqual({ kind: "backoff", waitMs: 5_000 })
-    expect(answer(403, { "x-ratelimit-remaining": "0", "x-ratelimit-reset": "1700000090" })).toEqual({ kind: "backoff", waitMs: 90_000 })
-    expect(answer(429, {})).toEqual({ kind: "backoff", minimumMs: 60_000 })
-    expect(answer(403, {}, "You have exceeded a secondary rate limit")).toEqual({ kind: "backoff", minimumMs: 60_000 })
+    expect(answer(429, { "retry-after": "5" })).toEqual({ kind: "backoff", waitMs: 5_000, reason: "GitHub answered 429 (rate limited)" })
+    expect(answer(403, { "x-ratelimit-remaining": "0", "x-ratelimit-reset": "1700000090" })).toEqual({ kind: "backoff", waitMs: 90_000, reason: "GitHub answered 403 (rate limited)" })
+    expect(answer(429, {})).toEqual({ kind: "backoff", minimumMs: 60_000, reason: "GitHub answered 429 (rate limited)" })
+    expect(answer(403, {}, "You have exceeded a secondary rate limit")).toEqual({ kind: "backoff", minimumMs: 60_000, reason: "GitHub answered 403 (rate limited)" })
     expect(answer(403, {}, "Must have admin rights")).toEqual({ kind: "refused", status: 403 })
+  })
+
+  it("a server error or an answer that is no list is a back-off that says which", () => {
+    expect(answer(502, {})).toEqual({ kind: "backoff", waitMs: undefined, reason: "GitHub answered 502" })
+    expect(interpretIssuesAnswer({ ...response(200, {}), body: new TextEncoder().encode("{not json[") }, "https://api", now))
+      .toEqual({ kind: "backoff", reason: "GitHub's answer was not a JSON list of issues" })
   })
 })
 

@@ -4,6 +4,7 @@
  * pull requests and pre-baseline issues skipped, labels, back-off on 429 (Retry-After) and 5xx
  * (doubling), the cadence kept on 401, and deletion stopping the poller.
  */
+import { Layer, Logger, type LogLevel, References } from "effect"
 import { afterEach, describe, expect, it } from "vitest"
 import { type FakeGithub, startFakeGithub } from "../../support/FakeGithub.ts"
 import { type InProcessService, startService } from "../../support/Service.ts"
@@ -26,14 +27,16 @@ afterEach(async () => {
   }
 })
 
-const setup = async (options: { readonly filters?: Record<string, unknown>; readonly token?: string; readonly before?: (github: FakeGithub) => void } = {}): Promise<Setup> => {
+const setup = async (
+  options: { readonly filters?: Record<string, unknown>; readonly token?: string; readonly before?: (github: FakeGithub) => void; readonly around?: Layer.Layer<never> } = {}
+): Promise<Setup> => {
   const github = await startFakeGithub()
   options.before?.(github)
   const service = await startService({
     SERVICE_GITHUB_API_URL: github.url,
     SERVICE_TRIGGER_MIN_POLL_SECONDS: "1",
     SERVICE_RATE_LIMIT_REQUEST_BURST: "10000"
-  })
+  }, options.around)
   const endpoint = await createTriggerEndpoint(service, URL_OK, { active: false })
   const connection = await createConnection(service, { userId: "u1", toolkit: "github", authClass: "bearer", credentials: { token: options.token ?? "gh-token" } })
   const subscription = await subscribe(service, {
@@ -47,6 +50,29 @@ const setup = async (options: { readonly filters?: Record<string, unknown>; read
   const result = { github, service, subscription }
   started.push(result)
   return result
+}
+
+interface Logged {
+  readonly level: LogLevel.LogLevel
+  readonly message: string
+  readonly fields: Record<string, unknown>
+}
+
+/** The service's log entries about trigger polls, as they are written. */
+const pollLogs = (into: Array<Logged>) =>
+  Layer.mergeAll(
+    Logger.layer([Logger.make((options) => {
+      const [message, fields] = (Array.isArray(options.message) ? options.message : [options.message]) as [unknown, Record<string, unknown> | undefined]
+      if (typeof message === "string" && message.startsWith("trigger poll")) into.push({ level: options.logLevel, message, fields: fields ?? {} })
+    })]),
+    Layer.succeed(References.MinimumLogLevel, "Info")
+  )
+
+/** The value of `trigger_polls_total` for `outcome` in the service's /metrics. */
+const polls = async (service: InProcessService, outcome: string): Promise<number> => {
+  const text = await (await service.fetch("/metrics", { key: null })).text()
+  const line = text.split("\n").find((row) => row.startsWith("trigger_polls_total{") && row.includes(`outcome="${outcome}"`) && row.includes(`trigger="github.issue_opened"`))
+  return line === undefined ? 0 : Number(line.split(" ").at(-1))
 }
 
 const gaps = (times: ReadonlyArray<number>) => times.slice(1).map((at, i) => at - times[i]!)
@@ -158,6 +184,40 @@ describe("github.issue_opened pollers", () => {
     for (const gap of gaps(github.requests.map((request) => request.at))) expect(gap).toBeLessThan(1_800)
     const got = (await (await service.fetch(`/v1/subscriptions/${subscription.subscriptionId}`)).json()) as { status: string }
     expect(got.status).toBe("active")
+  }, 30_000)
+
+  // An outside audit: a revoked token, a GitHub answering 5xx or garbage, left no log line and
+  // no metric at any level; the subscription read active and silently delivered nothing.
+  it("say when they fail: a warn line on the 1st, 2nd, 4th… failure in a row, polls by outcome in /metrics, info once they recover", async () => {
+    const logged: Array<Logged> = []
+    const { github, service, subscription } = await setup({ token: "wrong-token", around: pollLogs(logged) })
+    await eventually(() => (github.requests.length >= 5 ? true : undefined), 15_000, "five polls")
+    const refused = logged.filter((entry) => entry.message === "trigger poll failed" && entry.fields.error === "GitHub answered 401")
+    expect(refused.length).toBeGreaterThanOrEqual(3)
+    expect(refused.slice(0, 3).map((entry) => entry.fields.failedPolls)).toEqual([1, 2, 4])
+    expect(refused[0]?.level).toBe("Warn")
+    expect(refused[0]?.fields).toMatchObject({ subscriptionId: subscription.subscriptionId, trigger: "github.issue_opened" })
+    expect(typeof refused[0]?.fields.nextPollAt).toBe("string")
+    expect(JSON.stringify(logged)).not.toContain("wrong-token")
+    const counted = await polls(service, "refused")
+    const asked = github.requests.length
+    await eventually(() => (github.requests.length >= asked + 2 ? true : undefined), 10_000, "two more polls")
+    await new Promise((resolve) => setTimeout(resolve, 200))
+    expect(await polls(service, "refused")).toBeGreaterThanOrEqual(counted + 2)
+  }, 30_000)
+
+  it("say which answer made them back off, and that they recovered", async () => {
+    const logged: Array<Logged> = []
+    const { github, service, subscription } = await setup({ around: pollLogs(logged) })
+    await eventually(() => (github.requests.length >= 1 ? true : undefined), 10_000, "a poll")
+    github.failNext([{ status: 503 }])
+    const recovered = await eventually(() => logged.find((entry) => entry.message === "trigger polls recovered"), 15_000, "the recovery line")
+    expect(recovered.level).toBe("Info")
+    expect(recovered.fields).toMatchObject({ subscriptionId: subscription.subscriptionId, failedPolls: 1 })
+    const failed = logged.filter((entry) => entry.message === "trigger poll failed")
+    expect(failed.map((entry) => entry.fields.error)).toEqual(["GitHub answered 503"])
+    expect(await polls(service, "backoff")).toBeGreaterThanOrEqual(1)
+    expect(await polls(service, "not_modified")).toBeGreaterThanOrEqual(1)
   }, 30_000)
 
   it("stop when the subscription is deleted", async () => {
