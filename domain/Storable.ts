@@ -88,9 +88,10 @@ const hexValue = (text: string, at: number): number => {
 /**
  * The same check on JSON text, without parsing it: the HTTP edge runs it over every request body
  * (one pass over the characters; the API parses the text afterwards). Text that is not valid JSON
- * is left to the parser, which refuses it anyway.
+ * is left to the parser, which refuses it anyway. `allowNul`: for text whose strings are never
+ * stored (a trigger's pushed payload), an escaped NUL is no reason to refuse it.
  */
-export const unstorableText = (text: string): Unstorable | undefined => {
+export const unstorableText = (text: string, allowNul = false): Unstorable | undefined => {
   let depth = 0
   let inString = false
   for (let i = 0; i < text.length; i++) {
@@ -104,7 +105,7 @@ export const unstorableText = (text: string): Unstorable | undefined => {
         }
         // A \uXXXX escape: NUL, or a surrogate without its pair.
         const unit = hexValue(text, i + 2)
-        if (unit === 0) return "nul"
+        if (unit === 0 && !allowNul) return "nul"
         if (unit >= 0xd800 && unit <= 0xdfff) {
           const paired = unit <= 0xdbff && text.charCodeAt(i + 6) === BACKSLASH && text.charCodeAt(i + 7) === 0x75 &&
             hexValue(text, i + 8) >= 0xdc00 && hexValue(text, i + 8) <= 0xdfff
@@ -112,7 +113,7 @@ export const unstorableText = (text: string): Unstorable | undefined => {
           i += 6
         }
         i += 5
-      } else if (code === 0) return "nul"
+      } else if (code === 0 && !allowNul) return "nul"
       else if (code >= 0xd800 && code <= 0xdfff) {
         const next = text.charCodeAt(i + 1)
         if (code <= 0xdbff && next >= 0xdc00 && next <= 0xdfff) i++

@@ -108,13 +108,17 @@ export const make = Effect.gen(function*() {
     const subscription = yield* authenticate(request)
     if (subscription === undefined) return refused
     // What the event log cannot keep, judged here rather than at the edge, so that a bad
-    // credential is the same 404 whatever the body holds.
-    const unfit = unstorableText(request.rawBody)
+    // credential is the same 404 whatever the body holds. The payload is never stored
+    // (decisions.md section 5), so a NUL in it is JSON like any other character; the event id,
+    // which the history keeps, must hold none.
+    const unfit = unstorableText(request.rawBody, true)
     if (unfit !== undefined) return invalid(`The request body ${unstorableMessage[unfit]}.`)
     const body = parsePushBody(request.rawBody)
     if (body === undefined) {
       return invalid("The body must be a provider callback: {type: \"url_verification\", challenge} or {type: \"event_callback\", event_id, event_time, event}.")
     }
+    const unfitId = body.kind === "callback" ? unstorableText(JSON.stringify(body.eventId)) : undefined
+    if (unfitId !== undefined) return invalid(`The event_id ${unstorableMessage[unfitId]}.`)
     if (body.kind === "verification") return { _tag: "Challenge", challenge: body.challenge } satisfies IngestAnswer
     const payload = normalizePushed(subscription.trigger, body.event, subscription.filters)
     if (payload === undefined) return { _tag: "Accepted", accepted: 0, duplicates: 0 } satisfies IngestAnswer

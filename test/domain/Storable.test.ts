@@ -27,6 +27,12 @@ describe("storable JSON", () => {
     expect(unstorableText(JSON.stringify(value))).toBe(expected)
   })
 
+  it("text whose strings are never stored may hold a NUL, and nothing else it could not keep", () => {
+    expect(unstorableText(JSON.stringify({ a: "x\u0000y" }), true)).toBeUndefined()
+    expect(unstorableText(JSON.stringify({ a: "x\u0000y", b: "\ud800" }), true)).toBe("surrogate")
+    expect(unstorableText(`${"[".repeat(MAX_DEPTH + 1)}${"]".repeat(MAX_DEPTH + 1)}`, true)).toBe("depth")
+  })
+
   it("nesting twenty thousand levels deep is refused without overflowing the stack", () => {
     expect(unstorable(nest(20_000))).toBe("depth")
     expect(unstorableText(`${"[".repeat(20_000)}${"]".repeat(20_000)}`)).toBe("depth")

@@ -27,7 +27,7 @@ const FAKE_SECRET = `trgsec_${"A".repeat(43)}`
 
 /** Bodies that are JSON but that the event log cannot keep (domain/Storable.ts). */
 const unstorableBodies: ReadonlyArray<[string, string]> = [
-  ["a NUL", '{"type":"url_verification","challenge":"a\\u0000b"}'],
+  ["a NUL in the event id (the history keeps it)", '{"type":"event_callback","event_id":"Ev\\u0000","event_time":1700000000,"event":{"type":"ping"}}'],
   ["a lone surrogate", '{"type":"url_verification","challenge":"\\ud800"}'],
   ["nesting 70 levels deep", `${'{"a":'.repeat(70)}1${"}".repeat(70)}`]
 ]
@@ -138,6 +138,13 @@ const suite = (name: string, env: () => Promise<Record<string, string>>, cleanup
       const accepted = await postIngest(service, ingestPath(demo), { type: "event_callback", event_id: "EvA", event_time: 1_700_000_000, event: { type: "ping" } })
       expect(accepted.status).toBe(202)
       expect(await accepted.json()).toEqual({ kind: "accepted", accepted: 1, duplicates: 0 })
+      // A NUL in the payload is JSON, and the payload is never stored (decisions.md section 5):
+      // an outside audit found it refused 422, so a provider would retry it and give up.
+      const withNul = await postIngest(service, ingestPath(demo), '{"type":"event_callback","event_id":"EvNul","event_time":1700000000,"event":{"type":"ping","text":"a\\u0000b"}}')
+      expect(withNul.status).toBe(202)
+      expect(await withNul.json()).toEqual({ kind: "accepted", accepted: 1, duplicates: 0 })
+      const challenged = await postIngest(service, ingestPath(demo), '{"type":"url_verification","challenge":"a\\u0000b"}')
+      expect(await challenged.json()).toEqual({ challenge: "a\u0000b" })
       for (const body of ["{nope", "[]", "null", JSON.stringify({ type: "block_actions" }), JSON.stringify({ type: "event_callback", event_id: "EvB" })]) {
         const refused = await postIngest(service, ingestPath(demo), body)
         expect(refused.status, body).toBe(422)
