@@ -10,7 +10,7 @@ import { describe, expect, it } from "vitest"
 import { type WebhookEndpoint } from "../../client/index.ts"
 import { KEY, PINNED_KEY } from "../support/Service.ts"
 import { eventually } from "../support/WebhookReceiver.ts"
-import { screenshot, seriousViolations, watch } from "./Browser.ts"
+import { focused, screenshot, seriousViolations, watch } from "./Browser.ts"
 import { dashboardHarness } from "./Harness.ts"
 
 // Five quick attempts: a delivery to a failing receiver is failed within a second.
@@ -103,6 +103,26 @@ describe("resending and recovering deliveries", () => {
     expect(await seriousViolations(page)).toEqual([])
     await screenshot(page, "webhook-recovered")
     await page.close()
+  })
+
+  // An outside audit: a resend from the second page showed the first and left the focus on the
+  // page's body (the focused Resend left with its page); the next Tab began at the top.
+  it("keeps the keyboard's place when a resend from a later page shows the first: the focus goes to the history's heading", async () => {
+    receiver.respond = () => ({ status: 200 })
+    const endpoint = await api.webhooks.create({ url: receiver.url("/paged"), events: ["execution.succeeded"] })
+    for (let i = 0; i < 21; i++) await api.executions.execute({ tool: "demo.echo", input: { paged: i }, userId: "user_paged" })
+    await settled(endpoint.endpointId, 21)
+    const page = await h.browser.context.newPage()
+    await openEndpoint(page, endpoint.endpointId)
+    await page.getByRole("button", { name: "Next page" }).click()
+    const resend = history(page).getByRole("button", { name: /^Resend whd_/ }).first()
+    await expect.poll(() => history(page).locator("li.delivery").count(), { timeout: 10_000 }).toBe(1)
+    await resend.focus()
+    await page.keyboard.press("Enter")
+    await expect.poll(() => page.getByRole("status").filter({ hasText: /^Resent as whd_/ }).count(), { timeout: 10_000 }).toBe(1)
+    await expect.poll(() => focused(page), { timeout: 10_000 }).toBe("H2:#deliveries-title")
+    await page.close()
+    await api.webhooks.update(endpoint.endpointId, { active: false })
   })
 
   it("shows the service's code and message when the endpoint is inactive (409), and offers a pinned key neither action", async () => {

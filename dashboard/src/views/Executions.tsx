@@ -13,6 +13,7 @@ import { EXECUTION_STATUSES, type ExecutionFilters, navigate, replaceRoute } fro
 import { Button } from "../ui/Button.tsx"
 import { Confirm } from "../ui/Confirm.tsx"
 import { ErrorNotice, Loading, RecordError } from "../ui/Feedback.tsx"
+import { focusIn, focusLost } from "../ui/Focus.ts"
 import { Json } from "../ui/Json.tsx"
 import { Link } from "../ui/Link.tsx"
 import { ListState } from "../ui/ListState.tsx"
@@ -21,12 +22,6 @@ import { TableScroll } from "../ui/TableScroll.tsx"
 import { Time } from "../ui/Time.tsx"
 
 const running = (execution: ExecutionRecord) => execution.status === "pending" || execution.status === "running"
-
-/** Whether the keyboard focus is inside `element` (read while rendering: before the render takes out what had it). */
-const focusIn = (element: HTMLElement | null): boolean => element !== null && element.contains(document.activeElement)
-
-/** The focus fell to the page's body: what had it was taken out. */
-const focusLost = (): boolean => document.activeElement === null || document.activeElement === document.body
 
 /** What the page says when an execution finished while its cancel was at hand. */
 const finishedSaid = (execution: ExecutionRecord): string => `finished (${execution.status}); there is nothing left to cancel.`
