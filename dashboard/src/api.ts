@@ -21,14 +21,27 @@ export interface RetryWaitDetail {
  * retry waiting out a 429's Retry-After, fails without being sent; so no request carries a key
  * after Sign out. Such a call rejects as one that got no answer, which no view is left to show.
  */
+/**
+ * A read (GET) that gets no answer within this is given up, as one that could not reach the
+ * service: a connection that swallows requests (a proxy without a timeout, a network gone quiet)
+ * would otherwise leave the view waiting for ever, its Refresh and pager disabled and its polling
+ * stopped. Writes are not cut: an upload on a slow link may take longer, and the person who
+ * sent it sees it busy.
+ */
+export const READ_TIMEOUT_MS = 15_000
+
 export const clientFor = (apiKey: string, signal?: AbortSignal): Client =>
   createClient({
     baseUrl: window.location.origin,
     apiKey,
     fetch: (input, init) => {
-      if (signal === undefined) return window.fetch(input, init)
-      if (signal.aborted) return Promise.reject(new Error("The view that asked for it was left."))
-      return window.fetch(input, { ...init, signal: init.signal ? AbortSignal.any([init.signal, signal]) : signal })
+      if (signal?.aborted === true) return Promise.reject(new Error("The view that asked for it was left."))
+      const deadline = (init.method ?? "GET").toUpperCase() === "GET" ? AbortSignal.timeout(READ_TIMEOUT_MS) : undefined
+      const signals = [init.signal, signal, deadline].filter((one): one is AbortSignal => one !== undefined && one !== null)
+      return window.fetch(input, { ...init, signal: AbortSignal.any(signals) }).catch((error: unknown) => {
+        if (deadline?.aborted === true && signal?.aborted !== true) throw new Error(`The service did not answer within ${READ_TIMEOUT_MS / 1000} s.`)
+        throw error
+      })
     },
     onRetryWait: ({ error, seconds }) => {
       if (signal?.aborted === true) return

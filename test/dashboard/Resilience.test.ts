@@ -77,6 +77,36 @@ describe("the dashboard when the service falters", () => {
     await page.close()
   })
 
+  // An outside audit: a read that never got an answer (a proxy that swallows requests) left the
+  // view waiting for ever, Refresh and the pager disabled and the polling stopped.
+  it("gives up a read that gets no answer within 15 s, says the service did not answer, and keeps refreshing", async () => {
+    const page = await h.browser.context.newPage()
+    await signIn(page)
+    const started = await api.executions.execute({ tool: "demo.sleep", userId: "user_r", input: { ms: 20_000 }, mode: "async" })
+    const id = started.executionId
+    // The second read of the record is swallowed: no answer, no error.
+    let reads = 0
+    let swallowed = 0
+    await page.route(`**/v1/executions/${id}`, (route) => {
+      reads++
+      if (reads === 2) {
+        swallowed++
+        return new Promise<void>(() => {})
+      }
+      return route.continue()
+    })
+    await page.goto(url(`/dashboard/executions/${id}`))
+    await page.getByRole("heading", { level: 1, name: "Execution" }).waitFor()
+    await expect.poll(() => swallowed, { timeout: 10_000 }).toBe(1)
+    const alert = page.getByRole("main").getByRole("alert").first()
+    await expect.poll(() => alert.textContent(), { timeout: 20_000 }).toContain("did not answer within 15 s")
+    expect(await alert.locator(".error-code").count()).toBe(0)
+    // The refreshing goes on after it: the record is read again.
+    await expect.poll(() => reads, { timeout: 10_000 }).toBeGreaterThan(2)
+    await expect.poll(() => page.locator("main").textContent(), { timeout: 20_000 }).toContain("succeeded")
+    await page.close()
+  }, 60_000)
+
   it("says so too, keeping the key, when the check on a reload gets no answer; Try again signs in", async () => {
     const page = await h.browser.context.newPage()
     await signIn(page)
