@@ -56,8 +56,10 @@ export const clientFor = (apiKey: string, signal?: AbortSignal): Client =>
 export interface Problem {
   /**
    * The service's error code. Absent only when the request got no answer from the service (the
-   * network, the service down, a request the browser would not send): no code is the service's
-   * then, and `ErrorNotice` says the service could not be reached.
+   * network, the service down, a request the browser would not send: status 0, and `ErrorNotice`
+   * says the service could not be reached) or an answer that is not the service's (a proxy's
+   * error page: its status, and `ErrorNotice` says no answer came from the service): no code is
+   * the service's then.
    */
   readonly code?: string
   readonly message: string
@@ -83,10 +85,26 @@ const unanswered = (error: ServiceError): boolean => error.status === 0 && error
 /** The client library's message for it is "The service could not be reached: <the browser's reason>". */
 const browserReason = (message: string): string => message.replace(/^The service could not be reached:\s*/, "")
 
+/**
+ * The client library's failure for an error status whose body is not the service's envelope (a
+ * proxy's or gateway's own page): its code is guessed from the status (a 502 reads
+ * `provider_unavailable`, which the service uses for a tool's provider), so no code is shown.
+ * A 401 keeps its guess: it ends the session however it came.
+ */
+const unenveloped = (error: ServiceError): boolean => error.status !== 401 && error.status > 0 && /^HTTP \d+ without an error envelope\.$/.test(error.message)
+
 export const toProblem = (error: unknown): Problem => {
   if (error instanceof ServiceError && unanswered(error)) {
     // Still retryable: a list that polls tries again, as after a 503.
     return { message: `No answer came back; the browser said: ${browserReason(error.message)}`, status: 0, retryable: true }
+  }
+  if (error instanceof ServiceError && unenveloped(error)) {
+    return {
+      message: `HTTP ${error.status} came back without the service's error: something between the browser and the service (a proxy or gateway) answered it.`,
+      status: error.status,
+      retryable: error.retryable,
+      ...(error.retryAfter === undefined ? {} : { retryAfter: error.retryAfter })
+    }
   }
   if (error instanceof ServiceError) {
     const problem: Problem = {

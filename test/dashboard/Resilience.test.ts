@@ -107,6 +107,22 @@ describe("the dashboard when the service falters", () => {
     await page.close()
   }, 60_000)
 
+  // An outside audit: a gateway's own 502 page read "Error provider_unavailable (HTTP 502)", the
+  // code the service uses for a tool's provider, guessed by the client library from the status.
+  it("shows no service code for an error page that is not the service's (a proxy's 502), and says where it came from", async () => {
+    const page = await h.browser.context.newPage()
+    await signIn(page)
+    await page.route("**/v1/files?*", (route) => route.fulfill({ status: 502, contentType: "text/html", body: "<html><body>502 Bad Gateway</body></html>" }))
+    await page.route("**/v1/files", (route) => route.fulfill({ status: 502, contentType: "text/html", body: "<html><body>502 Bad Gateway</body></html>" }))
+    await page.goto(url("/dashboard/files"))
+    const alert = page.getByRole("main").getByRole("alert").first()
+    await expect.poll(() => alert.textContent(), { timeout: 10_000 }).toContain("No answer from the service (HTTP 502)")
+    expect(await alert.textContent()).toContain("a proxy or gateway")
+    expect(await alert.textContent()).not.toContain("provider_unavailable")
+    expect(await alert.locator(".error-code").count()).toBe(0)
+    await page.close()
+  })
+
   it("says so too, keeping the key, when the check on a reload gets no answer; Try again signs in", async () => {
     const page = await h.browser.context.newPage()
     await signIn(page)

@@ -32,7 +32,9 @@ export const ErrorNotice = (
   <div class="error" role="alert">
     {problem.code === undefined ? (
       <p>
-        <strong>Could not reach the service</strong>
+        {problem.status > 0
+          ? <><strong>No answer from the service</strong> <span class="muted">(HTTP {problem.status})</span></>
+          : <strong>Could not reach the service</strong>}
       </p>
     ) : (
       <p>
