@@ -9,13 +9,13 @@
  * loaded again from its first page, where the new deliveries are. An inactive endpoint is offered
  * neither (the service refuses both with 409): the view says to activate it first.
  */
-import { useEffect, useRef, useState } from "preact/hooks"
+import { useState } from "preact/hooks"
 import type { WebhookDelivery } from "../../../client/index.ts"
 import { type Client, type Problem, toProblem } from "../api.ts"
 import { PAGE_SIZE, useAction, usePaged } from "../data.ts"
 import { Button } from "../ui/Button.tsx"
 import { dropErrorOnEdit, ErrorNotice } from "../ui/Feedback.tsx"
-import { focusIn, focusLost } from "../ui/Focus.ts"
+import { useFocusKept } from "../ui/Focus.ts"
 import { ListState } from "../ui/ListState.tsx"
 import { Refreshing } from "../ui/Refreshing.tsx"
 import { formatTime, Time, zoneOf } from "../ui/Time.tsx"
@@ -159,12 +159,7 @@ export const Deliveries = ({ client, endpointId, active }: { readonly client: Cl
   const polling = paged.value?.items.some(unfinished) === true
   // A resend from a later page shows the first, where the new delivery is: the focused Resend
   // leaves with its page, and the focus goes to the history's heading rather than the body.
-  const section = useRef<HTMLElement>(null)
-  const heading = useRef<HTMLHeadingElement>(null)
-  const hadFocus = focusIn(section.current)
-  useEffect(() => {
-    if (hadFocus && focusLost()) heading.current?.focus()
-  }, [paged.value])
+  const { section, heading } = useFocusKept(paged.value)
   return (
     <section ref={section} aria-labelledby="deliveries-title">
       <div class="section-head">

@@ -13,7 +13,7 @@ import { EXECUTION_STATUSES, type ExecutionFilters, navigate, replaceRoute } fro
 import { Button } from "../ui/Button.tsx"
 import { Confirm } from "../ui/Confirm.tsx"
 import { ErrorNotice, Loading, RecordError } from "../ui/Feedback.tsx"
-import { focusIn, focusLost } from "../ui/Focus.ts"
+import { focusIn, focusLost, useFocusKept } from "../ui/Focus.ts"
 import { Json } from "../ui/Json.tsx"
 import { Link } from "../ui/Link.tsx"
 import { ListState } from "../ui/ListState.tsx"
@@ -204,15 +204,10 @@ export const Executions = ({ client, me, filters }: { readonly client: Client; r
     running
   )
   const [status, setStatus] = useState("")
-  const heading = useRef<HTMLHeadingElement>(null)
-  const section = useRef<HTMLElement>(null)
   // A row that leaves the list (filtered to running ones, it was cancelled or finished) takes the
   // focus with it when it had it (its link, its Cancel or the confirmation): the focus goes to the
   // list's heading rather than the page's body.
-  const hadFocus = focusIn(section.current)
-  useEffect(() => {
-    if (hadFocus && focusLost()) heading.current?.focus()
-  }, [paged.value])
+  const { section, heading } = useFocusKept(paged.value)
   return (
     <>
       <FilterBar
