@@ -16,12 +16,6 @@ export interface RetryWaitDetail {
 }
 
 /**
- * A client on `apiKey`. Once `signal` aborts (its view left, the session over: App.tsx), it sends
- * nothing more: a request in flight is aborted, and one not sent yet, such as the client library's
- * retry waiting out a 429's Retry-After, fails without being sent; so no request carries a key
- * after Sign out. Such a call rejects as one that got no answer, which no view is left to show.
- */
-/**
  * A read (GET) that gets no answer within this is given up, as one that could not reach the
  * service: a connection that swallows requests (a proxy without a timeout, a network gone quiet)
  * would otherwise leave the view waiting for ever, its Refresh and pager disabled and its polling
@@ -30,6 +24,12 @@ export interface RetryWaitDetail {
  */
 export const READ_TIMEOUT_MS = 15_000
 
+/**
+ * A client on `apiKey`. Once `signal` aborts (its view left, the session over: App.tsx), it sends
+ * nothing more: a request in flight is aborted, and one not sent yet, such as the client library's
+ * retry waiting out a 429's Retry-After, fails without being sent; so no request carries a key
+ * after Sign out. Such a call rejects as one that got no answer, which no view is left to show.
+ */
 export const clientFor = (apiKey: string, signal?: AbortSignal): Client =>
   createClient({
     baseUrl: window.location.origin,

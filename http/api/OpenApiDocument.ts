@@ -121,18 +121,18 @@ const RETRY_WHEN = "`Retry-After` and `error.retryAfter` say when to retry."
 const tooManyRequests = (endpoint: HttpApiEndpoint.Top, operationId: string): string => {
   if (Context.get(endpoint.annotations, UsesExecuteBucket)) {
     return "Refused before anything is recorded (`rate_limited`): the project's execute bucket is empty " +
-      "(SERVICE_RATE_LIMIT_EXECUTE_PER_MINUTE, default 60/minute, burst SERVICE_RATE_LIMIT_EXECUTE_BURST, default 120; " +
-      "shared by all the project's keys and by MCP tool calls); or the project's daily execution quota is used up " +
+      "(SERVICE_RATE_LIMIT_EXECUTE_PER_MINUTE and SERVICE_RATE_LIMIT_EXECUTE_BURST; shared by all the project's keys " +
+      "and by MCP tool calls); or the project's daily execution quota is used up " +
       "(SERVICE_RATE_LIMIT_DAILY_EXECUTIONS, off by default; it resets at 00:00 UTC); or, for a sync execute, the " +
       "tool's toolkit has its cap of concurrent executions per project full (`retryAfter` 1; an async execute waits " +
       "pending instead). " + RETRY_WHEN
   }
   const standard = "The project's standard bucket is empty (`rate_limited`): every request with a key but `POST /v1/execute` " +
-    "takes a token from it (SERVICE_RATE_LIMIT_REQUESTS_PER_MINUTE, default 120/minute, burst " +
-    "SERVICE_RATE_LIMIT_REQUEST_BURST, default 240; shared by all the project's keys)."
+    "takes a token from it (SERVICE_RATE_LIMIT_REQUESTS_PER_MINUTE and SERVICE_RATE_LIMIT_REQUEST_BURST; shared by all " +
+    "the project's keys)."
   if (operationId === "files.stage") {
     return standard + " Or the project's live staged files together with this one would pass " +
-      "SERVICE_FILE_PROJECT_MAX_BYTES (default 2 GiB); `retryAfter` is then the seconds until its first file expires. " +
+      "SERVICE_FILE_PROJECT_MAX_BYTES; `retryAfter` is then the seconds until its first file expires. " +
       RETRY_WHEN
   }
   return `${standard} ${RETRY_WHEN}`

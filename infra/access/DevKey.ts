@@ -7,7 +7,7 @@
  */
 import { Clock, Effect, Layer, Redacted } from "effect"
 import { HttpServer } from "effect/http"
-import { isoTime, type LogFormat, logFormat } from "../observability/Logging.ts"
+import { currentLogFormat, isoTime } from "../observability/Logging.ts"
 import { databaseUrl, raw } from "../Settings.ts"
 import { bootstrapKeys } from "./AccessSettings.ts"
 import { ApiKeys } from "./ApiKeys.ts"
@@ -40,7 +40,7 @@ export const layer = Layer.effectDiscard(
     const { key } = yield* Effect.orDie(keys.create({ projectId: DEV_PROJECT }))
     // Written as the log lines are (SERVICE_LOG_FORMAT), but not through the logger: its
     // redaction would hide the very key this line is for.
-    const format = yield* logFormat.pipe(Effect.orElseSucceed((): LogFormat => (process.stdout.isTTY === true ? "pretty" : "json")))
+    const format = yield* currentLogFormat
     const time = isoTime(new Date(yield* Clock.currentTimeMillis))
     process.stdout.write(format === "json"
       ? `${JSON.stringify({ time, level: "info", message: `development API key for project ${DEV_PROJECT} (${ABOUT})`, projectId: DEV_PROJECT, apiKey: Redacted.value(key) })}\n`

@@ -242,16 +242,16 @@ export const lineLogger = (format: LogFormat, to: keyof typeof writers = "stdout
 }
 
 /**
- * The service's loggers in place of Effect's default one. A bad SERVICE_LOG_FORMAT falls back to
- * the default here; the preflight (src/Preflight.ts) reports it as one line and stops.
+ * The format lines are written in: a bad SERVICE_LOG_FORMAT falls back to the default here; the
+ * preflight (src/Preflight.ts) reports it as one line and stops.
  */
+export const currentLogFormat: Effect.Effect<LogFormat> = logFormat.pipe(
+  Effect.orElseSucceed((): LogFormat => (process.stdout.isTTY === true ? "pretty" : "json"))
+)
+
+/** The service's loggers in place of Effect's default one. */
 export const layerTo = (to: "stdout" | "stderr"): Layer.Layer<never> =>
-  Layer.unwrap(
-    logFormat.pipe(
-      Effect.orElseSucceed((): LogFormat => (process.stdout.isTTY === true ? "pretty" : "json")),
-      Effect.map((format) => Logger.layer([lineLogger(format, to)]))
-    )
-  )
+  Layer.unwrap(Effect.map(currentLogFormat, (format) => Logger.layer([lineLogger(format, to)])))
 
 /** The service's logs, on stdout. */
 export const layer: Layer.Layer<never> = layerTo("stdout")

@@ -12,7 +12,7 @@
 import { Clock, Context, Effect, Layer, Schema } from "effect"
 import { timingSafeEqual } from "node:crypto"
 import { isExpired } from "../../domain/Connection.ts"
-import { unstorableMessage, unstorableText } from "../../domain/Storable.ts"
+import { unstorable, unstorableMessage, unstorableText } from "../../domain/Storable.ts"
 import { normalizePushed, parsePushBody, verifySlackSignature } from "../../domain/triggers/PushBody.ts"
 import { INGEST_SECRET_PATTERN, type Subscription } from "../../domain/triggers/Subscription.ts"
 import { Secrets } from "../access/Secrets.ts"
@@ -117,7 +117,7 @@ export const make = Effect.gen(function*() {
     if (body === undefined) {
       return invalid("The body must be a provider callback: {type: \"url_verification\", challenge} or {type: \"event_callback\", event_id, event_time, event}.")
     }
-    const unfitId = body.kind === "callback" ? unstorableText(JSON.stringify(body.eventId)) : undefined
+    const unfitId = body.kind === "callback" ? unstorable(body.eventId) : undefined
     if (unfitId !== undefined) return invalid(`The event_id ${unstorableMessage[unfitId]}.`)
     if (body.kind === "verification") return { _tag: "Challenge", challenge: body.challenge } satisfies IngestAnswer
     const payload = normalizePushed(subscription.trigger, body.event, subscription.filters)

@@ -1,6 +1,5 @@
-import { useEffect, useRef } from "preact/hooks"
-
 /** Where the keyboard focus is, for views whose rows can leave the list while focused. */
+import { useEffect, useRef } from "preact/hooks"
 
 /** Whether the keyboard focus is inside `element` (read while rendering: before the render takes out what had it). */
 export const focusIn = (element: HTMLElement | null): boolean => element !== null && element.contains(document.activeElement)
