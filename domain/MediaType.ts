@@ -1,5 +1,5 @@
 /**
- * Request `Content-Type` rules shared by the API and the MCP gateway. Pure: header text in,
+ * Request `Content-Type` and `Content-Encoding` rules shared by the API and the MCP gateway. Pure: header text in,
  * verdict out.
  */
 
@@ -19,3 +19,7 @@ export const isJsonUtf8 = (header: string | null | undefined): boolean => {
     return name !== "charset" || UTF8_LABELS.has(value?.replace(/^"(.*)"$/, "$1") ?? "")
   })
 }
+
+/** A body sent with a content coding (gzip, br): the API and the gateway read bodies as sent, not decoded. */
+export const isEncoded = (header: string | null | undefined): boolean =>
+  header !== undefined && header !== null && header.split(",").some((coding) => coding.trim().toLowerCase() !== "identity")

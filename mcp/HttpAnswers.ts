@@ -7,7 +7,7 @@
  * bad protocol version, unparsable JSON-RPC) carry a JSON-RPC error body, as MCP clients read it.
  */
 import { normalized, type NormalizedError } from "../domain/Errors.ts"
-import { isJsonUtf8 } from "../domain/MediaType.ts"
+import { isEncoded, isJsonUtf8 } from "../domain/MediaType.ts"
 
 /** JSON bodies of `/mcp` are small (decisions.md section 2). */
 export const BODY_LIMIT = 1024 * 1024
@@ -67,8 +67,11 @@ export const methodNotAllowed = (requestId: string) =>
 export const bodyTooLarge = (requestId: string) =>
   envelope(requestId, 413, normalized("invalid_input", `The request body exceeds ${BODY_LIMIT} bytes.`), { connection: "close" })
 
-export const unsupportedMediaType = (requestId: string) =>
-  envelope(requestId, 415, normalized("invalid_input", "The request body must be application/json."))
+export const unsupportedMediaType = (requestId: string, message = "The request body must be application/json.") =>
+  envelope(requestId, 415, normalized("invalid_input", message))
+
+/** The refusal of a body sent content-encoded, as the API refuses one. */
+export const contentEncoded = (requestId: string) => unsupportedMediaType(requestId, "The request body must not be content-encoded.")
 
 /**
  * CORS for an allowed browser origin: what a preflight answers, and what every answer to that
@@ -177,3 +180,5 @@ export const parseJson = (text: string): { readonly value: unknown } | undefined
 
 /** Whether a `Content-Type` is JSON in UTF-8, as on /v1 (domain/MediaType.ts). */
 export const isJsonContentType = isJsonUtf8
+
+export { isEncoded }

@@ -15,6 +15,7 @@
  *   client takes it: RpcExchange.ts `answer`).
  * - The tasks methods exist from 2025-11-25 on: a session of an older version, to which the
  *   server declared no tasks, gets -32601 Method not found for them.
+ * - An integer id past 2^53 - 1 is -32600 (`inexactId`): the parse cannot keep it.
  * - A message nested deeper than `MAX_NESTING` levels is -32600 Invalid Request, judged on the
  *   text before it is parsed: the checks above and the SDK's walk messages recursively, and
  *   10,000 levels overflowed the stack (a retryable 500), or were a -32700 quoting the RangeError.
@@ -86,6 +87,18 @@ export const tooDeep: Refusal = {
   id: null
 }
 
+/**
+ * The refusal of a message whose integer id a double cannot hold exactly (past 2^53 - 1): the
+ * parse reads it as the nearest double, so its answer would carry another id than the one sent,
+ * and two such ids one apart would share the default idempotency key `mcp:<session>:<id>`. The
+ * SDK's schema takes them; JSON-RPC leaves the range to the implementation. Answered with id
+ * null, since the id sent cannot be repeated.
+ */
+const inexactId = (message: unknown): Refusal | undefined =>
+  isJsonObject(message) && typeof message.id === "number" && Number.isInteger(message.id) && !Number.isSafeInteger(message.id)
+    ? { code: INVALID_REQUEST, message: `Invalid Request: an integer id must lie within ±${Number.MAX_SAFE_INTEGER}; send a larger one as a string.`, id: null }
+    : undefined
+
 /** The id of a message, when it has a usable one; null otherwise (as JSON-RPC answers then). */
 export const idOf = (message: unknown): RpcId =>
   isJsonObject(message) && (typeof message.id === "string" || typeof message.id === "number") ? message.id : null
@@ -99,6 +112,8 @@ export const isBatch = (body: unknown): body is ReadonlyArray<unknown> => Array.
  */
 export const notAMessage = (body: unknown): Refusal | undefined => {
   if (isBatch(body)) return body.length === 0 ? { code: INVALID_REQUEST, message: "Invalid Request: an empty batch.", id: null } : undefined
+  const inexact = inexactId(body)
+  if (inexact !== undefined) return inexact
   if (plainRequest(body) || JSONRPCMessageSchema.safeParse(body).success) return undefined
   return { code: INVALID_REQUEST, message: "Invalid Request: the body is not a JSON-RPC 2.0 request, notification or response.", id: idOf(body) }
 }

@@ -8,7 +8,7 @@ import { Cause, Effect } from "effect"
 import { IncomingMessage } from "node:http"
 import type { Duplex } from "node:stream"
 import { normalized } from "../../domain/Errors.ts"
-import { isJsonUtf8 } from "../../domain/MediaType.ts"
+import { isEncoded, isJsonUtf8 } from "../../domain/MediaType.ts"
 import { unstorableMessage, type Unstorable, unstorableText } from "../../domain/Storable.ts"
 import { HttpServerRequest, type HttpServerResponse } from "effect/http"
 import { HttpServerResponse as Response } from "effect/http"
@@ -151,10 +151,6 @@ const compile = (routes: ReadonlyArray<Route>): ReadonlyArray<CompiledRoute> => 
   }
   return [...byPath.values()]
 }
-
-/** A body sent with a content coding (gzip, br): the API reads bodies as sent, not decoded. */
-const isEncoded = (header: string | undefined): boolean =>
-  header !== undefined && header.split(",").some((coding) => coding.trim().toLowerCase() !== "identity")
 
 /**
  * The refusal of a body sent to a route that takes none: none for an empty body or `{}`; 400

@@ -1,7 +1,9 @@
 /**
  * The gateway's own judgement of a message (mcp/MessageRules.ts) against the SDK's schema: a
  * message the schema takes is never refused as no message, and one it refuses is refused as no
- * message, or, for a request of a method the gateway knows, as invalid params.
+ * message, or, for a request of a method the gateway knows, as invalid params. (One exception
+ * the values here leave out: an integer id past 2^53 - 1, which the schema takes and the gateway
+ * refuses; test/mcp/Messages.test.ts.)
  */
 import { JSONRPCMessageSchema } from "@modelcontextprotocol/sdk/types.js"
 import fc from "fast-check"

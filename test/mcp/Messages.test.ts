@@ -104,6 +104,29 @@ describe("/mcp messages", () => {
     expect(await unparsable.json()).toMatchObject({ error: { code: -32700 } })
   })
 
+  // Outside audit: an integer id past 2^53 - 1 was read as the nearest double, so the answer
+  // carried another id than the request's, and two ids one apart shared the default idempotency
+  // key `mcp:<session>:<id>` (the second call got the first's execution, or an isError).
+  it("refuses an integer id that a double cannot hold exactly with 400 and -32600, and runs nothing", async () => {
+    const session = await openSession(gw.url)
+    for (const id of ["9007199254740992", "9007199254740993", "-9007199254740993", "12345678901234567890123"]) {
+      const text = `{"jsonrpc":"2.0","id":${id},"method":"tools/call","params":{"name":"demo.echo","arguments":{"id":"${id}"}}}`
+      const response = await post(gw.url, text, { session, accept: JSON_ONLY, headers: { "x-service-user-id": "user_1" } })
+      expect(response.status, id).toBe(400)
+      const answer = await response.json() as { id: unknown; error: { code: number; message: string } }
+      expect(answer, id).toMatchObject({ jsonrpc: "2.0", id: null, error: { code: -32600 } })
+      expect(answer.error.message).toMatch(/integer id/)
+    }
+    const listed = await (await gw.service.fetch("/v1/executions?tool=demo.echo&userId=user_1")).json() as { executions: ReadonlyArray<{ input: unknown }> }
+    expect(listed.executions.map((record) => record.input)).toEqual([])
+    // The largest exact integers are ids like any other.
+    for (const id of [9007199254740991, -9007199254740991]) {
+      const response = await post(gw.url, { jsonrpc: "2.0", id, method: "ping" }, { session, accept: JSON_ONLY })
+      expect(response.status).toBe(200)
+      expect(await response.json()).toEqual({ jsonrpc: "2.0", id, result: {} })
+    }
+  })
+
   it("refuses initialize sent as a notification, and opens no session for it", async () => {
     const { id: _id, ...notification } = initializeMessage()
     const response = await post(gw.url, notification, { accept: JSON_ONLY })

@@ -242,6 +242,21 @@ describe("the /mcp transport", () => {
     await stream.body?.cancel()
   })
 
+  // Outside audit: a gzip body was a 400 -32700 parse error; /v1 answers a content coding 415.
+  it("answers a content-encoded body 415, as /v1 does; identity passes", async () => {
+    const session = await openSession(gw.url)
+    const { gzipSync } = await import("node:zlib")
+    const ping = JSON.stringify({ jsonrpc: "2.0", id: 13, method: "ping" })
+    for (const coding of ["gzip", "br", "identity, gzip"]) {
+      const refused = await post(gw.url, coding === "gzip" ? gzipSync(ping) : ping, { session, accept: "application/json", headers: { "content-encoding": coding } })
+      expect(refused.status, coding).toBe(415)
+      expect(await refused.json()).toMatchObject({ error: { code: "invalid_input", message: "The request body must not be content-encoded." } })
+    }
+    const plain = await post(gw.url, ping, { session, accept: "application/json", headers: { "content-encoding": "identity" } })
+    expect(plain.status).toBe(200)
+    expect(await plain.json()).toEqual({ jsonrpc: "2.0", id: 13, result: {} })
+  })
+
   it("answers a body in a charset other than UTF-8 415, as /v1 does; UTF-8's labels pass", async () => {
     const session = await openSession(gw.url)
     for (const type of ["application/json; charset=latin1", "application/json; charset=utf-16"]) {

@@ -26,7 +26,7 @@ export const headersFor = (options: RawOptions = {}): Headers => {
 }
 
 export const post = (url: string, body: unknown, options: RawOptions = {}): Promise<Response> =>
-  fetch(url, { method: "POST", headers: headersFor(options), body: typeof body === "string" ? body : JSON.stringify(body) })
+  fetch(url, { method: "POST", headers: headersFor(options), body: typeof body === "string" || body instanceof Uint8Array ? body : JSON.stringify(body) })
 
 export const initializeMessage = (version = VERSION, capabilities: unknown = { tasks: {} }, id: number | string = 0) => ({
   jsonrpc: "2.0",
