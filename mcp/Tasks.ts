@@ -11,20 +11,24 @@
  * The process that creates a task watches its execution (LogFeed.ts) until it is terminal or
  * the task expires, and records each notification in the log for the session's GET stream: its
  * progress at queued, running and terminal when the call carried a progressToken, and the
- * terminal `notifications/tasks/status`. If that process dies first, the notifications stop (the
- * spec makes them optional; clients poll tasks/get), while tasks/get and tasks/result go on
- * answering from any process. A process that stops cleanly reads each watched record once more
- * as it closes, so an execution its stop let finish still gets its terminal notifications.
+ * terminal `notifications/tasks/status`; tasks/get and tasks/result answer from any process. A
+ * process that stops cleanly reads each watched record once more as it closes, so an execution its
+ * stop let finish still gets its terminal notifications; with a database, a process that starts
+ * takes up the tasks still open in the log (`resumeWatches`, OpenTasks.ts), so one whose
+ * execution the restart interrupted or ran later gets them too.
  */
 import { Clock, Effect, FiberSet, Queue, type Scope } from "effect"
 import type { ExecutionRecord, ExecutionStatus } from "../domain/executions/ExecutionRecord.ts"
 import type { Executions } from "../infra/executions/Executions.ts"
-import { type EventStore, type NewEvent } from "../infra/eventlog/EventStore.ts"
+import { type EventStore, type Json, type NewEvent, type RecordedEvent } from "../infra/eventlog/EventStore.ts"
+import { isDurable } from "../infra/eventlog/Database.ts"
+import type { ViewStore } from "../infra/eventlog/ViewStore.ts"
 import type { NormalizedError } from "../domain/Errors.ts"
 import { newId } from "../infra/Ids.ts"
 import { MCP_TASK_STREAM_TYPE, type LogFeedShape, taskStreamId } from "./LogFeed.ts"
 import type { McpSession } from "./McpSessions.ts"
 import { RELATED_TASK_META } from "./ToolResults.ts"
+import { OPEN_TASKS_TABLE, STATUS_METHOD, TASK_TTL_MAX_MS } from "./OpenTasks.ts"
 import {
   decodeTaskEvent,
   encodeTaskEvent,
@@ -35,7 +39,7 @@ import {
 } from "./TaskEvents.ts"
 
 export const TASK_TTL_MIN_MS = 60_000
-export const TASK_TTL_MAX_MS = 24 * 60 * 60 * 1000
+export { TASK_TTL_MAX_MS }
 export const TASK_TTL_DEFAULT_MS = 60 * 60 * 1000
 export const POLL_INTERVAL_MS = 1000
 
@@ -120,7 +124,7 @@ export const refusedTaskOf = (binding: McpTaskCreated, refusal: NormalizedError)
  * The terminal status, for the session's GET stream. Without the related-task key: MCP
  * 2025-11-25 ("Task Notifications") says it SHOULD NOT carry it, the task id being in its params.
  */
-const statusOf = (task: Task): Notification => ({ method: "notifications/tasks/status", params: { ...task } })
+const statusOf = (task: Task): Notification => ({ method: STATUS_METHOD, params: { ...task } })
 
 export const statusNotification = (binding: McpTaskCreated, record: ExecutionRecord): Notification => statusOf(taskOf(binding, record))
 
@@ -203,7 +207,28 @@ const bindingOf = (
     ...extra
   }))
 
-export const makeTasks = Effect.fnUntraced(function*(store: EventStore["Service"], executions: Executions["Service"], feed: LogFeedShape) {
+/** The stage a task's notifications in the log reached (0 queued, 1 running), or undefined once its status is there. */
+const stageNotified = (events: ReadonlyArray<RecordedEvent>): number | undefined => {
+  let reached = 0
+  for (const event of events) {
+    const decoded = decodeTaskEvent(event.data)
+    if (decoded._tag === "None" || decoded.value.type !== "McpTaskNotified") continue
+    const { method, params } = decoded.value.notification
+    if (method === STATUS_METHOD) return undefined
+    if (typeof params.progress === "number") reached = Math.max(reached, params.progress)
+  }
+  return reached
+}
+
+/** Rows of the open-tasks view read per page when a process takes them up. */
+const OPEN_TASKS_PAGE = 200
+
+export const makeTasks = Effect.fnUntraced(function*(
+  store: EventStore["Service"],
+  executions: Executions["Service"],
+  feed: LogFeedShape,
+  views: ViewStore["Service"]
+) {
   const watchers = yield* FiberSet.make()
   /** What each watch has recorded so far: the stage it reached and its stream's next version. */
   const watched = new Map<string, { readonly binding: McpTaskCreated; last: ExecutionRecord; next: number }>()
@@ -230,6 +255,9 @@ export const makeTasks = Effect.fnUntraced(function*(store: EventStore["Service"
         })
       })
     )).pipe(
+      // Another watch of the task (a peer's, or one this process took up) recorded this stage
+      // first: it goes on recording, this one gives way.
+      Effect.catchTag("ConcurrencyConflict", () => Effect.logDebug("MCP task notifications recorded by another watch")),
       Effect.timeout(binding.ttlMs),
       Effect.catchCause((cause) => Effect.logWarning("MCP task notifications stopped", cause)),
       // Left in the map when interrupted: the close's sweep (below) takes it up.
@@ -256,6 +284,50 @@ export const makeTasks = Effect.fnUntraced(function*(store: EventStore["Service"
         }).pipe(Effect.ignore), { concurrency: 8, discard: true })
     }).pipe(Effect.timeoutOption(2000), Effect.ignore)
   )
+
+  /** Watches an open task again from the stage its notifications reached, unless this process already does. */
+  const resumeWatch = Effect.fnUntraced(function*(streamId: string) {
+    if (watched.has(streamId)) return false
+    const events = yield* store.readStream(streamId, 1)
+    const first = events[0] === undefined ? undefined : decodeTaskEvent(events[0].data)
+    if (first === undefined || first._tag === "None" || first.value.type !== "McpTaskCreated" || first.value.refusal !== undefined) return false
+    const binding = first.value
+    const reached = stageNotified(events)
+    if (reached === undefined) return false
+    const current = yield* Effect.option(executions.get(binding.projectId, undefined, binding.executionId))
+    if (current._tag === "None") return false
+    const from: ExecutionRecord = { ...current.value, status: reached === 0 ? "pending" : "running" }
+    yield* FiberSet.run(watchers, watch(binding, from, events.length))
+    return true
+  })
+
+  /**
+   * With a database, while the process starts: the tasks still open in the log whose watch ended
+   * with the process that made them (a restart, a kill -9) are watched here, so a task whose
+   * execution the restart interrupts, or runs later, still gets its terminal progress and
+   * status. A task a live peer still watches is taken up as well; of two watches, the one whose
+   * append comes second gives way (`watch`), so no notification is recorded twice.
+   */
+  const resumeWatches = Effect.gen(function*() {
+    const now = yield* Clock.currentTimeMillis
+    let after: ReadonlyArray<Json> | undefined
+    let resumed = 0
+    while (true) {
+      const rows = yield* views.list(OPEN_TASKS_TABLE, {
+        where: [{ column: "expires_ms", op: ">", value: now }],
+        orderBy: [{ column: "stream_id", direction: "asc" }],
+        after,
+        limit: OPEN_TASKS_PAGE
+      })
+      for (const row of rows) if (yield* resumeWatch(String(row.stream_id))) resumed++
+      const last = rows[rows.length - 1]
+      if (rows.length < OPEN_TASKS_PAGE || last === undefined) break
+      after = [last.stream_id ?? null]
+    }
+    if (resumed > 0) yield* Effect.logInfo(`took up the notifications of ${resumed} open MCP tasks`)
+  }).pipe(Effect.catchCause((cause) => Effect.logWarning("taking up open MCP tasks failed", cause)))
+
+  if (yield* isDurable) yield* FiberSet.run(watchers, resumeWatches)
 
   const readBinding = (sessionId: string, executionId: string) =>
     Effect.map(Effect.orDie(store.readStream(taskStreamId(sessionId, executionId), 1)), (events) => {

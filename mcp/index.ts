@@ -12,6 +12,7 @@ import { ApiKeys } from "../infra/access/ApiKeys.ts"
 import { RateLimiter } from "../infra/access/RateLimiter.ts"
 import { Connections as ConnectionsService } from "../infra/connections/Connections.ts"
 import { EventStore } from "../infra/eventlog/EventStore.ts"
+import { ViewStore } from "../infra/eventlog/ViewStore.ts"
 import type { Migration } from "../infra/eventlog/PgMigrations.ts"
 import type { Projection } from "../infra/eventlog/Projection.ts"
 import { Executions as ExecutionsService } from "../infra/executions/Executions.ts"
@@ -25,6 +26,7 @@ import { makeExchange } from "./RpcExchange.ts"
 import { makeRpcServers } from "./RpcServer.ts"
 import { makeSessionStreams } from "./SessionStream.ts"
 import { makeTasks } from "./Tasks.ts"
+import { openTasksProjection } from "./OpenTasks.ts"
 import { makeTaskRequests } from "./TaskRequests.ts"
 import { makeFastPath } from "./FastPath.ts"
 import { makeToolCalls } from "./ToolCalls.ts"
@@ -47,7 +49,7 @@ export const layer = Layer.effect(
     const store = yield* EventStore
     const context = yield* Effect.context<never>()
     const feed = yield* makeLogFeed
-    const tasks = yield* makeTasks(store, executions, feed)
+    const tasks = yield* makeTasks(store, executions, feed, yield* ViewStore)
     const cancels = makeCallCancels()
     const toolCalls = makeToolCalls({ settings, executions, limiter, tasks, feed, cancels })
     const taskRequests = makeTaskRequests(executions, tasks)
@@ -69,5 +71,5 @@ export const layer = Layer.effect(
 
 /** The gateway's schema (the `mcp_sessions` table), for the composition root's migration list. */
 export const migrations: ReadonlyArray<Migration> = PgMcpSessions.mcpMigrations
-export const projections: ReadonlyArray<Projection> = []
+export const projections: ReadonlyArray<Projection> = [openTasksProjection]
 export const streamTypes: ReadonlyArray<string> = [MCP_TASK_STREAM_TYPE]
