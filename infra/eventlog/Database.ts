@@ -11,7 +11,7 @@ import { Context, Effect, Layer, type Redacted } from "effect"
 import { SqlClient } from "effect/sql"
 import { databaseUrl, integer } from "../Settings.ts"
 import * as PgBoundedClient from "./PgBoundedClient.ts"
-import { checkSchemaVersion, type Migration, runMigrations } from "./PgMigrations.ts"
+import { checkSchemaCurrent, checkSchemaVersion, type Migration, runMigrations } from "./PgMigrations.ts"
 import { type Projection, Projections } from "./Projection.ts"
 import { ensureProjectionTables } from "./ProjectionAdmin.ts"
 
@@ -37,6 +37,11 @@ export class Database extends Context.Service<Database, Storage>()("app/infra/ev
 export interface SchemaParts {
   readonly migrations: ReadonlyArray<Migration>
   readonly projections: ReadonlyArray<Projection>
+  /**
+   * Inspect only (the commands that read): the schema must already be this version's, and
+   * nothing is applied or rebuilt; a database not migrated to it is refused (SchemaBehind).
+   */
+  readonly readOnly?: boolean
 }
 
 /** Connections of the pool every feature shares. */
@@ -88,6 +93,7 @@ export const layerPostgres = (url: Redacted.Redacted<string>, parts: SchemaParts
       yield* Effect.gen(function*() {
         // A database migrated by a newer version is refused before anything is applied to it.
         yield* checkSchemaVersion(parts.migrations)
+        if (parts.readOnly === true) return yield* checkSchemaCurrent(parts.migrations)
         const applied = yield* runMigrations(parts.migrations)
         if (applied.length > 0) yield* Effect.logInfo(`applied migrations: ${applied.join(", ")}`)
         yield* ensureProjectionTables.pipe(Effect.provideService(Projections, parts.projections))

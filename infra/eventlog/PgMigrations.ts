@@ -135,6 +135,34 @@ export const checkSchemaVersion = (
     if (unknown.length > 0) return yield* new SchemaTooNew({ unknown })
   })
 
+/**
+ * The database lacks migrations this code has: it was never migrated, or an older version left
+ * it. Told by the commands that only read (they change no schema), which the operator's
+ * `migrate` puts right.
+ */
+export class SchemaBehind extends Schema.TaggedError<SchemaBehind>()("SchemaBehind", {
+  applied: Schema.Number,
+  known: Schema.Number
+}) {
+  override get message() {
+    return `the database is not migrated to this version of the service (${this.applied} of ${this.known} migrations applied); run \`migrate\` first`
+  }
+}
+
+/** Fails with SchemaBehind unless every one of `migrations` is applied; reads, never writes. */
+export const checkSchemaCurrent = (
+  migrations: ReadonlyArray<Migration>
+): Effect.Effect<void, SqlError | SchemaBehind, SqlClient.SqlClient> =>
+  Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    const exists = yield* sql<{ present: boolean }>`SELECT to_regclass('schema_migrations') IS NOT NULL AS present`
+    const applied = exists[0]?.present === true
+      ? new Set((yield* sql<{ id: number }>`SELECT id FROM schema_migrations`).map((row) => Number(row.id)))
+      : new Set<number>()
+    const done = migrations.filter((migration) => applied.has(migration.id)).length
+    if (done < migrations.length) return yield* new SchemaBehind({ applied: done, known: migrations.length })
+  })
+
 export const runMigrations = (
   migrations: ReadonlyArray<Migration>
 ): Effect.Effect<ReadonlyArray<string>, SqlError, SqlClient.SqlClient> =>

@@ -71,7 +71,8 @@ const tail = Command.make(
           Effect.tapError((error) => note(unavailableNote(error, host, last))),
           Effect.retry(Schedule.spaced(RETRY_MS))
         )
-      }).pipe(Effect.provide(layerPgEventStore))
+      }).pipe(Effect.provide(layerPgEventStore)),
+      { readOnly: true }
     )
   }
 ).pipe(Command.withDescription("Follow the event log, printing one JSON line per event"))

@@ -8,8 +8,8 @@ import { fail, print, printTable, withDatabase } from "./Shared.ts"
 
 const ID = /^[A-Za-z0-9_.-]{1,64}$/
 
-const withKeys = <A, E>(f: (keys: ApiKeys.ApiKeysShape) => Effect.Effect<A, E>) =>
-  withDatabase(Effect.flatMap(ApiKeys.ApiKeys, f).pipe(Effect.provide(ApiKeys.layerPg)))
+const withKeys = <A, E>(f: (keys: ApiKeys.ApiKeysShape) => Effect.Effect<A, E>, options: { readonly readOnly?: boolean } = {}) =>
+  withDatabase(Effect.flatMap(ApiKeys.ApiKeys, f).pipe(Effect.provide(ApiKeys.layerPg)), options)
 
 const create = Command.make(
   "create",
@@ -36,7 +36,7 @@ const list = Command.make(
   { project: Flag.String("project").pipe(Flag.withDescription("Only this project's keys"), Flag.optional) },
   ({ project }) =>
     Effect.gen(function*() {
-      const records = yield* withKeys((keys) => keys.list(Option.getOrUndefined(project)))
+      const records = yield* withKeys((keys) => keys.list(Option.getOrUndefined(project)), { readOnly: true })
       if (records.length === 0) return yield* print("no keys")
       yield* printTable(
         ["KEY ID", "PREFIX", "PROJECT", "PINNED USER", "CREATED", "STATE"],

@@ -27,7 +27,8 @@ const status = Command.make("status", {}, () =>
       const rows = yield* projectionStatus
       if (rows.length === 0) return yield* print("no projections")
       yield* printTable(["NAME", "MODE", "CHECKPOINT", "LAG"], rows.map((row) => [row.name, row.mode, row.checkpoint, String(row.lag)]))
-    })
+    }),
+    { readOnly: true }
   )).pipe(Command.withDescription("Print each projection's checkpoint and lag (events not yet projected)"))
 
 const replay = Command.make(

@@ -28,8 +28,14 @@ type DatabaseServices = Database | SqlClient.SqlClient | PgClient.PgClient | Pro
 /**
  * Runs `effect` on the migrated database of SERVICE_DATABASE_URL; without one, says so and exits.
  * Any failure (the database unreachable, a refused value) is one line on stderr and exit 1.
+ * `readOnly` (the commands that only read): the database must already be migrated to this
+ * version, and nothing is applied to it; an operator inspecting a database that older processes
+ * serve must not change its schema under them.
  */
-export const withDatabase = <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, unknown, Exclude<R, DatabaseServices>> =>
+export const withDatabase = <A, E, R>(
+  effect: Effect.Effect<A, E, R>,
+  options: { readonly readOnly?: boolean } = {}
+): Effect.Effect<A, unknown, Exclude<R, DatabaseServices>> =>
   reportingStartup(reportingConfig(Effect.gen(function*() {
     yield* preflight
     const url = yield* databaseUrl
@@ -40,7 +46,7 @@ export const withDatabase = <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Ef
         if (storage._tag !== "Postgres") return yield* Effect.die(new Error("expected Postgres"))
         return yield* Layer.build(Layer.merge(clientsOf(storage), Layer.succeed(Database, storage)))
       })
-    ).pipe(Layer.provide(layerPostgres(url, { migrations, projections })))
+    ).pipe(Layer.provide(layerPostgres(url, { migrations, projections, readOnly: options.readOnly === true })))
     return yield* Effect.provide(effect, Layer.merge(database, ProjectionsLive))
   })), "failed")
 

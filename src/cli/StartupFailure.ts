@@ -74,7 +74,7 @@ export const describeStartupFailure = (cause: Cause.Cause<unknown>, databaseHost
   )
   const errors = reasons.flatMap(chain)
   for (const error of errors) {
-    if (error._tag === "SchemaTooNew" || error._tag === "SecretKeyMismatch" || error._tag === "ConfigInvalid") return firstLine(error.message)
+    if (error._tag === "SchemaTooNew" || error._tag === "SchemaBehind" || error._tag === "SecretKeyMismatch" || error._tag === "ConfigInvalid") return firstLine(error.message)
   }
   for (const error of errors) {
     if (error.code === "EADDRINUSE") return `SERVICE_PORT: port ${String(error.port ?? "")} on ${String(error.address ?? "")} is already in use`

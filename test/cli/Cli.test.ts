@@ -10,7 +10,7 @@ import { layerPgEventStore } from "../../infra/eventlog/PgEventStore.ts"
 import { Projections } from "../../infra/eventlog/Projection.ts"
 import { projections as allProjections } from "../../src/App.ts"
 import { runCli, startCli } from "../support/Cli.ts"
-import { createTestDatabase, dropTestDatabase, postgresAvailable } from "../support/Database.ts"
+import { createTestDatabase, dropTestDatabase, postgresAvailable, runSql } from "../support/Database.ts"
 import { freePort } from "../support/Ports.ts"
 import { type ChildService, startProcess } from "../support/Service.ts"
 
@@ -290,6 +290,37 @@ describe.skipIf(!postgresAvailable)("command line on Postgres", () => {
     expect(unknown.code).toBe(1)
     expect(unknown.stdout).toBe("")
     expect(unknown.stderr).toMatch(/^error: projections replay: unknown projection no_such_projection; known: /)
+  })
+
+  // Outside audit: `keys list`, `projections status` and `events tail` migrated the database they
+  // were pointed at, so a newer command line inspecting a database that older processes serve
+  // changed its schema under them. Only `migrate` and `serve` (and the commands that write) do.
+  it("the commands that only read refuse a database this version has not migrated, and change nothing", async () => {
+    const fresh = await createTestDatabase("cli_ro")
+    const settings = { ...env, SERVICE_DATABASE_URL: fresh }
+    const tables = async () => Number((await runSql<{ n: bigint }>(fresh, "SELECT count(*) AS n FROM pg_tables WHERE schemaname = 'public'"))[0]!.n)
+    try {
+      for (const args of [["keys", "list"], ["projections", "status"], ["events", "tail", "--from-start"]]) {
+        const run = await cli(args, settings)
+        expect(run.code, args.join(" ")).toBe(1)
+        expect(run.stdout).toBe("")
+        expect(run.stderr.trim()).toMatch(/^error: the database is not migrated to this version of the service \(\d+ of \d+ migrations applied\); run `migrate` first$/)
+      }
+      expect(await tables()).toBe(0)
+      expect((await cli(["migrate"], settings)).code).toBe(0)
+      const migrated = await tables()
+      expect((await cli(["keys", "list"], settings)).stdout.trim()).toBe("no keys")
+      expect((await cli(["projections", "status"], settings)).code).toBe(0)
+      // One migration short, as an older version left it: refused again, and nothing applied.
+      await runSql(fresh, "DELETE FROM schema_migrations WHERE id = (SELECT max(id) FROM schema_migrations)")
+      const behind = await cli(["projections", "status"], settings)
+      expect(behind.code).toBe(1)
+      expect(behind.stderr).toMatch(/not migrated to this version/)
+      expect(await tables()).toBe(migrated)
+      expect(migrated).toBeGreaterThan(10)
+    } finally {
+      await dropTestDatabase(fresh)
+    }
   })
 
   // A typo in the name used to be told only after connecting (and not at all without a database).

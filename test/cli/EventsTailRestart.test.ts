@@ -11,6 +11,7 @@ import { afterAll, describe, expect, it } from "vitest"
 import { EventStore } from "../../infra/eventlog/EventStore.ts"
 import { layerPgEventStore } from "../../infra/eventlog/PgEventStore.ts"
 import { Projections } from "../../infra/eventlog/Projection.ts"
+import { runCli } from "../support/Cli.ts"
 import { type OwnPostgres, ownPostgresAvailable, startOwnPostgres } from "../support/OwnPostgres.ts"
 import { eventually } from "../support/WebhookReceiver.ts"
 
@@ -47,6 +48,8 @@ describe.skipIf(!ownPostgresAvailable)("events tail while Postgres restarts", ()
   it("says the store went away, follows again from its last event, and prints every event once", async () => {
     postgres = await startOwnPostgres()
     const url = postgres.url
+    // `events tail` only reads: it follows a database that `migrate` has made.
+    expect((await runCli(["migrate"], { SERVICE_DATABASE_URL: url, SERVICE_SECRET_KEY: SECRET_KEY })).code).toBe(0)
     const clean = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith("SERVICE_")))
     const child = spawn(process.execPath, [MAIN, "events", "tail", "--stream-type", "idempotency"], {
       env: { ...clean, SERVICE_DATABASE_URL: url, SERVICE_SECRET_KEY: SECRET_KEY },
