@@ -160,25 +160,35 @@ export const makeServiceClient = (options: ClientOptions): ServiceClientShape =>
   const getExecution = (executionId: string) =>
     json({ method: "GET", path: `v1/executions/${segment(executionId)}` }, ExecutionRecordSchema)
 
+  /**
+   * The deadline holds for the whole wait, a poll's own retry delay included: a 429 asking for
+   * more seconds than are left ends the wait at its deadline, not after the delay.
+   */
   const wait = Effect.fnUntraced(function*(executionId: string, waitOptions: WaitOptions = {}) {
     const pollMs = pollDelay(waitOptions.pollMs)
     const timeoutMs = waitOptions.timeoutMs ?? 60_000
     const deadline = (yield* Clock.currentTimeMillis) + timeoutMs
-    while (true) {
-      const record = yield* getExecution(executionId)
-      if (isTerminal(record.status)) return record
-      const now = yield* Clock.currentTimeMillis
-      if (now >= deadline) {
-        return yield* new ServiceError({
-          status: 0,
-          code: "timeout",
-          message: `Execution ${executionId} was still ${record.status} after ${timeoutMs} ms.`,
-          retryable: true,
-          requestId: ""
-        })
+    let status = "pending"
+    const timedOut = () => new ServiceError({
+      status: 0,
+      code: "timeout",
+      message: `Execution ${executionId} was still ${status} after ${timeoutMs} ms.`,
+      retryable: true,
+      requestId: ""
+    })
+    const poll = Effect.gen(function*() {
+      while (true) {
+        const record = yield* getExecution(executionId)
+        if (isTerminal(record.status)) return record
+        status = record.status
+        const now = yield* Clock.currentTimeMillis
+        if (now >= deadline) return yield* timedOut()
+        yield* Effect.sleep(Duration.millis(Math.min(pollMs, deadline - now)))
       }
-      yield* Effect.sleep(Duration.millis(Math.min(pollMs, deadline - now)))
-    }
+    })
+    // A deadline already past still reads the record once (and returns it when terminal).
+    if (!(timeoutMs > 0)) return yield* poll
+    return yield* Effect.timeoutOrElse(poll, { duration: Duration.millis(timeoutMs), orElse: () => Effect.fail(timedOut()) })
   })
 
   return {

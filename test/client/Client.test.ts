@@ -302,6 +302,22 @@ describe("client policies against a stub", () => {
     expect(stub.requests.length).toBeGreaterThanOrEqual(3)
   })
 
+  // Outside audit: a poll answered 429 with retryAfter 5 slept the whole 5 s before its retry, so
+  // wait({ timeoutMs: 1000 }) failed after about 5.2 s.
+  it("wait keeps its deadline when a poll is refused with a retry delay longer than the time left", async () => {
+    reset(record("pending"), (res) => envelope(res, 429, "rate_limited", { "retry-after": "5" }, 5), record("pending"))
+    const started = Date.now()
+    const error = await rejection(client().executions.wait("exe_1", { pollMs: 50, timeoutMs: 1000 }))
+    const elapsed = Date.now() - started
+    expect(error).toMatchObject({ status: 0, code: "timeout", retryable: true })
+    expect(error.message).toBe("Execution exe_1 was still pending after 1000 ms.")
+    expect(elapsed).toBeGreaterThanOrEqual(950)
+    expect(elapsed).toBeLessThan(2000)
+    // A deadline already past reads the record once: a terminal one is the answer.
+    reset(record("succeeded"))
+    expect(await client().executions.wait("exe_1", { timeoutMs: 0 })).toMatchObject({ status: "succeeded" })
+  })
+
   it("sends what the routes expect: base64 file content, the default user, encoded ids", async () => {
     const file = { fileId: "file_1", name: "a.bin", mimeType: "application/octet-stream", size: 3, expiresAt: "2026-01-01T00:00:00.000Z" }
     const withUser = createClient({ baseUrl: stub.baseUrl, apiKey: "stub_key", userId: "dflt" })
