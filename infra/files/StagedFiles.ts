@@ -210,11 +210,14 @@ export const makeStagedFiles = (
   })
 
   const read = Effect.fnUntraced(function*(binding: ExecutionBinding, fileId: string): Effect.fn.Return<StagedFileContent, NotFound | StoreUnavailable> {
-    if (!binding.attachments.includes(fileId) || !isFileId(fileId)) return yield* notFound()
+    if (!binding.attachments.includes(fileId) || !isFileId(fileId)) {
+      return yield* new NotFound({ message: `File ${fileId} is not attached to this execution.` })
+    }
     const found = yield* backend.content(fileId)
     const now = yield* Clock.currentTimeMillis
+    // Attached, and live when the execution was requested: a queued execution can outlive it.
     if (found === undefined || found.record.projectId !== binding.projectId || isExpired(found.record, now)) {
-      return yield* notFound()
+      return yield* new NotFound({ message: `File ${fileId} expired before the execution read it.` })
     }
     const { record, bytes } = found
     return { fileId: record.fileId, name: record.name, mimeType: record.mimeType, bytes }

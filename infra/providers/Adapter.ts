@@ -21,7 +21,10 @@ export interface StagedFileContent {
   readonly bytes: Uint8Array
 }
 
-/** Reads staged files attached to one execution in its project, and nothing else. */
+/**
+ * Reads staged files attached to one execution in its project, and nothing else. A `NotFound`
+ * says why, for the execution's user: the file is not attached, or expired before it was read.
+ */
 export interface ExecutionFiles {
   readonly read: (fileId: string) => Effect.Effect<StagedFileContent, NotFound>
 }

@@ -52,10 +52,9 @@ export const digest: ToolAdapter = {
   tool: "demo.digest",
   run: Effect.fnUntraced(function*(input, context) {
     const { fileId } = yield* decodeDigest(input)
+    // Not attached, or expired before the execution read it: the reader says which.
     const file = yield* context.files.read(fileId).pipe(
-      Effect.catchTag("NotFound", () =>
-        Effect.fail(new InvalidInput({ message: `File ${fileId} is not attached to this execution` }))
-      )
+      Effect.catchTag("NotFound", (error) => Effect.fail(new InvalidInput({ message: error.message })))
     )
     const sha256 = createHash("sha256").update(file.bytes).digest("hex")
     return { sha256, size: file.bytes.byteLength }

@@ -99,3 +99,29 @@ for (const mode of modes) {
     })
   })
 }
+
+// Outside audit: a file attached to a queued execution that expired before it ran was refused as
+// "File … is not attached to this execution", sending the user after the wrong cause.
+describe("an attached file that expires before its queued execution runs", () => {
+  let service: InProcessService
+  beforeAll(async () => {
+    service = await startService({ ...ROOMY, SERVICE_FILE_TTL_MS: "1500" })
+  })
+  afterAll(() => service?.close())
+
+  it("fails the execution saying the file expired, not that it is not attached", async () => {
+    const staged = await service.fetch("/v1/files", { method: "POST", json: { name: "a.txt", content: Buffer.from("a").toString("base64") } })
+    const fileId = String(((await staged.json()) as Json).fileId)
+    // The demo toolkit's cap of 4 is full, so the digest waits for a permit past the file's TTL.
+    for (let i = 0; i < 4; i++) await execute(service, { tool: "demo.sleep", input: { ms: 2500 }, userId: "u_ttl", mode: "async" })
+    const queued = await execute(service, { tool: "demo.digest", input: { fileId }, userId: "u_ttl", attachments: [fileId], mode: "async" })
+    expect(queued.body).toMatchObject({ status: "pending" })
+    const executionId = String(queued.body.executionId)
+    let record: Json = {}
+    for (let i = 0; i < 100 && !["succeeded", "failed"].includes(String(record.status)); i++) {
+      await new Promise((resolve) => setTimeout(resolve, 100))
+      record = (await getJson(service, `/v1/executions/${executionId}`)).body
+    }
+    expect(record).toMatchObject({ status: "failed", error: { code: "invalid_input", message: `File ${fileId} expired before the execution read it.` } })
+  }, 20_000)
+})

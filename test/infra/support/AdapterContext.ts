@@ -16,7 +16,7 @@ export const adapterContext = (options: {
     read: (fileId) => {
       options.reads?.push(fileId)
       const file = options.files?.find((candidate) => candidate.fileId === fileId)
-      return file === undefined ? Effect.fail(new NotFound({ message: `File ${fileId} not found` })) : Effect.succeed(file)
+      return file === undefined ? Effect.fail(new NotFound({ message: `File ${fileId} is not attached to this execution.` })) : Effect.succeed(file)
     }
   }
 })
