@@ -23,3 +23,11 @@ export const isJsonUtf8 = (header: string | null | undefined): boolean => {
 /** A body sent with a content coding (gzip, br): the API and the gateway read bodies as sent, not decoded. */
 export const isEncoded = (header: string | null | undefined): boolean =>
   header !== undefined && header !== null && header.split(",").some((coding) => coding.trim().toLowerCase() !== "identity")
+
+/**
+ * A body sent with a transfer coding besides `chunked` (`gzip, chunked`): Node's parser undoes only
+ * the chunking, so the rest would be read as if it were plain (RFC 9112 section 6.1: a coding the
+ * server does not understand is refused).
+ */
+export const isTransferCoded = (header: string | null | undefined): boolean =>
+  header !== undefined && header !== null && header.split(",").some((coding) => coding.trim().toLowerCase() !== "chunked")

@@ -7,7 +7,7 @@
  * bad protocol version, unparsable JSON-RPC) carry a JSON-RPC error body, as MCP clients read it.
  */
 import { normalized, type NormalizedError } from "../domain/Errors.ts"
-import { isEncoded, isJsonUtf8 } from "../domain/MediaType.ts"
+import { isEncoded, isJsonUtf8, isTransferCoded } from "../domain/MediaType.ts"
 
 /** JSON bodies of `/mcp` are small (decisions.md section 2). */
 export const BODY_LIMIT = 1024 * 1024
@@ -72,6 +72,10 @@ export const unsupportedMediaType = (requestId: string, message = "The request b
 
 /** The refusal of a body sent content-encoded, as the API refuses one. */
 export const contentEncoded = (requestId: string) => unsupportedMediaType(requestId, "The request body must not be content-encoded.")
+
+/** The refusal of a body sent with a transfer coding besides chunked, as the API refuses one. */
+export const transferCoded = (requestId: string) =>
+  unsupportedMediaType(requestId, "The request body must not have a transfer coding other than chunked.")
 
 /**
  * CORS for an allowed browser origin: what a preflight answers, and what every answer to that
@@ -181,4 +185,4 @@ export const parseJson = (text: string): { readonly value: unknown } | undefined
 /** Whether a `Content-Type` is JSON in UTF-8, as on /v1 (domain/MediaType.ts). */
 export const isJsonContentType = isJsonUtf8
 
-export { isEncoded }
+export { isEncoded, isTransferCoded }

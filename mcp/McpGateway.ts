@@ -209,6 +209,7 @@ export const makeHandle = (parts: GatewayParts) => {
     }
     if (!Answers.isJsonContentType(request.headers.get("content-type"))) return Answers.unsupportedMediaType(requestId)
     if (Answers.isEncoded(request.headers.get("content-encoding"))) return Answers.contentEncoded(requestId)
+    if (Answers.isTransferCoded(request.headers.get("transfer-encoding"))) return Answers.transferCoded(requestId)
     const bytes = yield* Effect.promise(() => Answers.readLimited(request, Answers.BODY_LIMIT))
     if (bytes === undefined) return Answers.bodyTooLarge(requestId)
     const text = bytes === null ? undefined : Answers.decodeUtf8(bytes)

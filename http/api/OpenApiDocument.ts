@@ -68,7 +68,8 @@ const STATUS_TEXT: Readonly<Record<number, string>> = {
   409: "The resource's state forbids the command (`invalid_input`).",
   413: "The body exceeds the route's ceiling (`invalid_input`); the connection is closed.",
   415: "The body's `Content-Type` is not `application/json` (a `+json` type included), or names a charset other than " +
-    "UTF-8, or the body is content-encoded (a `Content-Encoding` other than `identity`) (`invalid_input`).",
+    "UTF-8, or the body is content-encoded (a `Content-Encoding` other than `identity`), or has a transfer coding " +
+    "other than `chunked` (`invalid_input`).",
   422: "The request does not match its schema, names something unknown, or holds what cannot be stored (`invalid_input`).",
   429: "The project's rate limit (`rate_limited`); `Retry-After` and `error.retryAfter` say when to retry.",
   431: "The request's headers are larger than the server takes (`invalid_input`); the connection is closed.",

@@ -8,7 +8,7 @@ import { Cause, Effect } from "effect"
 import { IncomingMessage } from "node:http"
 import type { Duplex } from "node:stream"
 import { normalized } from "../../domain/Errors.ts"
-import { isEncoded, isJsonUtf8 } from "../../domain/MediaType.ts"
+import { isEncoded, isJsonUtf8, isTransferCoded } from "../../domain/MediaType.ts"
 import { unstorableMessage, type Unstorable, unstorableText } from "../../domain/Storable.ts"
 import { HttpServerRequest, type HttpServerResponse } from "effect/http"
 import { HttpServerResponse as Response } from "effect/http"
@@ -313,6 +313,9 @@ export const makeEdge = (options: EdgeOptions) => {
       if (!route.ownCredential) {
         if (!isJsonUtf8(request.headers["content-type"])) return refuseUnread(yield* counted(unsupportedMediaType()))
         if (isEncoded(request.headers["content-encoding"])) return refuseUnread(yield* counted(unsupportedMediaType("The request body must not be content-encoded.")))
+        if (isTransferCoded(request.headers["transfer-encoding"])) {
+          return refuseUnread(yield* counted(unsupportedMediaType("The request body must not have a transfer coding other than chunked.")))
+        }
       }
       if (contentLength !== undefined && Number(contentLength) > limit) return refuseUnread(yield* counted(bodyTooLarge(limit)))
       const body = yield* readLimited(request, limit)

@@ -114,6 +114,35 @@ describe("edge", () => {
     }
   })
 
+  // Outside audit: `Transfer-Encoding: gzip, chunked` was read as if only chunked, so a plain
+  // body was taken and a gzipped one was a misleading 400 "not valid JSON".
+  it("a body with a transfer coding besides chunked is 415, on /v1 and /mcp; chunked alone is read", async () => {
+    const url = new URL(service.baseUrl)
+    const send = (path: string, transferEncoding: string, extra: Record<string, string> = {}) =>
+      new Promise<{ status: number; body: string }>((resolve, reject) => {
+        const req = httpRequest({
+          host: url.hostname,
+          port: url.port,
+          path,
+          method: "POST",
+          headers: { authorization: `Bearer ${KEY}`, "content-type": "application/json", "transfer-encoding": transferEncoding, ...extra }
+        }, (res) => {
+          let body = ""
+          res.setEncoding("utf8").on("data", (chunk: string) => (body += chunk)).on("end", () => resolve({ status: res.statusCode ?? 0, body }))
+        })
+        req.on("error", reject)
+        req.end(JSON.stringify({ tool: "demo.echo", userId: "u", input: {} }))
+      })
+    for (const coding of ["gzip, chunked", "deflate, chunked"]) {
+      const refused = await send("/v1/execute", coding)
+      expect(refused.status, coding).toBe(415)
+      expect(JSON.parse(refused.body)).toMatchObject({ error: { code: "invalid_input", message: "The request body must not have a transfer coding other than chunked." } })
+      const mcp = await send("/mcp", coding, { accept: "application/json, text/event-stream" })
+      expect(mcp.status, coding).toBe(415)
+    }
+    expect((await send("/v1/execute", "chunked")).status).toBe(200)
+  })
+
   it("a client that hangs up halfway through a body leaves the service answering", async () => {
     const url = new URL(service.baseUrl)
     const halfSent = Array.from({ length: 5 }, () =>
