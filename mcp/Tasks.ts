@@ -20,9 +20,9 @@
 import { Clock, Effect, FiberSet, Queue, type Scope } from "effect"
 import type { ExecutionRecord, ExecutionStatus } from "../domain/executions/ExecutionRecord.ts"
 import type { Executions } from "../infra/executions/Executions.ts"
-import { type EventStore, type Json, type NewEvent, type RecordedEvent } from "../infra/eventlog/EventStore.ts"
+import { type EventStore, type NewEvent, type RecordedEvent } from "../infra/eventlog/EventStore.ts"
 import { isDurable } from "../infra/eventlog/Database.ts"
-import type { ViewStore } from "../infra/eventlog/ViewStore.ts"
+import { listAll, type ViewStore } from "../infra/eventlog/ViewStore.ts"
 import type { NormalizedError } from "../domain/Errors.ts"
 import { newId } from "../infra/Ids.ts"
 import { MCP_TASK_STREAM_TYPE, type LogFeedShape, taskStreamId } from "./LogFeed.ts"
@@ -310,20 +310,9 @@ export const makeTasks = Effect.fnUntraced(function*(
    */
   const resumeWatches = Effect.gen(function*() {
     const now = yield* Clock.currentTimeMillis
-    let after: ReadonlyArray<Json> | undefined
+    const open = yield* listAll(views, OPEN_TASKS_TABLE, { where: [{ column: "expires_ms", op: ">", value: now }], key: "stream_id", pageSize: OPEN_TASKS_PAGE })
     let resumed = 0
-    while (true) {
-      const rows = yield* views.list(OPEN_TASKS_TABLE, {
-        where: [{ column: "expires_ms", op: ">", value: now }],
-        orderBy: [{ column: "stream_id", direction: "asc" }],
-        after,
-        limit: OPEN_TASKS_PAGE
-      })
-      for (const row of rows) if (yield* resumeWatch(String(row.stream_id))) resumed++
-      const last = rows[rows.length - 1]
-      if (rows.length < OPEN_TASKS_PAGE || last === undefined) break
-      after = [last.stream_id ?? null]
-    }
+    for (const row of open) if (yield* resumeWatch(String(row.stream_id))) resumed++
     if (resumed > 0) yield* Effect.logInfo(`took up the notifications of ${resumed} open MCP tasks`)
   }).pipe(Effect.catchCause((cause) => Effect.logWarning("taking up open MCP tasks failed", cause)))
 

@@ -121,17 +121,22 @@ export class SchemaTooNew extends Schema.TaggedError<SchemaTooNew>()("SchemaTooN
   }
 }
 
+/** The migrations applied to the database (none when it has no `schema_migrations` yet); reads only. */
+const appliedMigrations = Effect.gen(function*() {
+  const sql = yield* SqlClient.SqlClient
+  const exists = yield* sql<{ present: boolean }>`SELECT to_regclass('schema_migrations') IS NOT NULL AS present`
+  if (exists[0]?.present !== true) return []
+  const rows = yield* sql<{ id: number; name: string }>`SELECT id, name FROM schema_migrations ORDER BY id`
+  return rows.map((row) => ({ id: Number(row.id), name: row.name }))
+})
+
 /** Fails with SchemaTooNew when `schema_migrations` holds an id that `migrations` lacks. */
 export const checkSchemaVersion = (
   migrations: ReadonlyArray<Migration>
 ): Effect.Effect<void, SqlError | SchemaTooNew, SqlClient.SqlClient> =>
   Effect.gen(function*() {
-    const sql = yield* SqlClient.SqlClient
-    const exists = yield* sql<{ present: boolean }>`SELECT to_regclass('schema_migrations') IS NOT NULL AS present`
-    if (exists[0]?.present !== true) return
     const known = new Set(migrations.map((migration) => migration.id))
-    const applied = yield* sql<{ id: number; name: string }>`SELECT id, name FROM schema_migrations ORDER BY id`
-    const unknown = applied.filter((row) => !known.has(Number(row.id))).map((row) => `${row.id}_${row.name}`)
+    const unknown = (yield* appliedMigrations).filter((row) => !known.has(row.id)).map((row) => `${row.id}_${row.name}`)
     if (unknown.length > 0) return yield* new SchemaTooNew({ unknown })
   })
 
@@ -154,11 +159,7 @@ export const checkSchemaCurrent = (
   migrations: ReadonlyArray<Migration>
 ): Effect.Effect<void, SqlError | SchemaBehind, SqlClient.SqlClient> =>
   Effect.gen(function*() {
-    const sql = yield* SqlClient.SqlClient
-    const exists = yield* sql<{ present: boolean }>`SELECT to_regclass('schema_migrations') IS NOT NULL AS present`
-    const applied = exists[0]?.present === true
-      ? new Set((yield* sql<{ id: number }>`SELECT id FROM schema_migrations`).map((row) => Number(row.id)))
-      : new Set<number>()
+    const applied = new Set((yield* appliedMigrations).map((row) => row.id))
     const done = migrations.filter((migration) => applied.has(migration.id)).length
     if (done < migrations.length) return yield* new SchemaBehind({ applied: done, known: migrations.length })
   })

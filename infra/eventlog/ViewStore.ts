@@ -17,6 +17,26 @@ export interface ViewStoreShape {
 export class ViewStore extends Context.Service<ViewStore, ViewStoreShape>()("app/infra/ViewStore") {}
 
 /**
+ * Every row of `table` that `where` keeps, in the order of `key` (a column that makes rows
+ * unique), read `pageSize` rows at a time (start-up scans: recovery, open tasks).
+ */
+export const listAll = Effect.fnUntraced(function*(
+  views: ViewStoreShape,
+  table: string,
+  query: { readonly where: ReadonlyArray<Filter>; readonly key: string; readonly pageSize: number }
+) {
+  const all: Array<Row> = []
+  let after: ReadonlyArray<Json> | undefined
+  while (true) {
+    const rows = yield* views.list(table, { where: query.where, orderBy: [{ column: query.key, direction: "asc" }], after, limit: query.pageSize })
+    all.push(...rows)
+    const last = rows.at(-1)
+    if (rows.length < query.pageSize || last === undefined) return all
+    after = [last[query.key] ?? null]
+  }
+})
+
+/**
  * One column of a primary key as text. Each part says how long it is, so the parts of a key never
  * run together; a string (the usual key) is taken as it is, anything else as its JSON.
  */

@@ -14,7 +14,6 @@
 import { Cause, Effect, Layer, Schedule } from "effect"
 import { decodeToolInput, findTool } from "../../domain/catalog/index.ts"
 import type { ExecutionRequested } from "../../domain/executions/Execution.ts"
-import type { Json } from "../eventlog/EventStore.ts"
 import { isDurable } from "../eventlog/Database.ts"
 import { ExecutionActor } from "./ExecutionActor.ts"
 import { Runner } from "../actors/Runner.ts"
@@ -22,26 +21,15 @@ import { ExecutionPermits } from "./ExecutionPermits.ts"
 import { ConnectionResolver } from "./ExecutionPorts.ts"
 import { TABLE } from "./ExecutionsProjection.ts"
 import { Secrets } from "../access/Secrets.ts"
-import { ViewStore } from "../eventlog/ViewStore.ts"
+import { listAll, ViewStore } from "../eventlog/ViewStore.ts"
 
 const PAGE = 500
 
-const idsWithStatus = Effect.fnUntraced(function*(views: ViewStore["Service"], status: string) {
-  const ids: Array<string> = []
-  let after: ReadonlyArray<Json> | undefined
-  while (true) {
-    const rows = yield* views.list(TABLE, {
-      where: [{ column: "status", op: "=", value: status }],
-      orderBy: [{ column: "execution_id", direction: "asc" }],
-      after,
-      limit: PAGE
-    })
-    for (const row of rows) if (typeof row.execution_id === "string") ids.push(row.execution_id)
-    const last = rows[rows.length - 1]
-    if (rows.length < PAGE || last === undefined) return ids
-    after = [last.execution_id ?? null]
-  }
-})
+const idsWithStatus = (views: ViewStore["Service"], status: string) =>
+  Effect.map(
+    listAll(views, TABLE, { where: [{ column: "status", op: "=", value: status }], key: "execution_id", pageSize: PAGE }),
+    (rows) => rows.flatMap((row) => (typeof row.execution_id === "string" ? [row.execution_id] : []))
+  )
 
 export const recoverExecutions = Effect.gen(function*() {
   const views = yield* ViewStore
