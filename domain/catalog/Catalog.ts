@@ -3,7 +3,7 @@
  * definitions. The catalog is code (domain/catalog/*), versioned by `catalogVersion`, and listed
  * client-side; the dashboard and the client library import it.
  */
-import type { Schema } from "effect"
+import { Schema } from "effect"
 
 export type AuthClass = "none" | "api_key" | "bearer" | "oauth2"
 export type DeliveryMode = "push" | "polling"
@@ -45,6 +45,20 @@ export interface ToolDefinition {
   readonly timeoutMs: number
   readonly annotations: ToolAnnotations
 }
+
+/**
+ * The longest text a trigger filter holds, in code points (JSON Schema's `maxLength` counts the
+ * same way). A filter is compared for equality with a payload's field, which is never longer;
+ * unbounded, one subscription could carry a mebibyte into every read of it and into the log.
+ */
+export const FILTER_TEXT_MAX = 255
+/** The most values a list filter (GitHub labels) holds. */
+export const FILTER_LIST_MAX = 100
+
+/** A filter's text: at most `FILTER_TEXT_MAX` code points. */
+export const FilterText = Schema.String.check(Schema.isMaxCodePoints(FILTER_TEXT_MAX))
+/** `FilterText` in the JSON Schema a trigger publishes. */
+export const filterTextSchema = (description: string) => ({ type: "string", maxLength: FILTER_TEXT_MAX, description })
 
 export interface TriggerDefinition {
   /** Canonical dotted name `<toolkit>.<name>`. */

@@ -4,7 +4,7 @@
  * failure, attachment reads) without credentials.
  */
 import { Schema } from "effect"
-import type { ToolDefinition, ToolkitManifest, TriggerDefinition } from "./Catalog.ts"
+import { FilterText, filterTextSchema, type ToolDefinition, type ToolkitManifest, type TriggerDefinition } from "./Catalog.ts"
 import { JsonObject } from "../JsonObject.ts"
 
 export const MAX_SLEEP_MS = 600_000
@@ -30,7 +30,7 @@ export const DigestInput = Schema.Struct({
   fileId: Schema.String.check(Schema.isPattern(new RegExp(FILE_ID_PATTERN), { expected: "a file id (file_<id>)" }))
 })
 
-export const EventFilters = Schema.Struct({ type: Schema.optionalKey(Schema.String) })
+export const EventFilters = Schema.Struct({ type: Schema.optionalKey(FilterText) })
 
 const anyObject = { type: "object" } as const
 
@@ -132,7 +132,7 @@ export const digest: ToolDefinition = {
 
 const eventFiltersSchema = {
   type: "object",
-  properties: { type: { type: "string", description: "Only events whose `type` equals this value." } },
+  properties: { type: filterTextSchema("Only events whose `type` equals this value.") },
   additionalProperties: false
 }
 

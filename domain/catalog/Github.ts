@@ -4,7 +4,14 @@
  * names are constrained to GitHub's own alphabets so that they can never alter the request path.
  */
 import { Predicate, Schema } from "effect"
-import type { ToolDefinition, ToolkitManifest, TriggerDefinition } from "./Catalog.ts"
+import {
+  FILTER_LIST_MAX,
+  FILTER_TEXT_MAX,
+  FilterText,
+  type ToolDefinition,
+  type ToolkitManifest,
+  type TriggerDefinition
+} from "./Catalog.ts"
 
 const OWNER_PATTERN = "^[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})$"
 // `.` and `..` are valid by the alphabet but would be collapsed as path segments.
@@ -64,7 +71,7 @@ export const createIssue: ToolDefinition = {
 export const IssueFilters = Schema.Struct({
   owner: Owner,
   repo: Repo,
-  labels: Schema.optionalKey(Schema.Array(Schema.String.check(Schema.isMinLength(1))))
+  labels: Schema.optionalKey(Schema.Array(FilterText.check(Schema.isMinLength(1))).check(Schema.isMaxLength(FILTER_LIST_MAX)))
 })
 export type IssueFilters = typeof IssueFilters.Type
 
@@ -73,7 +80,12 @@ const issueFiltersSchema = {
   properties: {
     owner: ownerSchema,
     repo: repoSchema,
-    labels: { type: "array", items: { type: "string", minLength: 1 }, description: "Only issues carrying every one of these labels." }
+    labels: {
+      type: "array",
+      items: { type: "string", minLength: 1, maxLength: FILTER_TEXT_MAX },
+      maxItems: FILTER_LIST_MAX,
+      description: "Only issues carrying every one of these labels."
+    }
   },
   required: ["owner", "repo"],
   additionalProperties: false

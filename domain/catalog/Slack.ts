@@ -4,7 +4,7 @@
  * ingest route and the tests share one definition of the payload.
  */
 import { Predicate, Schema } from "effect"
-import type { ToolDefinition, ToolkitManifest, TriggerDefinition } from "./Catalog.ts"
+import { FilterText, filterTextSchema, type ToolDefinition, type ToolkitManifest, type TriggerDefinition } from "./Catalog.ts"
 
 /** Slack truncates messages beyond 40,000 characters; refusing them up front is clearer. */
 export const MAX_TEXT_CODE_POINTS = 40_000
@@ -48,16 +48,16 @@ export const postMessage: ToolDefinition = {
 }
 
 export const MessageFilters = Schema.Struct({
-  channel: Schema.optionalKey(Schema.String),
-  user: Schema.optionalKey(Schema.String)
+  channel: Schema.optionalKey(FilterText),
+  user: Schema.optionalKey(FilterText)
 })
 export type MessageFilters = typeof MessageFilters.Type
 
 const messageFiltersSchema = {
   type: "object",
   properties: {
-    channel: { type: "string", description: "Only messages in this channel id." },
-    user: { type: "string", description: "Only messages from this user id." }
+    channel: filterTextSchema("Only messages in this channel id."),
+    user: filterTextSchema("Only messages from this user id.")
   },
   additionalProperties: false
 }

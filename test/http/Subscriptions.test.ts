@@ -143,6 +143,11 @@ const suite = (name: string, env: () => Promise<Record<string, string>>, cleanup
         ["github filters without a repo", { ...github, connectionId: githubConnection, filters: { owner: "octo" } }],
         ["github filters with a bad owner", { ...github, connectionId: githubConnection, filters: { owner: "../x", repo: "r" } }],
         ["filters not an object", { ...demo, filters: [] }],
+        // Outside audit: filter strings had no bound but the 1 MiB body, and came back in every read.
+        ["a filter value over 255 characters", { ...demo, filters: { type: "t".repeat(256) } }],
+        ["a slack channel filter over 255 characters", { ...slack, connectionId: slackConnection, filters: { channel: "C".repeat(256) } }],
+        ["a github label over 255 characters", { ...github, connectionId: githubConnection, filters: { owner: "octo", repo: "r", labels: ["l".repeat(256)] } }],
+        ["more than 100 github labels", { ...github, connectionId: githubConnection, filters: { owner: "octo", repo: "r", labels: Array.from({ length: 101 }, (_, i) => `l${i}`) } }],
         ["pollIntervalSeconds on a push trigger", { ...demo, pollIntervalSeconds: 60 }],
         ["pollIntervalSeconds below the minimum", { ...github, connectionId: githubConnection, pollIntervalSeconds: 9 }],
         ["pollIntervalSeconds above 86400", { ...github, connectionId: githubConnection, pollIntervalSeconds: 86_401 }],

@@ -61,10 +61,19 @@ const toolSamples: Readonly<Record<string, ReadonlyArray<readonly [unknown, bool
 }
 
 const filterSamples: Readonly<Record<string, ReadonlyArray<readonly [unknown, boolean]>>> = {
-  "demo.event": [[{}, true], [{ type: "ping" }, true], [{ type: 1 }, false], [{ kind: "x" }, false]],
-  "slack.message_posted": [[{}, true], [{ channel: "C1", user: "U1" }, true], [{ team: "T" }, false], [{ user: 1 }, false]],
+  "demo.event": [
+    [{}, true], [{ type: "ping" }, true], [{ type: 1 }, false], [{ kind: "x" }, false],
+    [{ type: "😀".repeat(255) }, true], [{ type: "t".repeat(256) }, false]
+  ],
+  "slack.message_posted": [
+    [{}, true], [{ channel: "C1", user: "U1" }, true], [{ team: "T" }, false], [{ user: 1 }, false],
+    [{ channel: "C".repeat(255), user: "U".repeat(255) }, true], [{ channel: "C".repeat(256) }, false], [{ user: "U".repeat(256) }, false]
+  ],
   "github.issue_opened": [
     [{ owner: "o", repo: "r" }, true], [{ owner: "o", repo: "r", labels: ["bug", "p1"] }, true], [{ owner: "o" }, false],
+    [{ owner: "o", repo: "r", labels: ["l".repeat(255)] }, true], [{ owner: "o", repo: "r", labels: ["l".repeat(256)] }, false],
+    [{ owner: "o", repo: "r", labels: Array.from({ length: 100 }, (_, i) => `l${i}`) }, true],
+    [{ owner: "o", repo: "r", labels: Array.from({ length: 101 }, (_, i) => `l${i}`) }, false],
     [{ owner: "o", repo: "r", labels: [""] }, false], [{ owner: "o", repo: "r", labels: "bug" }, false], [{ owner: "o", repo: "r", state: "open" }, false]
   ]
 }
