@@ -34,11 +34,14 @@ export const CreateConnection = Schema.Struct({
 
 const ConnectionIdParam = { connectionId: PathId }
 
+/** The user a request acts for (unpinned keys), as on every route that acts for one. */
+const UserHeader = { "x-service-user-id": Schema.optionalKey(Schema.String) }
+
 export class ConnectionsApi extends HttpApiGroup.make("connections")
   .add(
     HttpApiEndpoint.post("create", "/v1/connections", {
       payload: CreateConnection,
-      headers: { "x-service-user-id": Schema.optionalKey(Schema.String) },
+      headers: UserHeader,
       success: Connection.pipe(HttpApiSchema.status(201))
     }).annotateMerge(described(
       "Create a connection",
@@ -47,12 +50,12 @@ export class ConnectionsApi extends HttpApiGroup.make("connections")
     )),
     HttpApiEndpoint.get("list", "/v1/connections", {
       query: { ...pageQuery, userId: Schema.optionalKey(Schema.String) },
-      headers: { "x-service-user-id": Schema.optionalKey(Schema.String) },
+      headers: UserHeader,
       success: Schema.Struct({ connections: Schema.Array(Connection), nextCursor: Schema.optionalKey(Schema.String) })
     }).annotateMerge(described("List connections", "A pinned key sees only its user's connections.")),
-    HttpApiEndpoint.get("get", "/v1/connections/:connectionId", { params: ConnectionIdParam, success: Connection })
-      .annotateMerge(described("Get a connection", "Its metadata; never its credentials.")),
-    HttpApiEndpoint.delete("delete", "/v1/connections/:connectionId", { params: ConnectionIdParam })
-      .annotateMerge(described("Delete a connection", "Later executions naming it fail; finished records are kept."))
+    HttpApiEndpoint.get("get", "/v1/connections/:connectionId", { params: ConnectionIdParam, headers: UserHeader, success: Connection })
+      .annotateMerge(described("Get a connection", "Its metadata; never its credentials. Another user's (for a pinned key, or a user named in the header) is 404.")),
+    HttpApiEndpoint.delete("delete", "/v1/connections/:connectionId", { params: ConnectionIdParam, headers: UserHeader })
+      .annotateMerge(described("Delete a connection", "Later executions naming it fail; finished records are kept. Another user's is 404."))
   )
   .annotateMerge(OpenApi.annotations({ description: "User-scoped provider credentials (an extension, decisions.md section 4)." })) {}

@@ -398,6 +398,15 @@ const HANDLER_RULES: Readonly<Record<string, (properties: Json) => Json>> = {
 /** Whether the endpoint takes a key: group middleware is applied to each of its endpoints. */
 const isKeyed = (endpoint: HttpApiEndpoint.Top): boolean => endpoint.middlewares.has(Authentication)
 
+const USER_HEADER = "x-service-user-id"
+const USER_HEADER_PARAMETER: Json = {
+  name: USER_HEADER,
+  in: "header",
+  required: false,
+  description: "The user the request acts for, with an unpinned key; a pinned key naming another user is 403.",
+  schema: { type: "string" }
+}
+
 const openApiPath = (path: string): string => path.replace(/:(\w+)/g, "{$1}")
 
 /** The document: generated from `api`, then completed as the header says. */
@@ -424,6 +433,12 @@ export const makeDocument = (api: typeof Api): Json => {
       ])
       const limited = operation.responses["429"]
       if (limited !== undefined) limited.description = tooManyRequests(endpoint, operation.operationId)
+      // The header counts on every route with a key (a pinned key naming another user is 403;
+      // on the routes of one user's things it chooses whose), declared or read by a middleware.
+      const parameters: Array<Json> = operation.parameters ?? []
+      if (keyed && !parameters.some((parameter) => parameter.in === "header" && parameter.name === USER_HEADER)) {
+        operation.parameters = [...parameters, { ...USER_HEADER_PARAMETER }]
+      }
       for (const parameter of operation.parameters ?? []) {
         if (parameter.in === "query" && parameter.name === "limit") {
           parameter.schema = { type: "integer", minimum: MIN_LIMIT, maximum: MAX_LIMIT, default: DEFAULT_LIMIT }

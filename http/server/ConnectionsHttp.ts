@@ -1,22 +1,23 @@
 /**
- * Handlers of the connections group. Ownership rules live here: a pinned key sees and deletes
- * only its user's connections, and anything outside the caller's view is 404, never 403, so
- * that ids of other users and projects do not leak.
+ * Handlers of the connections group. Ownership rules live here: a pinned key, or an unpinned key
+ * naming a user (X-Service-User-Id), sees and deletes only that user's connections, and anything
+ * outside the caller's view is 404, never 403, so that ids of other users and projects do not leak.
  */
 import { Effect } from "effect"
 import { HttpApiBuilder } from "effect/http-api"
 import { InvalidInput, NotFound } from "../../domain/Errors.ts"
 import { Connections, type ConnectionView } from "../../infra/connections/Connections.ts"
 import { Api } from "../api/Api.ts"
-import { Caller, type CallerShape } from "../api/Caller.ts"
+import { Caller } from "../api/Caller.ts"
 import { makeCursors } from "./Cursor.ts"
 import { DEFAULT_LIMIT } from "../api/Query.ts"
 import { actingUser } from "./Users.ts"
 
 const notFound = () => new NotFound({ message: "No such connection." })
 
-const visible = (caller: CallerShape, connection: ConnectionView | undefined): connection is ConnectionView =>
-  connection !== undefined && (caller.pinnedUserId === undefined || connection.userId === caller.pinnedUserId)
+/** The caller's view: a pinned key's user, or the user an unpinned key names; else the whole project. */
+const visible = (user: string | undefined, connection: ConnectionView | undefined): connection is ConnectionView =>
+  connection !== undefined && (user === undefined || connection.userId === user)
 
 /** A cursor belongs to one list: the project's, or one user's (as executions' and subscriptions' do). */
 const cursorScope = (projectId: string, userId: string | undefined) => `connections:${projectId}:${userId ?? ""}`
@@ -26,10 +27,12 @@ export const ConnectionsHttp = HttpApiBuilder.group(Api, "connections", (handler
     const connections = yield* Connections
     const cursors = yield* makeCursors
 
-    const findVisible = Effect.fn("ConnectionsHttp.findVisible")(function*(connectionId: string) {
+    /** The connection, or 404: absent, another project's, or another user's than the one acting. */
+    const findVisible = Effect.fn("ConnectionsHttp.findVisible")(function*(connectionId: string, header: string | undefined) {
       const caller = yield* Caller
+      const user = yield* actingUser(caller, { header })
       const connection = yield* connections.get(caller.projectId, connectionId)
-      if (!visible(caller, connection)) return yield* notFound()
+      if (!visible(user, connection)) return yield* notFound()
       return connection
     })
 
@@ -69,10 +72,10 @@ export const ConnectionsHttp = HttpApiBuilder.group(Api, "connections", (handler
           ...(page.hasMore && last !== undefined ? { nextCursor: cursors.encode(scope, [last.connectionId]) } : {})
         }
       }))
-      .handle("get", ({ params }) => findVisible(params.connectionId))
-      .handle("delete", Effect.fn("ConnectionsHttp.delete")(function*({ params }) {
+      .handle("get", ({ params, headers }) => findVisible(params.connectionId, headers["x-service-user-id"]))
+      .handle("delete", Effect.fn("ConnectionsHttp.delete")(function*({ params, headers }) {
         const caller = yield* Caller
-        yield* findVisible(params.connectionId)
+        yield* findVisible(params.connectionId, headers["x-service-user-id"])
         yield* connections.delete(caller.projectId, params.connectionId)
       }))
   }))

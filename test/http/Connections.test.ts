@@ -126,6 +126,21 @@ const suite = (store: Store) =>
       expect(new Set(all.map((c) => c.userId))).toEqual(new Set(["user_1", "dave", "bob", "carol"]))
     })
 
+    // Outside audit: an unpinned key acting for bob (X-Service-User-Id) read and deleted alice's
+    // connection, while it got 404 for her subscriptions; docs/triggers.md says "as for connections".
+    it("an unpinned key naming a user sees and deletes only that user's connections, as for subscriptions", async () => {
+      const alices = (await create({ userId: "alice_h", toolkit: "slack", authClass: "bearer", credentials: { token: TOKEN } })).body!
+      const path = `/v1/connections/${String(alices.connectionId)}`
+      const asBob = { headers: { "x-service-user-id": "bob_h" } }
+      expect((await call(path, asBob)).status).toBe(404)
+      expect((await call(path, { ...asBob, method: "DELETE" })).status).toBe(404)
+      expect((await call(path, { headers: { "x-service-user-id": "alice_h" } })).body).toEqual(alices)
+      expect((await call(path, { headers: { "x-service-user-id": "bad user!" } })).status).toBe(422)
+      // Without a user, the project's authority: still there, readable.
+      expect((await call(path)).body).toEqual(alices)
+      expect((await call(path, { headers: { "x-service-user-id": "alice_h" }, method: "DELETE" })).status).toBe(204)
+    })
+
     it("pages newest first with tamper-evident cursors", async () => {
       for (let i = 0; i < 3; i++) await create({ userId: "paging", toolkit: "slack", authClass: "bearer", credentials: { token: TOKEN } })
       const seen: Array<string> = []

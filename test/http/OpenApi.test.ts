@@ -116,6 +116,20 @@ describe("the OpenAPI document", () => {
       .toEqual({ type: "integer", minimum: 1, maximum: 100, default: 100 })
   })
 
+  // Outside audit: X-Service-User-Id was declared on the create and list routes only, though it
+  // changes the answer of every keyed route (403 for a pinned key naming another user; whose
+  // connection or subscription a get, rotate or delete sees).
+  it("declares X-Service-User-Id, with its pattern, on every keyed operation and on no other", () => {
+    for (const [path, item] of Object.entries(document.paths as Record<string, Record<string, Json>>)) {
+      for (const [method, operation] of Object.entries(item)) {
+        const header = (operation.parameters ?? []).filter((p: Json) => p.in === "header" && p.name === "x-service-user-id")
+        const keyed = (operation.security ?? []).length > 0
+        expect(header, `${method} ${path}`).toHaveLength(keyed ? 1 : 0)
+        if (keyed) expect(header[0].schema.pattern, `${method} ${path}`).toBe("^[A-Za-z0-9_.-]{1,64}$")
+      }
+    }
+  })
+
   it("gives the execute body the input schema of each catalog tool", () => {
     const schema = document.paths["/v1/execute"].post.requestBody.content["application/json"].schema
     const validate = ajv().compile(asSchema(schema))
