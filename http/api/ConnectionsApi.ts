@@ -28,7 +28,7 @@ export const CreateConnection = Schema.Struct({
   credentials: Schema.Record(Schema.String, Schema.String.check(Schema.isMaxLength(8192))).check(
     Schema.isMaxProperties(16)
   ),
-  scopes: Schema.optionalKey(Schema.Array(Schema.String.check(Schema.isMaxLength(128))).check(Schema.isMaxLength(64))),
+  scopes: Schema.optionalKey(Schema.Array(Schema.String.check(Schema.isMinLength(1), Schema.isMaxLength(128))).check(Schema.isMaxLength(64))),
   expiresAt: Schema.optionalKey(Schema.String)
 })
 

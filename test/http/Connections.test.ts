@@ -180,6 +180,8 @@ const suite = (store: Store) =>
       await refused({ ...good, extra: 1 })
       await refused({ ...good, toolkit: 7 })
       await refused({ ...good, scopes: "chat:write" })
+      // Outside audit: an empty scope was taken and echoed.
+      await refused({ ...good, scopes: [""] })
       await refused({ ...good, credentials: { token: 5 } })
       await refused([good])
       expect(await refused({ ...good, toolkit: "nope" })).toContain("Unknown toolkit")
