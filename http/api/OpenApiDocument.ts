@@ -363,6 +363,43 @@ const INGEST_PATH: Json = {
   }
 }
 
+/** `{status, checks}`: a probe's answer (http/server/Health.ts, infra/observability/Readiness.ts). */
+const PROBE_REPORT: Json = {
+  type: "object",
+  properties: {
+    status: { enum: ["ok", "unavailable"] },
+    checks: { type: "object", additionalProperties: { type: "object", properties: { status: { enum: ["ok", "failing"] } }, required: ["status"] } }
+  },
+  required: ["status", "checks"]
+}
+
+/** An operator's route, served beside the API without a key; GET and HEAD only. */
+const probe = (operationId: string, summary: string, description: string, responses: Json): Json => ({
+  get: {
+    tags: ["operations"],
+    operationId,
+    summary,
+    description: `${description} For probes and scrapers: no key, no rate limit; GET and HEAD only (405 otherwise).`,
+    security: [],
+    responses: { ...responses, 405: errorResponse(405) }
+  }
+})
+
+/** The operator's routes (decisions.md section 9): not the API's contract, but served by it. */
+const OPERATION_PATHS: Json = {
+  "/healthz": probe("healthz", "Liveness", "The process answers.", {
+    200: { description: "Alive.", content: { "application/json": { schema: PROBE_REPORT } } }
+  }),
+  "/readyz": probe("readyz", "Readiness", "Whether the process should get traffic: the store reachable, its migrations applied, " +
+    "projections caught up, the runner lease held, not stopping.", {
+    200: { description: "Ready.", content: { "application/json": { schema: PROBE_REPORT } } },
+    503: { description: "Not ready; `checks` says which check fails.", content: { "application/json": { schema: PROBE_REPORT } } }
+  }),
+  "/metrics": probe("metrics", "Metrics", "Every metric of the service in Prometheus text (docs/operations.md lists them).", {
+    200: { description: "Prometheus text format 0.0.4.", content: { "text/plain": { schema: { type: "string" } } } }
+  })
+}
+
 /** The webhook event types an endpoint may subscribe to (domain/webhooks/WebhookEndpoint.ts). */
 const webhookEvents = (events: Json): Json => ({
   ...events,
@@ -465,6 +502,7 @@ export const makeDocument = (api: typeof Api): Json => {
     accepted.headers.Location = { description: "`/v1/executions/{executionId}`, to read the record until it is terminal.", schema: { type: "string" } }
   }
   spec.paths["/v1/ingest/{subscriptionId}/{secret}"] = INGEST_PATH
+  Object.assign(spec.paths, OPERATION_PATHS)
 
   spec.webhooks = {
     "execution.succeeded": webhookOperation("execution.succeeded", "An execution succeeded"),

@@ -130,6 +130,24 @@ describe("the OpenAPI document", () => {
     }
   })
 
+  // Outside audit: docs/api.md says the document describes every route; the probes were missing.
+  it("describes the operator's routes, and their real answers match it", async () => {
+    for (const path of ["/healthz", "/readyz", "/metrics"]) {
+      const operation = document.paths[path]?.get
+      expect(operation, path).toBeDefined()
+      expect(operation.security).toEqual([])
+      const response = await service.fetch(path, { key: null })
+      const declared = operation.responses[String(response.status)]
+      expect(declared, `${path} ${response.status}`).toBeDefined()
+      const type = (response.headers.get("content-type") ?? "").split(";")[0]!
+      const schema = declared.content[type]?.schema
+      expect(schema, `${path} ${type}`).toBeDefined()
+      const body = type === "application/json" ? await response.json() : await response.text()
+      const validate = ajv().compile(schema)
+      expect(validate(body), `${path}: ${JSON.stringify(validate.errors)}`).toBe(true)
+    }
+  })
+
   it("gives the execute body the input schema of each catalog tool", () => {
     const schema = document.paths["/v1/execute"].post.requestBody.content["application/json"].schema
     const validate = ajv().compile(asSchema(schema))
