@@ -18,6 +18,7 @@ import { DeliveryMode } from "../../domain/triggers/Subscription.ts"
 import {
   ARRIVAL_STREAM_TYPE,
   arrivalCodec,
+  arrivalStreamId,
   DedupStatus,
   DeliveryTarget,
   HISTORY_TTL_MS,
@@ -182,7 +183,18 @@ export const triggerEventsProjection: Projection = {
       ["project_id", "subscription_id", "-received_at", "-arrival_id"],
       ["project_id", "trigger", "-received_at", "-arrival_id"],
       ["expires_at"]
-    ]
+    ],
+    // Memory mode (MemoryRetention.ts): the history sweep (TriggerHistory.ts) drops rows at their
+    // expiry, and the streams they came from go after it, with the sweeps' own one-event streams.
+    retention: {
+      since: (row) => Date.parse(String(row.expires_at)),
+      finished: () => true,
+      stream: (row) => arrivalStreamId(String(row.arrival_id)),
+      alsoStreams: [
+        { streamType: ARRIVAL_STREAM_TYPE, minimumAgeMs: HISTORY_TTL_MS },
+        { streamType: SWEEP_STREAM_TYPE, minimumAgeMs: 0 }
+      ]
+    }
   }],
   project: eventChanges
 }
