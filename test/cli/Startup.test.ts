@@ -4,13 +4,17 @@
  * use, a schema migrated by a newer version, a secret key that does not open the data. And a
  * clean stop (SIGTERM) exits 0 with a log line.
  */
+import { spawn } from "node:child_process"
 import { createServer, type Server } from "node:net"
+import { fileURLToPath } from "node:url"
 import { afterAll, describe, expect, it } from "vitest"
 import { makeKeyRing } from "../../infra/access/Secrets.ts"
 import { createTestDatabase, dropTestDatabase, postgresAvailable, runSql, TEST_DATABASE_URL } from "../support/Database.ts"
 import { runCli, startCli } from "../support/Cli.ts"
 import { freePort } from "../support/Ports.ts"
 import { startProcess } from "../support/Service.ts"
+
+const ROOT = fileURLToPath(new URL("../..", import.meta.url))
 
 const KEY_A = Buffer.alloc(32, 21).toString("base64")
 const KEY_B = Buffer.alloc(32, 22).toString("base64")
@@ -170,6 +174,28 @@ describe.skipIf(!postgresAvailable)("start-up failures on Postgres", () => {
     // the runtime's handlers are in (a signal waits for the event loop's next turn).
     expect(`${run.stdout}${run.stderr}`).toMatch(/stopped before start-up finished \(SIGTERM\)|stopped: requests answered, leases released/)
   })
+
+  // Outside audit: SIGTERM to `npm start` (a supervisor or `docker stop` signalling its main
+  // process) ended npm and its shell while the service went on listening, orphaned, holding its
+  // lease, with no clean stop.
+  it("SIGTERM to `npm start` reaches the service: it stops cleanly and frees its port", async () => {
+    const port = await freePort()
+    const clean = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith("SERVICE_")))
+    const npm = spawn("npm", ["start"], { cwd: ROOT, env: { ...clean, SERVICE_PORT: String(port) }, stdio: ["ignore", "pipe", "pipe"] })
+    let output = ""
+    npm.stdout.on("data", (chunk: Buffer) => (output += chunk.toString()))
+    npm.stderr.on("data", (chunk: Buffer) => (output += chunk.toString()))
+    const deadline = Date.now() + 30_000
+    while (!output.includes("listening on") && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 100))
+    expect(output).toContain("listening on")
+    npm.kill("SIGTERM")
+    // The service itself stops (its line comes through npm's pipes), and nothing listens after.
+    const stopped = Date.now() + 15_000
+    while (!output.includes("stopped: requests answered, leases released") && Date.now() < stopped) await new Promise((resolve) => setTimeout(resolve, 100))
+    expect(output).toContain("stopped: requests answered, leases released")
+    const refused = await fetch(`http://127.0.0.1:${port}/healthz`).then(() => false, () => true)
+    expect(refused).toBe(true)
+  }, 60_000)
 
   it("SIGTERM stops cleanly: exit 0 and a line saying so", async () => {
     const url = await createTestDatabase("sigterm")
