@@ -309,7 +309,8 @@ export const makeMemoryBackend = (): FileBackend => {
  */
 export const fileSettings = Effect.all({
   maxBytes: integer("SERVICE_FILE_MAX_BYTES", 26_214_400, 1, 1024 * 1024 * 1024),
-  ttlMs: integer("SERVICE_FILE_TTL_MS", 3_600_000, 1),
+  // At most 10 years: an expiry must stay a date (a TTL near 2^53 ms made every upload a 500).
+  ttlMs: integer("SERVICE_FILE_TTL_MS", 3_600_000, 1, 315_360_000_000),
   projectMaxBytes: integer("SERVICE_FILE_PROJECT_MAX_BYTES", 2 * 1024 * 1024 * 1024, 1, Number.MAX_SAFE_INTEGER)
 })
 

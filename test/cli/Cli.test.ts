@@ -188,6 +188,8 @@ describe("command line without a database", () => {
     [["migrate"], { SERVICE_DATABASE_URL: "postgres://127.0.0.1:1/x", SERVICE_SECRET_KEY: "short" }, "SERVICE_SECRET_KEY"],
     [["serve"], { SERVICE_DATABASE_URL: "postgres://127.0.0.1:1/x" }, "SERVICE_SECRET_KEY"],
     [["serve"], { SERVICE_RATE_LIMIT_DAILY_EXECUTIONS: "-3" }, "SERVICE_RATE_LIMIT_DAILY_EXECUTIONS"],
+    // Outside audit: a TTL past what a date can hold started, then every upload and file list was a 500.
+    [["serve"], { SERVICE_FILE_TTL_MS: "9007199254740991" }, "SERVICE_FILE_TTL_MS"],
     [["keys", "list"], { SERVICE_DATABASE_URL: "mysql://x" }, "SERVICE_DATABASE_URL"],
     [["keys", "list"], {}, "SERVICE_DATABASE_URL"],
     // A listen address that names no host: SERVICE_HOST's fault, with or without a database.
