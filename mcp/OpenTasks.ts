@@ -36,7 +36,7 @@ const openTaskChanges = (event: RecordedEvent): ReadonlyArray<RowChange> => {
 }
 
 export const openTasksProjection: Projection = {
-  name: "mcp-open-tasks",
+  name: "mcp_open_tasks",
   mode: "inline",
   streamTypes: [MCP_TASK_STREAM_TYPE],
   tables: [{
