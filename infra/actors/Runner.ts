@@ -205,10 +205,21 @@ export const layerPg: Layer.Layer<Runner, never, SqlClient.SqlClient> = Layer.ef
     /** One incarnation from registration to its end; returns once its actors have stopped. */
     const incarnate = Effect.gen(function*() {
       const id = newId("run")
+      // The first refusal says so; the retries that follow do not repeat it (an outage would
+      // write a line per retry). A process registering anew after a lost lease says when it has.
+      let refusedSince: number | undefined
       const sent = yield* register(id).pipe(
-        Effect.tapError((error) => Effect.logWarning("runner lease: cannot register; retrying", error)),
+        Effect.tapError((error) => {
+          if (refusedSince !== undefined) return Effect.void
+          refusedSince = performance.now()
+          return Effect.logWarning("runner lease: cannot register; retrying", error)
+        }),
         Effect.retry(backoff())
       )
+      if (newest !== undefined) {
+        const waited = refusedSince === undefined ? "" : ` after ${((performance.now() - refusedSince) / 1000).toFixed(1)} s without the database`
+        yield* Effect.logInfo(`runner lease: registered anew as ${id}${waited}; actors start again`)
+      }
       yield* Effect.forkIn(sweep, layerScope)
       let safeUntil = sent + timings.ttlMs - timings.marginMs
       const scopes = makeActorScopes()

@@ -82,13 +82,27 @@ export const deliveryIdFor = (eventId: string, endpointId: string, createdAtMs: 
 
 const SWEEP_MS = 5_000
 
-/** Runs again `everyMs` after it ends or fails: followers never end, the sweep does. */
-const forever = (name: string, effect: Effect.Effect<void, StoreUnavailable>, everyMs: number) =>
-  effect.pipe(
-    Effect.catchCause((cause) => Effect.logWarning(`webhook ${name} failed; restarting`, cause)),
+/**
+ * Runs again `everyMs` after it ends or fails: followers never end, the sweep does. Failures in a
+ * row (each within ten runs' time of the one before) are logged at the 1st, 2nd, 4th, 8th…, so a
+ * database away for a minute writes a few lines, not one a second.
+ */
+export const forever = (name: string, effect: Effect.Effect<void, StoreUnavailable>, everyMs: number) => {
+  let inRow = 0
+  let lastFailure = Number.NEGATIVE_INFINITY
+  return effect.pipe(
+    Effect.catchCause((cause) =>
+      Effect.flatMap(Clock.currentTimeMillis, (now) => {
+        inRow = now - lastFailure > 10 * everyMs ? 1 : inRow + 1
+        lastFailure = now
+        return (inRow & (inRow - 1)) === 0
+          ? Effect.logWarning(`webhook ${name} failed; restarting (${inRow} in a row)`, cause)
+          : Effect.void
+      })),
     Effect.repeat(Schedule.spaced(everyMs)),
     Effect.asVoid
   )
+}
 
 /** How often the checkpoint is saved at most: a crash re-reads that much, and queues nothing twice. */
 const CHECKPOINT_MS = 1_000

@@ -5,22 +5,24 @@
  * have one holder at a time and pass on when a holder's lease lapses.
  */
 import { PgClient } from "@effect/sql-pg"
-import { Deferred, Effect, Layer, ManagedRuntime, Redacted, Scope } from "effect"
+import { Deferred, Effect, Layer, Logger, ManagedRuntime, Redacted, Scope } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { Leases, layerPg as leasesPg } from "../../../infra/actors/Leases.ts"
 import { layerMemory, layerPg, Runner, runnerMigrations } from "../../../infra/actors/Runner.ts"
 import { runMigrations } from "../../../infra/eventlog/PgMigrations.ts"
+import { toRecord } from "../../../infra/observability/Logging.ts"
 import { configLayer } from "../../support/Config.ts"
 import { createTestDatabase, dropTestDatabase, postgresAvailable, runSql } from "../../support/Database.ts"
 import { startTcpProxy, type TcpProxy } from "../../support/TcpProxy.ts"
 
 const TTL_MS = 2_000
 
-const runnerOn = (url: string) =>
+const runnerOn = (url: string, logger: Layer.Layer<never> = Layer.empty) =>
   ManagedRuntime.make(
     Layer.merge(layerPg, leasesPg).pipe(
       Layer.provide(PgClient.layer({ url: Redacted.make(url), maxConnections: 4, applicationName: "runner_test" })),
-      Layer.provide(configLayer({ SERVICE_LEASE_TTL_MS: String(TTL_MS) }))
+      Layer.provide(configLayer({ SERVICE_LEASE_TTL_MS: String(TTL_MS) })),
+      Layer.provide(logger)
     )
   )
 
@@ -97,7 +99,8 @@ describe.skipIf(!postgresAvailable)("runner leases on Postgres", () => {
   }, 30_000)
 
   it("a lease that cannot be renewed stops its actors before the row expires for the peers, then a new incarnation starts", async () => {
-    const runtime = runnerOn(proxy.url(url))
+    const lines: Array<{ level: string; message: string }> = []
+    const runtime = runnerOn(proxy.url(url), Logger.layer([Logger.make((options) => void lines.push(toRecord(options)))]))
     const id = await currentId(runtime)
     const actor = await actorIn(runtime)
     proxy.pause()
@@ -115,6 +118,12 @@ describe.skipIf(!postgresAvailable)("runner leases on Postgres", () => {
       if (next === id) await sleep(100)
     }
     expect(next).not.toBe(id)
+    // Outside audit: the new incarnation was never logged, so an operator saw the lease lost and
+    // nothing after; and a refused registration was a warning per retry.
+    expect(lines.filter((line) => line.message.startsWith(`runner lease ${id} lost`))).toHaveLength(1)
+    const registered = lines.filter((line) => line.message.startsWith(`runner lease: registered anew as ${next}`))
+    expect(registered.map((line) => line.level)).toEqual(["info"])
+    expect(lines.filter((line) => line.message === "runner lease: cannot register; retrying").length).toBeLessThanOrEqual(1)
     await runtime.dispose()
   }, 30_000)
 
