@@ -84,8 +84,11 @@ export const httpUrl = (name: string, fallback: string): Setting<string> =>
     if (value === undefined) return fallback
     const bad = reason(`expected an http(s) URL, got "${value}"`)
     if (!URL.canParse(value)) return bad
-    const protocol = new URL(value).protocol
-    return protocol === "http:" || protocol === "https:" ? value.replace(/\/+$/, "") : bad
+    const url = new URL(value)
+    if (url.protocol !== "http:" && url.protocol !== "https:") return bad
+    // It is written into URLs the service hands out (ingest URLs): credentials have no place there.
+    if (url.username !== "" || url.password !== "") return reason(`must not contain user info, got "${value}"`)
+    return value.replace(/\/+$/, "")
   })
 
 export const oneOf = <const L extends string>(name: string, values: ReadonlyArray<L>, fallback: L): Setting<L> =>

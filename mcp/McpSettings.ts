@@ -49,6 +49,8 @@ const isLoopbackAddress = (address: string): boolean => isLoopbackHost(address.i
 export const originOf = (value: string): string | undefined => {
   if (!URL.canParse(value)) return undefined
   const url = new URL(value)
+  // An origin has no user info: a browser never sends one with it.
+  if (url.username !== "" || url.password !== "") return undefined
   return url.protocol === "http:" || url.protocol === "https:" ? url.origin.toLowerCase() : undefined
 }
 

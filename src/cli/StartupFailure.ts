@@ -5,12 +5,16 @@
  * fibers and causes there hides the one fact that matters.
  */
 import { Cause, Effect, Redacted } from "effect"
+import { redactText } from "../../infra/observability/Logging.ts"
 import { databaseUrl } from "../../infra/Settings.ts"
 
-/** Prints `error: <line>` on stderr and exits 1. */
+/**
+ * Prints `error: <line>` on stderr and exits 1. The line passes the logs' redaction: a key
+ * (`sk_…`) or signing secret pasted into the wrong variable is quoted by its prefix only.
+ */
 export const fail = (line: string): Effect.Effect<never> =>
   Effect.sync(() => {
-    process.stderr.write(`error: ${line}\n`)
+    process.stderr.write(`error: ${redactText(line)}\n`)
     process.exit(1)
   })
 

@@ -190,6 +190,12 @@ describe("command line without a database", () => {
     [["serve"], { SERVICE_RATE_LIMIT_DAILY_EXECUTIONS: "-3" }, "SERVICE_RATE_LIMIT_DAILY_EXECUTIONS"],
     // Outside audit: a TTL past what a date can hold started, then every upload and file list was a 500.
     [["serve"], { SERVICE_FILE_TTL_MS: "9007199254740991" }, "SERVICE_FILE_TTL_MS"],
+    // Outside audit: a base URL or an allowed origin with user info was taken, and the base URL's
+    // credentials went into every ingest URL handed out.
+    [["serve"], { SERVICE_BASE_URL: "http://u:BASEPASS@x.example" }, "SERVICE_BASE_URL: must not contain user info"],
+    [["serve"], { SERVICE_MCP_ALLOWED_ORIGINS: "http://user:PASS@x.example" }, "SERVICE_MCP_ALLOWED_ORIGINS"],
+    // A key pasted into the wrong variable is quoted by its prefix only.
+    [["serve"], { SERVICE_LOG_FORMAT: "sk_ABCDEFGHIJKLMNOPQRST" }, "SERVICE_LOG_FORMAT: expected \"json\" or \"pretty\", got \"sk_ABCD…[redacted]\""],
     [["keys", "list"], { SERVICE_DATABASE_URL: "mysql://x" }, "SERVICE_DATABASE_URL"],
     [["keys", "list"], {}, "SERVICE_DATABASE_URL"],
     // A listen address that names no host: SERVICE_HOST's fault, with or without a database.
