@@ -35,8 +35,17 @@ const ABOUT = "memory mode; a new one at every start, shown once"
 export const layer = Layer.effectDiscard(
   Effect.gen(function*() {
     yield* HttpServer.HttpServer
-    if (!(yield* devKeyWanted)) return
     const keys = yield* ApiKeys
+    if (!(yield* devKeyWanted)) {
+      // With a database and no key anywhere, every request is a 401: say what to do about it.
+      if ((yield* databaseUrl) !== undefined && (yield* bootstrapKeys).length === 0) {
+        const active = (yield* Effect.orElseSucceed(keys.list(), () => [{ revokedAt: undefined }])).filter((key) => key.revokedAt === undefined)
+        if (active.length === 0) {
+          yield* Effect.logWarning("no API key exists yet: every request is refused (401) until one does; create one with `npm run -s cli -- keys create --project <id>`")
+        }
+      }
+      return
+    }
     const { key } = yield* Effect.orDie(keys.create({ projectId: DEV_PROJECT }))
     // Written as the log lines are (SERVICE_LOG_FORMAT), but not through the logger: its
     // redaction would hide the very key this line is for.

@@ -197,6 +197,27 @@ describe.skipIf(!postgresAvailable)("start-up failures on Postgres", () => {
     expect(refused).toBe(true)
   }, 60_000)
 
+  // Outside audit: a new database and no key anywhere started silently, every request a 401.
+  it("with a database and no key anywhere, start-up says how to make one; with a key, it does not", async () => {
+    const url = await createTestDatabase("nokeys")
+    databases.push(url)
+    const env = { SERVICE_DATABASE_URL: url, SERVICE_SECRET_KEY: KEY_A, SERVICE_API_KEYS: "" }
+    const HINT = "no API key exists yet: every request is refused (401) until one does"
+    const waitFor = async (child: { output: () => string }, text: string) => {
+      for (let i = 0; i < 50 && !child.output().includes(text); i++) await new Promise((resolve) => setTimeout(resolve, 100))
+      return child.output()
+    }
+    const bare = await startProcess(env, await freePort())
+    expect(await waitFor(bare, HINT)).toContain("keys create --project")
+    await bare.stop()
+    expect((await runCli(["keys", "create", "--project", "p1"], { SERVICE_DATABASE_URL: url, SERVICE_SECRET_KEY: KEY_A })).code).toBe(0)
+    const keyed = await startProcess(env, await freePort())
+    // The hint would follow the listening line at once; a moment is enough to see it is not there.
+    await new Promise((resolve) => setTimeout(resolve, 1000))
+    expect(keyed.output()).not.toContain(HINT)
+    await keyed.stop()
+  }, 60_000)
+
   it("SIGTERM stops cleanly: exit 0 and a line saying so", async () => {
     const url = await createTestDatabase("sigterm")
     databases.push(url)
