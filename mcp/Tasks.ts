@@ -242,7 +242,7 @@ export const makeTasks = Effect.fnUntraced(function*(
     }])
 
   /** Records the notifications of each later stage, until terminal or the task's expiry. */
-  const watch = (binding: McpTaskCreated, from: ExecutionRecord, version: number) => {
+  const watch = (binding: McpTaskCreated, from: ExecutionRecord, version: number, timeoutMs = binding.ttlMs) => {
     const key = taskStreamId(binding.sessionId, binding.executionId)
     const state = { binding, last: from, next: version }
     return Effect.scoped(Effect.andThen(
@@ -258,7 +258,7 @@ export const makeTasks = Effect.fnUntraced(function*(
       // Another watch of the task (a peer's, or one this process took up) recorded this stage
       // first: it goes on recording, this one gives way.
       Effect.catchTag("ConcurrencyConflict", () => Effect.logDebug("MCP task notifications recorded by another watch")),
-      Effect.timeout(binding.ttlMs),
+      Effect.timeout(timeoutMs),
       Effect.catchCause((cause) => Effect.logWarning("MCP task notifications stopped", cause)),
       // Left in the map when interrupted: the close's sweep (below) takes it up.
       Effect.tap(() => Effect.sync(() => void watched.delete(key))),
@@ -297,7 +297,10 @@ export const makeTasks = Effect.fnUntraced(function*(
     const current = yield* Effect.option(executions.get(binding.projectId, undefined, binding.executionId))
     if (current._tag === "None") return false
     const from: ExecutionRecord = { ...current.value, status: reached === 0 ? "pending" : "running" }
-    yield* FiberSet.run(watchers, watch(binding, from, events.length))
+    // Until the task expires, as the watch that made it would have.
+    const left = binding.createdMs + binding.ttlMs - (yield* Clock.currentTimeMillis)
+    if (left <= 0) return false
+    yield* FiberSet.run(watchers, watch(binding, from, events.length, left))
     return true
   })
 
