@@ -13,7 +13,7 @@
  * exported and the exporters flush last when the process stops.
  */
 import { Effect, Layer } from "effect"
-import { FetchHttpClient } from "effect/http"
+import { FetchHttpClient, HttpClient } from "effect/http"
 import { Otlp, OtlpExporter, OtlpSerialization } from "effect/observability"
 import { boolean, httpUrl, integer, oneOf, parsed, raw, Rejected } from "../Settings.ts"
 
@@ -53,6 +53,35 @@ export const telemetrySettings = Effect.gen(function*() {
   }
 })
 
+/**
+ * The exporters' HTTP client, saying when exports start failing (warn) and when they go through
+ * again (info), once each: the exporters themselves only log at debug, and drop what they could
+ * not send, so an operator would not know telemetry is lost. The line names the endpoint and
+ * the HTTP status or the client's reason, never the headers (they carry the collector's key).
+ * Its own export may fail too: it changes nothing, the state is already "failing".
+ */
+const reportingClient = (endpoint: string) =>
+  Layer.effect(
+    HttpClient.HttpClient,
+    Effect.map(HttpClient.HttpClient, (client) => {
+      let failing = false
+      const failed = (why: string) =>
+        failing ? Effect.void : Effect.suspend(() => {
+          failing = true
+          return Effect.logWarning(`telemetry export to ${endpoint} failed (${why}); what cannot be sent is dropped, and export is tried again`)
+        })
+      const succeeded = Effect.suspend(() => {
+        if (!failing) return Effect.void
+        failing = false
+        return Effect.logInfo(`telemetry export works again (${endpoint})`)
+      })
+      return client.pipe(
+        HttpClient.tap((response) => (response.status >= 200 && response.status < 300 ? succeeded : failed(`HTTP ${response.status}`))),
+        HttpClient.tapError((error) => failed(error.reason._tag))
+      )
+    })
+  ).pipe(Layer.provide(FetchHttpClient.layer))
+
 /** True when telemetry leaves the process; Gauges.ts then refreshes the gauges by itself. */
 export const exportEnabled = Effect.map(telemetrySettings, (settings) => settings.endpoint !== undefined)
 
@@ -72,7 +101,7 @@ export const layer: Layer.Layer<OtlpExporter.Flusher> = Layer.unwrap(
         shutdownTimeout: 3_000
       }).pipe(
         Layer.provide(settings.protocol === "http/json" ? OtlpSerialization.layerJson : OtlpSerialization.layerProtobuf),
-        Layer.provide(FetchHttpClient.layer)
+        Layer.provide(reportingClient(settings.endpoint))
       )
     }),
     Effect.orElseSucceed(() => OtlpExporter.layerFlusher)

@@ -102,3 +102,41 @@ describe("OTLP export (a real service process)", () => {
     for (const post of otlp.posted) expect(post.body).not.toContain("path-secret-never-exported")
   }, 60_000)
 })
+
+// Outside audit: with the collector away, nothing was logged at any level: an operator could not
+// tell that telemetry was being dropped.
+describe("OTLP export that fails", () => {
+  let service: ChildService | undefined
+  let collector: Server | undefined
+  afterAll(async () => {
+    await service?.stop()
+    await new Promise<void>((resolve) => (collector === undefined ? resolve() : collector.close(() => resolve())))
+  })
+
+  it("says so once at warn while the collector refuses, and once at info when it takes exports again", async () => {
+    let refusing = true
+    collector = createServer((request, response) => {
+      request.resume()
+      request.on("end", () => response.writeHead(refusing ? 503 : 200, { "content-type": "application/json" }).end("{}"))
+    })
+    await new Promise<void>((resolve) => collector!.listen(0, "127.0.0.1", resolve))
+    const url = `http://127.0.0.1:${(collector.address() as AddressInfo).port}`
+    service = await startProcess({
+      OTEL_EXPORTER_OTLP_ENDPOINT: url,
+      OTEL_EXPORTER_OTLP_PROTOCOL: "http/json",
+      OTEL_EXPORTER_OTLP_HEADERS: "authorization=Bearer otlp-secret-4711",
+      OTEL_BSP_SCHEDULE_DELAY: "100",
+      OTEL_METRIC_EXPORT_INTERVAL: "100",
+      OTEL_BLRP_SCHEDULE_DELAY: "100"
+    }, await freePort())
+    const lines = (text: string) => service!.output().split("\n").filter((line) => line.includes(text))
+    await eventually(async () => lines("telemetry export").length > 0, 10_000, "a line about the failed export")
+    // More export rounds fail meanwhile; still one line.
+    await new Promise((resolve) => setTimeout(resolve, 1_500))
+    expect(lines("telemetry export")).toHaveLength(1)
+    expect(lines("telemetry export")[0]).toMatch(/"level":"warn".*telemetry export to http:\/\/127\.0\.0\.1:\d+ failed \(HTTP 503\)/)
+    refusing = false
+    await eventually(async () => lines("telemetry export works again").length === 1, 90_000, "the recovery line")
+    expect(service.output()).not.toContain("otlp-secret-4711")
+  }, 120_000)
+})
