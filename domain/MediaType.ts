@@ -1,6 +1,6 @@
 /**
- * Request `Content-Type` and `Content-Encoding` rules shared by the API and the MCP gateway. Pure: header text in,
- * verdict out.
+ * What a request's body headers must say, shared by the API and the MCP gateway (both answer
+ * 415 otherwise). Pure: header text in, verdict out.
  */
 
 /** The labels of UTF-8 in the WHATWG Encoding standard. */
@@ -21,7 +21,7 @@ export const isJsonUtf8 = (header: string | null | undefined): boolean => {
 }
 
 /** A body sent with a content coding (gzip, br): the API and the gateway read bodies as sent, not decoded. */
-export const isEncoded = (header: string | null | undefined): boolean =>
+const isEncoded = (header: string | null | undefined): boolean =>
   header !== undefined && header !== null && header.split(",").some((coding) => coding.trim().toLowerCase() !== "identity")
 
 /**
@@ -29,5 +29,21 @@ export const isEncoded = (header: string | null | undefined): boolean =>
  * the chunking, so the rest would be read as if it were plain (RFC 9112 section 6.1: a coding the
  * server does not understand is refused).
  */
-export const isTransferCoded = (header: string | null | undefined): boolean =>
+const isTransferCoded = (header: string | null | undefined): boolean =>
   header !== undefined && header !== null && header.split(",").some((coding) => coding.trim().toLowerCase() !== "chunked")
+
+type Header = string | null | undefined
+
+/**
+ * Why a body's headers are refused (the 415's message), or undefined when they say JSON in UTF-8,
+ * sent as it is: `notJson` is the caller's own wording of the first refusal.
+ */
+export const bodyHeadersRefusal = (
+  headers: { readonly contentType: Header; readonly contentEncoding: Header; readonly transferEncoding: Header },
+  notJson: string
+): string | undefined => {
+  if (!isJsonUtf8(headers.contentType)) return notJson
+  if (isEncoded(headers.contentEncoding)) return "The request body must not be content-encoded."
+  if (isTransferCoded(headers.transferEncoding)) return "The request body must not have a transfer coding other than chunked."
+  return undefined
+}

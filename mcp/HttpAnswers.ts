@@ -7,7 +7,7 @@
  * bad protocol version, unparsable JSON-RPC) carry a JSON-RPC error body, as MCP clients read it.
  */
 import { normalized, type NormalizedError } from "../domain/Errors.ts"
-import { isEncoded, isJsonUtf8, isTransferCoded } from "../domain/MediaType.ts"
+import { bodyHeadersRefusal } from "../domain/MediaType.ts"
 
 /** JSON bodies of `/mcp` are small (decisions.md section 2). */
 export const BODY_LIMIT = 1024 * 1024
@@ -67,15 +67,15 @@ export const methodNotAllowed = (requestId: string) =>
 export const bodyTooLarge = (requestId: string) =>
   envelope(requestId, 413, normalized("invalid_input", `The request body exceeds ${BODY_LIMIT} bytes.`), { connection: "close" })
 
-export const unsupportedMediaType = (requestId: string, message = "The request body must be application/json.") =>
-  envelope(requestId, 415, normalized("invalid_input", message))
-
-/** The refusal of a body sent content-encoded, as the API refuses one. */
-export const contentEncoded = (requestId: string) => unsupportedMediaType(requestId, "The request body must not be content-encoded.")
-
-/** The refusal of a body sent with a transfer coding besides chunked, as the API refuses one. */
-export const transferCoded = (requestId: string) =>
-  unsupportedMediaType(requestId, "The request body must not have a transfer coding other than chunked.")
+/** The first thing a body's headers get wrong, answered 415 as on /v1; undefined when they are right. */
+export const bodyHeadersRefused = (requestId: string, headers: GatewayRequest["headers"]) => {
+  const refused = bodyHeadersRefusal({
+    contentType: headers.get("content-type"),
+    contentEncoding: headers.get("content-encoding"),
+    transferEncoding: headers.get("transfer-encoding")
+  }, "The request body must be application/json.")
+  return refused === undefined ? undefined : envelope(requestId, 415, normalized("invalid_input", refused))
+}
 
 /**
  * CORS for an allowed browser origin: what a preflight answers, and what every answer to that
@@ -182,7 +182,3 @@ export const parseJson = (text: string): { readonly value: unknown } | undefined
   }
 }
 
-/** Whether a `Content-Type` is JSON in UTF-8, as on /v1 (domain/MediaType.ts). */
-export const isJsonContentType = isJsonUtf8
-
-export { isEncoded, isTransferCoded }

@@ -207,9 +207,8 @@ export const makeHandle = (parts: GatewayParts) => {
     if (!acceptsAnAnswer(request.headers.get("accept"))) {
       return Answers.rpcError(406, -32000, "Not Acceptable: Client must accept application/json or text/event-stream")
     }
-    if (!Answers.isJsonContentType(request.headers.get("content-type"))) return Answers.unsupportedMediaType(requestId)
-    if (Answers.isEncoded(request.headers.get("content-encoding"))) return Answers.contentEncoded(requestId)
-    if (Answers.isTransferCoded(request.headers.get("transfer-encoding"))) return Answers.transferCoded(requestId)
+    const badBody = Answers.bodyHeadersRefused(requestId, request.headers)
+    if (badBody !== undefined) return badBody
     const bytes = yield* Effect.promise(() => Answers.readLimited(request, Answers.BODY_LIMIT))
     if (bytes === undefined) return Answers.bodyTooLarge(requestId)
     const text = bytes === null ? undefined : Answers.decodeUtf8(bytes)

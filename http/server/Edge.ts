@@ -8,7 +8,7 @@ import { Cause, Effect } from "effect"
 import { IncomingMessage } from "node:http"
 import type { Duplex } from "node:stream"
 import { normalized } from "../../domain/Errors.ts"
-import { isEncoded, isJsonUtf8, isTransferCoded } from "../../domain/MediaType.ts"
+import { bodyHeadersRefusal } from "../../domain/MediaType.ts"
 import { unstorableMessage, type Unstorable, unstorableText } from "../../domain/Storable.ts"
 import { HttpServerRequest, type HttpServerResponse } from "effect/http"
 import { HttpServerResponse as Response } from "effect/http"
@@ -29,6 +29,7 @@ import {
   malformedBody,
   methodNotAllowed,
   routeNotFound,
+  NOT_JSON,
   unsupportedMediaType
 } from "./Envelope.ts"
 
@@ -311,11 +312,12 @@ export const makeEdge = (options: EdgeOptions) => {
       // labelled: there a body that is not JSON is 422 once the credential holds (decisions.md
       // section 5), never 415.
       if (!route.ownCredential) {
-        if (!isJsonUtf8(request.headers["content-type"])) return refuseUnread(yield* counted(unsupportedMediaType()))
-        if (isEncoded(request.headers["content-encoding"])) return refuseUnread(yield* counted(unsupportedMediaType("The request body must not be content-encoded.")))
-        if (isTransferCoded(request.headers["transfer-encoding"])) {
-          return refuseUnread(yield* counted(unsupportedMediaType("The request body must not have a transfer coding other than chunked.")))
-        }
+        const refused = bodyHeadersRefusal({
+          contentType: request.headers["content-type"],
+          contentEncoding: request.headers["content-encoding"],
+          transferEncoding: request.headers["transfer-encoding"]
+        }, NOT_JSON)
+        if (refused !== undefined) return refuseUnread(yield* counted(unsupportedMediaType(refused)))
       }
       if (contentLength !== undefined && Number(contentLength) > limit) return refuseUnread(yield* counted(bodyTooLarge(limit)))
       const body = yield* readLimited(request, limit)

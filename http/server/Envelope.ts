@@ -39,7 +39,9 @@ export class EdgeFailure {
 export const malformedBody = () => new EdgeFailure(400, normalized("invalid_input", "The request body is not valid JSON."))
 export const bodyTooLarge = (limit: number) =>
   new EdgeFailure(413, normalized("invalid_input", `The request body exceeds ${limit} bytes.`), { connection: "close" })
-export const unsupportedMediaType = (message = "The request body must be application/json (in UTF-8).") =>
+/** The 415 of a body that is not JSON in UTF-8 (domain/MediaType.ts names the other causes). */
+export const NOT_JSON = "The request body must be application/json (in UTF-8)."
+export const unsupportedMediaType = (message = NOT_JSON) =>
   new EdgeFailure(415, normalized("invalid_input", message))
 export const methodNotAllowed = (allowed: ReadonlyArray<string>) =>
   new EdgeFailure(405, normalized("invalid_input", "The method is not allowed on this path."), { allow: allowed.join(", ") })
