@@ -9,7 +9,7 @@ import { fileURLToPath } from "node:url"
 import { afterAll } from "vitest"
 import { AppLive } from "../../src/App.ts"
 import { configLayer, type Env } from "./Config.ts"
-import { storeEnv } from "./Database.ts"
+import { dropTestDatabase, storeEnv } from "./Database.ts"
 import { freePort } from "./Ports.ts"
 
 /** Every service the whole application provides. */
@@ -78,8 +78,20 @@ export const startService = async (env: Env = {}, around: Layer.Layer<never> = L
 }
 
 /** The whole service in this process on memory, or on a fresh Postgres database named after `prefix`. */
-export const startServiceOn = async (mode: "memory" | "postgres", prefix: string, env: Env = {}): Promise<InProcessService> =>
-  startService({ ...(await storeEnv(mode, prefix)), ...env })
+/** A service on `mode`'s store; on Postgres its fresh database is dropped when it closes (CI leaves none behind). */
+export const startServiceOn = async (mode: "memory" | "postgres", prefix: string, env: Env = {}): Promise<InProcessService> => {
+  const store = await storeEnv(mode, prefix)
+  const service = await startService({ ...store, ...env })
+  const url = store.SERVICE_DATABASE_URL
+  if (url === undefined) return service
+  return {
+    ...service,
+    close: async () => {
+      await service.close()
+      await dropTestDatabase(url)
+    }
+  }
+}
 
 export interface ChildService extends Client {
   readonly process: ChildProcess
