@@ -39,7 +39,6 @@ import {
 } from "./TaskEvents.ts"
 
 export const TASK_TTL_MIN_MS = 60_000
-export { TASK_TTL_MAX_MS }
 export const TASK_TTL_DEFAULT_MS = 60 * 60 * 1000
 export const POLL_INTERVAL_MS = 1000
 

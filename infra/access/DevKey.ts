@@ -39,8 +39,9 @@ export const layer = Layer.effectDiscard(
     if (!(yield* devKeyWanted)) {
       // With a database and no key anywhere, every request is a 401: say what to do about it.
       if ((yield* databaseUrl) !== undefined && (yield* bootstrapKeys).length === 0) {
-        const active = (yield* Effect.orElseSucceed(keys.list(), () => [{ revokedAt: undefined }])).filter((key) => key.revokedAt === undefined)
-        if (active.length === 0) {
+        // A store that cannot list them now gives no hint rather than a wrong one.
+        const listed = yield* Effect.option(keys.list())
+        if (listed._tag === "Some" && !listed.value.some((key) => key.revokedAt === undefined)) {
           yield* Effect.logWarning("no API key exists yet: every request is refused (401) until one does; create one with `npm run -s cli -- keys create --project <id>`")
         }
       }
