@@ -195,12 +195,20 @@ export const layerPg: Layer.Layer<Runner, never, SqlClient.SqlClient> = Layer.ef
     let newest: Incarnation | undefined
 
     /**
-     * Waits at most `ms` for `effect`, which goes on detached when the wait ends: a query hung on
-     * a dead link can neither hold the renewals back nor delay the fence.
+     * Waits for `effect` until `deadline`, which goes on detached when the wait ends: a query hung
+     * on a dead link can neither hold the renewals back nor delay the fence. When no answer has
+     * come by `overdueAt`, `overdue` runs first: it is said while the wait goes on, not in a race
+     * with the fence, which ends the incarnation at that same deadline.
      */
-    const within = <A, E>(effect: Effect.Effect<A, E>, ms: number) =>
-      Effect.flatMap(Effect.forkIn(effect, layerScope), (fiber) =>
-        Fiber.await(fiber).pipe(Effect.timeoutOption(Duration.millis(Math.max(1, ms)))))
+    const within = <A, E>(effect: Effect.Effect<A, E>, overdueAt: number, deadline: number, overdue: Effect.Effect<void>) =>
+      Effect.gen(function*() {
+        const fiber = yield* Effect.forkIn(effect, layerScope)
+        const waitUntil = (at: number) => Fiber.await(fiber).pipe(Effect.timeoutOption(Duration.millis(Math.max(1, at - performance.now()))))
+        const early = yield* waitUntil(overdueAt)
+        if (early._tag === "Some") return early
+        yield* overdue
+        return yield* waitUntil(deadline)
+      })
 
     /** One incarnation from registration to its end; returns once its actors have stopped. */
     const incarnate = Effect.gen(function*() {
@@ -244,17 +252,22 @@ export const layerPg: Layer.Layer<Runner, never, SqlClient.SqlClient> = Layer.ef
         while (true) {
           yield* Effect.sleep(Duration.millis(timings.renewEveryMs))
           const at = performance.now()
-          const result = yield* within(renew(id), safeUntil - at)
+          const failing = (why: unknown) =>
+            Effect.suspend(() => {
+              if (failingSince !== undefined) return Effect.void
+              failingSince = at
+              return Effect.logWarning(`runner lease: the database did not answer a renewal; retrying every ${timings.renewEveryMs} ms`, why)
+            })
+          // Overdue once half the time left has passed: worth a warning, and said well before the
+          // fence (a slow answer under load, which still comes in time, says nothing).
+          const overdueAt = at + (safeUntil - at) / 2
+          const result = yield* within(renew(id), overdueAt, safeUntil, failing("no answer in time"))
           // Whether the lease is still ours; undefined when the renewal got no answer.
           const renewed = result._tag === "Some" && Exit.isSuccess(result.value) ? result.value.value : undefined
           if (renewed === undefined) {
             // Interrupted, not refused: the process is stopping and its layers are closing.
             if (result._tag === "Some" && Exit.isFailure(result.value) && Cause.hasInterruptsOnly(result.value.cause)) continue
-            if (failingSince === undefined) {
-              failingSince = at
-              const why = result._tag === "Some" && Exit.isFailure(result.value) ? Cause.squash(result.value.cause) : "no answer in time"
-              yield* Effect.logWarning(`runner lease: the database did not answer a renewal; retrying every ${timings.renewEveryMs} ms`, why)
-            }
+            yield* failing(result._tag === "Some" && Exit.isFailure(result.value) ? Cause.squash(result.value.cause) : "no answer in time")
             continue
           }
           if (failingSince !== undefined) {
