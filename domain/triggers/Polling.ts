@@ -8,8 +8,9 @@
  * part): when a page of issues or more share the newest `updated_at` (a bulk edit), the first
  * page stays the same while new issues arrive on later ones, and a 304 for it would hide them.
  * Issues created before the subscription (the baseline) are never delivered, nor are issues
- * created well before the newest one already seen (an old issue that was merely updated); the
- * dedup claim on the issue id catches the overlap between polls.
+ * created well before the newest one already seen (an old issue that was merely updated). Within
+ * that overlap the cursor remembers the issues it delivered: an edit, however late, lists one
+ * again, and the dedup claim on the issue id lasts only a day.
  */
 import { isoTime } from "../Time.ts"
 
@@ -26,10 +27,20 @@ export interface PollCursor {
   readonly baseline: string
   /** The newest `created_at` among issues seen. */
   readonly watermark?: string | undefined
+  /** The issues delivered that are still within the watermark's overlap, oldest first. */
+  readonly opened?: ReadonlyArray<OpenedIssue> | undefined
+}
+
+export interface OpenedIssue {
+  /** GitHub's issue id, the dedup key. */
+  readonly id: number
+  readonly createdAt: string
 }
 
 /** How far before the watermark an issue may have been created and still be new (replication lag). */
 export const WATERMARK_OVERLAP_MS = 10 * 60 * 1000
+/** The most delivered issues a cursor remembers: the newest are kept. */
+export const MAX_OPENED = 1_000
 /** The longest wait between polls when the provider keeps failing without saying how long. */
 export const MAX_BACKOFF_MS = 15 * 60 * 1000
 /** A provider's own wait is followed up to this long. */
@@ -48,25 +59,49 @@ export const initialCursor = (subscriptionCreatedAt: string): PollCursor => ({
 })
 
 export interface ListedIssue {
+  /** GitHub's issue id, when the item has one. */
+  readonly id?: number | undefined
   readonly createdAt: string
   readonly updatedAt: string
 }
+
+const withinOverlap = (createdAt: string, watermark: string | undefined): boolean =>
+  watermark === undefined || Date.parse(createdAt) >= Date.parse(watermark) - WATERMARK_OVERLAP_MS
 
 /** Whether a listed issue (not a pull request) may be delivered under `cursor`. */
 export const isNewIssue = (cursor: PollCursor, issue: ListedIssue): boolean => {
   const created = Date.parse(issue.createdAt)
   // An issue dated in the subscription's own second counts as after it: the two cannot be told apart.
   if (Number.isNaN(created) || created < wholeSecond(Date.parse(cursor.baseline))) return false
-  return cursor.watermark === undefined || created >= Date.parse(cursor.watermark) - WATERMARK_OVERLAP_MS
+  if (!withinOverlap(issue.createdAt, cursor.watermark)) return false
+  return issue.id === undefined || !(cursor.opened ?? []).some((opened) => opened.id === issue.id)
 }
 
 const later = (a: string | undefined, b: string): string => (a === undefined || Date.parse(b) > Date.parse(a) ? b : a)
 
 /**
- * The cursor after a poll that listed `issues` (pull requests included: they move `since` too)
- * with `etag` on its first page. Nothing listed keeps the cursor, and its ETag.
+ * The issues to remember after `delivered`: those within the overlap of `watermark`, each once,
+ * the newest `MAX_OPENED` of them, oldest first.
  */
-export const advanceCursor = (cursor: PollCursor, issues: ReadonlyArray<ListedIssue>, etag: string | undefined): PollCursor => {
+const rememberOpened = (kept: ReadonlyArray<OpenedIssue>, delivered: ReadonlyArray<OpenedIssue>, watermark: string | undefined): ReadonlyArray<OpenedIssue> => {
+  const byId = new Map<number, OpenedIssue>()
+  for (const issue of [...kept, ...delivered]) {
+    if (withinOverlap(issue.createdAt, watermark)) byId.set(issue.id, { id: issue.id, createdAt: issue.createdAt })
+  }
+  return [...byId.values()].toSorted((a, b) => Date.parse(a.createdAt) - Date.parse(b.createdAt)).slice(-MAX_OPENED)
+}
+
+/**
+ * The cursor after a poll that listed `issues` (pull requests included: they move `since` too)
+ * with `etag` on its first page, of which it `delivered` some. Nothing listed keeps the cursor,
+ * and its ETag.
+ */
+export const advanceCursor = (
+  cursor: PollCursor,
+  issues: ReadonlyArray<ListedIssue>,
+  etag: string | undefined,
+  delivered: ReadonlyArray<OpenedIssue> = []
+): PollCursor => {
   if (issues.length === 0) return etag === undefined ? cursor : { ...cursor, etag }
   let since = cursor.since
   let watermark = cursor.watermark
@@ -76,7 +111,14 @@ export const advanceCursor = (cursor: PollCursor, issues: ReadonlyArray<ListedIs
   }
   // The ETag belongs to the question asked: a new `since` asks another one.
   const sameQuestion = since === cursor.since
-  return { since, baseline: cursor.baseline, ...(watermark !== undefined ? { watermark } : {}), ...(sameQuestion && etag !== undefined ? { etag } : {}) }
+  const opened = rememberOpened(cursor.opened ?? [], delivered, watermark)
+  return {
+    since,
+    baseline: cursor.baseline,
+    ...(watermark !== undefined ? { watermark } : {}),
+    ...(sameQuestion && etag !== undefined ? { etag } : {}),
+    ...(opened.length > 0 ? { opened } : {})
+  }
 }
 
 export type PollOutcome =

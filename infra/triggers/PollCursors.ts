@@ -1,6 +1,6 @@
 /**
  * Where each polling subscription stands with its provider (decisions.md section 5): the cursor
- * (`since`, ETag, baseline, watermark), when it polls next (the cadence holds across restarts),
+ * (`since`, ETag, baseline, watermark, the issues delivered within its overlap), when it polls next (the cadence holds across restarts),
  * and how many back-offs in a row it has met. A table with a database, a map without; deleting
  * the subscription deletes its row. Never in the log, never in a public form.
  */
@@ -52,7 +52,8 @@ const CursorJson = Schema.Struct({
   since: Schema.String,
   etag: Schema.optionalKey(Schema.String),
   baseline: Schema.String,
-  watermark: Schema.optionalKey(Schema.String)
+  watermark: Schema.optionalKey(Schema.String),
+  opened: Schema.optionalKey(Schema.Array(Schema.Struct({ id: Schema.Number, createdAt: Schema.String })))
 })
 const decodeCursor = Schema.decodeUnknownSync(CursorJson)
 

@@ -128,9 +128,9 @@ export const make = Effect.gen(function*() {
       for (const item of answer.items) {
         const times = Option.getOrUndefined(listedTimes(item))
         if (times === undefined) continue
-        const issue = { createdAt: times.created_at, updatedAt: times.updated_at }
-        listed.push(issue)
         const payload = normalizeIssue(filters.owner, filters.repo, item)
+        const issue = { id: payload?.id, createdAt: times.created_at, updatedAt: times.updated_at }
+        listed.push(issue)
         if (payload !== undefined && isNewIssue(cursor, issue) && matchesIssueFilters(payload, filters)) {
           fresh.push(payload)
         }
@@ -141,7 +141,8 @@ export const make = Effect.gen(function*() {
       const payload = { ...issue, labels: [...issue.labels] }
       yield* admission.admit({ subscription, dedupKey: `issue:${issue.id}`, occurredAtMs: Date.parse(issue.createdAt), payload }, "skip")
     }
-    return { outcome: { kind: "listed" } as PollOutcome, cursor: advanceCursor(cursor, listed, firstEtag), problem: undefined }
+    const delivered = fresh.map((issue) => ({ id: issue.id, createdAt: issue.createdAt }))
+    return { outcome: { kind: "listed" } as PollOutcome, cursor: advanceCursor(cursor, listed, firstEtag, delivered), problem: undefined }
   })
 
   /** The poller of one subscription, for as long as this incarnation holds its lease. */

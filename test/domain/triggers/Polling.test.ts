@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest"
-import { advanceCursor, initialCursor, isNewIssue, MAX_BACKOFF_MS, nextLink, nextPoll } from "../../../domain/triggers/Polling.ts"
+import { advanceCursor, initialCursor, isNewIssue, MAX_BACKOFF_MS, MAX_OPENED, nextLink, nextPoll } from "../../../domain/triggers/Polling.ts"
 
 const baseline = "2026-01-01T00:00:00.000Z"
 
@@ -28,6 +28,27 @@ describe("polling policy", () => {
     expect(cursor).toEqual({ since: "2026-01-04T00:00:00Z", baseline, watermark: "2026-01-03T00:00:00Z" })
     expect(isNewIssue(cursor, { createdAt: "2026-01-02T00:00:00Z", updatedAt: "2026-01-05T00:00:00Z" })).toBe(false)
     expect(isNewIssue(cursor, { createdAt: "2026-01-02T23:55:00Z", updatedAt: "2026-01-05T00:00:00Z" })).toBe(true)
+  })
+
+  it("an issue delivered once is never new again, however late it is edited (its dedup claim lasts 24 h; the cursor, as long as it can matter)", () => {
+    // Outside audit: the newest issue of a quiet repository, edited more than 24 h after it was
+    // delivered, was delivered again as opened, under a new event id.
+    const listed = { id: 7777, createdAt: "2026-01-02T00:00:00Z", updatedAt: "2026-01-02T00:00:00Z" }
+    const cursor = advanceCursor(initialCursor(baseline), [listed], undefined, [listed])
+    expect(isNewIssue(cursor, { ...listed, updatedAt: "2026-01-05T00:00:00Z" })).toBe(false)
+    // Another issue of the same minutes, never delivered (say, filtered out until now), still is.
+    expect(isNewIssue(cursor, { id: 7778, createdAt: "2026-01-01T23:58:00Z", updatedAt: "2026-01-05T00:00:00Z" })).toBe(true)
+    // What the cursor remembers stays within the watermark's overlap: older ones are old by their date.
+    const later = { id: 9000, createdAt: "2026-01-03T00:00:00Z", updatedAt: "2026-01-03T00:00:00Z" }
+    const moved = advanceCursor(cursor, [later], undefined, [later])
+    expect(moved.opened).toEqual([{ id: 9000, createdAt: "2026-01-03T00:00:00Z" }])
+    expect(isNewIssue(moved, { ...listed, updatedAt: "2026-01-06T00:00:00Z" })).toBe(false)
+    expect(isNewIssue(moved, { ...later, updatedAt: "2026-01-06T00:00:00Z" })).toBe(false)
+    // Bounded: a flood of issues in one window keeps the newest.
+    const flood = Array.from({ length: MAX_OPENED + 50 }, (_, i) => ({ id: 20_000 + i, createdAt: new Date(Date.parse("2026-01-04T00:00:00Z") + i * 100).toISOString(), updatedAt: "2026-01-04T01:00:00Z" }))
+    const full = advanceCursor(moved, flood, undefined, flood)
+    expect(full.opened).toHaveLength(MAX_OPENED)
+    expect(full.opened?.at(-1)?.id).toBe(20_000 + MAX_OPENED + 49)
   })
 
   it("the ETag is kept while the question (since) stays the same, so an unchanged list is a 304", () => {

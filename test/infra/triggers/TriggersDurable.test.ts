@@ -220,6 +220,33 @@ describe.skipIf(!postgresAvailable)("triggers on Postgres, across restarts and p
     await survivor.stop()
   }, 120_000)
 
+  it("an issue edited after its dedup claim expired is not delivered again", async () => {
+    // Outside audit: claims last 24 h; the newest issue of a quiet repository, edited later than
+    // that, was delivered again as opened, under a new event id.
+    const url = await database("trgedit")
+    const env = serviceEnv(url, certificate, { SERVICE_GITHUB_API_URL: github.url, SERVICE_TRIGGER_MIN_POLL_SECONDS: "1" })
+    const service = await start(env)
+    const endpoint = await createTriggerEndpoint(service, URL_OK, { key: keyOf("p6"), active: false })
+    const connection = await createConnection(service, { userId: "u1", toolkit: "github", authClass: "bearer", credentials: { token: "gh-token" } }, keyOf("p6"))
+    const subscription = await subscribe(service, {
+      trigger: "github.issue_opened", userId: "u1", connectionId: connection.connectionId, webhookEndpointIds: [endpoint.endpointId],
+      filters: { owner: "octo", repo: "hello" }, pollIntervalSeconds: 1
+    }, keyOf("p6"))
+    const issue = github.addIssue({ title: "opened once" })
+    const rows = () => allHistory(service, `?subscriptionId=${subscription.subscriptionId}`, keyOf("p6"))
+    await eventually(async () => ((await rows()).length === 1 ? true : undefined), 15_000, "the issue")
+    // A day passes: the claim expires.
+    const expired = await runSql(url, `UPDATE trigger_dedup_claims SET expires_at = now() - interval '1 second'
+      WHERE subscription_id = '${subscription.subscriptionId}'`)
+    expect(expired).toBeDefined()
+    github.touch(issue)
+    const asked = github.requests.length
+    await eventually(() => (github.requests.filter((request, i) => i >= asked && request.status === 200).length >= 2 ? true : undefined), 15_000, "polls that list the edit")
+    await new Promise((resolve) => setTimeout(resolve, 1_000))
+    expect((await rows()).map((row) => row.dedupStatus)).toEqual(["accepted"])
+    await service.stop()
+  }, 60_000)
+
   it("the cadence holds across a restart", async () => {
     const url = await database("trgcad")
     const env = serviceEnv(url, certificate, { SERVICE_GITHUB_API_URL: github.url, SERVICE_TRIGGER_MIN_POLL_SECONDS: "1" })
