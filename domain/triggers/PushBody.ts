@@ -55,14 +55,15 @@ export const parsePushBody = (text: string): PushRequest | undefined => {
 /** Slack signs `v0:<timestamp>:<raw body>`; a timestamp more than five minutes away is refused. */
 export const SLACK_TOLERANCE_SECONDS = 300
 
-export const slackSignature = (signingSecret: string, timestamp: string, rawBody: string): string =>
-  `v0=${createHmac("sha256", signingSecret).update(`v0:${timestamp}:${rawBody}`, "utf8").digest("hex")}`
+/** The signature of a body: over its bytes as sent (a string is taken as its UTF-8 bytes). */
+export const slackSignature = (signingSecret: string, timestamp: string, rawBody: string | Uint8Array): string =>
+  `v0=${createHmac("sha256", signingSecret).update(`v0:${timestamp}:`, "utf8").update(rawBody).digest("hex")}`
 
 /** Whether the `X-Slack-Signature` and `X-Slack-Request-Timestamp` headers sign `rawBody`; constant-time. */
 export const verifySlackSignature = (
   signingSecret: string,
   headers: { readonly signature: string | undefined; readonly timestamp: string | undefined },
-  rawBody: string,
+  rawBody: string | Uint8Array,
   nowMs: number
 ): boolean => {
   const { signature, timestamp } = headers

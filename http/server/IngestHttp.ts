@@ -27,11 +27,13 @@ export const makeIngestRoute = Effect.map(TriggerIngest, (triggers) =>
       return Effect.gen(function*() {
         const [subscriptionId = "", secret = ""] = path.slice(PREFIX.length).split("/")
         // The edge has read the body already (JSON media type, within the ceiling).
+        const rawBytes = yield* request.arrayBuffer.pipe(Effect.mapError(() => malformedBody()))
         const rawBody = yield* request.text.pipe(Effect.mapError(() => malformedBody()))
         const answer = yield* triggers.ingest({
           subscriptionId,
           secret,
           rawBody,
+          rawBytes: new Uint8Array(rawBytes),
           slackSignature: request.headers["x-slack-signature"],
           slackTimestamp: request.headers["x-slack-request-timestamp"]
         }).pipe(Effect.orDie)

@@ -26,7 +26,10 @@ import { secretHash, Subscriptions } from "./Subscriptions.ts"
 export interface IngestRequest {
   readonly subscriptionId: string
   readonly secret: string
+  /** The body as text (UTF-8, a leading byte-order mark dropped). */
   readonly rawBody: string
+  /** The body's bytes as sent, which a provider's signature covers. */
+  readonly rawBytes: Uint8Array
   readonly slackSignature: string | undefined
   readonly slackTimestamp: string | undefined
 }
@@ -98,7 +101,7 @@ export const make = Effect.gen(function*() {
     if (signingSecret === false) return undefined
     if (signingSecret !== undefined) {
       const now = yield* Clock.currentTimeMillis
-      const signed = verifySlackSignature(signingSecret, { signature: request.slackSignature, timestamp: request.slackTimestamp }, request.rawBody, now)
+      const signed = verifySlackSignature(signingSecret, { signature: request.slackSignature, timestamp: request.slackTimestamp }, request.rawBytes, now)
       if (!signed) return undefined
     }
     return subscription

@@ -7,6 +7,7 @@
 import { Layer, Logger, References } from "effect"
 import { gzipSync } from "node:zlib"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { slackSignature } from "../../domain/triggers/PushBody.ts"
 import { formatJsonLine, toRecord } from "../../infra/observability/Logging.ts"
 import { createTestDatabase, dropTestDatabase, postgresAvailable } from "../support/Database.ts"
 import { type InProcessService, startService } from "../support/Service.ts"
@@ -195,6 +196,20 @@ const suite = (name: string, env: () => Promise<Record<string, string>>, cleanup
       expect(rows[0]).toMatchObject({ trigger: "slack.message_posted", deliveryMode: "push", dedupStatus: "accepted" })
       // Without a signing secret on the connection, no signature is asked for.
       expect((await postIngest(service, ingestPath(unsigned), slackCallback("EvU1"))).status).toBe(202)
+    })
+
+    it("Slack: the signature is over the body's bytes as sent, a leading byte-order mark included", async () => {
+      // Outside audit: the HMAC was taken over the decoded text, which has lost the mark, so a
+      // body signed as sent was refused 404.
+      const bytes = Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), Buffer.from(JSON.stringify(slackCallback("EvBom1")))])
+      const answer = await postIngest(service, ingestPath(signed), new Uint8Array(bytes), { signingSecret: "slack-signing" })
+      expect(await answer.json()).toEqual({ kind: "accepted", accepted: 1, duplicates: 0 })
+      // Signed over the text without the mark, it is not what was sent.
+      const timestamp = String(Math.floor(Date.now() / 1000))
+      const stripped = await postIngest(service, ingestPath(signed), new Uint8Array(bytes), {
+        headers: { "x-slack-request-timestamp": timestamp, "x-slack-signature": slackSignature("slack-signing", timestamp, JSON.stringify(slackCallback("EvBom2"))) }
+      })
+      expect(stripped.status).toBe(404)
     })
 
     it("a second arrival of an event id is its own row: duplicate, the first eventId, not_enqueued, no targets", async () => {

@@ -54,7 +54,7 @@ export const slackCallback = (eventId: string, event: Record<string, unknown> = 
 
 /** POSTs a body to an ingest path with no API key; signed like Slack when `signingSecret` is given. */
 export const postIngest = (client: Client, path: string, body: unknown, options: { readonly signingSecret?: string; readonly headers?: Record<string, string> } = {}) => {
-  const raw = typeof body === "string" ? body : JSON.stringify(body)
+  const raw = typeof body === "string" || body instanceof Uint8Array ? body : JSON.stringify(body)
   const timestamp = String(Math.floor(Date.now() / 1000))
   const signed = options.signingSecret === undefined
     ? {}
