@@ -2,12 +2,12 @@
  * Findings of the accessibility and UX audit, in headless Chromium against the real service: a
  * delete says what it deleted in a polite live region (the focus goes where it went before); a
  * secret shown once says that putting it away or leaving the page loses it, and so do the
- * controls that do; a trigger event's row links to its subscription and its endpoints'
+ * controls that do (an ingest URL's spelling "URL"); a trigger event's row links to its subscription and its endpoints'
  * deliveries; and at desktop width an id in a table is never broken across lines.
  */
 import type { Page } from "playwright-core"
 import { describe, expect, it } from "vitest"
-import { focused, screenshot, seriousViolations, settled, signIn as signInAt } from "./Browser.ts"
+import { focused, screenshot, seriousViolations, settled, signIn as signInAt, submitPushSubscription } from "./Browser.ts"
 import { dashboardHarness } from "./Harness.ts"
 
 const h = await dashboardHarness()
@@ -84,6 +84,18 @@ describe("a secret shown once", () => {
     const linkSays = await link.evaluate((element) => element.closest("p")?.textContent ?? "")
     expect(linkSays).toContain("the secret is not shown there")
     expect(await seriousViolations(page)).toEqual([])
+    await page.close()
+  })
+
+  it("spells URL as URL on an ingest URL's buttons", async () => {
+    const endpoint = await api.webhooks.create({ url: "https://example.com/audit-ingest-url", events: ["trigger.*"] })
+    const page = await h.browser.context.newPage()
+    await signIn(page, "/dashboard/subscriptions")
+    await submitPushSubscription(page, { userId: "user_audit_url", endpointId: endpoint.endpointId })
+    const panel = page.locator("section.secret")
+    await panel.waitFor()
+    const buttons = await panel.getByRole("button").allTextContents()
+    expect(buttons).toEqual(["Copy ingest URL", "I have stored it: remove the ingest URL from the page"])
     await page.close()
   })
 })

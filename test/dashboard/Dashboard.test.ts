@@ -292,7 +292,7 @@ describe("the dashboard in Chromium", () => {
     await ingestField.waitFor()
     const ingestUrl = await ingestField.inputValue()
     expect(ingestUrl).toMatch(/\/v1\/ingest\/trgsub_[^/]+\/trgsec_/)
-    await page.getByRole("button", { name: "Copy ingest url" }).click()
+    await page.getByRole("button", { name: "Copy ingest URL", exact: true }).click()
     expect(await page.evaluate("navigator.clipboard.readText()")).toBe(ingestUrl)
     await check(page, "subscription-created")
     await page.getByRole("button", { name: "I have stored it" }).click()

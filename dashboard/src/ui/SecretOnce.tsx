@@ -62,8 +62,9 @@ export const SecretOnce = (
     setCopied("no")
     show()
   }, [value])
-  // "Ingest URL" reads "ingest URL" in a sentence.
-  const leaving = useLeaveGuard({ what: label.charAt(0).toLowerCase() + label.slice(1), onStay: show })
+  // "Ingest URL" reads "ingest URL" in a sentence (only its first letter lowered: "URL" stays).
+  const inSentence = label.charAt(0).toLowerCase() + label.slice(1)
+  const leaving = useLeaveGuard({ what: inSentence, onStay: show })
   return (
     <section class="secret" aria-labelledby={`${id}-title`}>
       <h3 id={`${id}-title`} ref={heading} tabIndex={-1}>{title}</h3>
@@ -76,7 +77,7 @@ export const SecretOnce = (
       <div class="secret-row">
         <input ref={input} id={id} class="secret-value" type="text" readOnly value={value} spellcheck={false} autocomplete="off" />
         <button type="button" onClick={async () => setCopied((await copy(value, input.current)) ? "yes" : "failed")}>
-          Copy {label.toLowerCase()}
+          Copy {inSentence}
         </button>
       </div>
       <p role="status" aria-live="polite" class="muted">
@@ -90,7 +91,7 @@ export const SecretOnce = (
           onDone()
         }}
       >
-        I have stored it: remove the {label.toLowerCase()} from the page
+        I have stored it: remove the {inSentence} from the page
       </button>
       {leaving}
     </section>
