@@ -220,8 +220,10 @@ const CreateSubscription = (
               value={pollSeconds}
               onInput={(event) => setPollSeconds(event.currentTarget.value)}
             />
+            {/* The minimum is an operator's setting (SERVICE_TRIGGER_MIN_POLL_SECONDS) that a customer can neither
+                see nor set: the hint gives its default, not its name. */}
             <p id="subscription-poll-hint" class="hint">
-              From the service's minimum (30 s unless SERVICE_TRIGGER_MIN_POLL_SECONDS sets another) to 86400 s; 60 s when left empty (the minimum, if that is higher).
+              From the service's minimum (30 s by default) to 86400 s; 60 s when left empty (the minimum, if that is higher).
             </p>
           </>
         ) : null}
