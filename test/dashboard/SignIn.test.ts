@@ -2,7 +2,8 @@
  * The sign-in form in headless Chromium against the real service: a refusal's error goes once
  * the key field changes, and a key cleared, whose press the browser blocks, leaves no old error; a
  * key with characters no API key has (one the browser could not even send as a header) is refused
- * in the page, not reported as the service unreachable.
+ * in the page, not reported as the service unreachable. The error is tied to the key field
+ * (aria-describedby, and aria-invalid when it is about the key) while it shows.
  */
 import type { Page } from "playwright-core"
 import { describe, expect, it } from "vitest"
@@ -61,6 +62,29 @@ describe("a key with characters no API key has", () => {
     await expect.poll(() => alert.count()).toBe(0)
     await signIn.click()
     await page.getByRole("navigation", { name: "Views" }).waitFor()
+    await page.close()
+  })
+})
+
+describe("the key field while an error shows", () => {
+  it("is marked invalid and described by a refusal of the key, only described by a service not reached, and neither once the error goes", async () => {
+    const page = await h.browser.context.newPage()
+    const { field, alert } = await refusedSignIn(page, "sk_not_a_key")
+    expect(await field.getAttribute("aria-invalid")).toBe("true")
+    const describedBy = (await field.getAttribute("aria-describedby")) ?? ""
+    expect(describedBy).not.toBe("")
+    // The element it names holds the error the page shows.
+    expect(await page.locator(`[id="${describedBy}"]`).textContent()).toBe(await alert.textContent())
+    await field.fill("sk_another")
+    await expect.poll(() => alert.count()).toBe(0)
+    expect(await field.getAttribute("aria-invalid")).toBeNull()
+    expect(await field.getAttribute("aria-describedby")).toBeNull()
+    // A service that could not be reached says nothing of the key: the error is named, the key not called invalid.
+    await page.route("**/v1/me", (route) => route.abort("connectionrefused"))
+    await page.getByRole("button", { name: "Sign in" }).click()
+    await expect.poll(() => alert.textContent(), { timeout: 10_000 }).toContain("Could not reach the service")
+    expect(await field.getAttribute("aria-describedby")).toBe(describedBy)
+    expect(await field.getAttribute("aria-invalid")).toBeNull()
     await page.close()
   })
 })

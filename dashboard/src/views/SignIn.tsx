@@ -11,6 +11,12 @@ import { dropErrorOnEdit, ErrorNotice } from "../ui/Feedback.tsx"
 /** The characters of an API key (the service's keys match `[A-Za-z0-9_-]{16,128}`; the length is the service's to refuse). */
 const KEY_CHARACTERS = /^[A-Za-z0-9_-]+$/
 
+/** The error shown, which the key field names while it shows. */
+const ERROR_ID = "sign-in-error"
+
+/** A refusal of the key itself: the page's own (none pasted, other characters) or the service's (401). */
+const aboutTheKey = (problem: Problem): boolean => problem.status === 401 || (problem.status === 0 && problem.code === "invalid_input")
+
 export const SignIn = (
   { onSignedIn, initialProblem }: { readonly onSignedIn: (me: Me, key: string) => void; readonly initialProblem?: Problem | undefined }
 ) => {
@@ -69,7 +75,6 @@ export const SignIn = (
         onSubmit={submit}
         // A refusal is about the key it was shown for: it goes once the key changes.
         {...dropErrorOnEdit(() => setProblem(undefined))}
-        aria-describedby={problem === undefined ? undefined : "sign-in-error"}
       >
         <label for="api-key">API key</label>
         <input
@@ -81,10 +86,14 @@ export const SignIn = (
           spellcheck={false}
           required
           readOnly={busy}
+          // The field names the error while it shows, and says it is invalid when the error is
+          // about the key (not when the service could not be reached or asked to wait).
+          aria-invalid={problem !== undefined && aboutTheKey(problem) ? "true" : undefined}
+          aria-describedby={problem === undefined ? undefined : ERROR_ID}
         />
         <Button type="submit" enabled={!busy}>{busy ? "Signing in…" : "Sign in"}</Button>
       </form>
-      {problem === undefined ? null : <div id="sign-in-error"><ErrorNotice problem={problem} /></div>}
+      {problem === undefined ? null : <div id={ERROR_ID}><ErrorNotice problem={problem} /></div>}
     </main>
   )
 }
