@@ -3,7 +3,8 @@
  * the key field changes, and a key cleared, whose press the browser blocks, leaves no old error; a
  * key with characters no API key has (one the browser could not even send as a header) is refused
  * in the page, not reported as the service unreachable. The error is tied to the key field
- * (aria-describedby, and aria-invalid when it is about the key) while it shows.
+ * (aria-describedby, and aria-invalid when it is about the key) while it shows. A key pasted with
+ * its "Bearer " prefix (an Authorization header's value) signs in with the bare key.
  */
 import type { Page } from "playwright-core"
 import { describe, expect, it } from "vitest"
@@ -85,6 +86,24 @@ describe("the key field while an error shows", () => {
     await expect.poll(() => alert.textContent(), { timeout: 10_000 }).toContain("Could not reach the service")
     expect(await field.getAttribute("aria-describedby")).toBe(describedBy)
     expect(await field.getAttribute("aria-invalid")).toBeNull()
+    await page.close()
+  })
+})
+
+describe("a key pasted with its Bearer prefix", () => {
+  it("signs in, sending the bare key", async () => {
+    const page = await h.browser.context.newPage()
+    const sent: Array<string> = []
+    page.on("request", (request) => {
+      if (new URL(request.url()).pathname.startsWith("/v1/")) sent.push(request.headers().authorization ?? "")
+    })
+    await page.goto(url("/dashboard"))
+    await page.getByLabel("API key").fill(`  bearer   ${KEY} `)
+    await page.getByRole("button", { name: "Sign in" }).click()
+    await page.getByRole("navigation", { name: "Views" }).waitFor({ timeout: 10_000 })
+    expect(sent.length).toBeGreaterThan(0)
+    expect(new Set(sent)).toEqual(new Set([`Bearer ${KEY}`]))
+    expect(await page.evaluate("Object.values(sessionStorage)")).toEqual([KEY])
     await page.close()
   })
 })

@@ -11,6 +11,9 @@ import { dropErrorOnEdit, ErrorNotice } from "../ui/Feedback.tsx"
 /** The characters of an API key (the service's keys match `[A-Za-z0-9_-]{16,128}`; the length is the service's to refuse). */
 const KEY_CHARACTERS = /^[A-Za-z0-9_-]+$/
 
+/** The Authorization header's scheme before a pasted key, in any case. */
+const BEARER = /^bearer\s+/i
+
 /** The error shown, which the key field names while it shows. */
 const ERROR_ID = "sign-in-error"
 
@@ -36,7 +39,8 @@ export const SignIn = (
     event.preventDefault()
     if (busy) return
     const input = field.current
-    const key = input?.value.trim() ?? ""
+    // A key copied with its header's scheme ("Bearer sk_…") is the key after it.
+    const key = (input?.value.trim() ?? "").replace(BEARER, "").trim()
     if (key === "") {
       setProblem({ code: "invalid_input", message: "Paste an API key first.", status: 0, retryable: false })
       return
