@@ -13,32 +13,50 @@
  * (a client resuming a broken POST answer) cannot be replayed, since a POST stream's messages are
  * not kept, and must not be answered with the GET stream's notifications, past or future: it is
  * 405, with no stream (McpGateway.ts).
+ *
+ * Clients see these ids sealed (Secrets.ts, under SERVICE_SECRET_KEY, so that any process of the
+ * service opens them): a log position counts every event of every project, and a session that
+ * could read it would see how busy the others are (outside audit).
  */
 import { randomBytes } from "node:crypto"
 import { formatPosition, parsePosition, type Position } from "../infra/eventlog/EventStore.ts"
+import type { SecretsShape } from "../infra/access/Secrets.ts"
 
 export type StreamKind = "g" | "p"
-
-/** The id of a log event's notification. */
-export const logEventId = (position: Position): string => formatPosition(position)
-
-/** Ids for the frames of one stream that are no log event: unique to that stream, in order. */
-export const frameIds = (kind: StreamKind) => {
-  const tag = `${kind}${randomBytes(6).toString("base64url")}`
-  let next = 0
-  return (position: Position): string => `${formatPosition(position)}:${tag}.${next++}`
-}
 
 /** Where a `Last-Event-ID` resumes: after its position, or (a POST stream's) nowhere: `FromNow`. */
 export type Resumption =
   | { readonly _tag: "After"; readonly position: Position }
   | { readonly _tag: "FromNow" }
 
+export interface EventIds {
+  /** The id of a log event's notification. */
+  readonly logEventId: (position: Position) => string
+  /** Ids for the frames of one stream that are no log event: unique to that stream. */
+  readonly frameIds: (kind: StreamKind) => (position: Position) => string
+  /** Where an id a client sent back resumes; undefined when it is none of ours. */
+  readonly parse: (id: string) => Resumption | undefined
+}
+
 const EVENT_ID = /^(\d{1,20}:\d{1,20})(?::([gp])[A-Za-z0-9_-]{1,16}\.\d{1,12})?$/
 
-export const parseEventId = (id: string): Resumption | undefined => {
+/** An opened id: `tx:seq`, or `tx:seq:<kind><tag>.<n>`. */
+const parsePlain = (id: string): Resumption | undefined => {
   const match = EVENT_ID.exec(id)
   const position = match?.[1] === undefined ? undefined : parsePosition(match[1])
   if (position === undefined) return undefined
   return match?.[2] === "p" ? { _tag: "FromNow" } : { _tag: "After", position }
 }
+
+export const makeEventIds = (secrets: Pick<SecretsShape, "seal" | "open">): EventIds => ({
+  logEventId: (position) => secrets.seal(formatPosition(position)),
+  frameIds: (kind) => {
+    const tag = `${kind}${randomBytes(6).toString("base64url")}`
+    let next = 0
+    return (position) => secrets.seal(`${formatPosition(position)}:${tag}.${next++}`)
+  },
+  parse: (id) => {
+    const plain = id.length > 512 ? undefined : secrets.open(id)
+    return plain === undefined ? undefined : parsePlain(plain)
+  }
+})

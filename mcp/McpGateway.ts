@@ -22,7 +22,7 @@ import type { ApiKeys, Principal } from "../infra/access/ApiKeys.ts"
 import type { Decision, RateLimiter } from "../infra/access/RateLimiter.ts"
 import { STANDARD_EXHAUSTED } from "../infra/access/Throttle.ts"
 import { newRequestId } from "../infra/Ids.ts"
-import { parseEventId } from "./EventIds.ts"
+import type { EventIds } from "./EventIds.ts"
 import { comparePositions, type Position } from "../infra/eventlog/EventStore.ts"
 import * as Answers from "./HttpAnswers.ts"
 import { headerMatches, keyHash, sessionUser, USER_HEADER } from "./Identity.ts"
@@ -110,6 +110,7 @@ export interface GatewayParts {
   readonly cancels: CallCancels
   readonly streams: ReturnType<typeof makeSessionStreams>
   readonly fast: FastPath
+  readonly ids: EventIds
 }
 
 interface Caller {
@@ -121,7 +122,7 @@ interface Caller {
 }
 
 export const makeHandle = (parts: GatewayParts) => {
-  const { cancels, exchange, fast, feed, keys, limiter, sessions, settings, streams } = parts
+  const { cancels, exchange, fast, feed, ids, keys, limiter, sessions, settings, streams } = parts
 
   const isAllowedOrigin = (origin: string) => settings.allowedOrigins.has(originOf(origin) ?? origin)
 
@@ -272,7 +273,7 @@ export const makeHandle = (parts: GatewayParts) => {
     const session = yield* sessionOf(request, caller, null)
     if (Answers.isAnswer(session)) return session
     const lastEventId = request.headers.get("last-event-id")
-    const resumed = lastEventId === null ? undefined : parseEventId(lastEventId)
+    const resumed = lastEventId === null ? undefined : ids.parse(lastEventId)
     if (lastEventId !== null && resumed === undefined) return unknownEventId()
     if (resumed?._tag === "After" && (yield* streams.pastEnd(resumed.position))) return unknownEventId()
     // Never from before the session: what the log held then was never the session's to carry.

@@ -17,7 +17,7 @@
 import type { Server } from "@modelcontextprotocol/sdk/server/index.js"
 import { type EventStore, WebStandardStreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js"
 import type { Position } from "../infra/eventlog/EventStore.ts"
-import { frameIds } from "./EventIds.ts"
+import type { EventIds } from "./EventIds.ts"
 import type { LogFeedShape } from "./LogFeed.ts"
 import { LATEST_VERSION, type RequestFacts } from "./RpcServer.ts"
 import type { McpSession } from "./McpSessions.ts"
@@ -28,8 +28,8 @@ import { isJsonObject } from "../domain/JsonObject.ts"
  * The event ids of one POST stream: the position the stream started from and the stream's own
  * tag and counter (EventIds.ts), so that none repeats in the session; nothing is kept to replay.
  */
-const streamIds = (position: Position) => {
-  const next = frameIds("p")
+const streamIds = (ids: EventIds, position: Position) => {
+  const next = ids.frameIds("p")
   return () => next(position)
 }
 
@@ -102,8 +102,8 @@ const PRIMING_FROM = "2025-11-25"
  * JSON-RPC answers the gateway made itself, as the SSE stream the SDK's transport would send them
  * in: the priming event (from 2025-11-25), then the messages, with the ids of a POST stream.
  */
-const answerStream = (messages: ReadonlyArray<unknown>, protocolVersion: string, position: Position): Response => {
-  const nextId = streamIds(position)
+const answerStream = (ids: EventIds, messages: ReadonlyArray<unknown>, protocolVersion: string, position: Position): Response => {
+  const nextId = streamIds(ids, position)
   const priming = protocolVersion >= PRIMING_FROM ? `id: ${nextId()}\ndata: \n\n` : ""
   const text = priming + messages.map((message) => sseEvent(message, nextId())).join("")
   return new Response(text, {
@@ -145,7 +145,7 @@ const closing = (body: ReadableStream<Uint8Array>, done: () => void, tail?: () =
   })
 }
 
-export const makeExchange = (servers: (facts: RequestFacts) => Server, feed: LogFeedShape) => {
+export const makeExchange = (servers: (facts: RequestFacts) => Server, feed: LogFeedShape, ids: EventIds) => {
   const inflight = new Map<string, () => void>()
 
   return {
@@ -171,11 +171,11 @@ export const makeExchange = (servers: (facts: RequestFacts) => Server, feed: Log
      */
     answer: (messages: ReadonlyArray<unknown>, session: McpSession, sse: boolean, batch: boolean): Response | JsonAnswer =>
       sse
-        ? answerStream(messages, session.protocolVersion, feed.position())
+        ? answerStream(ids, messages, session.protocolVersion, feed.position())
         : new JsonAnswer(JSON.stringify(batch ? messages : messages[0]), 200, {}),
     /** Ends the requests of the session that `notifications/cancelled` messages named (`cancelledIds`). */
-    cancel: (sessionId: string, ids: ReadonlyArray<RpcId>) => {
-      for (const id of ids) inflight.get(keyOf(sessionId, id))?.()
+    cancel: (sessionId: string, requests: ReadonlyArray<RpcId>) => {
+      for (const id of requests) inflight.get(keyOf(sessionId, id))?.()
     },
     /**
      * Serves `body` through the SDK. `invalid` are errors answering members of a batch that are
@@ -190,7 +190,7 @@ export const makeExchange = (servers: (facts: RequestFacts) => Server, feed: Log
       invalid: ReadonlyArray<unknown> = []
     ): Promise<Response> => {
       const server = servers({ ...facts, sentArguments: sentArguments(messagesOf(body)) })
-      const nextId = streamIds(feed.position())
+      const nextId = streamIds(ids, feed.position())
       const transport = new WebStandardStreamableHTTPServerTransport(
         sse ? { enableJsonResponse: false, eventStore: primingStore(nextId) } : { enableJsonResponse: true }
       )
@@ -219,7 +219,7 @@ export const makeExchange = (servers: (facts: RequestFacts) => Server, feed: Log
           // Only notifications and responses besides the invalid members: their errors alone.
           if (response.status === 202) {
             return sse
-              ? answerStream(invalid, facts.session.protocolVersion, feed.position())
+              ? answerStream(ids, invalid, facts.session.protocolVersion, feed.position())
               : new Response(JSON.stringify(invalid), { status: 200, headers: { "content-type": "application/json" } })
           }
           if (response.status !== 200) return response

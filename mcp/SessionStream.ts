@@ -34,7 +34,7 @@ import { Clock, Deferred, Duration, Effect, Exit, Queue, Schema, Stream, type Co
 import { isExpired } from "../domain/Connection.ts"
 import type { ConnectionsShape } from "../infra/connections/Connections.ts"
 import { comparePositions, type EventStoreShape, type Position, type RecordedEvent } from "../infra/eventlog/EventStore.ts"
-import { frameIds, logEventId } from "./EventIds.ts"
+import type { EventIds } from "./EventIds.ts"
 import { CONNECTION_STREAM_TYPE } from "../domain/Connection.ts"
 import { type LogFeedShape, MCP_TASK_STREAM_TYPE, sessionOfTaskStream, taskStreamId } from "./LogFeed.ts"
 import type { McpSession, McpSessionsShape } from "./McpSessions.ts"
@@ -65,10 +65,11 @@ export interface SessionStreamDeps {
   readonly connections: ConnectionsShape
   readonly settings: McpSettingsShape
   readonly context: Context.Context<never>
+  readonly ids: EventIds
 }
 
 export const makeSessionStreams = (deps: SessionStreamDeps) => {
-  const { connections, feed, sessions, settings, store } = deps
+  const { connections, feed, ids, sessions, settings, store } = deps
   /** The live stream of each session in this process: ending it is one call. */
   const live = new Map<string, { readonly token: string; readonly end: () => void }>()
 
@@ -150,7 +151,7 @@ export const makeSessionStreams = (deps: SessionStreamDeps) => {
         const inbox = yield* feed.subscribeSession(session.sessionId, session.projectId)
         let last = from
         // Frames that are no log event (priming, expiries) get ids of this stream (EventIds.ts).
-        const ownId = frameIds("g")
+        const ownId = ids.frameIds("g")
         // Empty data confuses clients of versions before 2025-11-25 (the SDK primes only from it).
         if (session.protocolVersion >= "2025-11-25") yield* Queue.offer(out, `id: ${ownId(from)}\nretry: 1000\ndata: \n\n`)
         const user = listUser(session)
@@ -187,7 +188,7 @@ export const makeSessionStreams = (deps: SessionStreamDeps) => {
               last = event.position
               if (message === undefined) return Effect.void
               if (message === LIST_CHANGED) Queue.offerUnsafe(changed, undefined)
-              return Queue.offer(out, frame(logEventId(event.position), message))
+              return Queue.offer(out, frame(ids.logEventId(event.position), message))
             })
 
         // The log after `from`, read here until caught up; then the follower's events.

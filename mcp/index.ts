@@ -9,6 +9,7 @@
  */
 import { Effect, Layer } from "effect"
 import { ApiKeys } from "../infra/access/ApiKeys.ts"
+import { Secrets } from "../infra/access/Secrets.ts"
 import { RateLimiter } from "../infra/access/RateLimiter.ts"
 import { Connections as ConnectionsService } from "../infra/connections/Connections.ts"
 import { EventStore } from "../infra/eventlog/EventStore.ts"
@@ -17,6 +18,7 @@ import type { Migration } from "../infra/eventlog/PgMigrations.ts"
 import type { Projection } from "../infra/eventlog/Projection.ts"
 import { Executions as ExecutionsService } from "../infra/executions/Executions.ts"
 import { makeCallCancels } from "./CallCancels.ts"
+import { makeEventIds } from "./EventIds.ts"
 import { makeLogFeed, MCP_TASK_STREAM_TYPE } from "./LogFeed.ts"
 import { makeHandle, McpGateway } from "./McpGateway.ts"
 import { McpSessions } from "./McpSessions.ts"
@@ -48,21 +50,22 @@ export const layer = Layer.effect(
     const connections = yield* ConnectionsService
     const store = yield* EventStore
     const context = yield* Effect.context<never>()
+    const ids = makeEventIds(yield* Secrets)
     const feed = yield* makeLogFeed
     const tasks = yield* makeTasks(store, executions, feed, yield* ViewStore)
     const cancels = makeCallCancels()
     const toolCalls = makeToolCalls({ settings, executions, limiter, tasks, feed, cancels })
     const taskRequests = makeTaskRequests(executions, tasks)
     const servers = makeRpcServers({ settings, connections, taskRequests, toolCalls, context })
-    const exchange = makeExchange(servers, feed)
+    const exchange = makeExchange(servers, feed, ids)
     const fast = makeFastPath({ toolCalls, taskRequests, track: exchange.track })
-    const streams = makeSessionStreams({ store, feed, sessions, connections, settings, context })
+    const streams = makeSessionStreams({ store, feed, sessions, connections, settings, context, ids })
     // On shutdown, open GET streams and running requests end, so the server can drain.
     yield* Effect.addFinalizer(() => Effect.sync(() => {
       streams.endAll()
       exchange.closeAll()
     }))
-    return McpGateway.of({ handle: makeHandle({ settings, keys, limiter, sessions, feed, exchange, streams, fast, cancels }) })
+    return McpGateway.of({ handle: makeHandle({ settings, keys, limiter, sessions, feed, exchange, streams, fast, cancels, ids }) })
   })
 ).pipe(
   Layer.provide(PgMcpSessions.layer),

@@ -8,7 +8,7 @@
  * version (the SSE priming event of 2025-11-25).
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { type GatewayUnderTest, startGateway } from "./support/Gateway.ts"
+import { type GatewayUnderTest, openedEventId, startGateway } from "./support/Gateway.ts"
 import { initializeMessage, messageOf, openSession, parseSse, post } from "./support/Raw.ts"
 
 const JSON_ONLY = "application/json"
@@ -181,9 +181,9 @@ describe("/mcp messages", () => {
       expect(response.headers.get("mcp-session-id"), what).toBe(session)
       const events = parseSse(await response.text())
       expect(events[0], what).toMatchObject({ data: "" })
-      expect(events[0]!.id, what).toMatch(/^\d+:\d+:p[A-Za-z0-9_-]+\.0$/)
+      expect(await openedEventId(gw, events[0]!.id), what).toMatch(/^\d+:\d+:p[A-Za-z0-9_-]+\.0$/)
       expect(events, what).toHaveLength(2)
-      expect(events[1]!.id, what).toMatch(/^\d+:\d+:p[A-Za-z0-9_-]+\.1$/)
+      expect(await openedEventId(gw, events[1]!.id), what).toMatch(/^\d+:\d+:p[A-Za-z0-9_-]+\.1$/)
       expect(JSON.parse(events[1]!.data), what).toMatchObject({ jsonrpc: "2.0", id, error: { code } })
     }
     // A session of a version without tasks: its -32601 for a tasks method too (no priming event

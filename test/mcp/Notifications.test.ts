@@ -8,10 +8,10 @@ import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/
 import { ToolListChangedNotificationSchema } from "@modelcontextprotocol/sdk/types.js"
 import { Effect, Redacted } from "effect"
 import { ApiKeys } from "../../infra/access/ApiKeys.ts"
-import { KEY } from "../support/Service.ts"
+import { KEY, OTHER_KEY } from "../support/Service.ts"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { connect } from "./support/Clients.ts"
-import { type GatewayUnderTest, startGateway } from "./support/Gateway.ts"
+import { type GatewayUnderTest, openedEventId, sealedEventId, startGateway } from "./support/Gateway.ts"
 import { headersFor, messageOf, openSession, parseSse, post, readEvents } from "./support/Raw.ts"
 
 const createConnection = async (gw: GatewayUnderTest, userId: string, extra: Record<string, unknown> = {}) => {
@@ -86,7 +86,7 @@ describe("the session's GET stream", () => {
     const events = (await readEvents(resumed, 2, 2000)).slice(1)
     expect(events.map((e) => (JSON.parse(e.data) as { method: string }).method)).toEqual(["notifications/tools/list_changed"])
     // Its id is the stream's own (no log event), so it never repeats one the client saw.
-    expect(events[0]!.id!.startsWith(`${created!.id!}:g`)).toBe(true)
+    expect((await openedEventId(gw, events[0]!.id)).startsWith(`${await openedEventId(gw, created!.id)}:g`)).toBe(true)
   })
 
   it("gives each event a log position as id and replays what was missed from Last-Event-ID", async () => {
@@ -97,7 +97,7 @@ describe("the session's GET stream", () => {
     const [priming] = await readEvents(first, 1)
     expect(priming).toMatchObject({ data: "" })
     // The priming event's id carries the stream's starting position and the stream's own tag.
-    expect(priming!.id).toMatch(/^\d+:\d+:g[A-Za-z0-9_-]+\.0$/)
+    expect(await openedEventId(gw, priming!.id)).toMatch(/^\d+:\d+:g[A-Za-z0-9_-]+\.0$/)
     // While no stream is open: a connection, and a task with progress.
     await createConnection(gw, "hank")
     const call = await messageOf(await post(gw.url, {
@@ -133,7 +133,7 @@ describe("the session's GET stream", () => {
     expect(resumedAgain.length).toBe(1)
     // Its priming event resumes from the same place under an id of its own.
     expect(resumedAgain[0]!.id).not.toBe(ids.at(-1))
-    expect(resumedAgain[0]!.id!.startsWith(`${ids.at(-1)!}:g`)).toBe(true)
+    expect((await openedEventId(gw, resumedAgain[0]!.id)).startsWith(`${await openedEventId(gw, ids.at(-1))}:g`)).toBe(true)
     const bad = await fetch(gw.url, { headers: headersFor({ session, accept: "text/event-stream", headers: { ...user, "last-event-id": "nonsense" } }) })
     expect(bad.status).toBe(400)
   })
@@ -262,14 +262,35 @@ describe("the session's GET stream", () => {
     expect((await post(gw.url, { jsonrpc: "2.0", id: 9, method: "ping" }, { key, session, headers: user })).status).toBe(401)
   }, 30_000)
 
+  it("gives ids that show no log position: another project's traffic cannot be read from them, and a made-up one is refused", async () => {
+    // Outside audit: ids were log positions, which count every project's events, so a session
+    // could watch how busy the whole service was by opening its stream now and then.
+    const user = { "x-service-user-id": "olga" }
+    const session = await openSession(gw.url, { headers: user })
+    const [before] = await readEvents(await openStream(gw, session, user), 1)
+    for (let n = 0; n < 5; n++) {
+      const other = await gw.service.fetch("/v1/execute", { method: "POST", key: OTHER_KEY, json: { tool: "demo.echo", userId: "u", input: { n } } })
+      expect(other.status).toBe(200)
+    }
+    const [after] = await readEvents(await openStream(gw, session, user), 1)
+    for (const id of [before!.id!, after!.id!]) expect(id).not.toMatch(/\d+:\d+/)
+    // A position spelled out is no id of this service; one the gateway gave resumes.
+    const plain = await openedEventId(gw, after!.id)
+    expect((await openStream(gw, session, { ...user, "last-event-id": plain })).status).toBe(400)
+    expect((await openStream(gw, session, { ...user, "last-event-id": "0:0" })).status).toBe(400)
+    const tampered = `${after!.id!.slice(0, -2)}${after!.id!.endsWith("AA") ? "BB" : "AA"}`
+    expect((await openStream(gw, session, { ...user, "last-event-id": tampered })).status).toBe(400)
+    expect((await openStream(gw, session, { ...user, "last-event-id": after!.id! })).status).toBe(200)
+  })
+
   it("refuses a Last-Event-ID past the log's end, and resumes one from before the session without others' past", async () => {
     const user = { "x-service-user-id": "kim" }
     // A change of this user before the session exists.
     await createConnection(gw, "kim")
     const session = await openSession(gw.url, { headers: user })
-    const future = await openStream(gw, session, { ...user, "last-event-id": "999999999:999999" })
+    const future = await openStream(gw, session, { ...user, "last-event-id": await sealedEventId(gw, "999999999:999999") })
     expect(future.status).toBe(400)
-    const fromStart = await openStream(gw, session, { ...user, "last-event-id": "0:0" })
+    const fromStart = await openStream(gw, session, { ...user, "last-event-id": await sealedEventId(gw, "0:0") })
     expect(fromStart.status).toBe(200)
     const events = await readEvents(fromStart, 2, 1_000)
     expect(events.filter((e) => e.data !== "")).toEqual([])

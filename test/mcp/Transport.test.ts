@@ -6,7 +6,7 @@
 import { request as httpRequest } from "node:http"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { KEY, OTHER_KEY, PINNED_KEY } from "../support/Service.ts"
-import { type GatewayUnderTest, startGateway } from "./support/Gateway.ts"
+import { type GatewayUnderTest, openedEventId, startGateway } from "./support/Gateway.ts"
 import { headersFor, initializeMessage, messageOf, openSession, parseSse, post, VERSION } from "./support/Raw.ts"
 
 const LIST = { jsonrpc: "2.0", id: 7, method: "tools/list", params: {} }
@@ -36,7 +36,7 @@ describe("the /mcp transport", () => {
     expect(response.headers.get("mcp-session-id")).toBe(session)
     const events = parseSse(await response.text())
     expect(events[0]).toMatchObject({ data: "" })
-    expect(events[0]!.id).toMatch(/^\d+:\d+:p[A-Za-z0-9_-]+\.0$/)
+    expect(await openedEventId(gw, events[0]!.id)).toMatch(/^\d+:\d+:p[A-Za-z0-9_-]+\.0$/)
     expect(new Set(events.map((e) => e.id)).size).toBe(events.length)
     const last = JSON.parse(events.at(-1)!.data) as { id: number; result: { tools: Array<unknown> } }
     expect(last.id).toBe(7)

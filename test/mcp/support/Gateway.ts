@@ -2,6 +2,8 @@
  * The gateway under test: the whole service (in this process) on a random port, with `/mcp`
  * served by its own HTTP server, as users reach it.
  */
+import { Effect } from "effect"
+import { Secrets } from "../../../infra/access/Secrets.ts"
 import { type Env } from "../../support/Config.ts"
 import { type InProcessService, startService } from "../../support/Service.ts"
 
@@ -25,3 +27,14 @@ export const startGateway = async (env: Env = {}): Promise<GatewayUnderTest> => 
   const service = await startService({ ...ROOMY_LIMITS, ...env })
   return { url: `${service.baseUrl}/mcp`, service, close: () => service.close() }
 }
+
+/**
+ * An SSE event id the gateway gave, opened (mcp/EventIds.ts: clients see them sealed): `tx:seq`
+ * or `tx:seq:<kind><tag>.<n>`.
+ */
+export const openedEventId = (gw: GatewayUnderTest, id: string | undefined): Promise<string> =>
+  gw.service.runtime.runPromise(Effect.map(Secrets, (secrets) => secrets.open(id ?? "") ?? `not an event id of this service: ${id}`))
+
+/** An id as the gateway would give one for `plain` (`tx:seq…`), to resume from a position of a test's choosing. */
+export const sealedEventId = (gw: GatewayUnderTest, plain: string): Promise<string> =>
+  gw.service.runtime.runPromise(Effect.map(Secrets, (secrets) => secrets.seal(plain)))
