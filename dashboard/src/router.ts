@@ -46,6 +46,11 @@ const TOOLS: ReadonlySet<string> = new Set(listTools().map((tool) => tool.name))
 const TRIGGERS: ReadonlySet<string> = new Set(listTriggers().map((trigger) => trigger.name))
 /** The service's user id rule (domain/Ids.ts `UserId`). */
 const USER_ID = /^[A-Za-z0-9_.-]{1,64}$/
+/**
+ * The service's subscription id rule (domain/Ids.ts `SubscriptionId`: `trgsub_` and 32 lower-case
+ * Crockford base32 characters); GET /v1/trigger-events refuses (422) any other.
+ */
+export const SUBSCRIPTION_ID = /^trgsub_[0-9a-hjkmnp-tv-z]{32}$/
 
 /**
  * Filters from a link or a reload: a value the list could not use (an unknown status or tool, a
@@ -60,6 +65,21 @@ const executionFilters = (search: string): ExecutionFilters => {
     ...(isStatus(status) ? { status } : {}),
     ...(TOOLS.has(tool) ? { tool } : {}),
     ...(USER_ID.test(userId) ? { userId } : {})
+  }
+}
+
+/**
+ * The trigger event history's filters, left out as the executions' are: a trigger the catalog
+ * does not have (the form could not show it), or a subscription id that is not one (blank, or
+ * malformed: the service would refuse the list).
+ */
+const triggerEventFilters = (search: string): { readonly subscriptionId?: string; readonly trigger?: string } => {
+  const query = new URLSearchParams(search)
+  const subscriptionId = query.get("subscriptionId")?.trim() ?? ""
+  const trigger = query.get("trigger") ?? ""
+  return {
+    ...(SUBSCRIPTION_ID.test(subscriptionId) ? { subscriptionId } : {}),
+    ...(TRIGGERS.has(trigger) ? { trigger } : {})
   }
 }
 
@@ -78,18 +98,7 @@ export const parseRoute = (pathname: string, search: string): Route => {
     const subscriptionId = decode(second)
     if (subscriptionId !== undefined) return { view: "subscription", subscriptionId }
   }
-  if (first === "trigger-events" && parts.length === 1) {
-    // As for executions: a trigger the catalog does not have (the form could not show it) or a
-    // blank subscription id is left out.
-    const query = new URLSearchParams(search)
-    const subscriptionId = query.get("subscriptionId")?.trim() ?? ""
-    const trigger = query.get("trigger") ?? ""
-    return {
-      view: "trigger-events",
-      ...(subscriptionId === "" ? {} : { subscriptionId }),
-      ...(TRIGGERS.has(trigger) ? { trigger } : {})
-    }
-  }
+  if (first === "trigger-events" && parts.length === 1) return { view: "trigger-events", ...triggerEventFilters(search) }
   if (first === "executions" && parts.length === 1) return { view: "executions", ...executionFilters(search) }
   if (first === "executions" && parts.length === 2 && second !== undefined) {
     const executionId = decode(second)

@@ -1,7 +1,7 @@
 /**
  * What the dashboard shows agrees with what it does, in headless Chromium against the real
  * service: a filter value from the URL that the list cannot use is left out of the form, the
- * request and the URL alike (a pinned key's user id too); an error about a field the form no
+ * request and the URL alike (a pinned key's user id, a malformed subscription id too); an error about a field the form no
  * longer has goes with it; a shown-once ingest URL goes with its deleted subscription.
  */
 import type { Page } from "playwright-core"
@@ -27,6 +27,35 @@ describe("filters from the URL", () => {
     expect(listed.length).toBeGreaterThan(0)
     expect(listed.filter((request) => request.includes("trigger="))).toEqual([])
     await expect.poll(() => new URL(page.url()).search).toBe("")
+    await page.close()
+  })
+
+  it("leaves out a subscription id that is not one: not filled in, not sent, not kept in the URL", async () => {
+    const page = await h.browser.context.newPage()
+    const watched = watch(page)
+    await signIn(page, "/dashboard/trigger-events?subscriptionId=trgsub_x&trigger=demo.event")
+    await page.getByRole("heading", { level: 2, name: "Events" }).waitFor()
+    await settled(page)
+    expect(await page.getByRole("main").getByRole("alert").count()).toBe(0)
+    expect(await page.getByLabel("Subscription id").inputValue()).toBe("")
+    const listed = watched.requests.filter((request) => request.includes("/v1/trigger-events"))
+    expect(listed.length).toBeGreaterThan(0)
+    expect(listed.filter((request) => request.includes("subscriptionId="))).toEqual([])
+    await expect.poll(() => new URL(page.url()).search).toBe("?trigger=demo.event")
+    // A well-formed one is kept, whether or not the project has it.
+    const wellFormed = `trgsub_${"0".repeat(32)}`
+    await page.goto(url(`/dashboard/trigger-events?subscriptionId=${wellFormed}`))
+    await page.getByRole("heading", { level: 2, name: "Events" }).waitFor()
+    await settled(page)
+    expect(await page.getByLabel("Subscription id").inputValue()).toBe(wellFormed)
+    expect(new URL(page.url()).search).toBe(`?subscriptionId=${wellFormed}`)
+    expect(await page.getByRole("main").getByRole("alert").count()).toBe(0)
+    // The form does not apply one the URL would drop: the browser holds it back, as a malformed user id.
+    const field = page.getByLabel("Subscription id")
+    await field.fill("trgsub_x")
+    await page.getByRole("button", { name: "Apply filters" }).click()
+    expect(await field.evaluate((input) => (input as HTMLInputElement).validity.patternMismatch)).toBe(true)
+    expect(new URL(page.url()).search).toBe(`?subscriptionId=${wellFormed}`)
     await page.close()
   })
 

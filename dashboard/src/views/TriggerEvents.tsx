@@ -41,7 +41,17 @@ const FilterBar = ({ filters, onApply }: { readonly filters: Filters; readonly o
       }}
     >
       <label for="events-subscription">Subscription id</label>
-      <input id="events-subscription" type="text" placeholder="trgsub_…" value={subscriptionId} onInput={(event) => setSubscriptionId(event.currentTarget.value)} />
+      <input
+        id="events-subscription"
+        type="text"
+        placeholder="trgsub_…"
+        value={subscriptionId}
+        // Only an id the list can use (router.ts SUBSCRIPTION_ID), as the executions' user id field:
+        // one the URL would drop is not applied silently. Spaces around a pasted one are trimmed.
+        pattern="\s*trgsub_[0-9a-hjkmnp-tv-z]{32}\s*"
+        title="A subscription id: trgsub_ and 32 lower-case letters and digits"
+        onInput={(event) => setSubscriptionId(event.currentTarget.value)}
+      />
       <label for="events-trigger">Trigger</label>
       <select id="events-trigger" value={trigger} onChange={(event) => setTrigger(event.currentTarget.value)}>
         <option value="">Any trigger</option>
