@@ -52,6 +52,20 @@ describe.skipIf(!postgresAvailable)("triggers on Postgres, across restarts and p
     return service
   }
 
+  /** A process on a database of its own with a github.issue_opened subscription of `project` (an inactive endpoint). */
+  const startPolling = async (prefix: string, project: string, pollIntervalSeconds: number) => {
+    const url = await database(prefix)
+    const env = serviceEnv(url, certificate, { SERVICE_GITHUB_API_URL: github.url, SERVICE_TRIGGER_MIN_POLL_SECONDS: "1" })
+    const service = await start(env)
+    const endpoint = await createTriggerEndpoint(service, URL_OK, { key: keyOf(project), active: false })
+    const connection = await createConnection(service, { userId: "u1", toolkit: "github", authClass: "bearer", credentials: { token: "gh-token" } }, keyOf(project))
+    const subscription = await subscribe(service, {
+      trigger: "github.issue_opened", userId: "u1", connectionId: connection.connectionId, webhookEndpointIds: [endpoint.endpointId],
+      filters: { owner: "octo", repo: "hello" }, pollIntervalSeconds
+    }, keyOf(project))
+    return { url, env, service, subscription }
+  }
+
   it("after kill -9, unfinished trigger deliveries fail payload_unavailable; execution deliveries resume", async () => {
     const url = await database("trgrst")
     const env = serviceEnv(url, certificate, { SERVICE_WEBHOOK_RETRY_DELAYS_MS: "0,1500,1500,1500,1500" })
@@ -223,15 +237,7 @@ describe.skipIf(!postgresAvailable)("triggers on Postgres, across restarts and p
   it("an issue edited after its dedup claim expired is not delivered again", async () => {
     // Outside audit: claims last 24 h; the newest issue of a quiet repository, edited later than
     // that, was delivered again as opened, under a new event id.
-    const url = await database("trgedit")
-    const env = serviceEnv(url, certificate, { SERVICE_GITHUB_API_URL: github.url, SERVICE_TRIGGER_MIN_POLL_SECONDS: "1" })
-    const service = await start(env)
-    const endpoint = await createTriggerEndpoint(service, URL_OK, { key: keyOf("p6"), active: false })
-    const connection = await createConnection(service, { userId: "u1", toolkit: "github", authClass: "bearer", credentials: { token: "gh-token" } }, keyOf("p6"))
-    const subscription = await subscribe(service, {
-      trigger: "github.issue_opened", userId: "u1", connectionId: connection.connectionId, webhookEndpointIds: [endpoint.endpointId],
-      filters: { owner: "octo", repo: "hello" }, pollIntervalSeconds: 1
-    }, keyOf("p6"))
+    const { url, service, subscription } = await startPolling("trgedit", "p6", 1)
     const issue = github.addIssue({ title: "opened once" })
     const rows = () => allHistory(service, `?subscriptionId=${subscription.subscriptionId}`, keyOf("p6"))
     await eventually(async () => ((await rows()).length === 1 ? true : undefined), 15_000, "the issue")
@@ -248,16 +254,8 @@ describe.skipIf(!postgresAvailable)("triggers on Postgres, across restarts and p
   }, 60_000)
 
   it("the cadence holds across a restart", async () => {
-    const url = await database("trgcad")
-    const env = serviceEnv(url, certificate, { SERVICE_GITHUB_API_URL: github.url, SERVICE_TRIGGER_MIN_POLL_SECONDS: "1" })
-    const first = await start(env)
-    const endpoint = await createTriggerEndpoint(first, URL_OK, { key: keyOf("p5"), active: false })
-    const connection = await createConnection(first, { userId: "u1", toolkit: "github", authClass: "bearer", credentials: { token: "gh-token" } }, keyOf("p5"))
     const before = github.requests.length
-    await subscribe(first, {
-      trigger: "github.issue_opened", userId: "u1", connectionId: connection.connectionId, webhookEndpointIds: [endpoint.endpointId],
-      filters: { owner: "octo", repo: "hello" }, pollIntervalSeconds: 8
-    }, keyOf("p5"))
+    const { env, service: first } = await startPolling("trgcad", "p5", 8)
     await eventually(() => (github.requests.length > before ? true : undefined), 10_000, "the first poll")
     const polledAt = github.requests.at(-1)!.at
     // A clean stop hands the lease over at once: only the saved next poll time makes the new process wait.
