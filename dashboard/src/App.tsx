@@ -6,7 +6,7 @@
 import { useEffect, useMemo, useRef, useState } from "preact/hooks"
 import { type Client, clientFor, isPinned, KEY_REFUSED, type Me, type Problem, toProblem } from "./api.ts"
 import { forgetPages, ListOwner } from "./data.ts"
-import { type Route, useRoute, whenLeaving } from "./router.ts"
+import { type Route, toSignIn, useRoute, whenLeaving } from "./router.ts"
 import { forgetKey, storedKey, storeKey } from "./session.ts"
 import { ErrorNotice, Loading } from "./ui/Feedback.tsx"
 import { Link } from "./ui/Link.tsx"
@@ -173,10 +173,15 @@ export const App = () => {
     | { readonly kind: "signed-in"; readonly session: Session; readonly signedInHere?: boolean }
   >(() => (storedKey() === undefined ? { kind: "signed-out" } : { kind: "checking" }))
 
-  /** Ends the session: the key is forgotten, and the cursors of the list shown with it (data.ts). */
+  /**
+   * Ends the session: the key is forgotten, and the cursors of the list shown with it (data.ts).
+   * Signing out by choice (no `problem`) also takes the address to the sign-in page's own
+   * (router.ts `toSignIn`); a key the service refused keeps it, for the same user's next key.
+   */
   const signOut = (problem?: Problem) => {
     forgetKey()
     forgetPages()
+    if (problem === undefined) toSignIn()
     setState(problem === undefined ? { kind: "signed-out" } : { kind: "signed-out", problem })
   }
 

@@ -245,6 +245,16 @@ const popped = (): void => {
   })
 }
 
+/**
+ * Sign out: the entry shown takes the sign-in page's own address, without the view or its filters
+ * (a user id among them is the last session's), so the next key starts on the dashboard's first
+ * view. In place of the entry, not a new one; no view is told, as the shell goes with the session.
+ */
+export const toSignIn = (): void => {
+  if (address() !== BASE) window.history.replaceState(window.history.state, "", BASE)
+  shown = hrefOf(current())
+}
+
 let following = false
 
 /** Once: the entry shown gets its place (kept through a reload), and Back and Forward are followed. */

@@ -162,10 +162,11 @@ describe("the dashboard when the service falters", () => {
     await expect.poll(() => page.title()).toBe("Sign in · Service dashboard")
     await page.getByLabel("API key").fill(KEY)
     await page.getByRole("button", { name: "Sign in" }).click()
-    await expect.poll(() => page.title()).toBe("Executions · Service dashboard")
+    // Sign out left the view's address: the dashboard's first view.
+    await expect.poll(() => page.title()).toBe("Staged files · Service dashboard")
     await settled(page)
     await page.route("**/v1/**", envelope(401, "auth_expired", "The API key is invalid or revoked.", false))
-    await page.getByRole("navigation", { name: "Views" }).getByRole("link", { name: "Files" }).click()
+    await page.getByRole("navigation", { name: "Views" }).getByRole("link", { name: "Executions" }).click()
     await page.getByLabel("API key").waitFor({ timeout: 10_000 })
     await expect.poll(() => page.title()).toBe("Sign in · Service dashboard")
     await page.close()

@@ -4,7 +4,9 @@
  * on its first page; the last session's cursors, kept in the history entries' state, are not sent
  * (they were another list's: the service refused them, 422, and the pager said "Page 2"). And a
  * request waiting to be retried (the client library's one retry after a 429) is dropped when the
- * session ends or its view is left: after Sign out no request carries the old key.
+ * session ends or its view is left: after Sign out no request carries the old key. Sign out takes
+ * the address to the sign-in page's own, so the next key does not sign in to the last one's view
+ * and filters.
  */
 import type { Page, Route } from "playwright-core"
 import { describe, expect, it } from "vitest"
@@ -39,11 +41,16 @@ const sentFromNow = (page: Page) => {
   return sent
 }
 
-/** Signs out from the view shown and signs in again on the same page with `key`; waits for the list to load. */
+/**
+ * Signs out from the view shown and signs in again with `key` (on the dashboard's first view: Sign
+ * out leaves the last view's address), then opens the executions list; waits for it to load.
+ */
 const signInAgain = async (page: Page, key: string) => {
   await page.getByRole("button", { name: "Sign out" }).click()
   await page.getByLabel("API key").fill(key)
   await page.getByRole("button", { name: "Sign in" }).click()
+  await page.getByRole("heading", { level: 1, name: "Staged files" }).waitFor()
+  await page.getByRole("navigation", { name: "Views" }).getByRole("link", { name: "Executions" }).click()
   await page.getByRole("heading", { level: 1, name: "Executions" }).waitFor()
   await settled(page)
 }
@@ -61,6 +68,29 @@ const expectFirstPage = async (page: Page, what: string) => {
   expect(await page.getByRole("main").getByRole("alert").count(), what).toBe(0)
   expect(await list(page).textContent(), what).not.toContain("Page 2")
 }
+
+describe("Sign out", () => {
+  it("goes to the sign-in page's own address, without the last session's view or filters", async () => {
+    await api.executions.execute({ tool: "demo.echo", input: {}, userId: "user_0" })
+    const page = await h.browser.context.newPage()
+    const watched = watch(page)
+    await signInAt(page, url("/dashboard/executions?status=succeeded&tool=demo.echo&userId=user_0"), KEY)
+    await page.getByRole("heading", { level: 1, name: "Executions" }).waitFor()
+    await settled(page)
+    await page.getByRole("button", { name: "Sign out" }).click()
+    await page.getByLabel("API key").waitFor()
+    await expect.poll(() => page.url()).toBe(url("/dashboard"))
+    // The next key starts on the dashboard's first view, with none of the last one's filters.
+    const from = watched.requests.length
+    await page.getByLabel("API key").fill(OTHER_KEY)
+    await page.getByRole("button", { name: "Sign in" }).click()
+    await page.getByRole("heading", { level: 1, name: "Staged files" }).waitFor()
+    await settled(page)
+    expect(watched.requests.slice(from).filter((request) => request.includes("user_0"))).toEqual([])
+    expect(page.url()).not.toContain("user_0")
+    await page.close()
+  })
+})
 
 describe("a new session in the same tab", () => {
   it("starts a list on its first page, and sends none of the last session's cursors", async () => {
@@ -96,7 +126,8 @@ describe("a new session in the same tab", () => {
     expect(await list(page).textContent()).toContain("Page 1")
     expect(cursorsSince(from)).toEqual([])
 
-    // Back to an entry the last session left on page 2 (a record opened from it, then Sign out).
+    // Back to an entry the last session left on page 2 (a record opened from it, then Sign out,
+    // which put the sign-in page's address in the record's place).
     await signInAgain(page, KEY)
     await toPage2(page)
     const onPage2 = (await list(page).locator("tbody tr a").first().textContent()) ?? ""
@@ -105,7 +136,7 @@ describe("a new session in the same tab", () => {
     await page.getByRole("button", { name: "Sign out" }).click()
     await page.getByLabel("API key").fill(OTHER_KEY)
     await page.getByRole("button", { name: "Sign in" }).click()
-    await page.getByRole("heading", { level: 1, name: "Execution" }).waitFor()
+    await page.getByRole("heading", { level: 1, name: "Staged files" }).waitFor()
     from = watched.requests.length
     await page.goBack()
     await page.getByRole("heading", { level: 1, name: "Executions" }).waitFor()
