@@ -150,10 +150,12 @@ export const normalizeIssue = (owner: string, repo: string, issue: unknown): Iss
   return { owner, repo, id, number, title, url: html_url, user: login, labels: names, createdAt: created_at }
 }
 
-export const matchesIssueFilters = (payload: IssueOpened, filters: IssueFilters): boolean =>
-  payload.owner.toLowerCase() === filters.owner.toLowerCase() &&
-  payload.repo.toLowerCase() === filters.repo.toLowerCase() &&
-  (filters.labels ?? []).every((label) => payload.labels.includes(label))
+/** Owner, repo and labels compare case-insensitively, as GitHub treats their names. */
+export const matchesIssueFilters = (payload: IssueOpened, filters: IssueFilters): boolean => {
+  if (payload.owner.toLowerCase() !== filters.owner.toLowerCase() || payload.repo.toLowerCase() !== filters.repo.toLowerCase()) return false
+  const labels = new Set(payload.labels.map((label) => label.toLowerCase()))
+  return (filters.labels ?? []).every((label) => labels.has(label.toLowerCase()))
+}
 
 export const manifest: ToolkitManifest = {
   name: "github",

@@ -89,4 +89,13 @@ describe("github.issue_opened normalization", () => {
     assert.isFalse(Github.matchesIssueFilters(payload, { owner: "octocat", repo: "Hello-World", labels: ["bug", "p2"] }))
     assert.isFalse(Github.matchesIssueFilters(payload, { owner: "octocat", repo: "other" }))
   })
+
+  it("matches labels case-insensitively, as GitHub names them (a repository cannot hold both bug and Bug)", () => {
+    const payload = Github.normalizeIssue("octocat", "Hello-World", { ...issue, labels: [{ name: "Bug" }, { name: "P1" }] })
+    if (payload === undefined) return assert.fail("no payload")
+    assert.deepStrictEqual(payload.labels, ["Bug", "P1"])
+    assert.isTrue(Github.matchesIssueFilters(payload, { owner: "octocat", repo: "Hello-World", labels: ["bug", "p1"] }))
+    assert.isTrue(Github.matchesIssueFilters(payload, { owner: "octocat", repo: "Hello-World", labels: ["BUG"] }))
+    assert.isFalse(Github.matchesIssueFilters(payload, { owner: "octocat", repo: "Hello-World", labels: ["bugs"] }))
+  })
 })
