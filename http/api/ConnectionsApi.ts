@@ -7,6 +7,7 @@ import { UserIdText } from "../../domain/Ids.ts"
 import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/http-api"
 import { described, pageQuery } from "./Query.ts"
 import { PathId } from "./PathId.ts"
+import { UserHeader } from "./UserHeader.ts"
 
 export const AuthClass = Schema.Literals(["none", "api_key", "bearer", "oauth2"])
 
@@ -35,7 +36,6 @@ export const CreateConnection = Schema.Struct({
 const ConnectionIdParam = { connectionId: PathId }
 
 /** The user a request acts for (unpinned keys), as on every route that acts for one. */
-const UserHeader = { "x-service-user-id": Schema.optionalKey(Schema.String) }
 
 export class ConnectionsApi extends HttpApiGroup.make("connections")
   .add(

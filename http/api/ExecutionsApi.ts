@@ -10,6 +10,7 @@ import { JsonObject } from "../../domain/JsonObject.ts"
 import { UsesExecuteBucket } from "./Middleware.ts"
 import { described, pageQuery } from "./Query.ts"
 import { PathId } from "./PathId.ts"
+import { UserHeader } from "./UserHeader.ts"
 
 
 export const ExecuteRequest = Schema.Struct({
@@ -52,7 +53,7 @@ export class ExecutionsApi extends HttpApiGroup.make("executions")
         tool: Schema.optionalKey(Schema.String.check(Schema.isMaxLength(200))),
         userId: Schema.optionalKey(Schema.String)
       },
-      headers: { "x-service-user-id": Schema.optionalKey(Schema.String) },
+      headers: UserHeader,
       success: ExecutionPage
     }).annotateMerge(described(
       "List executions",
@@ -60,10 +61,12 @@ export class ExecutionsApi extends HttpApiGroup.make("executions")
     )),
     HttpApiEndpoint.get("get", "/v1/executions/:executionId", {
       params: ExecutionIdParam,
+      headers: UserHeader,
       success: ExecutionRecord
     }).annotateMerge(described("Get an execution", "The public record: never the input, idempotency identity, file bytes or credentials.")),
     HttpApiEndpoint.post("cancel", "/v1/executions/:executionId/cancel", {
       params: ExecutionIdParam,
+      headers: UserHeader,
       success: ExecutionRecord,
       error: StateConflict
     }).annotateMerge(described(

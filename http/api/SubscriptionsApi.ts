@@ -15,6 +15,7 @@ import { UnpinnedOnly } from "./Middleware.ts"
 import { described, pageQuery } from "./Query.ts"
 import { WebhookDelivery } from "./WebhooksApi.ts"
 import { PathId } from "./PathId.ts"
+import { UserHeader } from "./UserHeader.ts"
 
 const ResourceId = Schema.String.check(Schema.isMaxLength(100))
 /** A canonical dotted trigger name, `<toolkit>.<name>`. */
@@ -86,7 +87,7 @@ export class SubscriptionsApi extends HttpApiGroup.make("subscriptions")
   .add(
     HttpApiEndpoint.post("create", "/v1/subscriptions", {
       payload: CreateSubscriptionRequest,
-      headers: { "x-service-user-id": Schema.optionalKey(Schema.String) },
+      headers: UserHeader,
       success: CreatedSubscription.pipe(HttpApiSchema.status(201))
     }).annotateMerge(described(
       "Subscribe a user to a trigger",
@@ -96,7 +97,7 @@ export class SubscriptionsApi extends HttpApiGroup.make("subscriptions")
     )),
     HttpApiEndpoint.get("list", "/v1/subscriptions", {
       query: { ...pageQuery, userId: Schema.optionalKey(Schema.String) },
-      headers: { "x-service-user-id": Schema.optionalKey(Schema.String) },
+      headers: UserHeader,
       success: SubscriptionPage
     }).annotateMerge(described(
       "List subscriptions",

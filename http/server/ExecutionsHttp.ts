@@ -81,8 +81,16 @@ export const ExecutionsHttp = HttpApiBuilder.group(Api, "executions", (handlers)
           ...(page.more && last !== undefined ? { nextCursor: cursors.encode(scope, [last.executionId]) } : {})
         }
       }))
-      .handle("get", ({ params }) =>
-        Effect.flatMap(Caller, (caller) => executions.get(caller.projectId, caller.pinnedUserId, params.executionId)))
-      .handle("cancel", ({ params }) =>
-        Effect.flatMap(Caller, (caller) => executions.cancel(caller.projectId, caller.pinnedUserId, params.executionId)))
+      // A pinned key, or an unpinned key naming a user, sees only that user's executions (404
+      // otherwise, as for connections and subscriptions).
+      .handle("get", Effect.fnUntraced(function*({ headers, params }) {
+        const caller = yield* Caller
+        const userId = yield* actingUser(caller, { header: headers["x-service-user-id"] })
+        return yield* executions.get(caller.projectId, userId, params.executionId)
+      }))
+      .handle("cancel", Effect.fnUntraced(function*({ headers, params }) {
+        const caller = yield* Caller
+        const userId = yield* actingUser(caller, { header: headers["x-service-user-id"] })
+        return yield* executions.cancel(caller.projectId, userId, params.executionId)
+      }))
   }))

@@ -64,9 +64,12 @@ export type ExecuteFailure = InvalidInput | RateLimited
 export class Executions extends Context.Service<Executions, {
   readonly execute: (command: ExecuteCommand) => Effect.Effect<ExecuteResult, ExecuteFailure>
   readonly list: (options: ListOptions) => Effect.Effect<{ readonly executions: ReadonlyArray<ExecutionRecord>; readonly more: boolean }, InvalidInput>
-  /** One record of the project; a pinned user sees only theirs (others are 404). */
-  readonly get: (projectId: string, pinnedUserId: string | undefined, executionId: string) => Effect.Effect<ExecutionRecord, NotFound>
-  readonly cancel: (projectId: string, pinnedUserId: string | undefined, executionId: string) => Effect.Effect<ExecutionRecord, NotFound | StateConflict>
+  /**
+   * One record of the project; a caller acting for one user (a pinned key, or an unpinned key
+   * naming the user) sees only theirs (others are 404).
+   */
+  readonly get: (projectId: string, actingUserId: string | undefined, executionId: string) => Effect.Effect<ExecutionRecord, NotFound>
+  readonly cancel: (projectId: string, actingUserId: string | undefined, executionId: string) => Effect.Effect<ExecutionRecord, NotFound | StateConflict>
   /** The terminal record, or the current one after `timeoutMs` (MCP tasks/result, client waits). */
   readonly awaitTerminal: (
     projectId: string,
@@ -312,17 +315,17 @@ export const make = Effect.gen(function*() {
     Effect.map(orDie(views.get(TABLE, { project_id: projectId, execution_id: executionId })), (row) =>
       row === undefined ? undefined : recordOfRow(row))
 
-  const get = (projectId: string, pinnedUserId: string | undefined, executionId: string) =>
+  const get = (projectId: string, actingUserId: string | undefined, executionId: string) =>
     Effect.flatMap(readRow(projectId, executionId), (record) =>
-      record === undefined || (pinnedUserId !== undefined && record.userId !== pinnedUserId)
+      record === undefined || (actingUserId !== undefined && record.userId !== actingUserId)
         ? Effect.fail(new NotFound({ message: `Execution ${executionId} was not found.` }))
         : Effect.succeed(record))
 
   return Executions.of({
     execute,
     get,
-    cancel: (projectId, pinnedUserId, executionId) =>
-      Effect.flatMap(get(projectId, pinnedUserId, executionId), () => orDie(actor.cancel(executionId))),
+    cancel: (projectId, actingUserId, executionId) =>
+      Effect.flatMap(get(projectId, actingUserId, executionId), () => orDie(actor.cancel(executionId))),
     awaitTerminal: (projectId, pinnedUserId, executionId, timeoutMs) =>
       Effect.flatMap(get(projectId, pinnedUserId, executionId), (record) =>
         isTerminal(record)

@@ -188,6 +188,25 @@ for (const mode of modes) {
         expect(cancel.status).toBe(404)
       })
 
+      it("an unpinned key naming a user in X-Service-User-Id reads and cancels only that user's executions, as for connections", async () => {
+        const { body } = await execute(service, { tool: "demo.sleep", input: { ms: 60_000 }, userId: "u_owner", mode: "async" })
+        const id = String(body.executionId)
+        const asOther = { headers: { "x-service-user-id": "u_other" } }
+        const read = await service.fetch(`/v1/executions/${id}`, asOther)
+        expect(read.status).toBe(404)
+        expect(errorCode((await read.json()) as Json)).toBe("not_found")
+        const cancel = await service.fetch(`/v1/executions/${id}/cancel`, { method: "POST", ...asOther })
+        expect(cancel.status).toBe(404)
+        expect(errorCode((await cancel.json()) as Json)).toBe("not_found")
+        const own = await service.fetch(`/v1/executions/${id}`, { headers: { "x-service-user-id": "u_owner" } })
+        expect(own.status).toBe(200)
+        const cancelled = await service.fetch(`/v1/executions/${id}/cancel`, { method: "POST", headers: { "x-service-user-id": "u_owner" } })
+        expect(cancelled.status).toBe(200)
+        expect(((await cancelled.json()) as Json).status).toBe("cancelled")
+        const malformed = await service.fetch(`/v1/executions/${id}`, { headers: { "x-service-user-id": "not a user" } })
+        expect(malformed.status).toBe(422)
+      })
+
       it("a pinned key reads its own user's execution", async () => {
         const { body } = await execute(service, { tool: "demo.echo" }, { key: PINNED_KEY })
         const read = await getJson(service, `/v1/executions/${String(body.executionId)}`, PINNED_KEY)
