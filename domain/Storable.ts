@@ -8,6 +8,9 @@
  * Iterative, so the check itself cannot overflow on the inputs it exists to refuse.
  */
 
+/** The largest tool output kept, as JSON text: an execution record carries it into the log and webhooks. */
+export const MAX_OUTPUT_CHARS = 1024 * 1024
+
 /** Nesting levels kept at most (objects and arrays). Well past any real tool input or output. */
 export const MAX_DEPTH = 64
 

@@ -10,6 +10,31 @@ import type { ToolDefinition, ToolkitManifest } from "./Catalog.ts"
 export const MAX_RESPONSE_BODY_BYTES = 1024 * 1024
 export const MAX_REQUEST_BODY_CODE_POINTS = 1024 * 1024
 
+/** How many characters `JSON.stringify` writes for the UTF-16 code unit `code` inside a string. */
+const escapedLength = (code: number): number =>
+  code === 0x22 || code === 0x5c || code === 0x08 || code === 0x09 || code === 0x0a || code === 0x0c || code === 0x0d
+    ? 2
+    : code < 0x20
+    ? 6
+    : 1
+
+/**
+ * The longest prefix of `text` whose JSON string form (quotes aside) takes at most `room`
+ * characters, never ending inside a surrogate pair: how a response body is cut so that the
+ * tool's whole output fits the execution's cap on outputs.
+ */
+export const cutToJsonLength = (text: string, room: number): string => {
+  let used = 0
+  for (let i = 0; i < text.length; i++) {
+    used += escapedLength(text.charCodeAt(i))
+    if (used > room) {
+      const previous = text.charCodeAt(i - 1)
+      return text.slice(0, i > 0 && previous >= 0xd800 && previous <= 0xdbff ? i - 1 : i)
+    }
+  }
+  return text
+}
+
 export const HttpMethod = Schema.Literals(["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD"])
 export type HttpMethod = typeof HttpMethod.Type
 
@@ -59,8 +84,11 @@ export const request: ToolDefinition = {
     properties: {
       status: { type: "integer", minimum: 100, maximum: 599 },
       headers: { type: "object", additionalProperties: { type: "string" } },
-      body: { type: "string", description: "Response body decoded as UTF-8, cut at 1 MiB." },
-      bodyTruncated: { type: "boolean", description: "True when the body was longer than 1 MiB." }
+      body: {
+        type: "string",
+        description: "Response body decoded as UTF-8: at most 1 MiB of it, and less where the whole output would pass 1 MiB of JSON."
+      },
+      bodyTruncated: { type: "boolean", description: "True when the body was cut (longer than 1 MiB, or too long for the output)." }
     },
     required: ["status", "headers", "body", "bodyTruncated"],
     additionalProperties: false

@@ -6,7 +6,7 @@
 import { Cause, Effect, Exit } from "effect"
 import type { Schema } from "effect"
 import { type NormalizedError, normalized, toNormalized } from "../../domain/Errors.ts"
-import { unstorable, unstorableMessage } from "../../domain/Storable.ts"
+import { MAX_OUTPUT_CHARS, unstorable, unstorableMessage } from "../../domain/Storable.ts"
 import type { DispatchPlan } from "./ExecutionRun.ts"
 import type { AdapterContext, AdapterFailure, ToolAdapter } from "../providers/Adapter.ts"
 
@@ -16,9 +16,6 @@ export type DispatchOutcome =
 
 /** The effect has already run to its end (an `Exit` is an effect that has). */
 const completed = <A, E>(effect: Effect.Effect<A, E>): effect is Exit.Exit<A, E> => Exit.isExit(effect)
-
-/** The largest output kept, as JSON text: an execution record carries it into the log and webhooks. */
-export const MAX_OUTPUT_CHARS = 1024 * 1024
 
 /**
  * An adapter's output, if the log can keep it (domain/Storable.ts); otherwise the execution fails

@@ -4,13 +4,15 @@
  * only transport failures, refusals and a status past 599 are errors.
  */
 import { Effect } from "effect"
-import { MAX_RESPONSE_BODY_BYTES, RequestInput } from "../../domain/catalog/Http.ts"
+import { cutToJsonLength, MAX_RESPONSE_BODY_BYTES, RequestInput } from "../../domain/catalog/Http.ts"
+import { MAX_OUTPUT_CHARS } from "../../domain/Storable.ts"
 import { InvalidInput, ProviderError, ProviderUnavailable, Timeout } from "../../domain/Errors.ts"
 import type { OutboundHttp, OutboundHttpError } from "../outbound/OutboundHttp.ts"
 import type { ToolAdapter } from "./Adapter.ts"
 import { PROVIDER_REQUEST_TIMEOUT_MS, typedInput, utf8 } from "./Support.ts"
 
 const decode = typedInput(RequestInput, "http.request")
+const streamDecoder = new TextDecoder("utf-8", { fatal: false })
 
 // Framing and routing headers belong to the client; letting callers set them would allow
 // request smuggling or mismatched bodies.
@@ -60,11 +62,13 @@ export const makeHttpAdapter = (http: OutboundHttp["Service"]): ToolAdapter => (
     if (response.status > 599) {
       return yield* new ProviderError({ message: `http.request: the server answered with status ${response.status}, which is not an HTTP status (100-599)` })
     }
-    return {
-      status: response.status,
-      headers: response.headers,
-      body: utf8(response.body),
-      bodyTruncated: response.bodyTruncated
-    }
+    // A body cut at its byte cap may end inside a character: that part is dropped, not replaced.
+    // The output as a whole must fit the execution's cap (MAX_OUTPUT_CHARS of JSON), so the body
+    // gets the room the status and headers leave.
+    const text = response.bodyTruncated ? streamDecoder.decode(response.body, { stream: true }) : utf8(response.body)
+    if (response.bodyTruncated) streamDecoder.decode()
+    const rest = { status: response.status, headers: response.headers, body: "", bodyTruncated: true }
+    const body = cutToJsonLength(text, MAX_OUTPUT_CHARS - JSON.stringify(rest).length)
+    return { ...rest, body, bodyTruncated: response.bodyTruncated || body.length < text.length }
   })
 })

@@ -67,6 +67,17 @@ describe.each(["memory", "postgres"] as const)("unstorable values (%s)", (mode) 
     }
   }, 30_000)
 
+  it("a GET of a body past 1 MiB succeeds, the body cut to fit the output cap and marked bodyTruncated", async () => {
+    nextBody = new TextEncoder().encode("z".repeat(1_100_000))
+    const response = await post(service, JSON.stringify({ tool: "http.request", input: { method: "GET", url: gifUrl }, userId: "u1" }))
+    expect(response.status).toBe(200)
+    const record = (await response.json()) as { status: string; output?: { status: number; body: string; bodyTruncated: boolean } }
+    expect(record.status).toBe("succeeded")
+    expect(record.output?.bodyTruncated).toBe(true)
+    expect(record.output?.body.length).toBeGreaterThan(1_000_000)
+    expect(JSON.stringify(record.output).length).toBeLessThanOrEqual(1024 * 1024)
+  }, 30_000)
+
   it("any bytes an adapter reads end in a terminal record: succeeded, or failed with provider_error; never a 500", async () => {
     await fc.assert(fc.asyncProperty(
       fc.oneof(

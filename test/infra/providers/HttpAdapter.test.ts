@@ -3,6 +3,7 @@ import { Effect } from "effect"
 import { MAX_RESPONSE_BODY_BYTES } from "../../../domain/catalog/Http.ts"
 import { OutboundHttp } from "../../../infra/outbound/OutboundHttp.ts"
 import { makeHttpAdapter } from "../../../infra/providers/HttpAdapter.ts"
+import { MAX_OUTPUT_CHARS, unstorable } from "../../../domain/Storable.ts"
 import { adapterContext } from "../support/AdapterContext.ts"
 import { closedPort, startServer } from "../support/LocalServer.ts"
 
@@ -48,14 +49,36 @@ describe("http.request", () => {
       assert.deepInclude(last as object, { status: 599 })
     }))
 
-  it.live("cuts the body at 1 MiB", () =>
+  // The whole output must fit the execution's cap on outputs (MAX_OUTPUT_CHARS of JSON), or the
+  // execution fails: a body cut at 1 MiB alone, with the status and headers beside it, did not.
+  it.live.each<readonly [string, string, string]>([
+    ["longer than 1 MiB", "a".repeat(MAX_RESPONSE_BODY_BYTES + 4096), "a"],
+    ["under 1 MiB, but whose JSON escapes double it", "\"\n".repeat(300 * 1024), "\"\n"],
+    ["of characters outside the BMP, never cut inside a pair", "😀".repeat(300 * 1024), "😀"]
+  ])("cuts a body %s so that the whole output fits the output cap", ([, text, unit]) =>
     Effect.gen(function*() {
-      const server = yield* startServer((_req, res) => res.end("a".repeat(MAX_RESPONSE_BODY_BYTES + 4096)))
+      const server = yield* startServer((_req, res) => res.writeHead(200, { "x-pad": "p".repeat(2000) }).end(text))
       const adapter = yield* adapterWith(true)
       const output = yield* adapter.run({ method: "GET", url: server.url }, context)
       const { body, bodyTruncated } = output as { body: string; bodyTruncated: boolean }
-      assert.strictEqual(body.length, MAX_RESPONSE_BODY_BYTES)
       assert.isTrue(bodyTruncated)
+      assert.isTrue(text.startsWith(body))
+      assert.isTrue(body.length > 0 && body.length % unit.length === 0, "whole characters only")
+      assert.isAtMost(JSON.stringify(output).length, MAX_OUTPUT_CHARS)
+      // No shorter than one of the two caps needs: the output's JSON, or the body's bytes.
+      const fullOutput = JSON.stringify(output).length > MAX_OUTPUT_CHARS - 16
+      const fullBytes = Buffer.byteLength(body) > MAX_RESPONSE_BODY_BYTES - 4
+      assert.isTrue(fullOutput || fullBytes, "cut no shorter than it must be")
+      assert.isUndefined(unstorable(output))
+    }))
+
+  it.live("keeps a body whose output fits whole", () =>
+    Effect.gen(function*() {
+      const text = "b".repeat(MAX_RESPONSE_BODY_BYTES - 4096)
+      const server = yield* startServer((_req, res) => res.end(text))
+      const adapter = yield* adapterWith(true)
+      const output = yield* adapter.run({ method: "GET", url: server.url }, context)
+      assert.deepInclude(output as object, { body: text, bodyTruncated: false })
     }))
 
   it.live("refuses private addresses under the default policy without connecting", () =>
