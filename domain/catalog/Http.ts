@@ -64,6 +64,7 @@ export const request: ToolDefinition = {
   toolkit: "http",
   description:
     "Sends one HTTP request to a public http(s) URL and returns the status, headers and body text (at most 1 MiB). " +
+    "An answer of 5xx fails as provider_unavailable and a 429 as rate_limited (with its Retry-After); any other status is returned. " +
     "Redirects are not followed; private and loopback addresses are refused.",
   capability: "http",
   version: "1.0.0",

@@ -1,15 +1,15 @@
 /**
  * `http.request`: the user names the URL, so the request goes through OutboundHttp under the
- * configured address policy (never widened). Any HTTP status (100-599) is a successful tool result;
- * only transport failures, refusals and a status past 599 are errors.
+ * configured address policy (never widened). An upstream 5xx is `provider_unavailable` and a 429
+ * `rate_limited` (the spec's Errors table); any other status (100-599) is the successful result.
  */
-import { Effect } from "effect"
+import { Clock, Effect } from "effect"
 import { cutToJsonLength, MAX_RESPONSE_BODY_BYTES, RequestInput } from "../../domain/catalog/Http.ts"
 import { MAX_OUTPUT_CHARS } from "../../domain/Storable.ts"
-import { InvalidInput, ProviderError, ProviderUnavailable, Timeout } from "../../domain/Errors.ts"
+import { InvalidInput, ProviderError, ProviderUnavailable, RateLimited, Timeout } from "../../domain/Errors.ts"
 import type { OutboundHttp, OutboundHttpError } from "../outbound/OutboundHttp.ts"
 import type { ToolAdapter } from "./Adapter.ts"
-import { PROVIDER_REQUEST_TIMEOUT_MS, typedInput, utf8 } from "./Support.ts"
+import { PROVIDER_REQUEST_TIMEOUT_MS, retryAfterSeconds, typedInput, utf8 } from "./Support.ts"
 
 const decode = typedInput(RequestInput, "http.request")
 const streamDecoder = new TextDecoder("utf-8", { fatal: false })
@@ -61,6 +61,16 @@ export const makeHttpAdapter = (http: OutboundHttp["Service"]): ToolAdapter => (
     // 599 is no answer the tool's output schema describes, so it is the server's fault.
     if (response.status > 599) {
       return yield* new ProviderError({ message: `http.request: the server answered with status ${response.status}, which is not an HTTP status (100-599)` })
+    }
+    // The spec's Errors table: an upstream 5xx is provider_unavailable, a 429 rate_limited with
+    // the retryAfter it gave. Any other status is the answer the tool returns.
+    if (response.status === 429) {
+      const retryAfter = retryAfterSeconds(response.headers["retry-after"], yield* Clock.currentTimeMillis)
+      const message = "http.request: the server answered HTTP 429 (rate limited)"
+      return yield* new RateLimited(retryAfter === undefined ? { message } : { message, retryAfter })
+    }
+    if (response.status >= 500) {
+      return yield* new ProviderUnavailable({ message: `http.request: the server answered HTTP ${response.status}` })
     }
     // A body cut at its byte cap may end inside a character: that part is dropped, not replaced.
     // The output as a whole must fit the execution's cap (MAX_OUTPUT_CHARS of JSON), so the body

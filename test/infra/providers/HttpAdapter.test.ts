@@ -13,7 +13,7 @@ const adapterWith = (allowPrivateNetworks: boolean) =>
   OutboundHttp.make({ allowPrivateNetworks }).pipe(Effect.map(makeHttpAdapter))
 
 describe("http.request", () => {
-  it.live("sends the request and returns status, headers and body text, whatever the status", () =>
+  it.live("sends the request and returns status, headers and body text, a 4xx included", () =>
     Effect.gen(function*() {
       const server = yield* startServer((req, res) => {
         res.writeHead(req.path === "/missing" ? 404 : 200, { "content-type": "text/plain; charset=utf-8", "x-served": "fake" })
@@ -45,8 +45,31 @@ describe("http.request", () => {
         assert.strictEqual(error.code, "provider_error", String(status))
         assert.include(error.message, String(status))
       }
-      const last = yield* adapter.run({ method: "GET", url: `${server.url}/599` }, context)
-      assert.deepInclude(last as object, { status: 599 })
+      const last = yield* adapter.run({ method: "GET", url: `${server.url}/499` }, context)
+      assert.deepInclude(last as object, { status: 499 })
+    }))
+
+  // The spec's Errors table: "Upstream 5xx or network failure: provider_unavailable"; "a provider
+  // 429 ... is normalized to rate_limited, keeps a known retryAfter and appears on the failed
+  // execution record". Other statuses are the answer the tool returns.
+  it.live("an upstream 5xx is provider_unavailable and a 429 rate_limited with the Retry-After it gave", () =>
+    Effect.gen(function*() {
+      const server = yield* startServer((req, res) => {
+        const [status, retryAfter] = req.path.slice(1).split("/")
+        res.writeHead(Number(status), retryAfter === undefined ? {} : { "retry-after": retryAfter })
+        res.end("busy")
+      })
+      const adapter = yield* adapterWith(true)
+      for (const status of [500, 502, 503, 599]) {
+        const error = yield* Effect.flip(adapter.run({ method: "GET", url: `${server.url}/${status}` }, context))
+        assert.strictEqual(error.code, "provider_unavailable", String(status))
+        assert.include(error.message, String(status))
+      }
+      const limited = yield* Effect.flip(adapter.run({ method: "GET", url: `${server.url}/429/7` }, context))
+      assert.deepInclude(limited, { code: "rate_limited", retryAfter: 7 })
+      const unknown = yield* Effect.flip(adapter.run({ method: "GET", url: `${server.url}/429` }, context))
+      assert.strictEqual(unknown.code, "rate_limited")
+      assert.isUndefined((unknown as { retryAfter?: number }).retryAfter)
     }))
 
   // The whole output must fit the execution's cap on outputs (MAX_OUTPUT_CHARS of JSON), or the
