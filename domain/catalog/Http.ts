@@ -67,7 +67,7 @@ export const request: ToolDefinition = {
     "An answer of 5xx fails as provider_unavailable and a 429 as rate_limited (with its Retry-After); any other status is returned. " +
     "Redirects are not followed; private and loopback addresses are refused.",
   capability: "http",
-  version: "1.0.0",
+  version: "1.1.0",
   input: RequestInput,
   inputSchema: {
     type: "object",
@@ -103,7 +103,7 @@ export const request: ToolDefinition = {
 
 export const manifest: ToolkitManifest = {
   name: "http",
-  version: "1.0.0",
+  version: "1.1.0",
   description: "Generic outbound HTTP requests to public addresses.",
   authClasses: ["none"],
   limits: {},

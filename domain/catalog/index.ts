@@ -19,7 +19,7 @@ export { closedParseOptions, decodeClosed, decodeToolInput, decodeTriggerFilters
  * in test/domain/catalog pins the fingerprint of every `name@version` to this value, so a
  * version change without a catalog bump fails the build.
  */
-export const catalogVersion = "2026-11-22.1"
+export const catalogVersion = "2026-11-28.1"
 
 export const toolkits: ReadonlyArray<ToolkitManifest> = [Demo.manifest, Http.manifest, Slack.manifest, Github.manifest]
 

@@ -176,7 +176,7 @@ const FINISHED_SYNC = {
   userId: "user_1",
   tool: "demo.echo",
   toolVersion: "1.0.0",
-  catalogVersion: "2026-11-22.1",
+  catalogVersion: "2026-11-28.1",
   mode: "sync",
   createdAt: "2026-11-25T09:16:13.924Z",
   startedAt: "2026-11-25T09:16:13.924Z",
@@ -190,7 +190,7 @@ const PENDING_EXAMPLE: ExecutionRecord = {
   userId: "user_1",
   tool: "demo.sleep",
   toolVersion: "1.0.0",
-  catalogVersion: "2026-11-22.1",
+  catalogVersion: "2026-11-28.1",
   mode: "async",
   status: "pending",
   createdAt: "2026-11-25T09:16:13.939Z"

@@ -30,6 +30,20 @@ const RELEASED: Readonly<Record<string, string>> = {
     "http.request@1.0.0",
     "slack.message_posted@1.0.0",
     "slack.post_message@1.0.0"
+  ].join(","),
+  // http.request 1.1.0: an upstream 5xx and 429 fail (provider_unavailable, rate_limited), and a
+  // long body is cut to fit the output cap.
+  "2026-11-28.1": [
+    "demo.digest@1.0.0",
+    "demo.echo@1.0.0",
+    "demo.event@1.0.0",
+    "demo.fail@1.0.0",
+    "demo.sleep@1.0.0",
+    "github.create_issue@1.0.0",
+    "github.issue_opened@1.0.0",
+    "http.request@1.1.0",
+    "slack.message_posted@1.0.0",
+    "slack.post_message@1.0.0"
   ].join(",")
 }
 
