@@ -132,7 +132,7 @@ const compile = (routes: ReadonlyArray<Route>): ReadonlyArray<CompiledRoute> => 
   for (const route of routes) {
     const source = "^" + route.path.split("/").map((part) =>
       part.startsWith(":") ? "[^/]+" : part === "*" ? ".*" : part.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")
-    ).join("/") + "/?$"
+    ).join("/") + "$"
     const entry = byPath.get(source) ??
       {
         path: route.path,
@@ -180,12 +180,12 @@ export const makeEdge = (options: EdgeOptions) => {
     for (const route of routes) if (route.pattern.test(path)) return route
     return undefined
   }
-  // A path without parameters (`/v1/me`, `/v1/execute`) is found by one lookup, for itself and
-  // with a trailing slash, where the scan would find that same route first.
+  // A path without parameters (`/v1/me`, `/v1/execute`) is found by one lookup, where the scan
+  // would find that same route first. A trailing slash makes another path, which no route has
+  // (decisions.md section 2: unknown routes are 404).
   const exact = new Map<string, CompiledRoute>()
   for (const route of routes) {
-    if (/[:*]/.test(route.path)) continue
-    for (const path of [route.path, `${route.path}/`]) if (scan(path) === route) exact.set(path, route)
+    if (!/[:*]/.test(route.path) && scan(route.path) === route) exact.set(route.path, route)
   }
   const matching = (path: string): CompiledRoute | undefined => exact.get(path) ?? scan(path)
   const closing = options.closing ?? (() => false)

@@ -144,8 +144,7 @@ export const makeHttpApp = (inFlight?: InFlight) => Effect.gen(function*() {
   const limiter = yield* RateLimiter
   const edge = makeEdge({
     routes,
-    // The route table takes a trailing slash (`/health/`): so does this check.
-    authenticate: (path) => !PUBLIC_PATHS.has(path.length > 1 && path.endsWith("/") ? path.slice(0, -1) : path) && !isIngestPath(path),
+    authenticate: (path) => !PUBLIC_PATHS.has(path) && !isIngestPath(path),
     gate: makeGate(yield* ApiKeys),
     throttle: (projectId, execute) => takeTokens(limiter, projectId, execute),
     mounts: new Map([[MCP_PATH, makeMcpMount(yield* McpGateway)], ...makeHealthMounts(yield* Readiness, yield* Gauges)]),

@@ -77,11 +77,11 @@ const send = (baseUrl: string, req: FuzzRequest): Promise<Answer> =>
     outgoing.end()
   })
 
-/** The same path rules as the edge: parameters are one segment, a trailing slash is allowed. */
+/** The same path rules as the edge: parameters are one segment, and no trailing slash. */
 const matches = (route: Route, path: string): boolean => {
   const source = "^" + route.path.split("/").map((part) =>
     part.startsWith(":") ? "[^/]+" : part.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")
-  ).join("/") + "/?$"
+  ).join("/") + "$"
   return new RegExp(source).test(path)
 }
 

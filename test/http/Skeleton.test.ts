@@ -30,11 +30,15 @@ describe("edge", () => {
     expect(await response.json()).toEqual({ status: "ok" })
   })
 
-  it("public paths stay public with the trailing slash the route table accepts", async () => {
-    for (const path of ["/health/", "/openapi.json/", "/docs/"]) {
-      const response = await service.fetch(path, { key: null, method: "HEAD" })
-      expect(response.status, path).toBe(200)
+  // decisions.md section 2: unknown routes are 404; no route of the API ends in a slash, and
+  // `/v1/files/` read as the list was a file with an empty id, which is 404 (spec, GET /v1/files/:id).
+  it("a path with a trailing slash is no route: 404, with or without a key, on public and keyed routes alike", async () => {
+    for (const path of ["/health/", "/healthz/", "/readyz/", "/metrics/", "/openapi.json/", "/docs/", "/v1/me/", "/v1/files/", "/v1/executions/", "/v1/webhooks/"]) {
+      await expectEnvelope(await service.fetch(path, { key: null }), 404, "not_found")
+      await expectEnvelope(await service.fetch(path), 404, "not_found")
     }
+    await expectEnvelope(await service.fetch("/v1/execute/", { method: "POST", json: { tool: "demo.echo", userId: "u1" } }), 404, "not_found")
+    await expectEnvelope(await service.fetch("/v1/files/file_00000000000000000000000000000000/"), 404, "not_found")
   })
 
   it("unknown routes are 404 envelopes", async () => {
