@@ -381,7 +381,10 @@ const probe = (operationId: string, summary: string, description: string, respon
     summary,
     description: `${description} For probes and scrapers: no key, no rate limit; GET and HEAD only (405 otherwise).`,
     security: [],
-    responses: { ...responses, 405: errorResponse(405) }
+    responses: {
+      ...Object.fromEntries(Object.entries(responses).map(([status, response]) => [status, { ...response, headers: REQUEST_ID_HEADER }])),
+      405: errorResponse(405)
+    }
   }
 })
 
@@ -411,12 +414,12 @@ const webhookEvents = (events: Json): Json => ({
 /**
  * A receiver URL: the service reads it as a browser does (the WHATWG parser: spaces around it
  * dropped, a Unicode host taken as punycode, characters RFC 3986 would refuse escaped), so the
- * document asks only for an http(s) scheme; `format: uri` would rule out URLs the service takes.
+ * document asks only for the https scheme; `format: uri` would rule out URLs the service takes.
  */
 const webhookUrl = (url: Json): Json => ({
   ...url,
-  pattern: "^[\\u0000-\\u0020]*[Hh][Tt][Tt][Pp][Ss]?:",
-  description: "An absolute https URL (http only where SERVICE_WEBHOOK_ALLOW_PRIVATE_NETWORKS allows it), read as a browser reads it."
+  pattern: "^[\\u0000-\\u0020]*[Hh][Tt][Tt][Pp][Ss]:",
+  description: "An absolute https URL (receivers are HTTPS only), read as a browser reads it."
 })
 
 /**

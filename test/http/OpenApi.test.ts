@@ -139,6 +139,9 @@ describe("the OpenAPI document", () => {
       const response = await service.fetch(path, { key: null })
       const declared = operation.responses[String(response.status)]
       expect(declared, `${path} ${response.status}`).toBeDefined()
+      // Every answer carries Request-Id (decisions.md section 2); the document says so here too.
+      expect(response.headers.get("request-id")).toMatch(/^req_/)
+      expect(declared.headers?.["Request-Id"], `${path}: Request-Id declared`).toBeDefined()
       const type = (response.headers.get("content-type") ?? "").split(";")[0]!
       const schema = declared.content[type]?.schema
       expect(schema, `${path} ${type}`).toBeDefined()
@@ -219,6 +222,8 @@ describe("the OpenAPI document", () => {
       { name: "webhooks: an unknown event type", method: "POST", path: "/v1/webhooks", body: { ...hook, events: ["execution.done"] } },
       { name: "webhooks: a repeated event type", method: "POST", path: "/v1/webhooks", body: { ...hook, events: ["execution.failed", "execution.failed"] } },
       { name: "webhooks: a url that is not a URL", method: "POST", path: "/v1/webhooks", body: { ...hook, url: "not a url" } },
+      { name: "webhooks: an http url (receivers are HTTPS only)", method: "POST", path: "/v1/webhooks", body: { ...hook, url: "http://example.com/h" } },
+      { name: "webhooks update: an http url", method: "PATCH", path: "/v1/webhooks/{endpointId}", body: { url: "http://example.com/h" } },
       { name: "webhooks update: nothing to change", method: "PATCH", path: "/v1/webhooks/{endpointId}", body: {} },
       { name: "webhooks update: no events", method: "PATCH", path: "/v1/webhooks/{endpointId}", body: { events: [] } },
       { name: "recover: a since that is not a time", method: "POST", path: "/v1/webhooks/{endpointId}/recover", body: { since: "yesterday" } },
