@@ -18,6 +18,7 @@ import { Effect } from "effect"
 import { type HttpServerRequest, type HttpServerResponse, HttpServerResponse as Response } from "effect/http"
 import { readFile, stat } from "node:fs/promises"
 import { fileURLToPath } from "node:url"
+import { methodNotAllowed } from "./Envelope.ts"
 
 export const DASHBOARD_ROOT = fileURLToPath(new URL("../../dashboard/dist/", import.meta.url))
 
@@ -106,9 +107,16 @@ const sendFile = async (file: string, cacheControl: string, acceptEncoding: stri
 const notBuilt = (head: boolean) =>
   plain(503, "The dashboard is not built: run `npm run build:dashboard` (npm start and npm test do it).", head)
 
-const serve = async (request: HttpServerRequest.HttpServerRequest, path: string): Promise<HttpServerResponse.HttpServerResponse> => {
+/** A wrong method: 405 in the envelope every route answers with (decisions.md section 2). */
+const wrongMethod = (requestId: string) => {
+  const failure = methodNotAllowed(["GET", "HEAD"])
+  const body = JSON.stringify({ error: failure.error, requestId })
+  return answer(failure.status, body, { "content-type": "application/json", "cache-control": "no-store", ...failure.headers }, false)
+}
+
+const serve = async (request: HttpServerRequest.HttpServerRequest, path: string, requestId: string): Promise<HttpServerResponse.HttpServerResponse> => {
   const head = request.method === "HEAD"
-  if (request.method !== "GET" && !head) return plain(405, "Method not allowed.", false, { allow: "GET, HEAD" })
+  if (request.method !== "GET" && !head) return wrongMethod(requestId)
   const acceptEncoding = request.headers["accept-encoding"]
   if (path.startsWith("/dashboard/assets/")) {
     const name = path.slice("/dashboard/assets/".length)
@@ -120,6 +128,9 @@ const serve = async (request: HttpServerRequest.HttpServerRequest, path: string)
   return (await stat(DASHBOARD_ROOT).catch(() => undefined)) === undefined ? notBuilt(head) : plain(404, "No index.html in the dashboard build.", head)
 }
 
-/** Answers every request whose path is a dashboard path; the edge adds the request id. */
-export const serveDashboard = (request: HttpServerRequest.HttpServerRequest, path: string): Effect.Effect<HttpServerResponse.HttpServerResponse> =>
-  Effect.promise(() => serve(request, path))
+/** Answers every request whose path is a dashboard path; the edge adds the request id header. */
+export const serveDashboard = (
+  request: HttpServerRequest.HttpServerRequest,
+  path: string,
+  requestId: string
+): Effect.Effect<HttpServerResponse.HttpServerResponse> => Effect.promise(() => serve(request, path, requestId))

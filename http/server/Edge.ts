@@ -85,11 +85,11 @@ export interface EdgeOptions {
   /**
    * Static files served beside the API under a path prefix (the dashboard, Dashboard.ts):
    * answered by `serve` before the route table, the key check and the JSON body rules; the edge
-   * adds only the request id.
+   * adds only the request id header (`serve` gets the id for the envelope of a refusal).
    */
   readonly staticFiles?: {
     readonly matches: (path: string) => boolean
-    readonly serve: (request: HttpServerRequest.HttpServerRequest, path: string) => Effect.Effect<HttpServerResponse.HttpServerResponse>
+    readonly serve: (request: HttpServerRequest.HttpServerRequest, path: string, requestId: string) => Effect.Effect<HttpServerResponse.HttpServerResponse>
   }
   /**
    * True once the process is stopping (http/server/Drain.ts): every answer then carries
@@ -223,7 +223,7 @@ export const makeEdge = (options: EdgeOptions) => {
     if (badHeader !== undefined) return Effect.succeed(refuse(badHeader))
     if (options.staticFiles?.matches(path) === true) {
       trace.route = "/dashboard/*"
-      return Effect.map(options.staticFiles.serve(request, path), respond)
+      return Effect.map(options.staticFiles.serve(request, path, requestId), respond)
     }
     const contentLength = request.headers["content-length"]
     const chunked = request.headers["transfer-encoding"] !== undefined

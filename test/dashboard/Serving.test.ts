@@ -94,6 +94,12 @@ describe("the dashboard's files", () => {
     expect(post.status).toBe(405)
     expect(post.headers.get("allow")).toBe("GET, HEAD")
     expectSecurityHeaders(post)
+    // decisions.md section 2: a wrong method on a known path is 405 `invalid_input`, in the envelope.
+    expect(post.headers.get("content-type")).toMatch(/^application\/json/)
+    expect(await post.json()).toEqual({
+      error: { code: "invalid_input", message: "The method is not allowed on this path.", retryable: false },
+      requestId: post.headers.get("request-id")
+    })
     for (const path of ["/dashboard/assets/nope.js", "/dashboard/assets/..%2Fbuild.json", "/dashboard/assets/"]) {
       const response = await service.fetch(path, { key: null })
       expect(response.status, path).toBe(404)
