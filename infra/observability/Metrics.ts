@@ -80,6 +80,13 @@ export const recordAttempt = (succeeded: boolean, seconds: number): void => {
 export const recordDelivery = (outcome: "succeeded" | "failed"): void =>
   deliveryCounters(outcome, () => ({ outcome })).updateUnsafe(1, registry)
 
+// Served at 0 from the start, as the outcomes are known: a rate() has its series from the first
+// scrape, before the first delivery.
+for (const outcome of ["succeeded", "failed"]) {
+  attemptCounters(outcome, () => ({ outcome })).updateUnsafe(0, registry)
+  deliveryCounters(outcome, () => ({ outcome })).updateUnsafe(0, registry)
+}
+
 const pollCounters = perLabels((attributes) =>
   Metric.counter("trigger_polls_total", {
     description: "Polls of a provider by this process, by trigger and outcome (listed, not_modified, refused, backoff)",

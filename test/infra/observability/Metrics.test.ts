@@ -13,4 +13,13 @@ describe("metrics of a process that has done nothing yet", () => {
     recordAppend(3)
     expect(PrometheusMetrics.formatUnsafe(Context.empty())).toMatch(/^eventlog_events_appended_total 3$/m)
   })
+
+  // Outside audit: the delivery counters appeared only with the first attempt. Their outcomes are
+  // known in advance, so each series is served at 0 from the start.
+  it("serves the delivery and attempt counters at 0 for each outcome before any delivery", () => {
+    const text = PrometheusMetrics.formatUnsafe(Context.empty())
+    for (const name of ["webhook_delivery_attempts_total", "webhook_deliveries_total"]) {
+      for (const outcome of ["succeeded", "failed"]) expect(text).toMatch(new RegExp(`^${name}\\{outcome="${outcome}"\\} 0$`, "m"))
+    }
+  })
 })
