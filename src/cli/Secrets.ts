@@ -186,7 +186,11 @@ const reseal = Command.make("reseal", {}, () =>
         return yield* fail(`${tables.moved} rows changed while being re-sealed; run the command again to check them (${counts})`)
       }
       yield* print(`re-sealed ${tally.resealed} values under SERVICE_SECRET_KEY (${events} events, ${tables.rows} table cells); ${tally.current} were already under it`)
-      yield* print("every sealed value opens under SERVICE_SECRET_KEY: SERVICE_SECRET_KEY_PREVIOUS may be removed")
+      yield* print(
+        ring.ids.length > 1
+          ? "every sealed value opens under SERVICE_SECRET_KEY: SERVICE_SECRET_KEY_PREVIOUS may be removed"
+          : "every sealed value opens under SERVICE_SECRET_KEY"
+      )
     })
   )).pipe(
     Command.withDescription(

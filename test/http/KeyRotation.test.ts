@@ -133,6 +133,12 @@ describe.skipIf(!postgresAvailable)("secret key rotation (Postgres)", () => {
     expect(firstRun.resealed).toBeGreaterThan(0)
     expect(totals(again.stdout).current).toBe(firstRun.resealed + firstRun.current)
 
+    // Outside audit: with the new key alone, the last line named a previous key that was not set.
+    const alone = await cli(["secrets", "reseal"], { SERVICE_DATABASE_URL: url, SERVICE_SECRET_KEY: NEW.toString("base64") })
+    expect(alone.code).toBe(0)
+    expect(alone.stdout).toMatch(/^re-sealed 0 values under SERVICE_SECRET_KEY .*\nevery sealed value opens under SERVICE_SECRET_KEY\n$/)
+    expect(alone.stdout).not.toContain("PREVIOUS")
+
     // The old key is gone: the service starts, signs and uses credentials as before.
     const after = await startService(env(NEW))
     await exercise(after, endpoint.secret, "new key only")
