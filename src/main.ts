@@ -5,6 +5,7 @@
  * arrives while it loads ends the process cleanly.
  */
 import { enableCompileCache } from "node:module"
+import { endsCleanlyOnSignal, interruptedLine, signalExitCode } from "./cli/Stopping.ts"
 
 enableCompileCache()
 // A reader that goes away (`events tail | head -2`) ends the command quietly, as it ends any
@@ -17,8 +18,15 @@ process.stdout.on("error", (error: NodeJS.ErrnoException) => {
 // stop signal would end the process by Node's default, status 143 and no word. With a listener
 // Node catches it instead, and hands it over at the event loop's next turn: to the runtime's
 // handlers if they are in by then (a clean stop), else to this one: nothing has started yet (no
-// connection, no lease), so the process ends at once, status 0.
+// connection, no lease), so the process ends at once.
+// That is a clean end for `serve` (and `events tail`); any other command did not do its work,
+// and says so (cli/Stopping.ts).
 const stopWhileLoading = (signal: NodeJS.Signals) => {
+  const argv = process.argv.slice(2)
+  if (!endsCleanlyOnSignal(argv)) {
+    process.stderr.write(interruptedLine(argv, signal))
+    process.exit(signalExitCode(signal))
+  }
   const message = `stopped before start-up finished (${signal})`
   process.stderr.write(process.stderr.isTTY ? `${message}\n` : `${JSON.stringify({ time: new Date().toISOString(), level: "info", message })}\n`)
   process.exit(0)

@@ -2,7 +2,8 @@
  * The command line (started by src/main.ts): `serve`, `migrate`, `keys`, `projections`, `events`, `secrets`, each with
  * --help. Every command logs through the service's loggers (infra/observability/Logging.ts). A
  * failed start is one line and exit 1 (cli/StartupFailure.ts); SIGTERM or SIGINT stops the
- * service cleanly (http/server/Drain.ts) and exits 0.
+ * service cleanly (http/server/Drain.ts) and exits 0; any other command it cuts short exits
+ * 130 or 143 with a line saying so (cli/Stopping.ts).
  */
 import { NodeRuntime, NodeServices } from "@effect/platform-node"
 import { Cause, Console, Effect, Exit, Layer, Runtime } from "effect"
@@ -16,6 +17,7 @@ import { keys } from "./Keys.ts"
 import { migrate } from "./Migrate.ts"
 import { projections } from "./Projections.ts"
 import { secrets } from "./Secrets.ts"
+import { endsCleanlyOnSignal, interruptedLine, signalExitCode } from "./Stopping.ts"
 import { reportingConfig } from "./Shared.ts"
 import { reportingStartup } from "./StartupFailure.ts"
 
@@ -36,14 +38,31 @@ const root = Command.make("service").pipe(
   Command.withSubcommands([serve, migrate, keys, projections, events, secrets])
 )
 
+/** The first stop signal received; the runtime's own handlers interrupt the command. */
+let stopSignal: NodeJS.Signals | undefined
+const noteSignal = (signal: NodeJS.Signals) => {
+  stopSignal ??= signal
+}
+process.on("SIGINT", noteSignal)
+process.on("SIGTERM", noteSignal)
+
 /**
- * A stop asked for by a signal is a clean end: exit 0, not 130, unless the command said
- * otherwise (`projections replay` cut short sets 130: its work was not done).
+ * A stop asked for by a signal is a clean end (exit 0) for `serve` and `events tail`; any other
+ * command was cut short before its work was done (cli/Stopping.ts): a line on stderr and
+ * 128 + the signal's number, unless the command said more itself (`projections replay` names
+ * the projection it stopped in and sets 130).
  */
-const teardown: Runtime.Teardown = (exit, onExit) =>
-  Exit.isFailure(exit) && Cause.hasInterruptsOnly(exit.cause)
-    ? onExit(typeof process.exitCode === "number" ? process.exitCode : 0)
-    : Runtime.defaultTeardown(exit, onExit)
+const teardown: Runtime.Teardown = (exit, onExit) => {
+  process.off("SIGINT", noteSignal)
+  process.off("SIGTERM", noteSignal)
+  if (!Exit.isFailure(exit) || !Cause.hasInterruptsOnly(exit.cause)) return Runtime.defaultTeardown(exit, onExit)
+  if (typeof process.exitCode === "number") return onExit(process.exitCode)
+  const argv = process.argv.slice(2)
+  if (endsCleanlyOnSignal(argv)) return onExit(0)
+  const signal = stopSignal ?? "SIGINT"
+  process.stderr.write(interruptedLine(argv, signal))
+  return onExit(signalExitCode(signal))
+}
 
 /**
  * Usage asked for (`--help`, or a command given without its subcommand) goes to stdout; usage

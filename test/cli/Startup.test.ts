@@ -175,6 +175,56 @@ describe.skipIf(!postgresAvailable)("start-up failures on Postgres", () => {
     expect(`${run.stdout}${run.stderr}`).toMatch(/stopped before start-up finished \(SIGTERM\)|stopped: requests answered, leases released/)
   })
 
+  // Outside audit: an operator command stopped before its work was done exited 0 with no word,
+  // so `migrate && …` or a supervisor read it as done. Only `serve` and `events tail` end
+  // cleanly on a signal (that is how they are stopped); any other command says it was
+  // interrupted and exits 128 + the signal's number.
+  describe("a command stopped before its work is done", () => {
+    /** A "database" that takes the connection and never answers: the command waits on it. */
+    const silentDatabase = async () => {
+      const sockets: Array<import("node:net").Socket> = []
+      const server = createServer((socket) => void sockets.push(socket))
+      const port = await freePort()
+      await new Promise<void>((resolve) => server.listen(port, "127.0.0.1", resolve))
+      return {
+        url: `postgres://postgres@127.0.0.1:${port}/silent`,
+        close: () => {
+          for (const socket of sockets) socket.destroy()
+          return new Promise((resolve) => server.close(resolve))
+        }
+      }
+    }
+    const env = (url: string) => ({ SERVICE_DATABASE_URL: url, SERVICE_SECRET_KEY: KEY_A })
+
+    it.each([
+      ["migrate", ["migrate"], "SIGINT", 130],
+      ["keys create", ["keys", "create", "--project", "proj_x"], "SIGTERM", 143],
+      ["secrets reseal", ["secrets", "reseal"], "SIGINT", 130]
+    ] as const)("%s (%j), stopped by %s while it waits for the database: exit %i and a line saying so", async (_, args, signal, code) => {
+      const database = await silentDatabase()
+      try {
+        const child = startCli(args, env(database.url))
+        // Loaded and waiting on the database (the runtime's own handlers are in).
+        await new Promise((resolve) => setTimeout(resolve, 2_500))
+        child.process.kill(signal)
+        const run = await child.finished
+        expect(run.code).toBe(code)
+        expect(run.stderr).toContain(`interrupted (${signal})`)
+      } finally {
+        await database.close()
+      }
+    }, 30_000)
+
+    it("migrate, stopped while the program is still loading: not 0 either", async () => {
+      const child = startCli(["migrate"], { ...env("postgres://postgres@127.0.0.1:1/nowhere"), NODE_DISABLE_COMPILE_CACHE: "1" })
+      await new Promise((resolve) => setTimeout(resolve, 150))
+      child.process.kill("SIGINT")
+      const run = await child.finished
+      expect(run.code).toBe(130)
+      expect(run.stderr).toContain("interrupted (SIGINT)")
+    })
+  })
+
   // Outside audit: SIGTERM to `npm start` (a supervisor or `docker stop` signalling its main
   // process) ended npm and its shell while the service went on listening, orphaned, holding its
   // lease, with no clean stop.
