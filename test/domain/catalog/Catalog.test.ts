@@ -14,37 +14,35 @@ import {
   toWireName
 } from "../../../domain/catalog/index.ts"
 
+/** The versions of every tool and trigger at the first release. */
+const FIRST_RELEASE: ReadonlyArray<string> = [
+  "demo.digest@1.0.0",
+  "demo.echo@1.0.0",
+  "demo.event@1.0.0",
+  "demo.fail@1.0.0",
+  "demo.sleep@1.0.0",
+  "github.create_issue@1.0.0",
+  "github.issue_opened@1.0.0",
+  "http.request@1.0.0",
+  "slack.message_posted@1.0.0",
+  "slack.post_message@1.0.0"
+]
+
+/** A release: the previous one with some entries replaced by their new versions. */
+const after = (previous: ReadonlyArray<string>, changed: Readonly<Record<string, string>>) =>
+  previous.map((entry) => changed[entry] ?? entry)
+
+// http.request 1.1.0: an upstream 5xx and 429 fail (provider_unavailable, rate_limited), and a
+// long body is cut to fit the output cap.
+const RELEASE_2026_11_28 = after(FIRST_RELEASE, { "http.request@1.0.0": "http.request@1.1.0" })
+
 /**
  * Every catalogVersion with the fingerprint it was released with. Changing a tool or trigger
  * version changes the fingerprint: add a new catalogVersion line here and in the catalog.
  */
 const RELEASED: Readonly<Record<string, string>> = {
-  "2026-11-22.1": [
-    "demo.digest@1.0.0",
-    "demo.echo@1.0.0",
-    "demo.event@1.0.0",
-    "demo.fail@1.0.0",
-    "demo.sleep@1.0.0",
-    "github.create_issue@1.0.0",
-    "github.issue_opened@1.0.0",
-    "http.request@1.0.0",
-    "slack.message_posted@1.0.0",
-    "slack.post_message@1.0.0"
-  ].join(","),
-  // http.request 1.1.0: an upstream 5xx and 429 fail (provider_unavailable, rate_limited), and a
-  // long body is cut to fit the output cap.
-  "2026-11-28.1": [
-    "demo.digest@1.0.0",
-    "demo.echo@1.0.0",
-    "demo.event@1.0.0",
-    "demo.fail@1.0.0",
-    "demo.sleep@1.0.0",
-    "github.create_issue@1.0.0",
-    "github.issue_opened@1.0.0",
-    "http.request@1.1.0",
-    "slack.message_posted@1.0.0",
-    "slack.post_message@1.0.0"
-  ].join(",")
+  "2026-11-22.1": FIRST_RELEASE.join(","),
+  "2026-11-28.1": RELEASE_2026_11_28.join(",")
 }
 
 const names = <A extends { readonly name: string }>(items: ReadonlyArray<A>) => items.map((item) => item.name)
