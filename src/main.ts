@@ -5,7 +5,7 @@
  * arrives while it loads ends the process cleanly.
  */
 import { enableCompileCache } from "node:module"
-import { endsCleanlyOnSignal, interruptedLine, signalExitCode } from "./cli/Stopping.ts"
+import { cutShort } from "./cli/Stopping.ts"
 
 enableCompileCache()
 // A reader that goes away (`events tail | head -2`) ends the command quietly, as it ends any
@@ -22,11 +22,8 @@ process.stdout.on("error", (error: NodeJS.ErrnoException) => {
 // That is a clean end for `serve` (and `events tail`); any other command did not do its work,
 // and says so (cli/Stopping.ts).
 const stopWhileLoading = (signal: NodeJS.Signals) => {
-  const argv = process.argv.slice(2)
-  if (!endsCleanlyOnSignal(argv)) {
-    process.stderr.write(interruptedLine(argv, signal))
-    process.exit(signalExitCode(signal))
-  }
+  const status = cutShort(signal)
+  if (status !== undefined) process.exit(status)
   const message = `stopped before start-up finished (${signal})`
   process.stderr.write(process.stderr.isTTY ? `${message}\n` : `${JSON.stringify({ time: new Date().toISOString(), level: "info", message })}\n`)
   process.exit(0)

@@ -12,7 +12,6 @@ import type { ToolAdapter } from "./Adapter.ts"
 import { PROVIDER_REQUEST_TIMEOUT_MS, retryAfterSeconds, typedInput, utf8 } from "./Support.ts"
 
 const decode = typedInput(RequestInput, "http.request")
-const streamDecoder = new TextDecoder("utf-8", { fatal: false })
 
 // Framing and routing headers belong to the client; letting callers set them would allow
 // request smuggling or mismatched bodies.
@@ -75,8 +74,7 @@ export const makeHttpAdapter = (http: OutboundHttp["Service"]): ToolAdapter => (
     // A body cut at its byte cap may end inside a character: that part is dropped, not replaced.
     // The output as a whole must fit the execution's cap (MAX_OUTPUT_CHARS of JSON), so the body
     // gets the room the status and headers leave.
-    const text = response.bodyTruncated ? streamDecoder.decode(response.body, { stream: true }) : utf8(response.body)
-    if (response.bodyTruncated) streamDecoder.decode()
+    const text = response.bodyTruncated ? new TextDecoder().decode(response.body, { stream: true }) : utf8(response.body)
     const rest = { status: response.status, headers: response.headers, body: "", bodyTruncated: true }
     const body = cutToJsonLength(text, MAX_OUTPUT_CHARS - JSON.stringify(rest).length)
     return { ...rest, body, bodyTruncated: response.bodyTruncated || body.length < text.length }

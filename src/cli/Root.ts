@@ -17,7 +17,7 @@ import { keys } from "./Keys.ts"
 import { migrate } from "./Migrate.ts"
 import { projections } from "./Projections.ts"
 import { secrets } from "./Secrets.ts"
-import { endsCleanlyOnSignal, interruptedLine, signalExitCode } from "./Stopping.ts"
+import { cutShort } from "./Stopping.ts"
 import { reportingConfig } from "./Shared.ts"
 import { reportingStartup } from "./StartupFailure.ts"
 
@@ -57,11 +57,7 @@ const teardown: Runtime.Teardown = (exit, onExit) => {
   process.off("SIGTERM", noteSignal)
   if (!Exit.isFailure(exit) || !Cause.hasInterruptsOnly(exit.cause)) return Runtime.defaultTeardown(exit, onExit)
   if (typeof process.exitCode === "number") return onExit(process.exitCode)
-  const argv = process.argv.slice(2)
-  if (endsCleanlyOnSignal(argv)) return onExit(0)
-  const signal = stopSignal ?? "SIGINT"
-  process.stderr.write(interruptedLine(argv, signal))
-  return onExit(signalExitCode(signal))
+  return onExit(cutShort(stopSignal ?? "SIGINT") ?? 0)
 }
 
 /**

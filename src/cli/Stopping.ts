@@ -10,7 +10,7 @@
 const COMMANDS: ReadonlySet<string> = new Set(["serve", "migrate", "keys", "projections", "events", "secrets"])
 
 /** The command and its subcommand as typed (`keys create`), or undefined without one. */
-export const commandOf = (argv: ReadonlyArray<string>): string | undefined => {
+const commandOf = (argv: ReadonlyArray<string>): string | undefined => {
   const at = argv.findIndex((arg) => COMMANDS.has(arg))
   if (at === -1) return undefined
   const sub = argv.slice(at + 1).find((arg) => !arg.startsWith("-"))
@@ -18,14 +18,19 @@ export const commandOf = (argv: ReadonlyArray<string>): string | undefined => {
 }
 
 /** Whether a stop signal ends this command line cleanly (exit 0). */
-export const endsCleanlyOnSignal = (argv: ReadonlyArray<string>): boolean => {
+const endsCleanlyOnSignal = (argv: ReadonlyArray<string>): boolean => {
   const command = commandOf(argv)
   // No command: usage or the version, which a signal cuts short harmlessly.
   return command === undefined || command === "serve" || command.startsWith("serve ") || command === "events tail"
 }
 
-export const signalExitCode = (signal: NodeJS.Signals): number => (signal === "SIGINT" ? 130 : 143)
-
-/** The line a command cut short by `signal` leaves on stderr. */
-export const interruptedLine = (argv: ReadonlyArray<string>, signal: NodeJS.Signals): string =>
-  `interrupted (${signal}): ${commandOf(argv) ?? "the command"} stopped before it finished\n`
+/**
+ * For this process's command line stopped by `signal`: undefined when that is a clean end;
+ * otherwise the line saying it was cut short goes to stderr and the exit status is returned.
+ */
+export const cutShort = (signal: NodeJS.Signals): number | undefined => {
+  const argv = process.argv.slice(2)
+  if (endsCleanlyOnSignal(argv)) return undefined
+  process.stderr.write(`interrupted (${signal}): ${commandOf(argv) ?? "the command"} stopped before it finished\n`)
+  return signal === "SIGINT" ? 130 : 143
+}
