@@ -17,8 +17,8 @@ import { focusIn, focusLost, useFocusKept } from "../ui/Focus.ts"
 import { Json } from "../ui/Json.tsx"
 import { Link } from "../ui/Link.tsx"
 import { ListState } from "../ui/ListState.tsx"
+import { ListTable } from "../ui/ListTable.tsx"
 import { Refreshing } from "../ui/Refreshing.tsx"
-import { TableScroll } from "../ui/TableScroll.tsx"
 import { Time } from "../ui/Time.tsx"
 
 const running = (execution: ExecutionRecord) => execution.status === "pending" || execution.status === "running"
@@ -225,37 +225,25 @@ export const Executions = ({ client, me, filters }: { readonly client: Client; r
         <Refreshing polling={paged.value?.items.some(running) === true} while="executions are pending or running" />
         <ListState paged={paged} what="executions" empty="No executions match.">
           {(executions) => (
-            <TableScroll label="Executions, newest first">
-              <table>
-                <caption class="visually-hidden">Executions, newest first</caption>
-                <thead>
-                  <tr>
-                    <th scope="col">Execution</th>
-                    <th scope="col">Tool</th>
-                    <th scope="col">Status</th>
-                    <th scope="col">User</th>
-                    <th scope="col">Created</th>
-                    <th scope="col">Latency</th>
-                    <th scope="col"><span class="visually-hidden">Actions</span></th>
-                  </tr>
-                </thead>
-                <tbody>
-                  {executions.map((execution) => (
-                    <ExecutionRow
-                      key={execution.executionId}
-                      client={client}
-                      execution={execution}
-                      filters={filters}
-                      onDone={(id, done) => {
-                        setStatus(done ? `${id} cancelled.` : "")
-                        paged.reload()
-                      }}
-                      onFinished={setStatus}
-                    />
-                  ))}
-                </tbody>
-              </table>
-            </TableScroll>
+            <ListTable
+              label="Executions, newest first"
+              columns={["Execution", "Tool", "Status", "User", "Created", "Latency"]}
+              actions
+            >
+              {executions.map((execution) => (
+                <ExecutionRow
+                  key={execution.executionId}
+                  client={client}
+                  execution={execution}
+                  filters={filters}
+                  onDone={(id, done) => {
+                    setStatus(done ? `${id} cancelled.` : "")
+                    paged.reload()
+                  }}
+                  onFinished={setStatus}
+                />
+              ))}
+            </ListTable>
           )}
         </ListState>
       </section>

@@ -11,8 +11,8 @@ import { PAGE_SIZE, usePaged, useResource } from "../data.ts"
 import { Button } from "../ui/Button.tsx"
 import { dropErrorOnEdit, ErrorNotice, Loading, PinnedNotice } from "../ui/Feedback.tsx"
 import { ListState } from "../ui/ListState.tsx"
+import { ListTable } from "../ui/ListTable.tsx"
 import { formatSize } from "../ui/Size.ts"
-import { TableScroll } from "../ui/TableScroll.tsx"
 import { Time } from "../ui/Time.tsx"
 import { Upload } from "./Upload.tsx"
 
@@ -90,49 +90,38 @@ const FileList = ({ client, refresh }: { readonly client: Client; readonly refre
       </div>
       <ListState paged={paged} what="files" empty="No staged files. Uploaded files appear here until they expire.">
         {(files) => (
-          <TableScroll label="Staged files, newest first">
-            <table>
-              <caption class="visually-hidden">Staged files, newest first</caption>
-              <thead>
+          <ListTable
+            label="Staged files, newest first"
+            columns={["Name", "File id", "MIME type", "Size", "Expires"]}
+            actions
+          >
+            {files.map((file) => (
+              <Fragment key={file.fileId}>
                 <tr>
-                  <th scope="col">Name</th>
-                  <th scope="col">File id</th>
-                  <th scope="col">MIME type</th>
-                  <th scope="col">Size</th>
-                  <th scope="col">Expires</th>
-                  <th scope="col"><span class="visually-hidden">Actions</span></th>
+                  <td class="file-name">{file.name}</td>
+                  <td><code>{file.fileId}</code></td>
+                  <td>{file.mimeType}</td>
+                  <td>{formatSize(file.size)}</td>
+                  <td><Time iso={file.expiresAt} /></td>
+                  <td>
+                    <button
+                      type="button"
+                      aria-expanded={selected === file.fileId}
+                      aria-label={`Metadata of ${file.name}`}
+                      onClick={() => setSelected(selected === file.fileId ? undefined : file.fileId)}
+                    >
+                      Metadata
+                    </button>
+                  </td>
                 </tr>
-              </thead>
-              <tbody>
-                {files.map((file) => (
-                  <Fragment key={file.fileId}>
-                    <tr>
-                      <td class="file-name">{file.name}</td>
-                      <td><code>{file.fileId}</code></td>
-                      <td>{file.mimeType}</td>
-                      <td>{formatSize(file.size)}</td>
-                      <td><Time iso={file.expiresAt} /></td>
-                      <td>
-                        <button
-                          type="button"
-                          aria-expanded={selected === file.fileId}
-                          aria-label={`Metadata of ${file.name}`}
-                          onClick={() => setSelected(selected === file.fileId ? undefined : file.fileId)}
-                        >
-                          Metadata
-                        </button>
-                      </td>
-                    </tr>
-                    {selected === file.fileId ? (
-                      <tr>
-                        <td colSpan={6}><FreshMetadata client={client} fileId={file.fileId} /></td>
-                      </tr>
-                    ) : null}
-                  </Fragment>
-                ))}
-              </tbody>
-            </table>
-          </TableScroll>
+                {selected === file.fileId ? (
+                  <tr>
+                    <td colSpan={6}><FreshMetadata client={client} fileId={file.fileId} /></td>
+                  </tr>
+                ) : null}
+              </Fragment>
+            ))}
+          </ListTable>
         )}
       </ListState>
     </section>

@@ -17,8 +17,8 @@ import { dropErrorOnEdit, ErrorNotice } from "../ui/Feedback.tsx"
 import { whenReplacing } from "../ui/LeaveGuard.tsx"
 import { Link } from "../ui/Link.tsx"
 import { ListState } from "../ui/ListState.tsx"
+import { ListTable } from "../ui/ListTable.tsx"
 import { SecretOnce } from "../ui/SecretOnce.tsx"
-import { TableScroll } from "../ui/TableScroll.tsx"
 import { Time } from "../ui/Time.tsx"
 import { FilterForm } from "./FilterForm.tsx"
 
@@ -330,44 +330,31 @@ export const Subscriptions = ({ client, me }: { readonly client: Client; readonl
         </div>
         <ListState paged={paged} what="subscriptions" empty="No trigger subscriptions yet.">
           {(subscriptions) => (
-            <TableScroll label="Trigger subscriptions, newest first">
-              <table>
-                <caption class="visually-hidden">Trigger subscriptions, newest first</caption>
-                <thead>
-                  <tr>
-                    <th scope="col">Subscription</th>
-                    <th scope="col">Trigger</th>
-                    <th scope="col">User</th>
-                    <th scope="col">Endpoints</th>
-                    <th scope="col">Filters</th>
-                    <th scope="col">Status</th>
-                    <th scope="col">Created</th>
-                    <th scope="col"><span class="visually-hidden">Actions</span></th>
-                  </tr>
-                </thead>
-                <tbody>
-                  {subscriptions.map((subscription) => (
-                    <Row
-                      key={subscription.subscriptionId}
-                      client={client}
-                      subscription={subscription}
-                      onIngestUrl={(id, url) => {
-                        setStatus("")
-                        setShown({ subscriptionId: id, title: `Ingest URL of ${id} rotated`, url })
-                      }}
-                      onDeleted={(id) => {
-                        // The row goes, its buttons with it: the focus moves to the list's heading.
-                        heading.current?.focus()
-                        setStatus(`Subscription ${id} deleted.`)
-                      // Its ingest URL, if shown, no longer works: it goes too.
-                      setShown((current) => (current?.subscriptionId === id ? undefined : current))
-                        setRefresh((n) => n + 1)
-                      }}
-                    />
-                  ))}
-                </tbody>
-              </table>
-            </TableScroll>
+            <ListTable
+              label="Trigger subscriptions, newest first"
+              columns={["Subscription", "Trigger", "User", "Endpoints", "Filters", "Status", "Created"]}
+              actions
+            >
+              {subscriptions.map((subscription) => (
+                <Row
+                  key={subscription.subscriptionId}
+                  client={client}
+                  subscription={subscription}
+                  onIngestUrl={(id, url) => {
+                    setStatus("")
+                    setShown({ subscriptionId: id, title: `Ingest URL of ${id} rotated`, url })
+                  }}
+                  onDeleted={(id) => {
+                    // The row goes, its buttons with it: the focus moves to the list's heading.
+                    heading.current?.focus()
+                    setStatus(`Subscription ${id} deleted.`)
+                    // Its ingest URL, if shown, no longer works: it goes too.
+                    setShown((current) => (current?.subscriptionId === id ? undefined : current))
+                    setRefresh((n) => n + 1)
+                  }}
+                />
+              ))}
+            </ListTable>
           )}
         </ListState>
       </section>

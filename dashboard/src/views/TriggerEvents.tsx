@@ -13,8 +13,8 @@ import { Button } from "../ui/Button.tsx"
 import { Link } from "../ui/Link.tsx"
 import { PinnedNotice } from "../ui/Feedback.tsx"
 import { ListState } from "../ui/ListState.tsx"
+import { ListTable } from "../ui/ListTable.tsx"
 import { Refreshing } from "../ui/Refreshing.tsx"
-import { TableScroll } from "../ui/TableScroll.tsx"
 import { Time } from "../ui/Time.tsx"
 
 const MOVING: ReadonlySet<string> = new Set(["selecting", "pending", "delivering"])
@@ -124,22 +124,12 @@ const History = (
       <Refreshing polling={polling} while="deliveries are in progress" />
       <ListState paged={paged} what="trigger events" empty="No trigger events match.">
         {(events) => (
-          <TableScroll label="Trigger events, newest first">
-            <table>
-              <caption class="visually-hidden">Trigger events, newest first</caption>
-              <thead>
-                <tr>
-                  <th scope="col">Received</th>
-                  <th scope="col">Trigger</th>
-                  <th scope="col">Dedup</th>
-                  <th scope="col">Delivery</th>
-                  <th scope="col">Targets</th>
-                  <th scope="col">Event and subscription</th>
-                </tr>
-              </thead>
-              <tbody>{events.map((event) => <EventRow key={event.arrivalId} event={event} />)}</tbody>
-            </table>
-          </TableScroll>
+          <ListTable
+            label="Trigger events, newest first"
+            columns={["Received", "Trigger", "Dedup", "Delivery", "Targets", "Event and subscription"]}
+          >
+            {events.map((event) => <EventRow key={event.arrivalId} event={event} />)}
+          </ListTable>
         )}
       </ListState>
     </section>

@@ -11,8 +11,8 @@ import { dropErrorOnEdit, ErrorNotice, PinnedNotice } from "../ui/Feedback.tsx"
 import { Link } from "../ui/Link.tsx"
 import { whenReplacing } from "../ui/LeaveGuard.tsx"
 import { ListState } from "../ui/ListState.tsx"
+import { ListTable } from "../ui/ListTable.tsx"
 import { SecretOnce } from "../ui/SecretOnce.tsx"
-import { TableScroll } from "../ui/TableScroll.tsx"
 import { Time } from "../ui/Time.tsx"
 import { EventPicker } from "./EventPicker.tsx"
 
@@ -108,34 +108,23 @@ const Endpoints = ({ client }: { readonly client: Client }) => {
         </div>
         <ListState paged={paged} what="endpoints" empty="No webhook endpoints yet.">
           {(endpoints) => (
-            <TableScroll label="Webhook endpoints">
-              <table>
-                <caption class="visually-hidden">Webhook endpoints</caption>
-                <thead>
-                  <tr>
-                    <th scope="col">URL</th>
-                    <th scope="col">Events</th>
-                    <th scope="col">Active</th>
-                    <th scope="col">Secret prefix</th>
-                    <th scope="col">Created</th>
-                  </tr>
-                </thead>
-                <tbody>
-                  {endpoints.map((endpoint) => (
-                    <tr key={endpoint.endpointId}>
-                      <td class="url">
-                        <Link to={{ view: "webhook", endpointId: endpoint.endpointId }}>{endpoint.url}</Link>
-                        <div class="muted"><code>{endpoint.endpointId}</code></div>
-                      </td>
-                      <td>{endpoint.events.join(", ")}</td>
-                      <td>{endpoint.active ? "yes" : "no"}</td>
-                      <td><code>{endpoint.secretPrefix}</code>…</td>
-                      <td><Time iso={endpoint.createdAt} /></td>
-                    </tr>
-                  ))}
-                </tbody>
-              </table>
-            </TableScroll>
+            <ListTable
+              label="Webhook endpoints"
+              columns={["URL", "Events", "Active", "Secret prefix", "Created"]}
+            >
+              {endpoints.map((endpoint) => (
+                <tr key={endpoint.endpointId}>
+                  <td class="url">
+                    <Link to={{ view: "webhook", endpointId: endpoint.endpointId }}>{endpoint.url}</Link>
+                    <div class="muted"><code>{endpoint.endpointId}</code></div>
+                  </td>
+                  <td>{endpoint.events.join(", ")}</td>
+                  <td>{endpoint.active ? "yes" : "no"}</td>
+                  <td><code>{endpoint.secretPrefix}</code>…</td>
+                  <td><Time iso={endpoint.createdAt} /></td>
+                </tr>
+              ))}
+            </ListTable>
           )}
         </ListState>
       </section>
