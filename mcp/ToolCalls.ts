@@ -141,7 +141,6 @@ export const makeToolCalls = (deps: {
   const run = Effect.fnUntraced(function*(tool: ToolDefinition, input: unknown, request: CallRequest, meta: CallMeta) {
     const user = callUser(request.session.userId, request.headerUserId, meta[USER_META], request.session.pinnedUserId)
     if (!("userId" in user)) return yield* fail(toNormalized(user))
-    yield* takeExecuteTokens(request.session.projectId)
     const command: ExecuteCommand = {
       projectId: request.session.projectId,
       userId: user.userId,
@@ -195,15 +194,18 @@ export const makeToolCalls = (deps: {
       return { result: yield* search(request) }
     }
     const found = yield* target(request)
-    if ("problem" in found) return yield* refused(request, found.problem)
-    if (tasksOn && found.via === undefined && found.tool.asyncByNature && request.task === undefined) {
+    if (!("problem" in found) && tasksOn && found.via === undefined && found.tool.asyncByNature && request.task === undefined) {
       return yield* new RpcFailure({ code: -32601, message: `${found.tool.name} runs only as a task (taskSupport: required).` })
     }
-    const meta = yield* Effect.result(decodeMeta(request.meta))
-    if (meta._tag === "Failure") return yield* refused(request, meta.failure)
-    return yield* run(found.tool, found.input, request, meta.success).pipe(
-      Effect.catch((error: NormalizedError) => refused(request, error))
-    )
+    // A call of a catalog tool or of service.execute_tool is an execution request (decisions 7):
+    // it takes an execute token before its arguments, user or _meta are judged, as
+    // POST /v1/execute does before its body.
+    return yield* Effect.gen(function*() {
+      yield* takeExecuteTokens(request.session.projectId)
+      if ("problem" in found) return yield* fail(found.problem)
+      const meta = yield* decodeMeta(request.meta)
+      return yield* run(found.tool, found.input, request, meta)
+    }).pipe(Effect.catch((error: NormalizedError) => refused(request, error)))
   })
 
   /**

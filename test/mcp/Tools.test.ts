@@ -376,6 +376,30 @@ describe("the execute rate limit over MCP", () => {
   })
 })
 
+describe("the execute token of a call that is refused", () => {
+  let gw: GatewayUnderTest
+  beforeAll(async () => {
+    gw = await startGateway({ SERVICE_RATE_LIMIT_EXECUTE_BURST: "3", SERVICE_RATE_LIMIT_EXECUTE_PER_MINUTE: "1" })
+  })
+  afterAll(() => gw.close())
+
+  it("takes one for service.execute_tool naming an unknown tool or with bad arguments, and for a call with no user, as POST /v1/execute does", async () => {
+    const withUser = await connect(gw.url, { headers: USER })
+    const unknown = await withUser.client.callTool({ name: "service.execute_tool", arguments: { name: "nope.nope", input: {} } }) as Result
+    expect(errorOf(unknown)?.code).toBe("invalid_input")
+    const misnamed = await withUser.client.callTool({ name: "service.execute_tool", arguments: { nam: "demo.echo" } }) as Result
+    expect(errorOf(misnamed)?.code).toBe("invalid_input")
+    const noUser = await connect(gw.url)
+    const anonymous = await noUser.client.callTool({ name: "demo.echo", arguments: {} }) as Result
+    expect(errorOf(anonymous)?.code).toBe("invalid_input")
+    // Three execution requests took the bucket's three tokens: the next is refused.
+    const next = await withUser.client.callTool({ name: "demo.echo", arguments: {} }) as Result
+    expect(errorOf(next)).toMatchObject({ code: "rate_limited", retryable: true })
+    await withUser.close()
+    await noUser.close()
+  })
+})
+
 describe("the daily execution quota over MCP", () => {
   let gw: GatewayUnderTest
   beforeAll(async () => {
