@@ -43,12 +43,18 @@ export const parseJson = <T, E>(schema: Schema.Codec<T, E>, bytes: Uint8Array): 
   Schema.decodeUnknownOption(Schema.fromJsonString(schema))(utf8(bytes))
 
 /** Retry-After in whole seconds: delta-seconds or an HTTP date relative to `nowMs`. */
+/**
+ * The longest wait passed on from a provider's `Retry-After` (a day, the longest window our own
+ * quota has): a larger one, up to numbers past what an integer holds, is told as this.
+ */
+export const MAX_RETRY_AFTER_SECONDS = 86_400
+
 export const retryAfterSeconds = (header: string | undefined, nowMs: number): number | undefined => {
   if (header === undefined) return undefined
   const trimmed = header.trim()
-  if (/^\d+$/.test(trimmed)) return Number(trimmed)
+  if (/^\d+$/.test(trimmed)) return Math.min(Number(trimmed), MAX_RETRY_AFTER_SECONDS)
   const date = Date.parse(trimmed)
-  return Number.isNaN(date) ? undefined : Math.max(0, Math.ceil((date - nowMs) / 1000))
+  return Number.isNaN(date) ? undefined : Math.min(Math.max(0, Math.ceil((date - nowMs) / 1000)), MAX_RETRY_AFTER_SECONDS)
 }
 
 /** Transport failures of a provider call: the provider is unreachable, or we gave up waiting. */

@@ -3,6 +3,7 @@ import { Effect } from "effect"
 import { MAX_RESPONSE_BODY_BYTES } from "../../../domain/catalog/Http.ts"
 import { OutboundHttp } from "../../../infra/outbound/OutboundHttp.ts"
 import { makeHttpAdapter } from "../../../infra/providers/HttpAdapter.ts"
+import { MAX_RETRY_AFTER_SECONDS } from "../../../infra/providers/Support.ts"
 import { MAX_OUTPUT_CHARS, unstorable } from "../../../domain/Storable.ts"
 import { adapterContext } from "../support/AdapterContext.ts"
 import { closedPort, startServer } from "../support/LocalServer.ts"
@@ -56,7 +57,7 @@ describe("http.request", () => {
     Effect.gen(function*() {
       const server = yield* startServer((req, res) => {
         const [status, retryAfter] = req.path.slice(1).split("/")
-        res.writeHead(Number(status), retryAfter === undefined ? {} : { "retry-after": retryAfter })
+        res.writeHead(Number(status), retryAfter === undefined ? {} : { "retry-after": decodeURIComponent(retryAfter) })
         res.end("busy")
       })
       const adapter = yield* adapterWith(true)
@@ -70,6 +71,12 @@ describe("http.request", () => {
       const unknown = yield* Effect.flip(adapter.run({ method: "GET", url: `${server.url}/429` }, context))
       assert.strictEqual(unknown.code, "rate_limited")
       assert.isUndefined((unknown as { retryAfter?: number }).retryAfter)
+      // A wait past what an integer holds, or decades away, is told as the longest wait we pass
+      // on (a day), not a crash of the adapter or a retryAfter of 73 years.
+      for (const far of ["9007199254740993", "99999999999999999999", encodeURIComponent("Wed, 21 Oct 2099 07:28:00 GMT")]) {
+        const capped = yield* Effect.flip(adapter.run({ method: "GET", url: `${server.url}/429/${far}` }, context))
+        assert.deepInclude(capped, { code: "rate_limited", retryAfter: MAX_RETRY_AFTER_SECONDS }, far)
+      }
     }))
 
   // The whole output must fit the execution's cap on outputs (MAX_OUTPUT_CHARS of JSON), or the
