@@ -10,7 +10,7 @@ import { fileURLToPath } from "node:url"
 import { afterAll, describe, expect, it } from "vitest"
 import { makeKeyRing } from "../../infra/access/Secrets.ts"
 import { createTestDatabase, dropTestDatabase, postgresAvailable, runSql, TEST_DATABASE_URL } from "../support/Database.ts"
-import { runCli, startCli } from "../support/Cli.ts"
+import { runCli, startCli, stopWhileLoading } from "../support/Cli.ts"
 import { freePort } from "../support/Ports.ts"
 import { startProcess } from "../support/Service.ts"
 
@@ -163,12 +163,7 @@ describe.skipIf(!postgresAvailable)("start-up failures on Postgres", () => {
   // the signal ended the process with 143 and no line (outside audit).
   it("SIGTERM while the program is still loading: exit 0 and a line saying so", async () => {
     // Without the compile cache the program loads for a good half second: the signal lands in it.
-    const child = startCli(["serve"], { SERVICE_PORT: String(await freePort()), SERVICE_HOST: "127.0.0.1", NODE_DISABLE_COMPILE_CACHE: "1" })
-    // Past Node's own bootstrap (no program can answer a signal before its first line runs),
-    // well before the command line is loaded.
-    await new Promise((resolve) => setTimeout(resolve, 150))
-    child.process.kill("SIGTERM")
-    const run = await child.finished
+    const run = await stopWhileLoading(["serve"], { SERVICE_PORT: String(await freePort()), SERVICE_HOST: "127.0.0.1" }, "SIGTERM")
     expect(run.code).toBe(0)
     // Its own line if the signal is handled while loading; the runtime's if it is handled once
     // the runtime's handlers are in (a signal waits for the event loop's next turn).
@@ -215,11 +210,24 @@ describe.skipIf(!postgresAvailable)("start-up failures on Postgres", () => {
       }
     }, 30_000)
 
+    // Outside audit: a flag's value before the subcommand (`events --log-level info tail`) was
+    // taken for the subcommand, so a stopped tail exited 130 as "events info".
+    it("events tail with --log-level before its subcommand, stopped while it waits: exit 0, as events tail", async () => {
+      const database = await silentDatabase()
+      try {
+        const child = startCli(["events", "--log-level", "info", "tail"], env(database.url))
+        await new Promise((resolve) => setTimeout(resolve, 2_500))
+        child.process.kill("SIGINT")
+        const run = await child.finished
+        expect(run.stderr).not.toContain("interrupted")
+        expect(run.code).toBe(0)
+      } finally {
+        await database.close()
+      }
+    }, 30_000)
+
     it("migrate, stopped while the program is still loading: not 0 either", async () => {
-      const child = startCli(["migrate"], { ...env("postgres://postgres@127.0.0.1:1/nowhere"), NODE_DISABLE_COMPILE_CACHE: "1" })
-      await new Promise((resolve) => setTimeout(resolve, 150))
-      child.process.kill("SIGINT")
-      const run = await child.finished
+      const run = await stopWhileLoading(["migrate"], env("postgres://postgres@127.0.0.1:1/nowhere"), "SIGINT")
       expect(run.code).toBe(130)
       expect(run.stderr).toContain("interrupted (SIGINT)")
     })

@@ -40,3 +40,25 @@ export const startCli = (args: ReadonlyArray<string>, env: Readonly<Record<strin
 /** Runs a command to completion. */
 export const runCli = (args: ReadonlyArray<string>, env: Readonly<Record<string, string>> = {}): Promise<CliRun> =>
   startCli(args, env).finished
+
+/**
+ * Starts a command and sends it `signal` while it is still loading: after Node's own bootstrap
+ * (before it, Node's default ends the process with no status and no word, since no program line
+ * has run), well before the command line is loaded. That bootstrap takes longer on a loaded
+ * machine, so a start that the signal ended that early is tried again, a little later each time.
+ */
+export const stopWhileLoading = async (
+  args: ReadonlyArray<string>,
+  env: Readonly<Record<string, string>>,
+  signal: "SIGINT" | "SIGTERM"
+): Promise<CliRun> => {
+  let run: CliRun | undefined
+  for (const delayMs of [150, 250, 400, 600]) {
+    const child = startCli(args, { ...env, NODE_DISABLE_COMPILE_CACHE: "1" })
+    await new Promise((resolve) => setTimeout(resolve, delayMs))
+    child.process.kill(signal)
+    run = await child.finished
+    if (run.code !== null) return run
+  }
+  return run!
+}
