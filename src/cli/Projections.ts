@@ -52,7 +52,8 @@ const replay = Command.make(
         const chosen = wanted === undefined ? all : all.filter((p) => p.name === wanted)
         for (const projection of chosen) {
           const count = yield* replayProjection(projection, (progress) => bar(projection.name, progress)).pipe(
-            // Stopped (Ctrl-C): say which one, and end as an interrupted command does (130).
+            // Stopped (Ctrl-C, SIGTERM): say which one; the exit code set marks that it was said,
+            // and the command line ends as an interrupted command does (130 or 143, cli/Root.ts).
             Effect.onInterrupt(() =>
               Effect.sync(() => {
                 process.stderr.write(`\ninterrupted: ${projection.name} keeps its tables as they were (those listed as rebuilt above are in place)\n`)

@@ -17,7 +17,7 @@ import { keys } from "./Keys.ts"
 import { migrate } from "./Migrate.ts"
 import { projections } from "./Projections.ts"
 import { secrets } from "./Secrets.ts"
-import { cutShort } from "./Stopping.ts"
+import { cutShort, stopStatus } from "./Stopping.ts"
 import { reportingConfig } from "./Shared.ts"
 import { reportingStartup } from "./StartupFailure.ts"
 
@@ -49,14 +49,16 @@ process.on("SIGTERM", noteSignal)
 /**
  * A stop asked for by a signal is a clean end (exit 0) for `serve` and `events tail`; any other
  * command was cut short before its work was done (cli/Stopping.ts): a line on stderr and
- * 128 + the signal's number, unless the command said more itself (`projections replay` names
- * the projection it stopped in and sets 130).
+ * 128 + the signal's number. A command may say more itself (`projections replay` names the
+ * projection it stopped in, and marks that it did by setting an exit code): then only the
+ * status is added.
  */
 const teardown: Runtime.Teardown = (exit, onExit) => {
   process.off("SIGINT", noteSignal)
   process.off("SIGTERM", noteSignal)
   if (!Exit.isFailure(exit) || !Cause.hasInterruptsOnly(exit.cause)) return Runtime.defaultTeardown(exit, onExit)
-  if (typeof process.exitCode === "number") return onExit(process.exitCode)
+  // The command said where it stopped itself (it set an exit code): only the status is left.
+  if (typeof process.exitCode === "number") return onExit(stopStatus(stopSignal ?? "SIGINT"))
   return onExit(cutShort(stopSignal ?? "SIGINT") ?? 0)
 }
 

@@ -38,6 +38,9 @@ const endsCleanlyOnSignal = (argv: ReadonlyArray<string>): boolean => {
   return command === undefined || command === "serve" || command === "events tail"
 }
 
+/** The exit status of a command a signal cut short: 128 + the signal's number. */
+export const stopStatus = (signal: NodeJS.Signals): number => (signal === "SIGINT" ? 130 : 143)
+
 /**
  * For a command line (the arguments after the script) stopped by `signal`: undefined when that
  * is its clean end; otherwise the line saying it was cut short and the exit status.
@@ -50,7 +53,7 @@ export const stopVerdict = (
     ? undefined
     : {
       line: `interrupted (${signal}): ${commandOf(argv) ?? "the command"} stopped before it finished\n`,
-      status: signal === "SIGINT" ? 130 : 143
+      status: stopStatus(signal)
     }
 
 /**

@@ -344,6 +344,33 @@ describe.skipIf(!postgresAvailable)("command line on Postgres", () => {
     }
   })
 
+  // Outside audit: a replay stopped by SIGTERM (a service manager's stop) exited 130, as for
+  // Ctrl-C: the replay set that status itself, whatever the signal.
+  it("projections replay stopped by SIGTERM mid-replay says where it stopped and exits 143", async () => {
+    const fresh = await createTestDatabase("cli_replay_stop")
+    const settings = { ...env, SERVICE_DATABASE_URL: fresh }
+    try {
+      expect((await cli(["migrate"], settings)).code).toBe(0)
+      // Enough of a log that the replay is still reading it when the signal comes.
+      await runSql(fresh, `INSERT INTO events (stream_id, stream_version, event_id, event_type, schema_version, data)
+        SELECT 'bulk', g, 'evt_bulk_' || g, 'Counted', 1, '{"n":1}' FROM generate_series(1, 400000) g`)
+      const child = startCli(["projections", "replay"], settings)
+      // The replay has begun once its fresh tables exist.
+      const deadline = Date.now() + 20_000
+      while (Date.now() < deadline) {
+        const filling = await runSql<{ n: bigint }>(fresh, "SELECT count(*) AS n FROM pg_tables WHERE tablename LIKE 'v\\_%\\_\\_r%'")
+        if (Number(filling[0]!.n) > 0) break
+        await new Promise((resolve) => setTimeout(resolve, 20))
+      }
+      child.process.kill("SIGTERM")
+      const run = await child.finished
+      expect(run.stderr).toMatch(/interrupted: \S+ keeps its tables as they were/)
+      expect(run.code).toBe(143)
+    } finally {
+      await dropTestDatabase(fresh)
+    }
+  }, 60_000)
+
   /** Appends three events to a stream of its own; their recorded forms. */
   const appendThree = (streamId: string, streamType = "cli_test") =>
     Effect.runPromise(
