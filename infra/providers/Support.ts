@@ -53,6 +53,9 @@ export const retryAfterSeconds = (header: string | undefined, nowMs: number): nu
   if (header === undefined) return undefined
   const trimmed = header.trim()
   if (/^\d+$/.test(trimmed)) return Math.min(Number(trimmed), MAX_RETRY_AFTER_SECONDS)
+  // Otherwise an HTTP date, whose three forms all open with the day's name (RFC 9110 5.6.7):
+  // anything else ("1.5", "-5") is no known wait, not whatever date Date.parse makes of it.
+  if (!/^(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun)/i.test(trimmed)) return undefined
   const date = Date.parse(trimmed)
   return Number.isNaN(date) ? undefined : Math.min(Math.max(0, Math.ceil((date - nowMs) / 1000)), MAX_RETRY_AFTER_SECONDS)
 }

@@ -77,6 +77,12 @@ describe("http.request", () => {
         const capped = yield* Effect.flip(adapter.run({ method: "GET", url: `${server.url}/429/${far}` }, context))
         assert.deepInclude(capped, { code: "rate_limited", retryAfter: MAX_RETRY_AFTER_SECONDS }, far)
       }
+      // Neither whole seconds nor an HTTP date: no known wait (they were read as dates, 0 s).
+      for (const odd of ["1.5", "-5", "12abc", "tomorrow"]) {
+        const unusable = yield* Effect.flip(adapter.run({ method: "GET", url: `${server.url}/429/${odd}` }, context))
+        assert.strictEqual(unusable.code, "rate_limited", odd)
+        assert.isUndefined((unusable as { retryAfter?: number }).retryAfter, odd)
+      }
     }))
 
   // The whole output must fit the execution's cap on outputs (MAX_OUTPUT_CHARS of JSON), or the
