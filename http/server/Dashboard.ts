@@ -18,7 +18,8 @@ import { Effect } from "effect"
 import { type HttpServerRequest, type HttpServerResponse, HttpServerResponse as Response } from "effect/http"
 import { readFile, stat } from "node:fs/promises"
 import { fileURLToPath } from "node:url"
-import { methodNotAllowed } from "./Envelope.ts"
+import { normalized } from "../../domain/Errors.ts"
+import { EdgeFailure, methodNotAllowed } from "./Envelope.ts"
 
 export const DASHBOARD_ROOT = fileURLToPath(new URL("../../dashboard/dist/", import.meta.url))
 
@@ -85,8 +86,14 @@ const answer = (status: number, body: Uint8Array | string, headers: Record<strin
     : Response.uint8Array(bytes, { status, headers: all, contentType: all["content-type"] ?? "text/plain; charset=utf-8" })
 }
 
-const plain = (status: number, message: string, head: boolean, extra: Record<string, string> = {}) =>
-  answer(status, message, { "content-type": "text/plain; charset=utf-8", "cache-control": "no-store", ...extra }, head)
+/** An error in the envelope every route answers with (decisions.md section 2), its requestId in it. */
+const failed = (failure: EdgeFailure, requestId: string, head: boolean) =>
+  answer(
+    failure.status,
+    JSON.stringify({ error: failure.error, requestId }),
+    { "content-type": "application/json", "cache-control": "no-store", ...failure.headers },
+    head
+  )
 
 /** One file from the build, in the chosen encoding when a precompressed copy exists. */
 const sendFile = async (file: string, cacheControl: string, acceptEncoding: string | undefined, head: boolean) => {
@@ -104,28 +111,27 @@ const sendFile = async (file: string, cacheControl: string, acceptEncoding: stri
   return answer(200, body, headers, head)
 }
 
-const notBuilt = (head: boolean) =>
-  plain(503, "The dashboard is not built: run `npm run build:dashboard` (npm start and npm test do it).", head)
+const missing = (message: string) => new EdgeFailure(404, normalized("not_found", message))
 
-/** A wrong method: 405 in the envelope every route answers with (decisions.md section 2). */
-const wrongMethod = (requestId: string) => {
-  const failure = methodNotAllowed(["GET", "HEAD"])
-  const body = JSON.stringify({ error: failure.error, requestId })
-  return answer(failure.status, body, { "content-type": "application/json", "cache-control": "no-store", ...failure.headers }, false)
-}
+const notBuilt = new EdgeFailure(
+  503,
+  normalized("provider_unavailable", "The dashboard is not built: run `npm run build:dashboard` (npm start and npm test do it).")
+)
 
 const serve = async (request: HttpServerRequest.HttpServerRequest, path: string, requestId: string): Promise<HttpServerResponse.HttpServerResponse> => {
   const head = request.method === "HEAD"
-  if (request.method !== "GET" && !head) return wrongMethod(requestId)
+  // A wrong method: 405 with the methods it takes.
+  if (request.method !== "GET" && !head) return failed(methodNotAllowed(["GET", "HEAD"]), requestId, false)
   const acceptEncoding = request.headers["accept-encoding"]
   if (path.startsWith("/dashboard/assets/")) {
     const name = path.slice("/dashboard/assets/".length)
     const file = ASSET_NAME.test(name) ? await sendFile(DASHBOARD_ROOT + "assets/" + name, IMMUTABLE, acceptEncoding, head) : undefined
-    return file ?? plain(404, "No such dashboard file.", head)
+    return file ?? failed(missing("No such dashboard file."), requestId, head)
   }
   const index = await sendFile(DASHBOARD_ROOT + "index.html", "no-cache", acceptEncoding, head)
   if (index !== undefined) return index
-  return (await stat(DASHBOARD_ROOT).catch(() => undefined)) === undefined ? notBuilt(head) : plain(404, "No index.html in the dashboard build.", head)
+  const built = (await stat(DASHBOARD_ROOT).catch(() => undefined)) !== undefined
+  return failed(built ? missing("No index.html in the dashboard build.") : notBuilt, requestId, head)
 }
 
 /** Answers every request whose path is a dashboard path; the edge adds the request id header. */

@@ -104,7 +104,14 @@ describe("the dashboard's files", () => {
       const response = await service.fetch(path, { key: null })
       expect(response.status, path).toBe(404)
       expectSecurityHeaders(response)
-      expect(await response.text()).not.toContain("inputsDigest")
+      // Outside audit: these were plain text; every error is the envelope with its requestId.
+      expect(response.headers.get("content-type"), path).toMatch(/^application\/json/)
+      const body = await response.text()
+      expect(body).not.toContain("inputsDigest")
+      expect(JSON.parse(body), path).toEqual({
+        error: { code: "not_found", message: "No such dashboard file.", retryable: false },
+        requestId: response.headers.get("request-id")
+      })
     }
     // fetch resolves `..` itself: that is /dashboard/build.json, a client route, so index.html.
     const dotted = await service.fetch("/dashboard/assets/../build.json", { key: null })
