@@ -3,6 +3,7 @@
  * itself (its id, its answer's headers), provided by the edge to everything below it.
  */
 import { Context } from "effect"
+import type { Decision } from "../../infra/access/RateLimiter.ts"
 
 export interface CallerShape {
   readonly keyId: string
@@ -24,6 +25,12 @@ export interface RequestMeta {
   answerHeaders: Readonly<Record<string, string>> | undefined
   /** The key, verified by the edge on the request's headers before its body was read. */
   verifiedKey?: VerifiedKey | undefined
+  /**
+   * The rate limit's decision when the edge has taken the request's token already (a request
+   * with a body takes it before the body is read): the API's rate limit reads it instead of
+   * taking a second one.
+   */
+  tokenTaken?: Decision | undefined
 }
 
 /** A key the edge has verified: what the authentication middleware turns into the `Caller`. */

@@ -240,17 +240,25 @@ export const makeEdge = (options: EdgeOptions) => {
         Effect.catch((failure) => Effect.succeed(refuse(failure)))
       )
     }
-    /** A refusal after the key: it takes the request's token, or is 429 when none is left. */
-    const takeToken = (failure: EdgeFailure, execute: boolean) => {
+    /**
+     * The request's token, once per request (an authenticated request takes one, decisions.md
+     * section 2): the 429 when none is left, else undefined. The API's rate limit then reads the
+     * decision from `meta` instead of taking another.
+     */
+    const takeRequestToken = (execute: boolean): Effect.Effect<EdgeFailure | undefined> => {
       const principal = meta.verifiedKey
-      if (principal === undefined || options.throttle === undefined) return Effect.succeed(failure)
+      if (principal === undefined || options.throttle === undefined || meta.tokenTaken !== undefined) return Effect.succeed(undefined)
       return Effect.map(options.throttle(principal.projectId, execute), (decision) => {
         meta.answerHeaders = { ...meta.answerHeaders, ...rateHeaders(decision) }
+        meta.tokenTaken = decision
         return decision.allowed
-          ? failure
+          ? undefined
           : new EdgeFailure(429, rateLimitedError(decision, execute), { "retry-after": String(decision.retryAfter ?? 1) })
       })
     }
+
+    /** A refusal after the key: it takes the request's token, or is 429 when none is left. */
+    const takeToken = (failure: EdgeFailure, execute: boolean) => Effect.map(takeRequestToken(execute), (limited) => limited ?? failure)
 
     /**
      * A path or method that does not exist is refused without a key; sent with a valid one, it
@@ -320,6 +328,11 @@ export const makeEdge = (options: EdgeOptions) => {
         if (refused !== undefined) return refuseUnread(yield* counted(unsupportedMediaType(refused)))
       }
       if (contentLength !== undefined && Number(contentLength) > limit) return refuseUnread(yield* counted(bodyTooLarge(limit)))
+      // A project past its rate limit is refused before its body is read: a large one (an
+      // upload) would otherwise be read, parsed and decoded, on the loop every project shares,
+      // only to be refused.
+      const limited = yield* takeRequestToken(route.executeBucket.has(method))
+      if (limited !== undefined) return refuseUnread(limited)
       const body = yield* readLimited(request, limit)
       if (body === undefined) return refuse(yield* counted(bodyTooLarge(limit)))
       if (body === null) return refuse(yield* counted(malformedBody()))

@@ -69,7 +69,9 @@ export const RateLimitLive = Layer.effect(
         const caller = Context.getUnsafe(fiber.context, Caller)
         const request = fiber.getRef(CurrentRequest)
         const named = Context.getUnsafe(fiber.context, HttpServerRequest.HttpServerRequest).headers[USER_HEADER]
-        return Effect.flatMap(takeTokens(limiter, caller.projectId, execute), (decision): Effect.Effect<HttpServerResponse.HttpServerResponse, RateLimited | InsufficientScope | InvalidInput | Effect.Error<typeof httpEffect>, Effect.Services<typeof httpEffect>> => {
+        // A request with a body took its token at the edge, before the body was read.
+        const taken = request?.tokenTaken
+        return Effect.flatMap(taken === undefined ? takeTokens(limiter, caller.projectId, execute) : Effect.succeed(taken), (decision): Effect.Effect<HttpServerResponse.HttpServerResponse, RateLimited | InsufficientScope | InvalidInput | Effect.Error<typeof httpEffect>, Effect.Services<typeof httpEffect>> => {
           if (request !== undefined) request.answerHeaders = { ...request.answerHeaders, ...rateHeaders(decision) }
           if (!decision.allowed) {
             const { message, retryAfter } = rateLimitedError(decision, execute)

@@ -5,6 +5,7 @@
  * route that takes no body refuses one that is not JSON (400) or names fields (422), rather than
  * acting on it.
  */
+import { type IncomingHttpHeaders, request as httpRequest } from "node:http"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { KEY, PINNED_KEY, type InProcessService, startService } from "../support/Service.ts"
 
@@ -177,5 +178,54 @@ describe("unknown routes and wrong methods with a key", () => {
       expect(await codeOf(refused)).toBe("rate_limited")
       expect(Number(refused.headers.get("retry-after"))).toBeGreaterThan(0)
     }
+  })
+})
+
+// Outside audit (isolation): a project past its rate limit still had every large body read,
+// parsed and decoded before the 429, so its uploads held the process every project shares.
+// The token is taken on the headers, before a byte of the body is read.
+describe("the rate limit on a request with a body", () => {
+  let service: InProcessService
+  beforeAll(async () => {
+    service = await startService({ SERVICE_RATE_LIMIT_REQUEST_BURST: "3", SERVICE_RATE_LIMIT_REQUESTS_PER_MINUTE: "1" })
+  })
+  afterAll(() => service.close())
+
+  /** Sends the headers of a `declared`-byte upload and its first kilobyte only; the answer it gets. */
+  const partialUpload = (declared: number) =>
+    new Promise<{ status: number; headers: IncomingHttpHeaders; body: string }>((resolve, reject) => {
+      const url = new URL("/v1/files", service.baseUrl)
+      const request = httpRequest(url, {
+        method: "POST",
+        headers: { authorization: `Bearer ${KEY}`, "content-type": "application/json", "content-length": String(declared) }
+      })
+      const timer = setTimeout(() => {
+        request.destroy()
+        reject(new Error("no answer before the body was sent"))
+      }, 5_000)
+      request.on("response", (response) => {
+        let body = ""
+        response.on("data", (chunk: Buffer) => (body += chunk.toString()))
+        response.on("end", () => {
+          clearTimeout(timer)
+          resolve({ status: response.statusCode ?? 0, headers: response.headers, body })
+        })
+      })
+      request.on("error", () => undefined)
+      request.write(`{"name":"big.bin","content":"${"A".repeat(1000)}`)
+    })
+
+  it("takes one token per request, and refuses past the bucket before reading the body", async () => {
+    const first = await service.fetch("/v1/files", { method: "POST", json: { name: "a.txt", content: "aGVsbG8=" } })
+    expect(first.status).toBe(201)
+    expect(first.headers.get("ratelimit-remaining")).toBe("2")
+    const second = await service.fetch("/v1/files", { method: "POST", json: { name: "b.txt", content: "aGVsbG8=" } })
+    expect(second.headers.get("ratelimit-remaining")).toBe("1")
+    expect((await service.fetch("/v1/me")).status).toBe(200)
+    const refused = await partialUpload(20 * 1024 * 1024)
+    expect(refused.status).toBe(429)
+    expect(refused.headers["connection"]).toBe("close")
+    expect(refused.headers["retry-after"]).toMatch(/^\d+$/)
+    expect(JSON.parse(refused.body)).toMatchObject({ error: { code: "rate_limited", retryable: true } })
   })
 })
