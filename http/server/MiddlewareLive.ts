@@ -72,7 +72,8 @@ export const RateLimitLive = Layer.effect(
         // A request with a body took its token at the edge, before the body was read.
         const taken = request?.tokenTaken
         return Effect.flatMap(taken === undefined ? takeTokens(limiter, caller.projectId, execute) : Effect.succeed(taken), (decision): Effect.Effect<HttpServerResponse.HttpServerResponse, RateLimited | InsufficientScope | InvalidInput | Effect.Error<typeof httpEffect>, Effect.Services<typeof httpEffect>> => {
-          if (request !== undefined) request.answerHeaders = { ...request.answerHeaders, ...rateHeaders(decision) }
+          // The edge wrote the headers of the token it took.
+          if (request !== undefined && taken === undefined) request.answerHeaders = { ...request.answerHeaders, ...rateHeaders(decision) }
           if (!decision.allowed) {
             const { message, retryAfter } = rateLimitedError(decision, execute)
             return Effect.fail(new RateLimited({ message, retryAfter: retryAfter ?? 1 }))
