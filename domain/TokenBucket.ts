@@ -65,3 +65,15 @@ export const nextUtcMidnight = (nowMs: number): number => {
   const d = new Date(nowMs)
   return Math.floor(Date.UTC(d.getUTCFullYear(), d.getUTCMonth(), d.getUTCDate() + 1) / 1000)
 }
+
+/** A rate limit's answer to one request: its bucket's (or the daily quota's) state after it. */
+export interface Decision {
+  readonly allowed: boolean
+  /** Burst capacity, or the daily quota when the quota decided. */
+  readonly limit: number
+  readonly remaining: number
+  /** Unix seconds. */
+  readonly resetAt: number
+  /** Whole seconds until a retry can succeed; undefined when unknown (quota denial). */
+  readonly retryAfter: number | undefined
+}

@@ -3,7 +3,7 @@
  * itself (its id, its answer's headers), provided by the edge to everything below it.
  */
 import { Context } from "effect"
-import type { Decision } from "../../infra/access/RateLimiter.ts"
+import type { Decision } from "../../domain/TokenBucket.ts"
 
 export interface CallerShape {
   readonly keyId: string

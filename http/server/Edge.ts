@@ -331,8 +331,14 @@ export const makeEdge = (options: EdgeOptions) => {
       // A project past its rate limit is refused before its body is read: a large one (an
       // upload) would otherwise be read, parsed and decoded, on the loop every project shares,
       // only to be refused.
-      const limited = yield* takeRequestToken(route.executeBucket.has(method))
-      if (limited !== undefined) return refuseUnread(limited)
+      const token = yield* Effect.exit(takeRequestToken(route.executeBucket.has(method)))
+      if (token._tag === "Failure") {
+        // A limiter that meets a failing store is answered like the API's own failures (503),
+        // the body unread.
+        meta.answerHeaders = { ...meta.answerHeaders, connection: "close" }
+        return respond(yield* causeResponse(requestId, token.cause))
+      }
+      if (token.value !== undefined) return refuseUnread(token.value)
       const body = yield* readLimited(request, limit)
       if (body === undefined) return refuse(yield* counted(bodyTooLarge(limit)))
       if (body === null) return refuse(yield* counted(malformedBody()))

@@ -7,21 +7,12 @@
 import { Clock, Context, Deferred, Effect, Exit, Layer } from "effect"
 import { makeBatcher, type Waiting } from "../Batcher.ts"
 import { type RateLimitSettings, rateLimits } from "./AccessSettings.ts"
-import { type BucketPolicy, type BucketState, describe, nextUtcMidnight, take, utcDay } from "../../domain/TokenBucket.ts"
+import { type BucketPolicy, type BucketState, type Decision, describe, nextUtcMidnight, take, utcDay } from "../../domain/TokenBucket.ts"
 import { StoreUnavailable } from "../eventlog/EventStore.ts"
 
 export type BucketKind = "standard" | "execute"
 
-export interface Decision {
-  readonly allowed: boolean
-  /** Burst capacity, or the daily quota when the quota decided. */
-  readonly limit: number
-  readonly remaining: number
-  /** Unix seconds. */
-  readonly resetAt: number
-  /** Whole seconds until a retry can succeed; undefined when unknown (quota denial). */
-  readonly retryAfter: number | undefined
-}
+export type { Decision } from "../../domain/TokenBucket.ts"
 
 export interface RateLimiterShape {
   readonly take: (projectId: string, kind: BucketKind) => Effect.Effect<Decision, StoreUnavailable>
