@@ -88,6 +88,17 @@ const hexValue = (text: string, at: number): number => {
   return /^[0-9a-fA-F]{4}$/.test(digits) ? Number.parseInt(digits, 16) : -1
 }
 
+/** Inside a string, the characters the check must look at; a regular expression skips the rest natively. */
+const STRING_STOP = /["\\\0\ud800-\udfff]/g
+
+/**
+ * Plain characters in a row inside one string before the rest of it is skipped by `STRING_STOP`
+ * instead of read one at a time. Short strings (keys, most values) stay in the loop, which is
+ * cheaper than a regular expression's call; a long one (a staged file's base64 content, 35
+ * million characters) is crossed in a few milliseconds instead of about 150.
+ */
+const LONG_RUN = 32
+
 /**
  * The same check on JSON text, without parsing it: the HTTP edge runs it over every request body
  * (one pass over the characters; the API parses the text afterwards). Text that is not valid JSON
@@ -97,11 +108,13 @@ const hexValue = (text: string, at: number): number => {
 export const unstorableText = (text: string, allowNul = false): Unstorable | undefined => {
   let depth = 0
   let inString = false
+  let run = 0
   for (let i = 0; i < text.length; i++) {
     const code = text.charCodeAt(i)
     if (inString) {
       if (code === QUOTE) inString = false
       else if (code === BACKSLASH) {
+        run = 0
         if (text.charCodeAt(i + 1) !== 0x75) {
           i++
           continue
@@ -121,9 +134,16 @@ export const unstorableText = (text: string, allowNul = false): Unstorable | und
         const next = text.charCodeAt(i + 1)
         if (code <= 0xdbff && next >= 0xdc00 && next <= 0xdfff) i++
         else return "surrogate"
+      } else if (++run === LONG_RUN) {
+        // Land just before the next character to look at (or past the end), for the loop's i++.
+        run = 0
+        STRING_STOP.lastIndex = i + 1
+        i = STRING_STOP.test(text) ? STRING_STOP.lastIndex - 2 : text.length
       }
-    } else if (code === QUOTE) inString = true
-    else if (code === 0x5b || code === 0x7b) {
+    } else if (code === QUOTE) {
+      inString = true
+      run = 0
+    } else if (code === 0x5b || code === 0x7b) {
       if (++depth > MAX_DEPTH) return "depth"
     } else if (code === 0x5d || code === 0x7d) depth--
   }

@@ -46,6 +46,21 @@ describe("storable JSON", () => {
     }), { numRuns: 2_000 })
   })
 
+  it("long strings, which the check on text crosses by runs, are judged like their parsed value", () => {
+    const long = (text: string, at: number) => `${"x".repeat(at)}${text}${"y".repeat(40)}`
+    for (const at of [0, 31, 32, 33, 64, 1000]) {
+      for (const value of [{ a: long("\u0000", at) }, [long("\ud800", at)], [long("\udc00", at)], { a: long("\ud83d\ude00", at) }, [long("\\u0000\"", at)]]) {
+        expect(unstorableText(JSON.stringify(value))).toBe(unstorable(value))
+      }
+      expect(unstorableText(`["${"z".repeat(at)}\\u0000"]`)).toBe("nul")
+      expect(unstorableText(`["${"z".repeat(at)}"${"[".repeat(MAX_DEPTH)}]`)).toBe("depth")
+    }
+    fc.assert(fc.property(fc.nat(200), fc.string({ unit: "binary", maxLength: 80 }), fc.nat(80), (before, text, after) => {
+      const value = { s: `${"b".repeat(before)}${text}${"a".repeat(after)}`, k: [text] }
+      expect(unstorableText(JSON.stringify(value))).toBe(unstorable(value))
+    }), { numRuns: 3_000 })
+  })
+
   it("text with raw control characters or escapes in odd places is judged like its parsed value", () => {
     for (const text of [`"\\\\u0000"`, `["\\ud800\\udc00"]`, `["\\ud800\\u0041"]`, `{"a":"\\u0000"}`, `"\\\\"`]) {
       expect(unstorableText(text)).toBe(unstorable(JSON.parse(text)))
