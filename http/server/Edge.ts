@@ -17,7 +17,7 @@ import { CurrentRequest, type RequestMeta } from "../api/Caller.ts"
 import { endOfTurn } from "./EndOfTurn.ts"
 import { rateHeaders, rateLimitedError } from "../../infra/access/Throttle.ts"
 import type { Decision } from "../../infra/access/RateLimiter.ts"
-import { readLimited, utf8Text, withBody } from "./RequestBody.ts"
+import { LARGE_BODY, readLimited, utf8Text, withBody } from "./RequestBody.ts"
 import { type InFlight, logged, type RequestTrace } from "./RequestLog.ts"
 import type { Gate, Verdict } from "./Gate.ts"
 import {
@@ -342,6 +342,10 @@ export const makeEdge = (options: EdgeOptions) => {
       const body = yield* readLimited(request, limit)
       if (body === undefined) return refuse(yield* counted(bodyTooLarge(limit)))
       if (body === null) return refuse(yield* counted(malformedBody()))
+      // A large body's steps (decoding, the check, then the API's parse) each take milliseconds
+      // on the loop every project shares: other requests are served between them.
+      const large = body.length > LARGE_BODY
+      if (large) yield* Effect.yieldNow
       const decoded = utf8Text(body)
       // A route with its own credential judges the body after it: there, bytes that are not
       // UTF-8 reach the handler as text that is no JSON.
@@ -349,8 +353,10 @@ export const makeEdge = (options: EdgeOptions) => {
       const text = decoded ?? "\uFFFD"
       // What the event log cannot keep is refused here, before it reaches any service (a route
       // with its own credential refuses it itself, once the credential holds).
+      if (large) yield* Effect.yieldNow
       const reason = route.ownCredential ? undefined : unstorableText(text)
       if (reason !== undefined) return refuse(yield* counted(unstorableBody(reason)))
+      if (large) yield* Effect.yieldNow
       if (route.bodiless.has(method)) {
         const unwanted = unwantedBody(text)
         if (unwanted !== undefined) return refuse(yield* counted(unwanted))

@@ -20,6 +20,9 @@ export const FilesHttp = HttpApiBuilder.group(Api, "files", (handlers) =>
     return handlers
       .handle("stage", Effect.fnUntraced(function*({ payload }) {
         const caller = yield* Caller
+        // The content was just parsed and checked, and is decoded next, tens of milliseconds
+        // each for a large file: other requests are served between the two.
+        yield* Effect.yieldNow
         return toMetadata(yield* files.stage({ projectId: caller.projectId, ...payload }))
       }, Effect.catchTag("StoreUnavailable", Effect.die)))
       .handle("list", Effect.fnUntraced(function*({ query }) {

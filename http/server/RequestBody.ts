@@ -5,8 +5,12 @@
  */
 import { Effect, Stream } from "effect"
 import type { HttpServerRequest } from "effect/http"
+import { isAscii } from "node:buffer"
 import { IncomingMessage } from "node:http"
 import { malformedBody } from "./Envelope.ts"
+
+/** A body past this many bytes is handled in steps with other requests served between them. */
+export const LARGE_BODY = 1024 * 1024
 
 /**
  * Reads at most `limit` bytes: the body, `undefined` when it is longer, `null` when the request
@@ -23,10 +27,24 @@ export const readLimited = (request: HttpServerRequest.HttpServerRequest, limit:
     : readStream(request, limit).pipe(Effect.orElseSucceed(() => null))
 }
 
-/** Node's request read directly (the common case): no stream adapter per request. */
+/** The body's declared length when it is a plain number within `limit`, else undefined. */
+const declaredLength = (message: IncomingMessage, limit: number): number | undefined => {
+  const header = message.headers["content-length"]
+  const length = header === undefined || !/^\d{1,15}$/.test(header) ? Number.NaN : Number(header)
+  return Number.isSafeInteger(length) && length <= limit ? length : undefined
+}
+
+/**
+ * Node's request read directly (the common case): no stream adapter per request. A body of
+ * declared length is copied into one buffer chunk by chunk as it arrives, so that a large one (a
+ * 35 MB upload) costs no single copy of tens of milliseconds at its end, on the loop every
+ * project shares.
+ */
 const readIncoming = (message: IncomingMessage, limit: number) =>
   Effect.callback<Buffer | undefined | null>((resume) => {
-    const chunks: Array<Buffer> = []
+    const declared = declaredLength(message, limit)
+    let whole = declared === undefined ? undefined : Buffer.allocUnsafe(declared)
+    let chunks: Array<Buffer> = []
     let size = 0
     const cleanup = () => {
       message.off("data", onData)
@@ -35,15 +53,22 @@ const readIncoming = (message: IncomingMessage, limit: number) =>
       message.off("close", onError)
     }
     const onData = (chunk: Buffer) => {
+      const at = size
       size += chunk.length
-      if (size <= limit) return void chunks.push(chunk)
-      cleanup()
-      message.pause()
-      resume(Effect.succeed(undefined))
+      if (size > limit) {
+        cleanup()
+        message.pause()
+        return resume(Effect.succeed(undefined))
+      }
+      if (whole === undefined) return void chunks.push(chunk)
+      if (size <= whole.length) return void chunk.copy(whole, at)
+      // More than was declared (Node's parser does not let that through): collected instead.
+      chunks = [whole.subarray(0, at), chunk]
+      whole = undefined
     }
     const onEnd = () => {
       cleanup()
-      resume(Effect.succeed(Buffer.concat(chunks, size)))
+      resume(Effect.succeed(whole === undefined ? Buffer.concat(chunks, size) : whole.subarray(0, size)))
     }
     const onError = () => {
       cleanup()
@@ -88,6 +113,9 @@ const strictUtf8 = new TextDecoder("utf-8", { fatal: true })
  * 8.1), so such a body is no JSON, rather than replacement characters in place of its bytes.
  */
 export const utf8Text = (bytes: Uint8Array): string | undefined => {
+  // ASCII (nearly every JSON body; all of an upload's base64) reads as Latin-1 twice as fast as
+  // the decoder reads it, with the same characters.
+  if (isAscii(bytes)) return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString("latin1")
   try {
     return strictUtf8.decode(bytes)
   } catch {
