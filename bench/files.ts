@@ -1,7 +1,10 @@
 /**
  * Upload throughput of POST /v1/files (decoded MiB/s) for 64 KiB and 5 MiB files, next to a raw
  * `node:http` baseline that reads the same JSON bodies, parses them and base64-decodes the
- * content, so the service's overhead reads as a ratio on the same machine in the same run.
+ * content, so the service's overhead reads as a ratio on the same machine in the same run. Then
+ * what a large upload costs everyone else: GET /v1/me every 5 ms beside one connection uploading
+ * 25 MiB files back to back (the probe's latency, as a small request sees the loop the uploads
+ * hold), against the same beside the baseline.
  *
  * Standalone: `node bench/files.ts` starts the service (in memory) and the baseline as child
  * processes and prints the figures. BENCH_SECONDS (default 5) per measurement,
@@ -24,7 +27,7 @@ export interface FileBenchRow {
   readonly scenario: string
   readonly target: string
   readonly throughput: number
-  readonly unit: "MiB/s"
+  readonly unit: "MiB/s" | "req/s"
   readonly p50Ms: number
   readonly p99Ms: number
   readonly requests: number
@@ -100,6 +103,48 @@ const load = async (baseUrl: string, key: string, body: Buffer, connections: num
   return { requests: latencies.length, failures, seconds: elapsed, latencies }
 }
 
+const get = (agent: Agent, url: URL, key: string): Promise<number> =>
+  new Promise((resolve) => {
+    const req = request({ agent, host: url.hostname, port: url.port, path: "/v1/me", headers: { authorization: `Bearer ${key}` } }, (res) => {
+      res.resume()
+      res.on("end", () => resolve(res.statusCode ?? 0))
+    })
+    req.on("error", () => resolve(0))
+    req.end()
+  })
+
+/** The largest upload: 25 MiB decoded, a 35 MB JSON body. */
+const LARGEST = { label: "25 MiB", bytes: 25 * MIB - 1024 }
+
+/** GET /v1/me every 5 ms for `seconds` while one connection uploads `body` back to back. */
+const beside = async (baseUrl: string, key: string, body: Buffer, seconds: number) => {
+  const url = new URL(baseUrl)
+  const agent = new Agent({ keepAlive: true, maxSockets: 2 })
+  const latencies: Array<number> = []
+  let failures = 0
+  let uploads = 0
+  const started = performance.now()
+  const deadline = started + seconds * 1000
+  await Promise.all([
+    (async () => {
+      while (performance.now() < deadline) {
+        if ((await post(agent, url, key, body)) === 201) uploads++
+        else failures++
+      }
+    })(),
+    (async () => {
+      while (performance.now() < deadline) {
+        const t0 = performance.now()
+        if ((await get(agent, url, key)) === 200) latencies.push(performance.now() - t0)
+        else failures++
+        await new Promise((done) => setTimeout(done, 5))
+      }
+    })()
+  ])
+  agent.destroy()
+  return { latencies, failures, uploads, seconds: (performance.now() - started) / 1000 }
+}
+
 const percentile = (sorted: ReadonlyArray<number>, p: number): number =>
   sorted.length === 0 ? 0 : sorted[Math.min(sorted.length - 1, Math.floor(p * sorted.length))] ?? 0
 
@@ -121,6 +166,7 @@ const toRow = (target: string, size: { label: string; bytes: number }, result: L
 /** The baseline server: read the body, JSON.parse, base64-decode the content, answer 201. */
 export const rawDecodingServer = () =>
   createServer((req, res) => {
+    if (req.method === "GET") return void res.writeHead(200, { "content-type": "application/json" }).end(`{"projectId":"raw"}`)
     const chunks: Array<Buffer> = []
     req.on("data", (chunk: Buffer) => chunks.push(chunk))
     req.on("end", () => {
@@ -185,6 +231,22 @@ export const runFilesBench = async (options: {
         rows.push({ ...measured, note: `${(ratio * 100).toFixed(0)}% of raw MiB/s` })
       }
     }
+    const largest = uploadBody(LARGEST.bytes)
+    for (const target of [{ name: "raw node:http (parse + decode)", baseUrl: raw.baseUrl, key: "raw" }, ...options.targets]) {
+      const result = await beside(target.baseUrl, target.key, largest, seconds)
+      const sorted = result.latencies.toSorted((a, b) => a - b)
+      rows.push({
+        scenario: `GET beside ${LARGEST.label} uploads`,
+        target: target.name,
+        throughput: result.latencies.length / result.seconds,
+        unit: "req/s",
+        p50Ms: percentile(sorted, 0.5),
+        p99Ms: percentile(sorted, 0.99),
+        requests: result.latencies.length,
+        failures: result.failures,
+        note: `max ${(sorted[sorted.length - 1] ?? 0).toFixed(0)} ms, ${(result.uploads * LARGEST.bytes / MIB / result.seconds).toFixed(0)} MiB/s uploaded`
+      })
+    }
   } finally {
     await raw.stop()
   }
@@ -194,7 +256,7 @@ export const runFilesBench = async (options: {
 const printRows = (rows: ReadonlyArray<FileBenchRow>) => {
   for (const r of rows) {
     process.stdout.write(
-      `${r.scenario.padEnd(24)} ${r.target.padEnd(32)} ${r.throughput.toFixed(1).padStart(8)} MiB/s  ` +
+      `${r.scenario.padEnd(28)} ${r.target.padEnd(32)} ${r.throughput.toFixed(1).padStart(8)} ${r.unit}  ` +
         `p50 ${r.p50Ms.toFixed(1)} ms  p99 ${r.p99Ms.toFixed(1)} ms  ${r.requests} ok  ${r.failures} failed` +
         `${r.note !== undefined ? `  (${r.note})` : ""}\n`
     )
