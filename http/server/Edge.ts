@@ -22,6 +22,7 @@ import { type InFlight, logged, type RequestTrace } from "./RequestLog.ts"
 import type { Gate, Verdict } from "./Gate.ts"
 import {
   bodyTooLarge,
+  causeFailure,
   causeResponse,
   EdgeFailure,
   envelopeResponse,
@@ -243,17 +244,24 @@ export const makeEdge = (options: EdgeOptions) => {
     /**
      * The request's token, once per request (an authenticated request takes one, decisions.md
      * section 2): the 429 when none is left, else undefined. The API's rate limit then reads the
-     * decision from `meta` instead of taking another.
+     * decision from `meta` instead of taking another. A limiter that meets a failing store gives
+     * the refusal the API gives its own failures (503 while Postgres is away), rather than a
+     * defect that would leave the request without an envelope.
      */
     const takeRequestToken = (execute: boolean): Effect.Effect<EdgeFailure | undefined> => {
       const principal = meta.verifiedKey
       if (principal === undefined || options.throttle === undefined || meta.tokenTaken !== undefined) return Effect.succeed(undefined)
-      return Effect.map(options.throttle(principal.projectId, execute), (decision) => {
-        meta.answerHeaders = { ...meta.answerHeaders, ...rateHeaders(decision) }
-        meta.tokenTaken = decision
-        return decision.allowed
-          ? undefined
-          : new EdgeFailure(429, rateLimitedError(decision, execute), { "retry-after": String(decision.retryAfter ?? 1) })
+      return Effect.matchCauseEffect(options.throttle(principal.projectId, execute), {
+        onFailure: (cause) => Cause.hasInterruptsOnly(cause) ? Effect.failCause(cause) : causeFailure(requestId, cause),
+        onSuccess: (decision) => {
+          meta.answerHeaders = { ...meta.answerHeaders, ...rateHeaders(decision) }
+          meta.tokenTaken = decision
+          return Effect.succeed(
+            decision.allowed
+              ? undefined
+              : new EdgeFailure(429, rateLimitedError(decision, execute), { "retry-after": String(decision.retryAfter ?? 1) })
+          )
+        }
       })
     }
 
@@ -331,14 +339,8 @@ export const makeEdge = (options: EdgeOptions) => {
       // A project past its rate limit is refused before its body is read: a large one (an
       // upload) would otherwise be read, parsed and decoded, on the loop every project shares,
       // only to be refused.
-      const token = yield* Effect.exit(takeRequestToken(route.executeBucket.has(method)))
-      if (token._tag === "Failure") {
-        // A limiter that meets a failing store is answered like the API's own failures (503),
-        // the body unread.
-        meta.answerHeaders = { ...meta.answerHeaders, connection: "close" }
-        return respond(yield* causeResponse(requestId, token.cause))
-      }
-      if (token.value !== undefined) return refuseUnread(token.value)
+      const limited = yield* takeRequestToken(route.executeBucket.has(method))
+      if (limited !== undefined) return refuseUnread(limited)
       const body = yield* readLimited(request, limit)
       if (body === undefined) return refuse(yield* counted(bodyTooLarge(limit)))
       if (body === null) return refuse(yield* counted(malformedBody()))

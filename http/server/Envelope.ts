@@ -113,15 +113,15 @@ export const classify = (failure: unknown): EdgeFailure | undefined => {
  * answered as an opaque 500.
  */
 export const causeResponse = (requestId: string, cause: Cause.Cause<unknown>) =>
+  Effect.map(causeFailure(requestId, cause), (failure) => envelopeResponse(requestId, failure.status, failure.error, failure.headers))
+
+/** The refusal a failed request gets (see causeResponse); an unexpected one is logged first. */
+export const causeFailure = (requestId: string, cause: Cause.Cause<unknown>): Effect.Effect<EdgeFailure> =>
   Effect.suspend(() => {
     for (const reason of cause.reasons) {
       const value = Cause.isFailReason(reason) ? reason.error : Cause.isDieReason(reason) ? reason.defect : undefined
       const known = classify(value)
-      if (known !== undefined) return Effect.succeed(envelopeResponse(requestId, known.status, known.error, known.headers))
+      if (known !== undefined) return Effect.succeed(known)
     }
-    const fallback = internal()
-    return Effect.logError("unhandled failure", cause).pipe(
-      Effect.annotateLogs({ requestId }),
-      Effect.as(envelopeResponse(requestId, fallback.status, fallback.error))
-    )
+    return Effect.logError("unhandled failure", cause).pipe(Effect.annotateLogs({ requestId }), Effect.as(internal()))
   })
