@@ -87,7 +87,7 @@ export const request: ToolDefinition = {
       headers: { type: "object", additionalProperties: { type: "string" } },
       body: {
         type: "string",
-        description: "Response body decoded as UTF-8: at most 1 MiB of it, and less where the whole output would pass 1 MiB of JSON."
+        description: "Response body decoded by the charset its Content-Type names (UTF-8 when it names none, or one not known): at most 1 MiB of it, and less where the whole output would pass 1 MiB of JSON."
       },
       bodyTruncated: { type: "boolean", description: "True when the body was cut (longer than 1 MiB, or too long for the output)." }
     },

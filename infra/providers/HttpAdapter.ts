@@ -9,7 +9,7 @@ import { MAX_OUTPUT_CHARS } from "../../domain/Storable.ts"
 import { InvalidInput, ProviderError, ProviderUnavailable, RateLimited, Timeout } from "../../domain/Errors.ts"
 import type { OutboundHttp, OutboundHttpError } from "../outbound/OutboundHttp.ts"
 import type { ToolAdapter } from "./Adapter.ts"
-import { PROVIDER_REQUEST_TIMEOUT_MS, retryAfterSeconds, typedInput, utf8 } from "./Support.ts"
+import { PROVIDER_REQUEST_TIMEOUT_MS, retryAfterSeconds, typedInput } from "./Support.ts"
 
 const decode = typedInput(RequestInput, "http.request")
 
@@ -34,6 +34,26 @@ const refusal = (error: OutboundHttpError): InvalidInput | ProviderError | Provi
     default:
       return new ProviderUnavailable({ message: `http.request: ${error.message} (${error.reason})` })
   }
+}
+
+/** The `charset` a Content-Type names, when it names one. */
+const CHARSET = /;\s*charset\s*=\s*"?([^";\s]+)"?/i
+
+/**
+ * A decoder for the charset the answer's Content-Type names (any label the WHATWG Encoding
+ * standard knows: ISO-8859-1, windows-1252, Shift_JIS, UTF-16...), or UTF-8 when it names none or
+ * one no decoder knows. Bytes the charset cannot read become U+FFFD.
+ */
+const decoderFor = (contentType: string | undefined): InstanceType<typeof TextDecoder> => {
+  const label = contentType === undefined ? undefined : CHARSET.exec(contentType)?.[1]
+  if (label !== undefined) {
+    try {
+      return new TextDecoder(label)
+    } catch {
+      // An unknown label: read as UTF-8, the web's default.
+    }
+  }
+  return new TextDecoder()
 }
 
 export const makeHttpAdapter = (http: OutboundHttp["Service"]): ToolAdapter => ({
@@ -74,7 +94,8 @@ export const makeHttpAdapter = (http: OutboundHttp["Service"]): ToolAdapter => (
     // A body cut at its byte cap may end inside a character: that part is dropped, not replaced.
     // The output as a whole must fit the execution's cap (MAX_OUTPUT_CHARS of JSON), so the body
     // gets the room the status and headers leave.
-    const text = response.bodyTruncated ? new TextDecoder().decode(response.body, { stream: true }) : utf8(response.body)
+    const decoder = decoderFor(response.headers["content-type"])
+    const text = response.bodyTruncated ? decoder.decode(response.body, { stream: true }) : decoder.decode(response.body)
     const rest = { status: response.status, headers: response.headers, body: "", bodyTruncated: true }
     const body = cutToJsonLength(text, MAX_OUTPUT_CHARS - JSON.stringify(rest).length)
     return { ...rest, body, bodyTruncated: response.bodyTruncated || body.length < text.length }

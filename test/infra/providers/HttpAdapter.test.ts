@@ -108,6 +108,22 @@ describe("http.request", () => {
       assert.isUndefined(unstorable(output))
     }))
 
+  it.live.each<readonly [string, ReadonlyArray<number>, string]>([
+    ["text/html; charset=ISO-8859-1", [0x63, 0x61, 0x66, 0xe9], "café"],
+    ["text/plain; charset=\"windows-1252\"", [0x93, 0x71, 0x94], "\u201cq\u201d"],
+    ["text/plain;charset=shift_jis", [0x82, 0xa0], "\u3042"],
+    ["application/json; charset=utf-16le", [0x7b, 0x00, 0x7d, 0x00], "{}"],
+    ["text/plain; charset=utf-8", [0x63, 0x61, 0x66, 0xc3, 0xa9], "café"],
+    ["text/plain", [0x63, 0x61, 0x66, 0xc3, 0xa9], "café"],
+    ["text/plain; charset=no-such-charset", [0x63, 0x61, 0x66, 0xc3, 0xa9], "café"]
+  ])("decodes a body of %s by the charset it names (UTF-8 when it names none it knows)", ([contentType, bytes, text]) =>
+    Effect.gen(function*() {
+      const server = yield* startServer((_req, res) => res.writeHead(200, { "content-type": contentType }).end(Buffer.from(bytes)))
+      const adapter = yield* adapterWith(true)
+      const output = yield* adapter.run({ method: "GET", url: server.url }, context)
+      assert.deepInclude(output as object, { body: text, bodyTruncated: false })
+    }))
+
   it.live("keeps a body whose output fits whole", () =>
     Effect.gen(function*() {
       const text = "b".repeat(MAX_RESPONSE_BODY_BYTES - 4096)
