@@ -42,8 +42,10 @@ const declaredLength = (message: IncomingMessage, limit: number): number | undef
  */
 const readIncoming = (message: IncomingMessage, limit: number) =>
   Effect.callback<Buffer | undefined | null>((resume) => {
-    const declared = declaredLength(message, limit)
-    let whole = declared === undefined ? undefined : Buffer.allocUnsafe(declared)
+    // Allocated when the first bytes come: a client that declares a size and sends nothing
+    // holds no buffer.
+    let declared = declaredLength(message, limit)
+    let whole: Buffer | undefined
     let chunks: Array<Buffer> = []
     let size = 0
     const cleanup = () => {
@@ -59,6 +61,10 @@ const readIncoming = (message: IncomingMessage, limit: number) =>
         cleanup()
         message.pause()
         return resume(Effect.succeed(undefined))
+      }
+      if (declared !== undefined) {
+        whole = Buffer.allocUnsafe(declared)
+        declared = undefined
       }
       if (whole === undefined) return void chunks.push(chunk)
       if (size <= whole.length) return void chunk.copy(whole, at)
