@@ -3,11 +3,11 @@
  * file interface, and connections resolved and handed to the adapter (a local fake Slack).
  * Records carry neither file bytes nor credentials.
  */
-import { createHash } from "node:crypto"
-import { createServer, type IncomingMessage, type Server } from "node:http"
+import { createHash, randomBytes } from "node:crypto"
+import { createServer, type IncomingMessage, request as httpRequest, type Server } from "node:http"
 import type { AddressInfo } from "node:net"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { type InProcessService, startService } from "../support/Service.ts"
+import { type InProcessService, KEY, startService } from "../support/Service.ts"
 import { errorCode, execute, expectRecordShape, getJson, type Json, modes, ROOMY } from "./support/Executions.ts"
 
 const readBody = (request: IncomingMessage) =>
@@ -70,6 +70,43 @@ for (const mode of modes) {
       expect(all).not.toContain("secret-name")
       expect(all).not.toContain("text/plain")
       expect(all).not.toContain(Buffer.from(text).toString("base64"))
+    })
+
+    it("a large file (read in many chunks, in several turns), sent with a declared length or chunked, is read back byte for byte", async () => {
+      const bytes = randomBytes(3 * 1024 * 1024 + 17)
+      const body = JSON.stringify({ name: "large.bin", content: bytes.toString("base64") })
+      for (const framing of ["declared", "chunked"] as const) {
+        const status = await new Promise<{ code: number; text: string }>((resolve, reject) => {
+          const url = new URL(`${service.baseUrl}/v1/files`)
+          const req = httpRequest({
+            host: url.hostname,
+            port: url.port,
+            path: url.pathname,
+            method: "POST",
+            headers: {
+              authorization: `Bearer ${KEY}`,
+              "content-type": "application/json",
+              ...(framing === "declared" ? { "content-length": String(Buffer.byteLength(body)) } : { "transfer-encoding": "chunked" })
+            }
+          }, (res) => {
+            let text = ""
+            res.on("data", (chunk: Buffer) => (text += chunk.toString()))
+            res.on("end", () => resolve({ code: res.statusCode ?? 0, text }))
+          })
+          req.on("error", reject)
+          // Written in pieces, as a slow client would.
+          const piece = 256 * 1024
+          for (let at = 0; at < body.length; at += piece) req.write(body.slice(at, at + piece))
+          req.end()
+        })
+        expect(status.code, `${framing}: ${status.text}`).toBe(201)
+        const fileId = String((JSON.parse(status.text) as Json).fileId)
+        const { body: record } = await execute(service, { tool: "demo.digest", input: { fileId }, userId: "u_large", attachments: [fileId] })
+        expect(record, framing).toMatchObject({
+          status: "succeeded",
+          output: { sha256: createHash("sha256").update(bytes).digest("hex"), size: bytes.length }
+        })
+      }
     })
 
     it("a live file that is not attached cannot be read", async () => {
