@@ -42,6 +42,9 @@ const declaredLength = (message: IncomingMessage, limit: number): number | undef
  */
 const readIncoming = (message: IncomingMessage, limit: number) =>
   Effect.callback<Buffer | undefined | null>((resume) => {
+    // The connection closed while the request waited (its key or token checked against the
+    // store): Node destroyed the request then, and its `close` and `error` will not come again.
+    if (message.destroyed) return resume(Effect.succeed(null))
     // Allocated when the first bytes come: a client that declares a size and sends nothing
     // holds no buffer.
     let declared = declaredLength(message, limit)

@@ -6,6 +6,7 @@
  * exactly once: the stop lost none and sent none twice.
  */
 import { Agent, request } from "node:http"
+import { connect, type Socket } from "node:net"
 import { afterAll, describe, expect, it, onTestFinished } from "vitest"
 import { createTestDatabase, dropTestDatabase, postgresAvailable } from "../support/Database.ts"
 import { freePort } from "../support/Ports.ts"
@@ -282,6 +283,56 @@ describe.skipIf(!postgresAvailable)("SIGTERM under load (Postgres, real processe
       await next.stop()
     })
   }, 90_000)
+
+  // An outside audit: a client that gives up while its key and token are checked against Postgres
+  // (its body sent whole or in part, then the connection closed or reset) left its request in
+  // flight for good; it never logged a line, and SIGTERM then waited its 10 s and could not exit.
+  it("finishes requests whose clients went away while their token was taken, and stops at once", async () => {
+    const database = await createTestDatabase("shutdown_abandoned")
+    try {
+      // A burst below 100 lends no tokens to the process: every request's token is a statement.
+      const service = await started({ SERVICE_DATABASE_URL: database, SERVICE_SECRET_KEY: Buffer.alloc(32, 7).toString("base64"), SERVICE_RATE_LIMIT_REQUEST_BURST: "90" })
+      const port = Number(new URL(service.baseUrl).port)
+      const requests = [
+        { path: "/v1/files", body: JSON.stringify({ name: "x", content: "QUJD" }), accept: "application/json" },
+        {
+          path: "/mcp",
+          body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "initialize", params: { protocolVersion: "2025-11-25", capabilities: {}, clientInfo: { name: "t", version: "1" } } }),
+          accept: "application/json, text/event-stream"
+        }
+      ]
+      // Each written, then the connection closed (or reset) as soon as the bytes are out.
+      const variants: Array<(socket: Socket) => void> = []
+      for (const { path, body, accept } of requests) {
+        const head = `POST ${path} HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer ${KEY}\r\nAccept: ${accept}\r\n` +
+          `Content-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n`
+        variants.push(
+          (socket) => socket.write(head + body, () => socket.destroy()),
+          (socket) => socket.write(head + body.slice(0, 5), () => socket.destroy()),
+          (socket) => socket.write(head, () => socket.destroy()),
+          (socket) => socket.write(head + body, () => socket.resetAndDestroy())
+        )
+      }
+      const rounds = 5
+      for (const variant of variants) {
+        await Promise.all(Array.from({ length: rounds }, () =>
+          new Promise<void>((resolve) => {
+            const socket = connect(port, "127.0.0.1", () => variant(socket))
+            socket.on("error", () => undefined)
+            socket.on("close", () => resolve())
+          })))
+      }
+      const logged = () => service.output().split("\n").filter((line) => line.includes(`"message":"request"`) && /"(\/v1\/files|\/mcp)"/.test(line)).length
+      await eventually(() => logged() === variants.length * rounds || undefined, 10_000, "a request line for every abandoned request").catch(() => undefined)
+      expect(logged(), service.output()).toBe(variants.length * rounds)
+      const signalledAt = Date.now()
+      expect(await terminate(service)).toBe(0)
+      expect(Date.now() - signalledAt, service.output()).toBeLessThan(5_000)
+      expect(service.output()).not.toContain("cut short")
+    } finally {
+      await dropTestDatabase(database)
+    }
+  }, 60_000)
 
   // Operators expect a second Ctrl-C to mean "now". Before, every further signal was ignored and
   // the stop waited its full 10 s for what ran.
