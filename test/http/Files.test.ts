@@ -70,7 +70,9 @@ for (const store of stores) {
         ["non-canonical bits", "aGVsbG9="],
         ["inner padding", "AA==AA=="],
         ["only padding", "===="],
-        ["non-ASCII", "aGVsbG8é"]
+        ["non-ASCII", "aGVsbG8é"],
+        ["a character whose low byte is a base64 digit (U+0144 for D)", "QUJ\u0144"],
+        ["CJK whose low byte is a base64 digit", "QUJ\u4144"]
       ])("refuses %s content with 422", async (_, content) => {
         await expectEnvelope(await post({ name: "x", content }), 422, "invalid_input")
       })
