@@ -17,13 +17,14 @@ import { CurrentRequest, type RequestMeta } from "../api/Caller.ts"
 import { endOfTurn } from "./EndOfTurn.ts"
 import { rateHeaders, rateLimitedError } from "../../infra/access/Throttle.ts"
 import type { Decision } from "../../infra/access/RateLimiter.ts"
-import { LARGE_BODY, readLimited, utf8Text, withBody } from "./RequestBody.ts"
+import { LARGE_BODY, readLimited, timeOutBody, utf8Text, withBody } from "./RequestBody.ts"
 import { type InFlight, logged, type RequestTrace } from "./RequestLog.ts"
 import type { Gate, Verdict } from "./Gate.ts"
 import {
   bodyTooLarge,
   causeFailure,
   causeResponse,
+  requestTimeout,
   EdgeFailure,
   envelopeResponse,
   idNotFound,
@@ -344,6 +345,7 @@ export const makeEdge = (options: EdgeOptions) => {
       const body = yield* readLimited(request, limit)
       if (body === undefined) return refuse(yield* counted(bodyTooLarge(limit)))
       if (body === null) return refuse(yield* counted(malformedBody()))
+      if (body === "timeout") return refuseUnread(yield* counted(requestTimeout()))
       // A large body's steps (decoding, the check, then the API's parse) each take milliseconds
       // on the loop every project shares: other requests are served between them.
       const large = body.length > LARGE_BODY
@@ -487,18 +489,20 @@ const INVALID_HOST = headerFailure("The Host header must be a host name or addre
 
 export const answerClientError = (error: Error & { readonly code?: string }, socket: Duplex): void => {
   // As Node's own handler: no answer over a response already on its way (a pipelined request).
-  const inFlight = (socket as Duplex & { readonly _httpMessage?: { readonly headersSent?: boolean } | null })._httpMessage
+  const inFlight = (socket as Duplex & { readonly _httpMessage?: { readonly headersSent?: boolean; readonly req?: unknown } | null })._httpMessage
   if (error.code === "ECONNRESET" || !socket.writable || inFlight?.headersSent === true) {
     socket.destroy()
     return
   }
+  // A request whose body is being read answers its own timeout, under its own id (and logs it).
+  if (error.code === "ERR_HTTP_REQUEST_TIMEOUT" && inFlight?.req instanceof IncomingMessage && timeOutBody(inFlight.req)) return
   const requestId = newRequestId()
   const [status, reason, failure] = error.code === "HPE_HEADER_OVERFLOW"
     ? [431, "Request Header Fields Too Large", normalized("invalid_input", "The request headers are too large.")]
     : error.code === "HPE_CHUNK_EXTENSIONS_OVERFLOW"
     ? [413, "Payload Too Large", normalized("invalid_input", "The chunk extensions are too large.")]
     : error.code === "ERR_HTTP_REQUEST_TIMEOUT"
-    ? [408, "Request Timeout", normalized("timeout", "The request was not received in time.")]
+    ? [408, "Request Timeout", requestTimeout().error]
     : [400, "Bad Request", normalized("invalid_input", "The request is not valid HTTP.")]
   const body = JSON.stringify({ error: failure, requestId })
   socket.end(

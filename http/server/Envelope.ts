@@ -37,6 +37,9 @@ export class EdgeFailure {
 }
 
 export const malformedBody = () => new EdgeFailure(400, normalized("invalid_input", "The request body is not valid JSON."))
+/** Node's request timeout: the request (its body) did not arrive in time. */
+export const requestTimeout = () =>
+  new EdgeFailure(408, normalized("timeout", "The request was not received in time."), { connection: "close" })
 export const bodyTooLarge = (limit: number) =>
   new EdgeFailure(413, normalized("invalid_input", `The request body exceeds ${limit} bytes.`), { connection: "close" })
 /** The 415 of a body that is not JSON in UTF-8 (domain/MediaType.ts names the other causes). */

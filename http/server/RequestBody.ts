@@ -12,11 +12,31 @@ import { malformedBody } from "./Envelope.ts"
 /** A body past this many bytes is handled in steps with other requests served between them. */
 export const LARGE_BODY = 1024 * 1024
 
+/** What a body read ends with besides the body: longer than the limit, broken off, or not in time. */
+export type BodyOutcome = Buffer | undefined | null | "timeout"
+
+/**
+ * The bodies being read, by request: Node's request timeout (a `clientError` on the connection)
+ * ends the read with `"timeout"`, so that the request answers its own 408 under its own id.
+ */
+const reading = new WeakMap<IncomingMessage, () => void>()
+
+/**
+ * Ends the read of the body of `message` with `"timeout"`: true when its body was being read
+ * (the request then answers), false when there is none to end.
+ */
+export const timeOutBody = (message: IncomingMessage): boolean => {
+  const end = reading.get(message)
+  if (end === undefined) return false
+  end()
+  return true
+}
+
 /**
  * Reads at most `limit` bytes: the body, `undefined` when it is longer, `null` when the request
- * broke off.
+ * broke off, `"timeout"` when Node's request timeout came first.
  */
-export const readLimited = (request: HttpServerRequest.HttpServerRequest, limit: number): Effect.Effect<Buffer | undefined | null> => {
+export const readLimited = (request: HttpServerRequest.HttpServerRequest, limit: number): Effect.Effect<BodyOutcome> => {
   const source = (request as { readonly source?: unknown }).source
   return source instanceof IncomingMessage
     ? Effect.andThen(
@@ -41,7 +61,7 @@ const declaredLength = (message: IncomingMessage, limit: number): number | undef
  * project shares.
  */
 const readIncoming = (message: IncomingMessage, limit: number) =>
-  Effect.callback<Buffer | undefined | null>((resume) => {
+  Effect.callback<BodyOutcome>((resume) => {
     // The connection closed while the request waited (its key or token checked against the
     // store): Node destroyed the request then, and its `close` and `error` will not come again.
     if (message.destroyed) return resume(Effect.succeed(null))
@@ -52,6 +72,7 @@ const readIncoming = (message: IncomingMessage, limit: number) =>
     let chunks: Array<Buffer> = []
     let size = 0
     const cleanup = () => {
+      reading.delete(message)
       message.off("data", onData)
       message.off("end", onEnd)
       message.off("error", onError)
@@ -83,6 +104,11 @@ const readIncoming = (message: IncomingMessage, limit: number) =>
       cleanup()
       resume(Effect.succeed(null))
     }
+    reading.set(message, () => {
+      cleanup()
+      message.pause()
+      resume(Effect.succeed("timeout"))
+    })
     message.on("data", onData)
     message.on("end", onEnd)
     message.on("error", onError)

@@ -9,7 +9,8 @@ import { connect, type Socket } from "node:net"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { UNKNOWN_KEY_POLICY } from "../../http/server/Gate.ts"
 import { ApiKeys } from "../../infra/access/ApiKeys.ts"
-import { type InProcessService, KEY, startService, startServiceOn } from "../support/Service.ts"
+import { freePort } from "../support/Ports.ts"
+import { type ChildService, type InProcessService, KEY, startProcess, startService, startServiceOn } from "../support/Service.ts"
 
 /** A raw connection: what the server writes, as text, as it arrives. */
 const open = (port: number) =>
@@ -246,5 +247,32 @@ describe("unknown keys from one address (postgres)", () => {
     expect(await response.json()).toMatchObject({ projectId: "proj_behind_nat" })
     // A bad key already judged is still answered 401 (no query).
     expect((await service.fetch("/v1/me", { key: "a_bad_key_sent_often_0001" })).status).toBe(401)
+  })
+})
+
+// An outside audit: a body that stopped coming got Node's request timeout answered 408 under a
+// request id of its own, while the request's line logged 400 under the id the request had: the id
+// the client held was in no log line, and the status counts said 400.
+describe("a body that stops coming (a service process)", () => {
+  let service: ChildService
+  beforeAll(async () => {
+    service = await startProcess({ SERVICE_HTTP_HEADERS_TIMEOUT_MS: "1000", SERVICE_HTTP_REQUEST_TIMEOUT_MS: "1500" }, await freePort())
+  }, 60_000)
+  afterAll(() => service.stop())
+
+  it("is answered 408 with the envelope and its own request id, and logged as that 408", async () => {
+    const body = JSON.stringify({ name: "a.txt", content: Buffer.from("hello").toString("base64") })
+    const connection = await open(Number(new URL(service.baseUrl).port))
+    connection.socket.write(uploadHeaders(KEY, Buffer.byteLength(body) + 10).replace("Expect: 100-continue\r\n", "") + body)
+    await connection.closed
+    const [head = "", text = ""] = connection.received().split("\r\n\r\n")
+    expect(head).toMatch(/^HTTP\/1\.1 408 /)
+    const requestId = /\r\nrequest-id: (\S+)/i.exec(head)?.[1]
+    expect(JSON.parse(text)).toMatchObject({ error: { code: "timeout", retryable: true }, requestId })
+    await until(() => service.output().includes(`"requestId":"${requestId}"`))
+    const line = service.output().split("\n").find((entry) => entry.includes(`"requestId":"${requestId}"`)) ?? ""
+    expect(JSON.parse(line)).toMatchObject({ message: "request", method: "POST", route: "/v1/files", status: 408 })
+    const files = service.output().split("\n").filter((entry) => entry.includes(`"message":"request"`) && entry.includes(`"route":"/v1/files"`))
+    expect(files, "one line for the one request").toHaveLength(1)
   })
 })
