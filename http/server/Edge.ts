@@ -5,7 +5,8 @@
  * escapes the API's own middleware. Every response leaves with a `Request-Id` header.
  */
 import { Cause, Effect } from "effect"
-import { IncomingMessage } from "node:http"
+import { IncomingMessage, type ServerResponse } from "node:http"
+import type { Socket } from "node:net"
 import type { Duplex } from "node:stream"
 import { normalized } from "../../domain/Errors.ts"
 import { bodyHeadersRefusal } from "../../domain/MediaType.ts"
@@ -17,7 +18,7 @@ import { CurrentRequest, type RequestMeta } from "../api/Caller.ts"
 import { endOfTurn } from "./EndOfTurn.ts"
 import { rateHeaders, rateLimitedError } from "../../infra/access/Throttle.ts"
 import type { Decision } from "../../infra/access/RateLimiter.ts"
-import { LARGE_BODY, readLimited, timeOutBody, utf8Text, withBody } from "./RequestBody.ts"
+import { endBody, LARGE_BODY, readLimited, utf8Text, withBody } from "./RequestBody.ts"
 import { type InFlight, logged, type RequestTrace } from "./RequestLog.ts"
 import type { Gate, Verdict } from "./Gate.ts"
 import {
@@ -345,7 +346,7 @@ export const makeEdge = (options: EdgeOptions) => {
       const body = yield* readLimited(request, limit)
       if (body === undefined) return refuse(yield* counted(bodyTooLarge(limit)))
       if (body === null) return refuse(yield* counted(malformedBody()))
-      if (body === "timeout") return refuseUnread(yield* counted(requestTimeout()))
+      if (body instanceof EdgeFailure) return refuseUnread(yield* counted(body))
       // A large body's steps (decoding, the check, then the API's parse) each take milliseconds
       // on the loop every project shares: other requests are served between them.
       const large = body.length > LARGE_BODY
@@ -402,8 +403,48 @@ export const makeEdge = (options: EdgeOptions) => {
   return <E, R>(app: Effect.Effect<HttpServerResponse.HttpServerResponse, E, R>) =>
     Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) => {
       const requestId = newRequestId()
-      return logged(request, requestId, inFlight, (trace) => answer(app, request, requestId, trace))
+      const handle = logged(request, requestId, inFlight, (trace) => answer(app, request, requestId, trace))
+      const behind = pipelinedBehind(request)
+      return behind === undefined ? handle : Effect.andThen(behind, handle)
     }).pipe((answered) => (batched ? Effect.tap(answered, endOfTurn) : answered))
+}
+
+type PendingResponse = ServerResponse & { readonly req?: IncomingMessage }
+
+/**
+ * RFC 9112 section 9.3.2: a server may handle pipelined requests side by side only when all of
+ * them are safe, and Node starts each as soon as it is parsed. A request pipelined behind others
+ * on its connection (the answer being written there belongs to an earlier one) therefore waits
+ * until they are answered, so that a list sent after an upload sees the upload. Undefined for
+ * the usual request, which is alone on its connection.
+ */
+const pipelinedBehind = (request: HttpServerRequest.HttpServerRequest): Effect.Effect<void> | undefined => {
+  const source = (request as { readonly source?: unknown }).source
+  if (!(source instanceof IncomingMessage)) return undefined
+  const socket = source.socket as (Socket & { readonly _httpMessage?: PendingResponse | null }) | null
+  const head = socket?._httpMessage
+  if (socket === null || head == null || head.req === source) return undefined
+  return Effect.callback<void>((resume) => {
+    let waitingOn: PendingResponse | undefined
+    const done = () => {
+      waitingOn?.off("finish", check)
+      socket.off("close", done)
+      resume(Effect.void)
+    }
+    // Node hands the connection to the next answer as the one before finishes.
+    function check() {
+      const now = socket!._httpMessage
+      if (now == null || now.req === source || socket!.destroyed) return done()
+      waitingOn = now
+      now.once("finish", check)
+    }
+    socket.once("close", done)
+    check()
+    return Effect.sync(() => {
+      waitingOn?.off("finish", check)
+      socket.off("close", done)
+    })
+  })
 }
 
 /**
@@ -489,14 +530,11 @@ const INVALID_HOST = headerFailure("The Host header must be a host name or addre
 
 export const answerClientError = (error: Error & { readonly code?: string }, socket: Duplex): void => {
   // As Node's own handler: no answer over a response already on its way (a pipelined request).
-  const inFlight = (socket as Duplex & { readonly _httpMessage?: { readonly headersSent?: boolean; readonly req?: unknown } | null })._httpMessage
+  const inFlight = (socket as Duplex & { readonly _httpMessage?: { readonly headersSent?: boolean; readonly req?: unknown; shouldKeepAlive?: boolean } | null })._httpMessage
   if (error.code === "ECONNRESET" || !socket.writable || inFlight?.headersSent === true) {
     socket.destroy()
     return
   }
-  // A request whose body is being read answers its own timeout, under its own id (and logs it).
-  if (error.code === "ERR_HTTP_REQUEST_TIMEOUT" && inFlight?.req instanceof IncomingMessage && timeOutBody(inFlight.req)) return
-  const requestId = newRequestId()
   const [status, reason, failure] = error.code === "HPE_HEADER_OVERFLOW"
     ? [431, "Request Header Fields Too Large", normalized("invalid_input", "The request headers are too large.")]
     : error.code === "HPE_CHUNK_EXTENSIONS_OVERFLOW"
@@ -504,6 +542,18 @@ export const answerClientError = (error: Error & { readonly code?: string }, soc
     : error.code === "ERR_HTTP_REQUEST_TIMEOUT"
     ? [408, "Request Timeout", requestTimeout().error]
     : [400, "Bad Request", normalized("invalid_input", "The request is not valid HTTP.")]
+  const pending = inFlight?.req instanceof IncomingMessage ? inFlight.req : undefined
+  if (inFlight != null && pending !== undefined) {
+    // The fault is in bytes after a whole request (pipelined): that request gets its own answer,
+    // and the connection closes after it.
+    if (pending.complete) {
+      inFlight.shouldKeepAlive = false
+      return
+    }
+    // A request whose body is being read answers the fault itself, under its own id (and logs it).
+    if (endBody(pending, new EdgeFailure(status, failure, { connection: "close" }))) return
+  }
+  const requestId = newRequestId()
   const body = JSON.stringify({ error: failure, requestId })
   socket.end(
     `HTTP/1.1 ${status} ${reason}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\n` +

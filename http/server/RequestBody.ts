@@ -7,34 +7,38 @@ import { Effect, Stream } from "effect"
 import type { HttpServerRequest } from "effect/http"
 import { isAscii } from "node:buffer"
 import { IncomingMessage } from "node:http"
-import { malformedBody } from "./Envelope.ts"
+import { type EdgeFailure, malformedBody } from "./Envelope.ts"
 
 /** A body past this many bytes is handled in steps with other requests served between them. */
 export const LARGE_BODY = 1024 * 1024
 
-/** What a body read ends with besides the body: longer than the limit, broken off, or not in time. */
-export type BodyOutcome = Buffer | undefined | null | "timeout"
+/**
+ * What a body read ends with besides the body: longer than the limit (`undefined`), broken off
+ * (`null`), or the refusal of a fault on the connection (Node's request timeout, bytes that are no
+ * HTTP).
+ */
+export type BodyOutcome = Buffer | undefined | null | EdgeFailure
 
 /**
- * The bodies being read, by request: Node's request timeout (a `clientError` on the connection)
- * ends the read with `"timeout"`, so that the request answers its own 408 under its own id.
+ * The bodies being read, by request: a fault Node reports on the connection (a `clientError`)
+ * ends the read with its refusal, so that the request answers it under its own id, and logs it.
  */
-const reading = new WeakMap<IncomingMessage, () => void>()
+const reading = new WeakMap<IncomingMessage, (failure: EdgeFailure) => void>()
 
 /**
- * Ends the read of the body of `message` with `"timeout"`: true when its body was being read
- * (the request then answers), false when there is none to end.
+ * Ends the read of the body of `message` with `failure`: true when its body was being read (the
+ * request then answers it), false when there is none to end.
  */
-export const timeOutBody = (message: IncomingMessage): boolean => {
+export const endBody = (message: IncomingMessage, failure: EdgeFailure): boolean => {
   const end = reading.get(message)
   if (end === undefined) return false
-  end()
+  end(failure)
   return true
 }
 
 /**
  * Reads at most `limit` bytes: the body, `undefined` when it is longer, `null` when the request
- * broke off, `"timeout"` when Node's request timeout came first.
+ * broke off, a refusal when the connection had a fault first (endBody).
  */
 export const readLimited = (request: HttpServerRequest.HttpServerRequest, limit: number): Effect.Effect<BodyOutcome> => {
   const source = (request as { readonly source?: unknown }).source
@@ -104,10 +108,10 @@ const readIncoming = (message: IncomingMessage, limit: number) =>
       cleanup()
       resume(Effect.succeed(null))
     }
-    reading.set(message, () => {
+    reading.set(message, (failure) => {
       cleanup()
       message.pause()
-      resume(Effect.succeed("timeout"))
+      resume(Effect.succeed(failure))
     })
     message.on("data", onData)
     message.on("end", onEnd)
