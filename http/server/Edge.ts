@@ -415,34 +415,42 @@ type PendingResponse = ServerResponse & { readonly req?: IncomingMessage }
  * RFC 9112 section 9.3.2: a server may handle pipelined requests side by side only when all of
  * them are safe, and Node starts each as soon as it is parsed. A request pipelined behind others
  * on its connection (the answer being written there belongs to an earlier one) therefore waits
- * until they are answered, so that a list sent after an upload sees the upload. Undefined for
- * the usual request, which is alone on its connection.
+ * until they are answered, so that a list sent after an upload sees the upload. When an answer
+ * before it closes the connection (`Connection: close`, or the client went away), the request is
+ * not handled at all (RFC 9112 section 9.6): it ends interrupted, as a request whose client left.
+ * Undefined for the usual request, which is alone on its connection.
  */
 const pipelinedBehind = (request: HttpServerRequest.HttpServerRequest): Effect.Effect<void> | undefined => {
   const source = (request as { readonly source?: unknown }).source
   if (!(source instanceof IncomingMessage)) return undefined
   const socket = source.socket as (Socket & { readonly _httpMessage?: PendingResponse | null }) | null
-  const head = socket?._httpMessage
-  if (socket === null || head == null || head.req === source) return undefined
+  if (socket === null) return undefined
+  const head = socket._httpMessage
+  if (head?.req === source) return undefined
+  // The connection already went to no one: an answer before this request closed it.
+  if (head == null || socket.destroyed) return Effect.interrupt
   return Effect.callback<void>((resume) => {
     let waitingOn: PendingResponse | undefined
-    const done = () => {
+    const done = (turn: boolean) => {
       waitingOn?.off("finish", check)
-      socket.off("close", done)
-      resume(Effect.void)
+      socket.off("close", closed)
+      resume(turn ? Effect.void : Effect.interrupt)
     }
-    // Node hands the connection to the next answer as the one before finishes.
+    const closed = () => done(false)
+    // Node hands the connection to the next answer as the one before finishes, unless that one
+    // closes it: then the connection goes to no one.
     function check() {
       const now = socket!._httpMessage
-      if (now == null || now.req === source || socket!.destroyed) return done()
+      if (socket!.destroyed || now == null) return done(false)
+      if (now.req === source) return done(true)
       waitingOn = now
       now.once("finish", check)
     }
-    socket.once("close", done)
+    socket.once("close", closed)
     check()
     return Effect.sync(() => {
       waitingOn?.off("finish", check)
-      socket.off("close", done)
+      socket.off("close", closed)
     })
   })
 }

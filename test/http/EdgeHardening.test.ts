@@ -327,6 +327,20 @@ describe("pipelined requests", () => {
     }
   })
 
+  it("a request pipelined behind an answer that closes the connection is not handled (RFC 9112 section 9.6)", async () => {
+    const connection = await open(portOf(service))
+    const name = `behind-close-${Date.now()}.txt`
+    const refused = `POST /v1/files HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer ${KEY}\r\nContent-Type: text/plain\r\nContent-Length: 5\r\n\r\nhello`
+    connection.socket.write(refused + post("/v1/files", JSON.stringify({ name, content: Buffer.from("x").toString("base64") })))
+    await connection.closed
+    const [first, ...others] = await answers(connection, 1)
+    expect(first?.status).toBe(415)
+    expect(others).toEqual([])
+    await new Promise((resolve) => setTimeout(resolve, 200))
+    const listed = (await (await service.fetch("/v1/files?limit=100")).json()) as { files: Array<{ name: string }> }
+    expect(listed.files.map((file) => file.name)).not.toContain(name)
+  })
+
   it("bytes that are no request after a request: that request gets its own answer, then the connection closes", async () => {
     const connection = await open(portOf(service))
     const tag = `pipelined-${Date.now()}`
