@@ -5,8 +5,7 @@
  * escapes the API's own middleware. Every response leaves with a `Request-Id` header.
  */
 import { Cause, Effect } from "effect"
-import { IncomingMessage, type ServerResponse } from "node:http"
-import type { Socket } from "node:net"
+import { IncomingMessage } from "node:http"
 import type { Duplex } from "node:stream"
 import { normalized } from "../../domain/Errors.ts"
 import { bodyHeadersRefusal } from "../../domain/MediaType.ts"
@@ -18,6 +17,7 @@ import { CurrentRequest, type RequestMeta } from "../api/Caller.ts"
 import { endOfTurn } from "./EndOfTurn.ts"
 import { rateHeaders, rateLimitedError } from "../../infra/access/Throttle.ts"
 import type { Decision } from "../../infra/access/RateLimiter.ts"
+import { pipelinedBehind } from "./Pipelining.ts"
 import { endBody, LARGE_BODY, readLimited, utf8Text, withBody } from "./RequestBody.ts"
 import { type InFlight, logged, type RequestTrace } from "./RequestLog.ts"
 import type { Gate, Verdict } from "./Gate.ts"
@@ -404,55 +404,9 @@ export const makeEdge = (options: EdgeOptions) => {
     Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) => {
       const requestId = newRequestId()
       const handle = logged(request, requestId, inFlight, (trace) => answer(app, request, requestId, trace))
-      const behind = pipelinedBehind(request)
+      const behind = pipelinedBehind((request as { readonly source?: unknown }).source)
       return behind === undefined ? handle : Effect.andThen(behind, handle)
     }).pipe((answered) => (batched ? Effect.tap(answered, endOfTurn) : answered))
-}
-
-type PendingResponse = ServerResponse & { readonly req?: IncomingMessage }
-
-/**
- * RFC 9112 section 9.3.2: a server may handle pipelined requests side by side only when all of
- * them are safe, and Node starts each as soon as it is parsed. A request pipelined behind others
- * on its connection (the answer being written there belongs to an earlier one) therefore waits
- * until they are answered, so that a list sent after an upload sees the upload. When an answer
- * before it closes the connection (`Connection: close`, or the client went away), the request is
- * not handled at all (RFC 9112 section 9.6): it ends interrupted, as a request whose client left.
- * Undefined for the usual request, which is alone on its connection.
- */
-const pipelinedBehind = (request: HttpServerRequest.HttpServerRequest): Effect.Effect<void> | undefined => {
-  const source = (request as { readonly source?: unknown }).source
-  if (!(source instanceof IncomingMessage)) return undefined
-  const socket = source.socket as (Socket & { readonly _httpMessage?: PendingResponse | null }) | null
-  if (socket === null) return undefined
-  const head = socket._httpMessage
-  if (head?.req === source) return undefined
-  // The connection already went to no one: an answer before this request closed it.
-  if (head == null || socket.destroyed) return Effect.interrupt
-  return Effect.callback<void>((resume) => {
-    let waitingOn: PendingResponse | undefined
-    const done = (turn: boolean) => {
-      waitingOn?.off("finish", check)
-      socket.off("close", closed)
-      resume(turn ? Effect.void : Effect.interrupt)
-    }
-    const closed = () => done(false)
-    // Node hands the connection to the next answer as the one before finishes, unless that one
-    // closes it: then the connection goes to no one.
-    function check() {
-      const now = socket!._httpMessage
-      if (socket!.destroyed || now == null) return done(false)
-      if (now.req === source) return done(true)
-      waitingOn = now
-      now.once("finish", check)
-    }
-    socket.once("close", closed)
-    check()
-    return Effect.sync(() => {
-      waitingOn?.off("finish", check)
-      socket.off("close", closed)
-    })
-  })
 }
 
 /**
