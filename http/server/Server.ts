@@ -193,7 +193,9 @@ export const serverLimits = Effect.all({
  */
 const makeNodeServer = (limits: Effect.Success<typeof serverLimits>) => () => {
   const server = createServer({
-    headersTimeout: limits.headersTimeoutMs,
+    // A whole request, headers included, must arrive within the request timeout: a headers
+    // timeout past it (the 10 s default under a shorter request timeout) means that one.
+    headersTimeout: Math.min(limits.headersTimeoutMs, limits.requestTimeoutMs),
     requestTimeout: limits.requestTimeoutMs,
     keepAliveTimeout: 5_000,
     // The edge answers a request without Host itself, with the envelope (Edge.ts).
