@@ -221,7 +221,8 @@ export const makeHandle = (parts: GatewayParts) => {
     if (refused !== undefined) return refusal(refused)
     const messages = messagesOf(body)
     const initializing = messages.some((m) => isJsonObject(m) && m.method === "initialize")
-    if (initializing && messages.length > 1) return Answers.rpcError(400, -32600, "Invalid Request: Only one initialization request is allowed")
+    // MCP 2025-03-26, "Lifecycle": the initialization request MUST NOT be part of a batch.
+    if (initializing && Rules.isBatch(body)) return Answers.rpcError(400, -32600, "Invalid Request: initialize is sent alone, never in a batch.")
     if (initializing) {
       const notRequest = Rules.initializeRefused(body)
       if (notRequest !== undefined) return refusal(notRequest)

@@ -215,7 +215,10 @@ export const makeExchange = (servers: (facts: RequestFacts) => Server, feed: Log
         const streaming = response.body !== null && (response.headers.get("content-type") ?? "").startsWith("text/event-stream")
         if (!streaming) {
           close()
-          if (invalid.length === 0) return response
+          // A single message keeps the SDK's answer; a batch is answered with an array (JSON-RPC
+          // 2.0 section 6) even when one answer is in it, where the SDK gives the bare object.
+          if (!Array.isArray(body)) return response
+          if (invalid.length === 0 && response.status !== 200) return response
           // Only notifications and responses besides the invalid members: their errors alone.
           if (response.status === 202) {
             return sse

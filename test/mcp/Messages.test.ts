@@ -83,6 +83,38 @@ describe("/mcp messages", () => {
     expect(await refused.json()).toMatchObject({ id: null, error: { code: -32600 } })
   })
 
+  // Outside audit: a batch of one request (or of requests answered once) came back as a bare
+  // object, as the SDK answers a single message; JSON-RPC 2.0 section 6 answers a batch with an
+  // array, whatever its length.
+  it("answers a batch with an array even when it holds one request, at 2025-03-26", async () => {
+    const old = await openSession(gw.url, { protocol: "2025-03-26" })
+    const options = { session: old, version: "2025-03-26", accept: JSON_ONLY }
+    const ping = { jsonrpc: "2.0", id: 1, method: "ping" }
+    const pong = { jsonrpc: "2.0", id: 1, result: {} }
+    const one = await post(gw.url, [ping], options)
+    expect(one.status).toBe(200)
+    expect(await one.json()).toEqual([pong])
+    const withNotification = await post(gw.url, [ping, { jsonrpc: "2.0", method: "notifications/initialized" }], options)
+    expect(await withNotification.json()).toEqual([pong])
+    // A batch of notifications alone is still 202 with no body, as for one notification.
+    const notifications = await post(gw.url, [{ jsonrpc: "2.0", method: "notifications/initialized" }], options)
+    expect(notifications.status).toBe(202)
+    // A single message is still answered with the bare object.
+    const single = await post(gw.url, ping, options)
+    expect(await single.json()).toEqual(pong)
+  })
+
+  // Outside audit: an initialize inside a batch was refused as "initialize must be a request, with
+  // an id" when it had one; MCP 2025-03-26 says initialize is never part of a batch.
+  it("says an initialize in a batch is refused for being in a batch", async () => {
+    const response = await post(gw.url, [initializeMessage("2025-03-26")], { accept: JSON_ONLY })
+    expect(response.status).toBe(400)
+    const answer = await response.json() as { error: { code: number; message: string } }
+    expect(answer.error.code).toBe(-32600)
+    expect(answer.error.message).toMatch(/batch/)
+    expect(answer.error.message).not.toMatch(/with an id/)
+  })
+
   it("answers valid JSON that is not a JSON-RPC message with 400 and -32600, not a parse error", async () => {
     const session = await openSession(gw.url)
     const bodies: ReadonlyArray<unknown> = [
