@@ -231,7 +231,7 @@ export const App = () => {
 
   switch (state.kind) {
     case "checking":
-      return <main id="main"><Loading what="your session" /></main>
+      return <main id="main"><Loading what="your session" /><RetryWaitNotice /></main>
     case "unreachable":
       return (
         <main id="main">

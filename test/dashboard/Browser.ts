@@ -115,3 +115,15 @@ export const envelope = (status: number, code: string, message: string, retryabl
     headers: { "request-id": "req_00000000000000000000000000000000" },
     body: JSON.stringify({ error: { code, message, retryable }, requestId: "req_00000000000000000000000000000000" })
   })
+
+/** The service's 429 with a Retry-After of `seconds`, as its rate limit answers. */
+export const rateLimited = (seconds: number) => (route: Route) =>
+  route.fulfill({
+    status: 429,
+    contentType: "application/json",
+    headers: { "retry-after": String(seconds), "request-id": "req_00000000000000000000000000000000" },
+    body: JSON.stringify({
+      error: { code: "rate_limited", message: "Too many requests.", retryable: true, retryAfter: seconds },
+      requestId: "req_00000000000000000000000000000000"
+    })
+  })

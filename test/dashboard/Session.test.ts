@@ -8,28 +8,16 @@
  * the address to the sign-in page's own, so the next key does not sign in to the last one's view
  * and filters.
  */
-import type { Page, Route } from "playwright-core"
+import type { Page } from "playwright-core"
 import { describe, expect, it } from "vitest"
 import { KEY, OTHER_KEY, PINNED_KEY } from "../support/Service.ts"
-import { settled, signIn as signInAt, watch } from "./Browser.ts"
+import { rateLimited, settled, signIn as signInAt, watch } from "./Browser.ts"
 import { dashboardHarness } from "./Harness.ts"
 
 const h = await dashboardHarness()
 const { api, url } = h
 
 const list = (page: Page) => page.getByRole("region", { name: "Executions", exact: true })
-
-/** The service's 429 with a Retry-After of `seconds`, as its rate limit answers. */
-const rateLimited = (seconds: number) => (route: Route) =>
-  route.fulfill({
-    status: 429,
-    contentType: "application/json",
-    headers: { "retry-after": String(seconds), "request-id": "req_00000000000000000000000000000000" },
-    body: JSON.stringify({
-      error: { code: "rate_limited", message: "Too many requests.", retryable: true, retryAfter: seconds },
-      requestId: "req_00000000000000000000000000000000"
-    })
-  })
 
 /** The API requests the page sends from now on, each as its path and query with the key it carries. */
 const sentFromNow = (page: Page) => {

@@ -4,12 +4,13 @@
  * key with characters no API key has (one the browser could not even send as a header) is refused
  * in the page, not reported as the service unreachable. The error is tied to the key field
  * (aria-describedby, and aria-invalid when it is about the key) while it shows. A key pasted with
- * its "Bearer " prefix (an Authorization header's value) signs in with the bare key.
+ * its "Bearer " prefix (an Authorization header's value) signs in with the bare key. A sign-in the
+ * service asks to wait (429) says so while the client waits to retry, and can be cancelled.
  */
 import type { Page } from "playwright-core"
 import { describe, expect, it } from "vitest"
 import { KEY } from "../support/Service.ts"
-import { watch } from "./Browser.ts"
+import { rateLimited, watch } from "./Browser.ts"
 import { dashboardHarness } from "./Harness.ts"
 
 const h = await dashboardHarness()
@@ -104,6 +105,59 @@ describe("a key pasted with its Bearer prefix", () => {
     expect(sent.length).toBeGreaterThan(0)
     expect(new Set(sent)).toEqual(new Set([`Bearer ${KEY}`]))
     expect(await page.evaluate("Object.values(sessionStorage)")).toEqual([KEY])
+    await page.close()
+  })
+})
+
+// Outside audit: a sign-in refused with 429 showed only "Signing in…" for as long as the client
+// waited to retry (16 s and more), with no code, no wait and no way out; every view says it.
+describe("a sign-in the service asks to wait", () => {
+  /** The sign-in page with `/v1/me` refused once with 429 (retry after `seconds`); counts the asks. */
+  const refusedOnce = async (seconds: number) => {
+    const page = await h.browser.context.newPage()
+    let asked = 0
+    await page.route("**/v1/me", (route) => (asked++ === 0 ? rateLimited(seconds)(route) : route.continue()))
+    await page.goto(url("/dashboard"))
+    await page.getByLabel("API key").fill(KEY)
+    await page.getByRole("button", { name: "Sign in" }).click()
+    return { page, asked: () => asked }
+  }
+
+  it("says it is rate limited and for how long, then signs in once the retry is answered", async () => {
+    const { page, asked } = await refusedOnce(2)
+    await page.getByRole("main").getByText("Rate limited; retrying in 2 s.").waitFor({ timeout: 5_000 })
+    await page.getByRole("navigation", { name: "Views" }).waitFor({ timeout: 10_000 })
+    expect(asked()).toBe(2)
+    await page.close()
+  })
+
+  it("can be cancelled while it waits: nothing more is sent and the form is back", async () => {
+    const { page, asked } = await refusedOnce(2)
+    await page.getByRole("main").getByText("Rate limited; retrying in 2 s.").waitFor({ timeout: 5_000 })
+    await page.getByRole("button", { name: "Cancel" }).click()
+    await expect.poll(() => page.getByText(/Rate limited/).count()).toBe(0)
+    expect(await page.getByRole("button", { name: "Sign in" }).getAttribute("aria-disabled")).toBe("false")
+    // Past the wait: the retry was dropped, not sent.
+    await page.waitForTimeout(3_000)
+    expect(asked()).toBe(1)
+    expect(await page.getByRole("navigation", { name: "Views" }).count()).toBe(0)
+    expect(await page.evaluate("Object.values(sessionStorage)")).toEqual([])
+    // The key still signs in.
+    await page.getByRole("button", { name: "Sign in" }).click()
+    await page.getByRole("navigation", { name: "Views" }).waitFor({ timeout: 10_000 })
+    await page.close()
+  })
+
+  it("says so too when the key kept in the tab is checked again on a reload", async () => {
+    const { page } = await refusedOnce(2)
+    await page.getByRole("navigation", { name: "Views" }).waitFor({ timeout: 10_000 })
+    let asked = 0
+    await page.unroute("**/v1/me")
+    await page.route("**/v1/me", (route) => (asked++ === 0 ? rateLimited(2)(route) : route.continue()))
+    await page.reload()
+    await page.getByRole("main").getByText("Rate limited; retrying in 2 s.").waitFor({ timeout: 5_000 })
+    await page.getByRole("navigation", { name: "Views" }).waitFor({ timeout: 10_000 })
+    expect(asked).toBe(2)
     await page.close()
   })
 })

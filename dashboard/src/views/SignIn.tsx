@@ -1,12 +1,14 @@
 /**
  * Sign-in: the user pastes a project API key, the dashboard asks `/v1/me` who it is, and only
  * then keeps it (sessionStorage). The field is a password field, cleared on success, and the key
- * is never echoed into the page.
+ * is never echoed into the page. While the client library waits to retry a refused check (a 429,
+ * or a 503 with a delay) the page says so, and Cancel drops the attempt and its waiting retry.
  */
 import { useEffect, useRef, useState } from "preact/hooks"
 import { clientFor, type Me, type Problem, toProblem } from "../api.ts"
 import { Button } from "../ui/Button.tsx"
 import { dropErrorOnEdit, ErrorNotice } from "../ui/Feedback.tsx"
+import { RetryWaitNotice } from "../ui/RetryWait.tsx"
 
 /** The characters of an API key (the service's keys match `[A-Za-z0-9_-]{16,128}`; the length is the service's to refuse). */
 const KEY_CHARACTERS = /^[A-Za-z0-9_-]+$/
@@ -26,6 +28,10 @@ export const SignIn = (
   const [problem, setProblem] = useState<Problem | undefined>(initialProblem)
   const [busy, setBusy] = useState(false)
   const field = useRef<HTMLInputElement>(null)
+  // The attempt in flight: aborting it (Cancel) stops its request and any retry waiting to be sent.
+  const attempt = useRef<AbortController | undefined>(undefined)
+  // Each attempt's wait notice starts empty: a cancelled one's is not said on.
+  const [attempts, setAttempts] = useState(0)
 
   useEffect(() => {
     // Signed out from a view (Sign out, or the key refused): the tab no longer names that view.
@@ -56,16 +62,31 @@ export const SignIn = (
       })
       return
     }
+    const controller = new AbortController()
+    attempt.current = controller
+    setAttempts((n) => n + 1)
     setBusy(true)
     setProblem(undefined)
     try {
-      const me = await clientFor(key).me()
+      const me = await clientFor(key, controller.signal).me()
+      if (controller.signal.aborted) return
       if (input !== null) input.value = ""
       onSignedIn(me, key)
     } catch (error) {
+      if (controller.signal.aborted) return
       setProblem(toProblem(error))
       setBusy(false)
+    } finally {
+      if (attempt.current === controller) attempt.current = undefined
     }
+  }
+
+  const cancel = () => {
+    attempt.current?.abort()
+    attempt.current = undefined
+    setAttempts((n) => n + 1)
+    setBusy(false)
+    field.current?.focus()
   }
 
   return (
@@ -96,7 +117,9 @@ export const SignIn = (
           aria-describedby={problem === undefined ? undefined : ERROR_ID}
         />
         <Button type="submit" enabled={!busy}>{busy ? "Signing in…" : "Sign in"}</Button>
+        {busy ? <button type="button" onClick={cancel}>Cancel</button> : null}
       </form>
+      <RetryWaitNotice key={attempts} />
       {problem === undefined ? null : <div id={ERROR_ID}><ErrorNotice problem={problem} /></div>}
     </main>
   )
