@@ -153,6 +153,10 @@ export const make = Effect.gen(function*() {
       Effect.retry({ schedule: backoff("30 seconds"), while: (error) => error._tag === "StoreUnavailable" })
     )
 
+  /** Ends a delivery failed without an attempt, for `reason`; /metrics counts it among the failed. */
+  const abandon = (row: DeliveryRow, at: number, reason: Delivery.DeliveryAbandoned["reason"]) =>
+    append(row, Delivery.decide({ type: "Abandon", at, reason }, row)).pipe(Effect.tap(() => Effect.sync(() => recordDelivery("failed"))))
+
   const abandonAll = Effect.fnUntraced(function*(endpointId: string, reason: Delivery.DeliveryAbandoned["reason"]) {
     let stopped = 0
     while (true) {
@@ -161,7 +165,7 @@ export const make = Effect.gen(function*() {
       const at = yield* Clock.currentTimeMillis
       yield* Effect.forEach(open, (row) => {
         attempts.forget(row.deliveryId)
-        return append(row, Delivery.decide({ type: "Abandon", at, reason }, row))
+        return abandon(row, at, reason)
       }, { concurrency: 8, discard: true })
       stopped += open.length
     }
@@ -229,7 +233,7 @@ export const make = Effect.gen(function*() {
       }
       if (typeof envelope === "string") {
         // Nothing to send (a trigger event's payload gone with a restart): failed, the reason as its last attempt.
-        yield* append(row, Delivery.decide({ type: "Abandon", at: yield* Clock.currentTimeMillis, reason: envelope }, row))
+        yield* abandon(row, yield* Clock.currentTimeMillis, envelope)
         yield* logStopped({ endpointId, reason: envelope, deliveries: 1, deliveryId: row.deliveryId, eventId: row.eventId })
         return "next" as Outcome
       }

@@ -189,13 +189,24 @@ describe("operations (memory, in process)", () => {
     await eventually(() => receiver.received.find((request) => request.path === "/stopped"))
     await service.fetch("/v1/execute", { method: "POST", key: keyOf("p2"), json: { tool: "demo.echo", userId: "u1", input: {} } })
     logged.length = 0
+    const failedBefore = await failedDeliveries()
     expect((await service.fetch(`/v1/webhooks/${endpoint.endpointId}`, { method: "PATCH", key: keyOf("p2"), json: { active: false } })).status).toBe(200)
     release()
     const line = await eventually(() => logged.find((entry) => entry.message === "webhook deliveries stopped" && entry.fields.endpointId === endpoint.endpointId))
     expect(line.level).toBe("warn")
     expect(line.fields).toMatchObject({ reason: "endpoint_inactive" })
     expect(Number(line.fields.deliveries)).toBeGreaterThanOrEqual(1)
+    // Outside audit: a delivery stopped so ends failed, and /metrics counted only those that used
+    // up their attempts among the failed deliveries.
+    expect(await failedDeliveries()).toBe(failedBefore + Number(line.fields.deliveries))
   })
+
+  /** `webhook_deliveries_total{outcome="failed"}` as /metrics says it now. */
+  const failedDeliveries = async () => {
+    const text = await (await service.fetch("/metrics", { key: null })).text()
+    const line = text.split("\n").find((l) => l.startsWith(`webhook_deliveries_total{outcome="failed"}`))
+    return line === undefined ? 0 : Number(line.split(" ").at(-1))
+  }
 })
 
 describe("log lines", () => {
