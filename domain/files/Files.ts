@@ -18,10 +18,20 @@ export const MimeType = Schema.String.check(
   Schema.isPattern(MIME_TYPE, { message: "mimeType must be a media type like type/subtype" })
 )
 
+/**
+ * At most `max` characters counted in code points, as a person counts them and JSON Schema's
+ * `maxLength` does; a string's `length` counts UTF-16 units, two for an emoji.
+ */
+const isMaxCharacters = (max: number) =>
+  Schema.makeFilter<string>((text) => text.length <= max || [...text].length <= max, {
+    expected: `a value of at most ${max} characters`,
+    toJsonSchema: () => ({ maxLength: max })
+  })
+
 // Names are shown back as supplied; control characters would corrupt logs and headers downstream.
 export const FileName = Schema.String.check(
   Schema.isMinLength(1),
-  Schema.isMaxLength(MAX_NAME_LENGTH),
+  isMaxCharacters(MAX_NAME_LENGTH),
   // oxlint-disable-next-line no-control-regex -- matching control characters is the point
   Schema.isPattern(/^[^\u0000-\u001f\u007f]*$/u, { message: "name must not contain control characters" })
 )

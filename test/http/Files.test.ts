@@ -55,6 +55,18 @@ for (const store of stores) {
         expect((await upload(service, { name: "n".repeat(255), content: "AA==" })).name).toBe("n".repeat(255))
       })
 
+      // Outside audit: a name's length was counted in UTF-16 units, so 128 emoji (256 units) were
+      // refused as longer than 255 characters; docs/files.md says characters (JSON Schema's
+      // maxLength counts code points too).
+      it("counts a name's 255 characters in code points, not UTF-16 units", async () => {
+        const emoji = "\u{1F389}"
+        expect((await upload(service, { name: emoji.repeat(255), content: "AA==" })).name).toBe(emoji.repeat(255))
+        const longer = await post({ name: emoji.repeat(256), content: "AA==" })
+        expect(longer.status).toBe(422)
+        expect(((await longer.json()) as { error: { message: string } }).error.message).toMatch(/255/)
+        expect((await post({ name: "n".repeat(256), content: "AA==" })).status).toBe(422)
+      })
+
       it("takes exactly the size cap, and refuses one byte more with 422", async () => {
         const at = await upload(service, { content: Buffer.alloc(1024, 1).toString("base64") })
         expect(at.size).toBe(1024)
