@@ -30,6 +30,7 @@ import { argumentsAsSent, keepsTasks } from "./RpcExchange.ts"
 import type { TaskRequests } from "./TaskRequests.ts"
 import type { makeToolCalls } from "./ToolCalls.ts"
 import { isJsonObject } from "../domain/JsonObject.ts"
+import { isStoreOutage } from "../infra/eventlog/StoreOutage.ts"
 
 
 const answer = (body: unknown) => jsonResponse(JSON.stringify(body), 200)
@@ -60,7 +61,8 @@ export const makeFastPath = ({ taskRequests, toolCalls, track }: FastPathParts):
       Effect.map((value) => answer({ jsonrpc: "2.0", id, result: value })),
       Effect.catchTag("RpcFailure", (failure) => Effect.succeed(answer({ jsonrpc: "2.0", id, error: { code: failure.code, message: failure.message } }))),
       Effect.catchDefect((defect) =>
-        Effect.as(
+        // The store away is the gateway's to answer (503 with Retry-After, McpGateway.ts).
+        isStoreOutage(defect) ? Effect.die(defect) : Effect.as(
           Effect.logError("MCP request failed", defect),
           answer({ jsonrpc: "2.0", id, error: { code: ErrorCode.InternalError, message: "Internal error." } })
         )

@@ -34,6 +34,7 @@ import type { TaskRequests } from "./TaskRequests.ts"
 import type { Notification } from "./TaskEvents.ts"
 import type { makeToolCalls } from "./ToolCalls.ts"
 import { listFor } from "./ToolCatalog.ts"
+import { causeIsStoreOutage, storeUnavailableError } from "../infra/eventlog/StoreOutage.ts"
 
 export const LATEST_VERSION = "2025-11-25"
 
@@ -80,6 +81,13 @@ const runWith = (context: Context.Context<never>) => {
       if (Cause.isFailReason(reason)) throw rpcError(reason.error.code, reason.error.message)
     }
     if (Cause.hasInterruptsOnly(exit.cause)) throw rpcError(REQUEST_CANCELLED.code, REQUEST_CANCELLED.message)
+    if (causeIsStoreOutage(exit.cause)) {
+      // The store went away while the request ran (an outage found before it is the gateway's
+      // 503): an answer is under way on this path, so a JSON-RPC error that says so, and a warning.
+      const error = storeUnavailableError()
+      await Effect.runPromiseWith(context)(Effect.logWarning("MCP handler met the store unavailable", exit.cause))
+      throw Object.assign(rpcError(ErrorCode.InternalError, error.message), { data: { "dev.service/error": error } })
+    }
     await Effect.runPromiseWith(context)(Effect.logError("MCP handler failed", exit.cause))
     throw rpcError(ErrorCode.InternalError, "Internal error.")
   }

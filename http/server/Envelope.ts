@@ -8,6 +8,7 @@ import { HttpServerResponse } from "effect/http"
 import { HttpApiSchemaError } from "effect/http-api/HttpApiError"
 import { isServiceFailure, normalized, type NormalizedError, toNormalized } from "../../domain/Errors.ts"
 import { RequestFailures } from "../api/Middleware.ts"
+import { isStoreOutage, storeUnavailableError } from "../../infra/eventlog/StoreOutage.ts"
 
 const httpApiStatus = SchemaAST.resolveAt<number>("httpApiStatus")
 
@@ -60,22 +61,7 @@ const internal = () => new EdgeFailure(500, { code: "provider_unavailable", mess
  * unless Postgres hung after the request's commit had reached it (docs/operations.md).
  */
 export const storeUnavailable = () =>
-  new EdgeFailure(503, normalized("provider_unavailable", "The service's store is unavailable; retry shortly.", 1), { "retry-after": "1" })
-
-/** SQL failures that a retry may not meet again: lost connections, deadlocks, timeouts. */
-const TRANSIENT_SQL = new Set(["ConnectionError", "DeadlockError", "SerializationError", "LockTimeoutError", "StatementTimeoutError"])
-/** SQLSTATE classes of the same: connection exceptions, operator intervention, resources. */
-const TRANSIENT_SQLSTATE = /^(08|57P|53)/
-
-const isStoreOutage = (failure: unknown, depth = 0): boolean => {
-  if (depth > 4 || typeof failure !== "object" || failure === null) return false
-  const error = failure as { readonly _tag?: unknown; readonly reason?: { readonly _tag?: unknown }; readonly cause?: unknown; readonly code?: unknown }
-  // The store's own failure is an outage only when what it wraps is one (a dropped table is not).
-  if (error._tag === "StoreUnavailable") return isStoreOutage(error.cause, depth + 1)
-  if (error._tag === "SqlError" && typeof error.reason?._tag === "string" && TRANSIENT_SQL.has(error.reason._tag)) return true
-  if (typeof error.code === "string" && (TRANSIENT_SQLSTATE.test(error.code) || error.code.startsWith("ECONN") || error.code === "EPIPE")) return true
-  return isStoreOutage(error.cause, depth + 1) || isStoreOutage(error.reason, depth + 1)
-}
+  new EdgeFailure(503, storeUnavailableError(), { "retry-after": "1" })
 
 export const envelopeResponse = (requestId: string, status: number, error: NormalizedError, headers: Record<string, string> = {}) => {
   const response = HttpServerResponse.jsonUnsafe({ error, requestId }, { status })
