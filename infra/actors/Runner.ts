@@ -210,24 +210,33 @@ export const layerPg: Layer.Layer<Runner, never, SqlClient.SqlClient> = Layer.ef
         return yield* waitUntil(deadline)
       })
 
+    /**
+     * When the database stopped answering this process (the first renewal that failed, else the
+     * first refused registration); cleared once it answers again. It outlives an incarnation, so
+     * the line of the next one says how long the database was away, not how long registering took.
+     */
+    let failingSince: number | undefined
+
     /** One incarnation from registration to its end; returns once its actors have stopped. */
     const incarnate = Effect.gen(function*() {
       const id = newId("run")
       // The first refusal says so; the retries that follow do not repeat it (an outage would
       // write a line per retry). A process registering anew after a lost lease says when it has.
-      let refusedSince: number | undefined
+      let refused = false
       const sent = yield* register(id).pipe(
         Effect.tapError((error) => {
-          if (refusedSince !== undefined) return Effect.void
-          refusedSince = performance.now()
+          if (refused) return Effect.void
+          refused = true
+          failingSince ??= performance.now()
           return Effect.logWarning("runner lease: cannot register; retrying", error)
         }),
         Effect.retry(backoff())
       )
       if (newest !== undefined) {
-        const waited = refusedSince === undefined ? "" : ` after ${((performance.now() - refusedSince) / 1000).toFixed(1)} s without the database`
+        const waited = failingSince === undefined ? "" : ` after ${((performance.now() - failingSince) / 1000).toFixed(1)} s without the database`
         yield* Effect.logInfo(`runner lease: registered anew as ${id}${waited}; actors start again`)
       }
+      failingSince = undefined
       yield* Effect.forkIn(sweep, layerScope)
       let safeUntil = sent + timings.ttlMs - timings.marginMs
       const scopes = makeActorScopes()
@@ -247,7 +256,6 @@ export const layerPg: Layer.Layer<Runner, never, SqlClient.SqlClient> = Layer.ef
       // Renewals push the deadline forward; one that finds the lease lapsed ends it at once. The
       // first that fails, and the first answered after failures, say so: an operator sees when
       // the database stopped answering this process and when it came back.
-      let failingSince: number | undefined
       const renewals = Effect.gen(function*() {
         while (true) {
           yield* Effect.sleep(Duration.millis(timings.renewEveryMs))
