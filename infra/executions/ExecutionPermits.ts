@@ -9,7 +9,8 @@
  * processes (PgExecutionPermits.ts). Waiters of this process are woken by local releases and poll for releases made
  * by other processes.
  */
-import { Context, Deferred, Effect, Layer } from "effect"
+import { Context, Deferred, Effect, Layer, type Scope } from "effect"
+import { backoff } from "../Backoff.ts"
 import type { StoreUnavailable } from "../eventlog/EventStore.ts"
 
 export interface PermitKey {
@@ -26,6 +27,12 @@ export interface PermitStore {
    * so the row's deletion is not waited for.
    */
   readonly remove: (key: PermitKey) => Effect.Effect<void, StoreUnavailable>
+  /**
+   * Frees a permit now unless its execution is recorded and not terminal (a request applied after
+   * its caller was answered 503 keeps it for the recovery that runs it); fails when the store does
+   * not answer (`remove` may gather, and drops what fails).
+   */
+  readonly removeUnrecorded: (key: PermitKey) => Effect.Effect<void, StoreUnavailable>
   readonly reclaimStale: Effect.Effect<void, StoreUnavailable>
 }
 
@@ -42,6 +49,14 @@ export interface ExecutionPermitsShape {
   readonly acquire: (key: PermitKey, cap: number) => Effect.Effect<void, StoreUnavailable>
   /** Never fails: a permit that cannot be deleted now is reclaimed by recovery (`reclaimStale`). */
   readonly release: (key: PermitKey) => Effect.Effect<void>
+  /**
+   * Frees the permit of an execution never recorded whose grant or release met the store away:
+   * a grant whose answer was lost may still commit, and a release then may not reach the store.
+   * In the background, once the store answers, and once more a little later (a grant left hung
+   * in the server commits when it resumes); otherwise its slot would count as held until the
+   * store's reclaim, a minute on, and the project's cap be one short meanwhile.
+   */
+  readonly releaseUnrecorded: (key: PermitKey) => Effect.Effect<void>
   /** Recovery: deletes rows of permits that no execution holds any more (ended, or never recorded). */
   readonly reclaimStale: Effect.Effect<void, StoreUnavailable>
 }
@@ -62,7 +77,15 @@ interface Waiter {
   waited: boolean
 }
 
-export const makePermits = (store: PermitStore, options: { readonly poll: boolean }): ExecutionPermitsShape => {
+/** How long a release of an unrecorded permit is retried while the store is away; the reclaim covers the rest. */
+const UNRECORDED_RETRY_FOR = "2 minutes"
+/** The second release of an unrecorded permit, after the first reached the store. */
+const UNRECORDED_AGAIN_AFTER = "5 seconds"
+
+export const makePermits = (
+  store: PermitStore,
+  options: { readonly poll: boolean; readonly scope?: Scope.Scope | undefined }
+): ExecutionPermitsShape => {
   const queues = new Map<string, Array<Waiter>>()
 
   const wakeHead = (lane: string) => {
@@ -115,12 +138,33 @@ export const makePermits = (store: PermitStore, options: { readonly poll: boolea
         Effect.catch((error) => Effect.logWarning("permit release failed; recovery reclaims it", error)),
         Effect.andThen(Effect.sync(() => wakeHead(laneOf(key))))
       ),
+    releaseUnrecorded: (key) => {
+      const wake = Effect.sync(() => wakeHead(laneOf(key)))
+      if (options.scope === undefined) return Effect.andThen(Effect.ignore(store.removeUnrecorded(key)), wake)
+      const releasing = store.removeUnrecorded(key).pipe(
+        Effect.retry(backoff()),
+        Effect.timeoutOption(UNRECORDED_RETRY_FOR),
+        Effect.andThen(wake),
+        Effect.andThen(Effect.sleep(UNRECORDED_AGAIN_AFTER)),
+        Effect.andThen(store.removeUnrecorded(key)),
+        Effect.andThen(wake),
+        Effect.ignore
+      )
+      return Effect.asVoid(Effect.forkIn(releasing, options.scope))
+    },
     reclaimStale: store.reclaimStale
   }
 }
 
 export const memoryPermitStore = (): PermitStore => {
   const lanes = new Map<string, Set<string>>()
+  const remove = (key: PermitKey) =>
+    Effect.sync(() => {
+      const lane = laneOf(key)
+      const held = lanes.get(lane)
+      held?.delete(key.executionId)
+      if (held?.size === 0) lanes.delete(lane)
+    })
   return {
     tryInsert: (key, cap) =>
       Effect.sync(() => {
@@ -132,13 +176,8 @@ export const memoryPermitStore = (): PermitStore => {
         held.add(key.executionId)
         return true
       }),
-    remove: (key) =>
-      Effect.sync(() => {
-        const lane = laneOf(key)
-        const held = lanes.get(lane)
-        held?.delete(key.executionId)
-        if (held?.size === 0) lanes.delete(lane)
-      }),
+    remove,
+    removeUnrecorded: remove,
     reclaimStale: Effect.void
   }
 }

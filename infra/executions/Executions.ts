@@ -260,7 +260,8 @@ export const make = Effect.gen(function*() {
       ? mode === "sync"
       : capInCommit
       ? !permits.queued(permitKey)
-      : yield* orDie(permits.tryAcquire(permitKey, cap))
+      // A grant whose answer the store's bound gave up on may commit all the same: freed later.
+      : yield* orDie(permits.tryAcquire(permitKey, cap).pipe(Effect.tapError(() => permits.releaseUnrecorded(permitKey))))
     if (syncCapped && !permitHeld) return yield* capFull(tool)
     // Past the refusal above, a capped sync request holds the permit it took, unless its commit
     // checks the cap; that permit goes back here when nothing is recorded.
@@ -276,8 +277,9 @@ export const make = Effect.gen(function*() {
       Effect.map((record) => ({ record })),
       Effect.catchTag("ConcurrencyConflict", () => Effect.succeed(undefined)),
       Effect.catchTag("LaneFull", () => capFull(tool)),
-      // Nothing was recorded: the permit taken for it goes back at once.
-      Effect.onError(() => (tookPermit ? permits.release(permitKey) : Effect.void)),
+      // Nothing was recorded: the permit taken for it goes back at once (after the store
+      // answers again, when it is away).
+      Effect.onError(() => (tookPermit ? permits.releaseUnrecorded(permitKey) : Effect.void)),
       orDie
     )
     if (claimStream !== undefined) claimedKeys.set(claimStream, true, now)

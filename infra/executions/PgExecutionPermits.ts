@@ -290,6 +290,17 @@ export const makePgPermitStore = Effect.gen(function*() {
     tryInsert: (key, cap) => grant({ key, cap }),
     // Nobody waits: after the outcome's commit the permit is already free (see above).
     remove: release,
+    // Under the lane's lock, as every writer of slots; the view is written in the commit of each
+    // execution event, so a request applied late keeps its slot.
+    removeUnrecorded: (key) =>
+      sql.withTransaction(
+        sql`SELECT lock_permit_lanes(${[key.projectId]}::text[], ${[key.toolkit]}::text[])`.pipe(
+          Effect.andThen(sql`UPDATE execution_permit_slots s SET execution_id = NULL
+            WHERE s.project_id = ${key.projectId} AND s.toolkit = ${key.toolkit} AND s.execution_id = ${key.executionId}
+              AND NOT EXISTS (SELECT 1 FROM v_executions v WHERE v.project_id = s.project_id
+                AND v.execution_id = s.execution_id AND v.status IN ('pending', 'running'))`)
+        )
+      ).pipe(Effect.asVoid, Effect.mapError(unavailable)),
     reclaimStale: sql`SELECT reclaim_execution_permits()`.pipe(
       Effect.asVoid,
       Effect.mapError(unavailable)
@@ -300,5 +311,9 @@ export const makePgPermitStore = Effect.gen(function*() {
 
 export const layerPg = Layer.effect(
   ExecutionPermits,
-  Effect.map(makePgPermitStore, (store) => makePermits(store, { poll: true }))
+  Effect.gen(function*() {
+    const store = yield* makePgPermitStore
+    // Releases of unrecorded permits run in the layer's scope: they end when the service stops.
+    return makePermits(store, { poll: true, scope: yield* Effect.scope })
+  })
 )

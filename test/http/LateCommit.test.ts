@@ -95,6 +95,38 @@ describe.skipIf(!postgresAvailable)("an append applied after the service gave up
     await eventually(async () => (await statusOf(s, executionId)) === "succeeded" || undefined, 30_000, "the execution to succeed")
   }, 60_000)
 
+  // Outside audit (a Postgres frozen under load): a capped sync request's permit grant applied
+  // after its caller was answered 503 held a slot of the project's cap for a minute, the time
+  // after which a holder never recorded counts as free; the cap was one short meanwhile.
+  it("a permit granted after its caller was answered 503 is freed once the store answers, not a minute later", async () => {
+    const s = await start()
+    await runSql(url, `CREATE TABLE IF NOT EXISTS late_permit_once (flag int PRIMARY KEY)`)
+    await runSql(url, `CREATE OR REPLACE FUNCTION late_permit() RETURNS trigger LANGUAGE plpgsql AS $$
+      BEGIN
+        DELETE FROM late_permit_once;
+        IF FOUND THEN
+          PERFORM pg_sleep(${LATE_MS / 1000});
+        END IF;
+        RETURN NULL;
+      END $$`)
+    await runSql(url, `DROP TRIGGER IF EXISTS late_permit ON execution_permit_slots`)
+    await runSql(url, `CREATE CONSTRAINT TRIGGER late_permit AFTER UPDATE ON execution_permit_slots
+      DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION late_permit()`)
+    // The lane's slots exist (made on its first grant) before the grant that commits late.
+    const first = await s.fetch("/v1/execute", { method: "POST", key: KEY, json: { tool: "demo.sleep", userId: "u1", input: { ms: 1 } } })
+    expect(first.status).toBe(200)
+    await runSql(url, `INSERT INTO late_permit_once VALUES (1)`)
+    const refused = await s.fetch("/v1/execute", { method: "POST", key: KEY, json: { tool: "demo.sleep", userId: "permit-ghost", input: { ms: 1 } } })
+    expect(refused.status).toBe(503)
+    await eventually(async () => (await runSql(url, `SELECT 1 FROM late_permit_once`)).length === 0, 10_000, "the delayed grant to commit")
+    // Its execution was never recorded: the slot goes back within seconds.
+    const holders = () => runSql<{ execution_id: string }>(url, `SELECT s.execution_id FROM execution_permit_slots s
+      WHERE s.execution_id IS NOT NULL AND NOT EXISTS (SELECT 1 FROM events e WHERE e.stream_id = 'execution-' || s.execution_id)`)
+    await eventually(async () => (await holders()).length === 0 || undefined, 10_000, "the unrecorded holder's slot to be freed")
+    expect((await runSql(url, `SELECT 1 FROM events WHERE data->>'userId' = 'permit-ghost'`)).length).toBe(0)
+    await runSql(url, `DROP TRIGGER late_permit ON execution_permit_slots`)
+  }, 60_000)
+
   // Webhooks: the lane's records applied late. Every accepted execution is still delivered, in
   // the order they were recorded, and each delivery ends succeeded.
   for (const [n, eventType] of (["DeliveryQueued", "DeliveryAttemptSucceeded", "ExecutionSucceeded"] as const).entries()) {
