@@ -151,6 +151,11 @@ export interface UrlCheckOptions extends GuardPolicy {
   readonly resolve?: Resolver | undefined
   /** How long create-time resolution may take before the name is accepted unresolved. */
   readonly resolveTimeoutMs?: number | undefined
+  /**
+   * Said after a refusal that `allowPrivateNetworks` would lift (how the operator allows such
+   * URLs); not after one no setting lifts (the metadata address, a public `http:` URL).
+   */
+  readonly privateNetworksHint?: string | undefined
 }
 
 const refuse = (message: string) => Effect.fail(new InvalidInput({ message }))
@@ -202,8 +207,13 @@ export const validateUrl = Effect.fnUntraced(function*(raw: string, options: Url
   if (url.username !== "" || url.password !== "") return yield* refuse("url must not contain user info")
   if (url.hostname === "") return yield* refuse("url must name a host")
   url.hash = ""
+  const hint = (reason: BlockReason) =>
+    options.privateNetworksHint !== undefined && !options.allowPrivateNetworks &&
+      (reason === "localhost" || isAllowedClass(reason, { allowPrivateNetworks: true }))
+      ? `; ${options.privateNetworksHint}`
+      : ""
   const early = blockedHost(url.hostname, options)
-  if (early !== undefined) return yield* refuse(`url points to ${describe[early]}, which is not allowed`)
+  if (early !== undefined) return yield* refuse(`url points to ${describe[early]}, which is not allowed${hint(early)}`)
   if (ipLiteral(url.hostname) !== undefined) return url
   const resolve = options.resolve ?? systemResolver
   const addresses = yield* Effect.tryPromise(() => resolve(url.hostname, 0)).pipe(
@@ -212,6 +222,6 @@ export const validateUrl = Effect.fnUntraced(function*(raw: string, options: Url
   )
   const found = addresses === undefined ? [] : Option.getOrElse(addresses, () => [])
   const blocked = firstBlocked(found, options)
-  if (blocked !== undefined) return yield* refuse(`url resolves to ${describe[blocked]}, which is not allowed`)
+  if (blocked !== undefined) return yield* refuse(`url resolves to ${describe[blocked]}, which is not allowed${hint(blocked)}`)
   return url
 })

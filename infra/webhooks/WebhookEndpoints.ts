@@ -76,7 +76,11 @@ export const make = Effect.gen(function*() {
   const changed = (endpointId: string) => Effect.sync(() => listeners.forEach((listener) => listener(endpointId)))
 
   const checkUrl = (raw: string) =>
-    validateUrl(raw, { allowPrivateNetworks: allowPrivate, requireHttps: true }).pipe(
+    validateUrl(raw, {
+      allowPrivateNetworks: allowPrivate,
+      requireHttps: true,
+      privateNetworksHint: "a receiver on a private network or this machine is for development, allowed when the service runs with SERVICE_WEBHOOK_ALLOW_PRIVATE_NETWORKS=true"
+    }).pipe(
       Effect.map(Endpoint.normalizeUrl)
     )
 

@@ -73,6 +73,17 @@ const suite = (name: string, env: () => Promise<Record<string, string>>, cleanup
       }
     })
 
+    // Outside audit: a receiver on localhost or a private network was refused without a word on
+    // how a developer may allow it; the metadata address, which no setting allows, says nothing more.
+    it("says how private receivers are allowed when the setting would allow the URL, and not otherwise", async () => {
+      const messageOf = async (url: string) => ((await (await create({ url, events: ["trigger.*"] })).json()) as { error: { message: string } }).error.message
+      for (const url of ["https://localhost/x", "https://127.0.0.1/x", "https://10.1.2.3/x"]) {
+        expect(await messageOf(url), url).toContain("SERVICE_WEBHOOK_ALLOW_PRIVATE_NETWORKS=true")
+      }
+      expect(await messageOf("https://169.254.169.254/x")).not.toContain("SERVICE_WEBHOOK_ALLOW_PRIVATE_NETWORKS")
+      expect(await messageOf("http://93.184.215.14/x")).not.toContain("SERVICE_WEBHOOK_ALLOW_PRIVATE_NETWORKS")
+    })
+
     it("needs a key, refuses pinned keys on every route and hides other projects", async () => {
       const created = (await (await create({ url: URL_OK, events: ["trigger.*"] })).json()) as { endpointId: string }
       const id = created.endpointId
