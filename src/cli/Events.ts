@@ -4,7 +4,7 @@
  */
 import { Cause, Effect, Option, Redacted, Schedule, Stream } from "effect"
 import { Command, Flag } from "effect/cli"
-import { EventStore, parsePosition, type Position, START } from "../../infra/eventlog/EventStore.ts"
+import { comparePositions, EventStore, parsePosition, type Position, START } from "../../infra/eventlog/EventStore.ts"
 import { layerPgEventStore } from "../../infra/eventlog/PgEventStore.ts"
 import { streamTypes } from "../App.ts"
 import { databaseUrl } from "../../infra/Settings.ts"
@@ -53,6 +53,14 @@ const tail = Command.make(
         const note = (line: string) => Effect.sync(() => void process.stderr.write(`${line}\n`))
         let last: Position = start
         yield* note(`following after ${start.tx}:${start.seq}`)
+        // A position past the newest event (a typo, an extra digit) would print nothing, without
+        // a word, until the log passes it.
+        if (given !== undefined) {
+          const head = yield* store.head
+          if (comparePositions(given, head) > 0) {
+            yield* note(`--from ${given.tx}:${given.seq} is past the newest event (${head.tx}:${head.seq}): nothing prints until the log passes it`)
+          }
+        }
         yield* Stream.suspend(() => store.follow(last)).pipe(
           Stream.filter((e) => {
             last = e.position

@@ -467,6 +467,22 @@ describe.skipIf(!postgresAvailable)("command line on Postgres", () => {
     expect(after.map((e) => e.data)).toEqual([{ n: 2 }, { n: 3 }])
   })
 
+  // Outside audit: a position past the newest event (a typo, an extra digit) printed nothing and
+  // said nothing while events were appended; it now says where the log is.
+  it("events tail --from past the newest event says so on stderr", async () => {
+    await appendThree("cli-tail-future")
+    const clean = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith("SERVICE_")))
+    const child = spawn(process.execPath, [MAIN, "events", "tail", "--from", "99999999999:1"], { env: { ...clean, ...env }, stdio: ["ignore", "pipe", "pipe"] })
+    let err = ""
+    child.stderr.on("data", (chunk: Buffer) => (err += chunk.toString()))
+    const deadline = Date.now() + 10_000
+    while (!err.includes("following after ") && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 50))
+    child.kill("SIGTERM")
+    await new Promise((resolve) => child.once("exit", resolve))
+    expect(err).toMatch(/following after 99999999999:1/)
+    expect(err).toMatch(/past the newest event \(\d+:\d+\)/)
+  })
+
   it("events tail --stream-type prints only the events of a known stream type", async () => {
     // Idempotency streams are read by their id only, so made-up ones disturb nothing here.
     await appendThree("cli-tail-other")
