@@ -24,7 +24,7 @@ import { STANDARD_EXHAUSTED } from "../infra/access/Throttle.ts"
 import { newRequestId } from "../infra/Ids.ts"
 import type { EventIds } from "./EventIds.ts"
 import { comparePositions, type Position } from "../infra/eventlog/EventStore.ts"
-import { isStoreOutage, storeUnavailableError } from "../infra/eventlog/StoreOutage.ts"
+import { isStoreOutage, storeUnavailableAnswer } from "../infra/eventlog/StoreOutage.ts"
 import * as Answers from "./HttpAnswers.ts"
 import { headerMatches, keyHash, sessionUser, USER_HEADER } from "./Identity.ts"
 import type { LogFeedShape } from "./LogFeed.ts"
@@ -325,7 +325,10 @@ export const makeHandle = (parts: GatewayParts) => {
           // The store away (Postgres stopped, restarting or hung) is answered as every /v1 route
           // answers it (docs/operations.md): 503, retryable, after a second; not an error line.
           isStoreOutage(defect)
-            ? Effect.succeed(Answers.envelope(requestId, 503, storeUnavailableError(), { "retry-after": "1" }))
+            ? Effect.sync(() => {
+              const { status, error, headers } = storeUnavailableAnswer()
+              return Answers.envelope(requestId, status, error, headers)
+            })
             : Effect.as(
               Effect.logError("MCP request failed", defect).pipe(Effect.annotateLogs({ requestId })),
               Answers.envelope(requestId, 500, { code: "provider_unavailable", message: "Internal error.", retryable: true })

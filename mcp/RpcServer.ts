@@ -34,7 +34,7 @@ import type { TaskRequests } from "./TaskRequests.ts"
 import type { Notification } from "./TaskEvents.ts"
 import type { makeToolCalls } from "./ToolCalls.ts"
 import { listFor } from "./ToolCatalog.ts"
-import { causeIsStoreOutage, storeUnavailableError } from "../infra/eventlog/StoreOutage.ts"
+import { causeIsStoreOutage, storeUnavailableAnswer } from "../infra/eventlog/StoreOutage.ts"
 
 export const LATEST_VERSION = "2025-11-25"
 
@@ -84,7 +84,7 @@ const runWith = (context: Context.Context<never>) => {
     if (causeIsStoreOutage(exit.cause)) {
       // The store went away while the request ran (an outage found before it is the gateway's
       // 503): an answer is under way on this path, so a JSON-RPC error that says so, and a warning.
-      const error = storeUnavailableError()
+      const { error } = storeUnavailableAnswer()
       await Effect.runPromiseWith(context)(Effect.logWarning("MCP handler met the store unavailable", exit.cause))
       throw Object.assign(rpcError(ErrorCode.InternalError, error.message), { data: { "dev.service/error": error } })
     }

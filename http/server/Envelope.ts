@@ -8,7 +8,7 @@ import { HttpServerResponse } from "effect/http"
 import { HttpApiSchemaError } from "effect/http-api/HttpApiError"
 import { isServiceFailure, normalized, type NormalizedError, toNormalized } from "../../domain/Errors.ts"
 import { RequestFailures } from "../api/Middleware.ts"
-import { isStoreOutage, storeUnavailableError } from "../../infra/eventlog/StoreOutage.ts"
+import { isStoreOutage, storeUnavailableAnswer } from "../../infra/eventlog/StoreOutage.ts"
 
 const httpApiStatus = SchemaAST.resolveAt<number>("httpApiStatus")
 
@@ -60,8 +60,10 @@ const internal = () => new EdgeFailure(500, { code: "provider_unavailable", mess
  * Nothing was accepted (an answer other than this one means the request's effect was recorded),
  * unless Postgres hung after the request's commit had reached it (docs/operations.md).
  */
-export const storeUnavailable = () =>
-  new EdgeFailure(503, storeUnavailableError(), { "retry-after": "1" })
+export const storeUnavailable = () => {
+  const { status, error, headers } = storeUnavailableAnswer()
+  return new EdgeFailure(status, error, headers)
+}
 
 export const envelopeResponse = (requestId: string, status: number, error: NormalizedError, headers: Record<string, string> = {}) => {
   const response = HttpServerResponse.jsonUnsafe({ error, requestId }, { status })

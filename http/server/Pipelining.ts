@@ -33,7 +33,7 @@ const queues = new WeakMap<Connection, Queue>()
 const advance = (socket: Connection, queue: Queue) => {
   queue.watched = undefined
   const now = socket._httpMessage
-  if (socket.destroyed || now == null) return release(socket, queue, false)
+  if (socket.destroyed || now == null) return release(socket, queue)
   if (now.req !== undefined) {
     const resume = queue.waiting.get(now.req)
     if (resume !== undefined) {
@@ -46,24 +46,24 @@ const advance = (socket: Connection, queue: Queue) => {
 
 /** Watches the answer being written while a request waits; stops when none does. */
 const watch = (socket: Connection, queue: Queue) => {
-  if (queue.waiting.size === 0) return release(socket, queue, false)
+  if (queue.waiting.size === 0) return release(socket, queue)
   const now = socket._httpMessage
-  if (socket.destroyed || now == null) return release(socket, queue, false)
+  if (socket.destroyed || now == null) return release(socket, queue)
   if (queue.watched === now) return
   queue.watched?.off("finish", queue.onFinish)
   queue.watched = now
   now.once("finish", queue.onFinish)
 }
 
-/** Ends every wait (`turn` false: the connection goes to no one) and forgets the queue. */
-const release = (socket: Connection, queue: Queue, turn: boolean) => {
+/** Ends every wait (the connection goes to no one) and forgets the queue. */
+const release = (socket: Connection, queue: Queue) => {
   queue.watched?.off("finish", queue.onFinish)
   queue.watched = undefined
   socket.off("close", queue.onClose)
   queues.delete(socket)
   const waiting = [...queue.waiting.values()]
   queue.waiting.clear()
-  for (const resume of waiting) resume(turn)
+  for (const resume of waiting) resume(false)
 }
 
 const queueOf = (socket: Connection): Queue => {
@@ -73,7 +73,7 @@ const queueOf = (socket: Connection): Queue => {
     waiting: new Map(),
     watched: undefined,
     onFinish: () => advance(socket, queue),
-    onClose: () => release(socket, queue, false)
+    onClose: () => release(socket, queue)
   }
   queues.set(socket, queue)
   socket.once("close", queue.onClose)

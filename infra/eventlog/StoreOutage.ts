@@ -7,8 +7,11 @@
 import { Cause } from "effect"
 import { normalized } from "../../domain/Errors.ts"
 
-/** The envelope's error for a store outage: retryable, after a second (with `Retry-After: 1`). */
-export const storeUnavailableError = () => normalized("provider_unavailable", "The service's store is unavailable; retry shortly.", 1)
+/** The answer to a request met by a store outage: 503, retryable, after a second (`Retry-After` says the same). */
+export const storeUnavailableAnswer = () => {
+  const error = normalized("provider_unavailable", "The service's store is unavailable; retry shortly.", 1)
+  return { status: 503, error, headers: { "retry-after": String(error.retryAfter) } } as const
+}
 
 /** SQL failures that a retry may not meet again: lost connections, deadlocks, timeouts. */
 const TRANSIENT_SQL = new Set(["ConnectionError", "DeadlockError", "SerializationError", "LockTimeoutError", "StatementTimeoutError"])
