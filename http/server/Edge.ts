@@ -240,7 +240,13 @@ export const makeEdge = (options: EdgeOptions) => {
       trace.route = path
       return mounted(request, requestId).pipe(
         Effect.map((response) => (response.headers["request-id"] === undefined ? respond(response) : response)),
-        Effect.catch((failure) => Effect.succeed(refuse(failure)))
+        Effect.catchCause((cause) => {
+          // Interrupted only: no failure in it (the client went away).
+          if (Cause.hasInterruptsOnly(cause)) return Effect.failCause(cause as Cause.Cause<never>)
+          const refusal = cause.reasons.find(Cause.isFailReason)?.error
+          // Anything else (a defect) is answered as the API's own are, logged, with the envelope.
+          return refusal !== undefined ? Effect.succeed(refuse(refusal)) : Effect.map(causeResponse(requestId, cause), respond)
+        })
       )
     }
     /**

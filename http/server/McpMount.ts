@@ -14,7 +14,7 @@ import { Effect } from "effect"
 import { HttpServerRequest, HttpServerResponse } from "effect/http"
 import { IncomingMessage, type ServerResponse, STATUS_CODES } from "node:http"
 import type { McpGateway } from "../../mcp/index.ts"
-import { type Answer, BODY_LIMIT, type GatewayRequest, JsonAnswer } from "../../mcp/HttpAnswers.ts"
+import { type Answer, BODY_LIMIT, type GatewayRequest, JsonAnswer, methodNotAllowed } from "../../mcp/HttpAnswers.ts"
 import { EdgeFailure } from "./Envelope.ts"
 import { normalized } from "../../domain/Errors.ts"
 
@@ -117,5 +117,11 @@ const fromAnswer = (answer: Answer) => {
 /** The mount of `/mcp`; the gateway answers with the edge's request id, the one the request's log line has. */
 export const makeMcpMount = (gateway: McpGateway["Service"]) =>
   Effect.fnUntraced(function*(request: HttpServerRequest.HttpServerRequest, requestId: string) {
+    // A method a web Request cannot carry (Node's parser takes TRACE) gets the gateway's 405
+    // for any method it does not serve, before a web request is made of it.
+    if (UNCARRIED_METHODS.has(request.method.toUpperCase())) return yield* fromAnswer(methodNotAllowed(requestId))
     return yield* fromAnswer(yield* gateway.handle(yield* gatewayRequest(request), requestId))
   })
+
+/** Fetch's forbidden methods, which `new Request` throws on (Fetch standard, "forbidden method"). */
+const UNCARRIED_METHODS = new Set(["CONNECT", "TRACE", "TRACK"])

@@ -212,6 +212,30 @@ describe("the /mcp transport", () => {
     expect(put.headers.get("allow")).toBe("GET, POST, DELETE")
   })
 
+  // A method the web Request cannot carry (fetch's forbidden methods; Node's parser takes TRACE):
+  // the same 405 as PUT, not a bare 500 without a body or a Request-Id (outside audit).
+  it("answers TRACE with the envelope's 405, with a key and without one", async () => {
+    const trace = (headers: Record<string, string>) =>
+      new Promise<{ status: number; headers: Record<string, unknown>; body: string }>((resolve, reject) => {
+        const sent = httpRequest(gw.url, { method: "TRACE", headers }, (response) => {
+          let body = ""
+          response.setEncoding("utf8")
+          response.on("data", (chunk: string) => (body += chunk))
+          response.on("end", () => resolve({ status: response.statusCode ?? 0, headers: response.headers, body }))
+        })
+        sent.on("error", reject)
+        sent.end()
+      })
+    const session = await openSession(gw.url)
+    for (const headers of [Object.fromEntries(headersFor({ session }).entries()), {}]) {
+      const answer = await trace(headers)
+      expect(answer.status).toBe(405)
+      expect(answer.headers["allow"]).toBe("GET, POST, DELETE")
+      expect(answer.headers["request-id"]).toMatch(/^req_/)
+      expect(JSON.parse(answer.body)).toMatchObject({ error: { code: "invalid_input", retryable: false }, requestId: answer.headers["request-id"] })
+    }
+  })
+
   it("refuses a pinned key whose user header names someone else (403)", async () => {
     const response = await post(gw.url, initializeMessage(), { key: PINNED_KEY, headers: { "x-service-user-id": "user_2" } })
     expect(response.status).toBe(403)
