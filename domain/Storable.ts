@@ -129,8 +129,11 @@ export const unstorableText = (text: string, allowNul = false): Unstorable | und
           i += 6
         }
         i += 5
-      } else if (code === 0 && !allowNul) return "nul"
-      else if (code >= 0xd800 && code <= 0xdfff) {
+      } else if (code === 0) {
+        // A raw NUL inside a string is no JSON (RFC 8259 section 7: control characters are
+        // escaped), whatever it would hold: the parser refuses the text.
+        return undefined
+      } else if (code >= 0xd800 && code <= 0xdfff) {
         const next = text.charCodeAt(i + 1)
         if (code <= 0xdbff && next >= 0xdc00 && next <= 0xdfff) i++
         else return "surrogate"

@@ -27,6 +27,12 @@ describe("storable JSON", () => {
     expect(unstorableText(JSON.stringify(value))).toBe(expected)
   })
 
+  it("leaves a raw NUL inside a string, which is no JSON, to the parser (400, not 422)", () => {
+    expect(unstorableText(String.raw`{"a":"x\u0000y"}`)).toBe("nul")
+    expect(unstorableText('{"a":"x\0y"}')).toBeUndefined()
+    expect(() => JSON.parse('{"a":"x\0y"}')).toThrow(SyntaxError)
+  })
+
   it("text whose strings are never stored may hold a NUL, and nothing else it could not keep", () => {
     expect(unstorableText(JSON.stringify({ a: "x\u0000y" }), true)).toBeUndefined()
     expect(unstorableText(JSON.stringify({ a: "x\u0000y", b: "\ud800" }), true)).toBe("surrogate")

@@ -46,6 +46,16 @@ describe.each(["memory", "postgres"] as const)("unstorable values (%s)", (mode) 
     expect(error.message).toContain(named)
   })
 
+  // RFC 8259 section 7: a control character inside a string must be escaped. A raw NUL there is
+  // no JSON, as a raw U+0001 is: 400 like any other body that is not JSON (outside audit).
+  it.each([["a raw NUL", "\u0000"], ["a raw U+0001", "\u0001"]])("a body with %s inside a string is 400, not JSON", async (_, raw) => {
+    const response = await post(service, `{"tool":"demo.echo","input":{"a":"x${raw}y"},"userId":"u1"}`)
+    expect(response.status).toBe(400)
+    const error = await errorOf(response)
+    expect(error.code).toBe("invalid_input")
+    expect(error.message).not.toContain("NUL")
+  })
+
   it("twenty async GETs of a GIF fail with provider_error, none is left running, and another project's executions go on", async () => {
     const started = await Promise.all(Array.from({ length: 20 }, async () => {
       const response = await post(service, JSON.stringify({ tool: "http.request", input: { method: "GET", url: gifUrl }, userId: "u1", mode: "async" }))
