@@ -521,6 +521,11 @@ export const answerClientError = (error: Error & { readonly code?: string }, soc
     // A request whose body is being read answers the fault itself, under its own id (and logs it).
     if (endBody(pending, new EdgeFailure(status, failure, { connection: "close" }))) return
   }
+  answerRaw(socket, status, reason, failure)
+}
+
+/** An answer written on the socket itself, with the envelope and a request id, closing it. */
+const answerRaw = (socket: Duplex, status: number, reason: string, failure: ReturnType<typeof normalized>): void => {
   const requestId = newRequestId()
   const body = JSON.stringify({ error: failure, requestId })
   socket.end(
@@ -528,4 +533,17 @@ export const answerClientError = (error: Error & { readonly code?: string }, soc
       `request-id: ${requestId}\r\ncache-control: no-store\r\nconnection: close\r\n\r\n${body}`,
     () => socket.destroy()
   )
+}
+
+/**
+ * A CONNECT, which Node hands to its own event and otherwise closes without a word: the service
+ * is no proxy, and says so like any refusal (RFC 9110 section 15.6.2: 501 for a method the
+ * server does not support).
+ */
+export const answerConnect = (_request: IncomingMessage, socket: Duplex): void => {
+  if (!socket.writable) {
+    socket.destroy()
+    return
+  }
+  answerRaw(socket, 501, "Not Implemented", normalized("not_supported", "This service is not a proxy: CONNECT is not served."))
 }

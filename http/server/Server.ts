@@ -21,7 +21,7 @@ import { Api } from "../api/Api.ts"
 import { ConnectionsHttp } from "./ConnectionsHttp.ts"
 import { isDashboardPath, serveDashboard } from "./Dashboard.ts"
 import { DOCS_PATH, DocsRoutes, OPENAPI_PATH } from "./Docs.ts"
-import { answerClientError, makeEdge, type Route } from "./Edge.ts"
+import { answerClientError, answerConnect, makeEdge, type Route } from "./Edge.ts"
 import { isUnpinnedOnly, UsesExecuteBucket } from "../api/Middleware.ts"
 import { takeTokens } from "../../infra/access/Throttle.ts"
 import { makeGate } from "./Gate.ts"
@@ -205,6 +205,7 @@ const makeNodeServer = (limits: Effect.Success<typeof serverLimits>) => () => {
   })
   server.maxConnections = limits.maxConnections
   server.on("clientError", answerClientError)
+  server.on("connect", answerConnect)
   // Any other expectation than 100-continue would get Node's bare 417; RFC 9110 section 10.1.1
   // lets a server ignore it, so the request is served as if it had none, with the envelope.
   server.on("checkExpectation", (request, response) => server.emit("request", request, response))

@@ -134,6 +134,19 @@ describe("the edge under an unauthenticated flood", () => {
     expect(JSON.parse(body)).toBeTypeOf("object")
   })
 
+  // Node closes a CONNECT without a word unless the server listens for it (outside audit): the
+  // service is no proxy, and says so like any refusal, 501 `not_supported` with the envelope.
+  it("answers CONNECT 501 not_supported with the envelope and its Request-Id, and closes", async () => {
+    const connection = await open(portOf(service))
+    connection.socket.write("CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n")
+    await connection.closed
+    const [head = "", body = ""] = connection.received().split("\r\n\r\n")
+    expect(head).toMatch(/^HTTP\/1\.1 501 /)
+    const requestId = /\r\nrequest-id: (\S+)/i.exec(head)?.[1]
+    expect(requestId).toMatch(/^req_/)
+    expect(JSON.parse(body)).toMatchObject({ error: { code: "not_supported", retryable: false }, requestId })
+  })
+
   it("refuses a keyless upload on its headers: 401 at once, no 100 Continue, connection closed, no body read", async () => {
     const connection = await open(portOf(service))
     connection.socket.write(uploadHeaders(undefined, 30 * 1024 * 1024))
