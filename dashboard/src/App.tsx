@@ -12,6 +12,7 @@ import { ErrorNotice, Loading } from "./ui/Feedback.tsx"
 import { Link } from "./ui/Link.tsx"
 import { OutcomeNotice } from "./ui/Outcome.tsx"
 import { RetryWaitNotice } from "./ui/RetryWait.tsx"
+import { UserText } from "./ui/Text.tsx"
 import { Executions, ExecutionDetail } from "./views/Executions.tsx"
 import { Files } from "./views/Files.tsx"
 import { SignIn } from "./views/SignIn.tsx"
@@ -135,7 +136,7 @@ const Shell = (
           <span class="product">Service dashboard</span>
           <span>
             Project <code data-testid="project-id">{me.projectId}</code> · key <code>{me.keyId}</code> ·{" "}
-            {isPinned(me) ? <span data-testid="key-kind">pinned to user <code>{me.pinnedUserId}</code></span> : <span data-testid="key-kind">unpinned project key</span>}
+            {isPinned(me) ? <span data-testid="key-kind">pinned to user <code><UserText text={me.pinnedUserId ?? ""} /></code></span> : <span data-testid="key-kind">unpinned project key</span>}
           </span>
           {/* Signing out leaves the view too: what it holds (a secret shown once) asks first. */}
           <button type="button" onClick={() => whenLeaving(onSignOut)}>Sign out</button>

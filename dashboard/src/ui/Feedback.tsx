@@ -1,6 +1,7 @@
 /** The states every view shows: loading, empty, an error with its code, and a pinned key's refusal. */
 import type { ComponentChildren } from "preact"
 import type { Problem } from "../api.ts"
+import { UserText } from "./Text.tsx"
 
 export const Loading = ({ what }: { readonly what: string }) => (
   <p class="loading" role="status" aria-live="polite">
@@ -42,7 +43,7 @@ export const ErrorNotice = (
         {problem.status > 0 ? <span class="muted"> (HTTP {problem.status})</span> : null}
       </p>
     )}
-    <p class="error-message">{problem.message}</p>
+    <p class="error-message"><UserText text={problem.message} /></p>
     {problem.retryAfter === undefined ? null : <p class="retry-after">{waitSaid(problem.retryAfter, saidBy)}</p>}
     {problem.requestId === undefined ? null : <p class="muted">Request id: <code>{problem.requestId}</code></p>}
     {action}
@@ -69,7 +70,7 @@ export const RecordError = (
 export const PinnedNotice = ({ what, userId }: { readonly what: string; readonly userId: string }) => (
   <div class="notice" role="note">
     <p>
-      <strong>Not available with this key.</strong> Your key is pinned to user <code>{userId}</code>, and {what}{" "}
+      <strong>Not available with this key.</strong> Your key is pinned to user <code><UserText text={userId} /></code>, and {what}{" "}
       {what.endsWith("s") ? "need" : "needs"} an unpinned project key. Sign in with a project key to use it.
     </p>
   </div>

@@ -18,6 +18,7 @@ import { dropErrorOnEdit, ErrorNotice } from "../ui/Feedback.tsx"
 import { useFocusKept } from "../ui/Focus.ts"
 import { ListState } from "../ui/ListState.tsx"
 import { Refreshing } from "../ui/Refreshing.tsx"
+import { shownText, UserText } from "../ui/Text.tsx"
 import { formatTime, Time, zoneOf } from "../ui/Time.tsx"
 
 const unfinished = (delivery: WebhookDelivery) => delivery.status === "pending" || delivery.status === "delivering"
@@ -63,8 +64,8 @@ const Delivery = (
 ) => (
   <li class={`delivery status-${delivery.status}`} data-delivery-id={delivery.deliveryId}>
     <div class="delivery-head">
-      <span class={`badge badge-${delivery.status}`}>{delivery.status}</span> <code>{delivery.eventType}</code>{" "}
-      <span class="muted">event <code>{delivery.eventId}</code> · delivery <code>{delivery.deliveryId}</code></span>
+      <span class={`badge badge-${delivery.status}`}>{delivery.status}</span> <code><UserText text={delivery.eventType} /></code>{" "}
+      <span class="muted">event <code><UserText text={delivery.eventId} /></code> · delivery <code>{delivery.deliveryId}</code></span>
     </div>
     {delivery.attempts.length === 0 ? <p class="muted">{noAttempt(delivery)}</p> : (
       <ol class="timeline" aria-label={`Attempts of ${delivery.deliveryId}`}>
@@ -73,7 +74,7 @@ const Delivery = (
           return (
             <li key={`${attempt.attemptedAt}-${index}`} class={result.ok ? "attempt ok" : "attempt failed"}>
               <span class="attempt-number">Attempt {index + 1}</span> <Time iso={attempt.attemptedAt} /> —{" "}
-              <span class="attempt-result">{result.text}</span>
+              <UserText class="attempt-result" text={result.text} />
             </li>
           )
         })}
@@ -179,7 +180,7 @@ export const Deliveries = ({ client, endpointId, active }: { readonly client: Cl
                 key={delivery.deliveryId}
                 client={client}
                 delivery={delivery}
-                onResent={active ? (resent) => showNew(`Resent as ${resent.deliveryId}, a new delivery of event ${resent.eventId}.`) : undefined}
+                onResent={active ? (resent) => showNew(`Resent as ${resent.deliveryId}, a new delivery of event ${shownText(resent.eventId)}.`) : undefined}
               />
             ))}
           </ol>

@@ -19,6 +19,7 @@ import { Link } from "../ui/Link.tsx"
 import { ListState } from "../ui/ListState.tsx"
 import { ListTable } from "../ui/ListTable.tsx"
 import { Refreshing } from "../ui/Refreshing.tsx"
+import { UserText } from "../ui/Text.tsx"
 import { Time } from "../ui/Time.tsx"
 
 const running = (execution: ExecutionRecord) => execution.status === "pending" || execution.status === "running"
@@ -104,7 +105,7 @@ const ExecutionRow = (
       <td><Link to={{ view: "execution", executionId: id, from: filters }}>{id}</Link></td>
       <td><code>{execution.tool}</code></td>
       <td><span class={`badge badge-${execution.status}`}>{execution.status}</span></td>
-      <td class="user-id">{execution.userId}</td>
+      <td class="user-id"><UserText text={execution.userId} /></td>
       <td><Time iso={execution.createdAt} /></td>
       <td>{"latencyMs" in execution ? `${execution.latencyMs} ms` : "—"}</td>
       <td>
@@ -293,9 +294,9 @@ export const ExecutionDetail = (
             <dt>Mode</dt>
             <dd>{execution.mode}</dd>
             <dt>User</dt>
-            <dd>{execution.userId}</dd>
+            <dd><UserText text={execution.userId} /></dd>
             <dt>Connection</dt>
-            <dd>{execution.connectionId ?? "—"}</dd>
+            <dd>{execution.connectionId === undefined ? "—" : <UserText text={execution.connectionId} />}</dd>
             <dt>Created</dt>
             <dd><Time iso={execution.createdAt} /></dd>
             <dt>Started</dt>

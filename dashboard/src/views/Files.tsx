@@ -13,6 +13,7 @@ import { dropErrorOnEdit, ErrorNotice, Loading, PinnedNotice } from "../ui/Feedb
 import { ListState } from "../ui/ListState.tsx"
 import { ListTable } from "../ui/ListTable.tsx"
 import { formatSize } from "../ui/Size.ts"
+import { shownText, UserText } from "../ui/Text.tsx"
 import { Time } from "../ui/Time.tsx"
 import { Upload } from "./Upload.tsx"
 
@@ -21,9 +22,9 @@ const Metadata = ({ file }: { readonly file: FileMetadata }) => (
     <dt>File id</dt>
     <dd><code>{file.fileId}</code></dd>
     <dt>Name</dt>
-    <dd class="file-name">{file.name}</dd>
+    <dd class="file-name"><UserText text={file.name} /></dd>
     <dt>MIME type</dt>
-    <dd>{file.mimeType}</dd>
+    <dd><UserText text={file.mimeType} /></dd>
     <dt>Size</dt>
     <dd>{formatSize(file.size)}</dd>
     <dt>Expires</dt>
@@ -98,16 +99,16 @@ const FileList = ({ client, refresh }: { readonly client: Client; readonly refre
             {files.map((file) => (
               <Fragment key={file.fileId}>
                 <tr>
-                  <td class="file-name">{file.name}</td>
+                  <td class="file-name"><UserText text={file.name} /></td>
                   <td><code>{file.fileId}</code></td>
-                  <td>{file.mimeType}</td>
+                  <td><UserText text={file.mimeType} /></td>
                   <td>{formatSize(file.size)}</td>
                   <td><Time iso={file.expiresAt} /></td>
                   <td>
                     <button
                       type="button"
                       aria-expanded={selected === file.fileId}
-                      aria-label={`Metadata of ${file.name}`}
+                      aria-label={`Metadata of ${shownText(file.name)}`}
                       onClick={() => setSelected(selected === file.fileId ? undefined : file.fileId)}
                     >
                       Metadata

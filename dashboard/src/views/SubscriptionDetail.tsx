@@ -8,6 +8,7 @@ import { useResource } from "../data.ts"
 import { ErrorNotice, Loading } from "../ui/Feedback.tsx"
 import { Json } from "../ui/Json.tsx"
 import { Link } from "../ui/Link.tsx"
+import { UserText } from "../ui/Text.tsx"
 import { Time } from "../ui/Time.tsx"
 
 export const SubscriptionDetail = ({ client, subscriptionId }: { readonly client: Client; readonly subscriptionId: string }) => {
@@ -25,9 +26,9 @@ export const SubscriptionDetail = ({ client, subscriptionId }: { readonly client
             <dt>Trigger</dt>
             <dd><code>{subscription.trigger}</code></dd>
             <dt>User</dt>
-            <dd>{subscription.userId}</dd>
+            <dd><UserText text={subscription.userId} /></dd>
             <dt>Connection</dt>
-            <dd>{subscription.connectionId === undefined ? "—" : <code>{subscription.connectionId}</code>}</dd>
+            <dd>{subscription.connectionId === undefined ? "—" : <code><UserText text={subscription.connectionId} /></code>}</dd>
             <dt>Webhook endpoints</dt>
             <dd>
               {subscription.webhookEndpointIds.map((endpointId) => (

@@ -19,6 +19,7 @@ import { Link } from "../ui/Link.tsx"
 import { ListState } from "../ui/ListState.tsx"
 import { ListTable } from "../ui/ListTable.tsx"
 import { SecretOnce } from "../ui/SecretOnce.tsx"
+import { shownJson, UserText } from "../ui/Text.tsx"
 import { Time } from "../ui/Time.tsx"
 import { FilterForm } from "./FilterForm.tsx"
 
@@ -65,7 +66,7 @@ const EndpointChoice = (
                   )}
               />
               <label for={id}>
-                <span class="url">{endpoint.url}</span> <code class="muted">{endpoint.endpointId}</code>
+                <UserText class="url" text={endpoint.url} /> <code class="muted">{endpoint.endpointId}</code>
                 {endpoint.active ? null : <span class="muted"> (inactive)</span>}
               </label>
             </div>
@@ -252,13 +253,13 @@ const Row = (
         <div><Link to={{ view: "trigger-events", subscriptionId: id }}>Events</Link></div>
       </td>
       <td><code>{subscription.trigger}</code></td>
-      <td class="user-id">{subscription.userId}</td>
+      <td class="user-id"><UserText text={subscription.userId} /></td>
       <td>
         {subscription.webhookEndpointIds.map((endpointId) => (
           <div key={endpointId}><Link to={{ view: "webhook", endpointId }}><code>{endpointId}</code></Link></div>
         ))}
       </td>
-      <td><code class="filters-json">{JSON.stringify(subscription.filters)}</code></td>
+      <td><code class="filters-json">{shownJson(JSON.stringify(subscription.filters))}</code></td>
       <td>{subscription.status}{subscription.pollIntervalSeconds === undefined ? "" : `, every ${subscription.pollIntervalSeconds} s`}</td>
       <td><Time iso={subscription.createdAt} /></td>
       <td class="actions">

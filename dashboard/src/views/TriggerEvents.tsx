@@ -15,6 +15,7 @@ import { PinnedNotice } from "../ui/Feedback.tsx"
 import { ListState } from "../ui/ListState.tsx"
 import { ListTable } from "../ui/ListTable.tsx"
 import { Refreshing } from "../ui/Refreshing.tsx"
+import { UserText } from "../ui/Text.tsx"
 import { Time } from "../ui/Time.tsx"
 
 const MOVING: ReadonlySet<string> = new Set(["selecting", "pending", "delivering"])
@@ -96,7 +97,7 @@ const EventRow = ({ event }: { readonly event: TriggerEvent }) => (
       )}
     </td>
     <td>
-      <code>{event.eventId}</code>
+      <code><UserText text={event.eventId} /></code>
       <div>from <Link to={{ view: "subscription", subscriptionId: event.subscriptionId }}><code>{event.subscriptionId}</code></Link></div>
       <div class="muted">occurred <Time iso={event.occurredAt} /></div>
     </td>

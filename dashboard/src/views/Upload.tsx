@@ -4,11 +4,13 @@
  * with its result, the staged file's id or the service's code and message. Files dropped while
  * others are still going up join the end of the queue.
  */
+import type { ComponentChildren } from "preact"
 import { useRef, useState } from "preact/hooks"
 import type { FileMetadata } from "../../../client/index.ts"
 import { type Client, type Problem, toProblem } from "../api.ts"
 import { ErrorNotice } from "../ui/Feedback.tsx"
 import { formatSize } from "../ui/Size.ts"
+import { shownText, UserText } from "../ui/Text.tsx"
 import { Time } from "../ui/Time.tsx"
 
 type Result =
@@ -33,7 +35,7 @@ const inFileTerms = (problem: Problem, file: File): Problem =>
   problem.status === 413
     ? {
       ...problem,
-      message: `The service refused ${file.name}, ${formatSize(file.size)}, as too large (a file is sent as base64, a third larger than the file). ` +
+      message: `The service refused ${shownText(file.name)}, ${formatSize(file.size)}, as too large (a file is sent as base64, a third larger than the file). ` +
         `It said: ${problem.message}`
     }
     : problem
@@ -71,7 +73,7 @@ const Results = ({ entries }: { readonly entries: ReadonlyArray<Entry> }) => (
     <ol class="uploads">
       {entries.map((entry) => (
         <li key={entry.key} class={`upload upload-${entry.result.kind}`}>
-          <span class="file-name">{entry.name}</span>, <span class="muted">{formatSize(entry.size)}</span>:{" "}
+          <UserText class="file-name" text={entry.name} />, <span class="muted">{formatSize(entry.size)}</span>:{" "}
           <Outcome result={entry.result} />
         </li>
       ))}
@@ -79,10 +81,10 @@ const Results = ({ entries }: { readonly entries: ReadonlyArray<Entry> }) => (
   </section>
 )
 
-/** What the live region says: the file going up, then how the batch ended. */
-const progress = (entries: ReadonlyArray<Entry>): string => {
+/** What the live region says: the file going up (its name isolated), then how the batch ended. */
+const progress = (entries: ReadonlyArray<Entry>): ComponentChildren => {
   const current = entries.findIndex((entry) => entry.result.kind === "uploading")
-  if (current >= 0) return `Uploading ${current + 1} of ${entries.length}: ${entries[current]?.name ?? ""}…`
+  if (current >= 0) return <>Uploading {current + 1} of {entries.length}: <UserText text={entries[current]?.name ?? ""} />…</>
   const failed = entries.filter((entry) => entry.result.kind === "failed").length
   if (entries.length === 0 || entries.some((entry) => entry.result.kind === "waiting")) return ""
   const uploaded = entries.length - failed

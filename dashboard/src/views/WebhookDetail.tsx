@@ -15,6 +15,7 @@ import { whenReplacing } from "../ui/LeaveGuard.tsx"
 import { Link } from "../ui/Link.tsx"
 import { sayOutcome } from "../ui/Outcome.tsx"
 import { SecretOnce } from "../ui/SecretOnce.tsx"
+import { UserText } from "../ui/Text.tsx"
 import { Time } from "../ui/Time.tsx"
 import { Deliveries } from "./Deliveries.tsx"
 import { EventPicker } from "./EventPicker.tsx"
@@ -139,7 +140,7 @@ const Endpoint = ({ client, endpointId }: { readonly client: Client; readonly en
             <dt>Endpoint id</dt>
             <dd><code>{endpoint.value.endpointId}</code></dd>
             <dt>URL</dt>
-            <dd class="url">{endpoint.value.url}</dd>
+            <dd class="url"><UserText text={endpoint.value.url} /></dd>
             <dt>Events</dt>
             <dd>{endpoint.value.events.join(", ")}</dd>
             <dt>Active</dt>

@@ -13,6 +13,7 @@ import { whenReplacing } from "../ui/LeaveGuard.tsx"
 import { ListState } from "../ui/ListState.tsx"
 import { ListTable } from "../ui/ListTable.tsx"
 import { SecretOnce } from "../ui/SecretOnce.tsx"
+import { UserText } from "../ui/Text.tsx"
 import { Time } from "../ui/Time.tsx"
 import { EventPicker } from "./EventPicker.tsx"
 
@@ -115,7 +116,7 @@ const Endpoints = ({ client }: { readonly client: Client }) => {
               {endpoints.map((endpoint) => (
                 <tr key={endpoint.endpointId}>
                   <td class="url">
-                    <Link to={{ view: "webhook", endpointId: endpoint.endpointId }}>{endpoint.url}</Link>
+                    <Link to={{ view: "webhook", endpointId: endpoint.endpointId }}><UserText text={endpoint.url} /></Link>
                     <div class="muted"><code>{endpoint.endpointId}</code></div>
                   </td>
                   <td>{endpoint.events.join(", ")}</td>
