@@ -125,6 +125,12 @@ export const forgetPages = (): void => {
 
 export interface Paged<T> extends Loaded<Page<T>> {
   readonly page: number
+  /**
+   * True while `value` is the page shown before, kept while another page of the same list loads
+   * (Next, Previous, First): dropping its rows would shorten the page and take the pager, and the
+   * keyboard focus on it, off the screen (ui/ListState.tsx).
+   */
+  readonly stale: boolean
   readonly first: () => void
   readonly previous: () => void
   readonly next: () => void
@@ -149,8 +155,14 @@ export const usePaged = <T,>(
   useEffect(() => storeStack(owner, key, stack), [owner, key, stack.length, stack[stack.length - 1]])
   const cursor = stack[stack.length - 1]
   const loaded = useResource(`${key}\u0000${stack.length}\u0000${cursor ?? ""}`, () => load(cursor), (page) => page.items.some(moving))
+  // The last page shown of this list (not of other filters: those start afresh, "Loading").
+  const shown = useRef<{ readonly key: string; readonly value: Page<T> } | undefined>(undefined)
+  if (loaded.value !== undefined) shown.current = { key, value: loaded.value }
+  const kept = loaded.value === undefined && loaded.problem === undefined && shown.current?.key === key ? shown.current.value : undefined
   return {
     ...loaded,
+    value: kept ?? loaded.value,
+    stale: kept !== undefined,
     page: stack.length - 1,
     first: () => setCursors({ key, stack: [undefined] }),
     previous: () => setCursors({ key, stack: stack.length > 1 ? stack.slice(0, -1) : stack }),

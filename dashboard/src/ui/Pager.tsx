@@ -1,6 +1,7 @@
 /**
  * Cursor paging: forward by the page's nextCursor, back through the cursors already followed.
- * A button that cannot act now keeps the keyboard focus while the next page loads (ui/Button.tsx).
+ * A button that cannot act now keeps the keyboard focus while the next page loads (ui/Button.tsx),
+ * and stays on the screen (ui/ListState.tsx keeps the rows shown until the next arrive).
  */
 import { Button } from "./Button.tsx"
 
