@@ -96,8 +96,8 @@ class MemoryEvent extends EventFields implements RecordedEvent {
 export interface MemoryLogShape {
   /** Drops these streams' events from `readStream` (the global log keeps them until trimmed). */
   readonly forget: (streamIds: Iterable<string>) => void
-  /** Drops streams of `streamType` whose last event is older than `beforeMs`; answers how many. */
-  readonly forgetIdle: (streamType: string, beforeMs: number) => number
+  /** Drops streams of `streamType` whose last event is older than `beforeMs`, but those in `keep`; answers how many. */
+  readonly forgetIdle: (streamType: string, beforeMs: number, keep?: ReadonlySet<string>) => number
   /** Drops events older than `beforeMs` from the head of the global log; answers how many. */
   readonly trimHead: (beforeMs: number) => number
   /** Events in the global log, and streams kept. */
@@ -171,11 +171,11 @@ export const makeMemoryLog = (tables: MemoryTables, projections: Projections["Se
     forget: (streamIds) => {
       for (const id of streamIds) streams.delete(id)
     },
-    forgetIdle: (streamType, beforeMs) => {
+    forgetIdle: (streamType, beforeMs, keep) => {
       let count = 0
       for (const [id, stream] of streams) {
         const last = stream.events[stream.events.length - 1]
-        if (stream.type === streamType && last !== undefined && last.createdAt < beforeMs) {
+        if (stream.type === streamType && last !== undefined && last.createdAt < beforeMs && keep?.has(id) !== true) {
           streams.delete(id)
           count++
         }

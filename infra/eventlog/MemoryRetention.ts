@@ -40,20 +40,27 @@ export const sweep = Effect.fnUntraced(function*(retentionMs: number) {
   const cutoff = now - retentionMs
   let rows = 0
   let streams = 0
-  for (const projection of projections) {
-    for (const table of projection.tables) {
-      const rule = table.retention
-      if (rule === undefined) continue
-      // Rows are kept in insertion order, which is their age order: the sweep stops at the
-      // first young row, so it visits only what goes (and the few old unfinished ones).
-      const removed = tables.removeWhile(table.name, (row) =>
-        rule.since(row) >= cutoff ? "stop" : rule.finished(row))
-      log.forget(removed.map(rule.stream))
-      rows += removed.length
-      streams += removed.length
-      for (const also of rule.alsoStreams ?? []) {
-        streams += log.forgetIdle(also.streamType, Math.min(cutoff, now - also.minimumAgeMs))
-      }
+  const rules = projections.flatMap((projection) => projection.tables.flatMap((table) => (table.retention === undefined ? [] : [[table.name, table.retention] as const])))
+  // The streams something still needs (an open delivery's execution or arrival): they stay, and
+  // every row made from them, whatever their age.
+  const held = new Set<string>()
+  for (const [name, rule] of rules) {
+    if (rule.holds === undefined) continue
+    for (const row of tables.list(name, rule.holds.query)) held.add(rule.holds.stream(row))
+  }
+  for (const [name, rule] of rules) {
+    // Rows are kept in insertion order, which is their age order: the sweep stops at the
+    // first young row, so it visits only what goes (and the few old unfinished or held ones).
+    const removed = tables.removeWhile(name, (row) => {
+      if (rule.since(row) >= cutoff) return "stop"
+      if (!rule.finished(row) || (rule.finishedAt !== undefined && rule.finishedAt(row) >= cutoff)) return false
+      return !held.has(rule.stream(row)) && (rule.source === undefined || !held.has(rule.source(row)))
+    })
+    log.forget(removed.map(rule.stream))
+    rows += removed.length
+    streams += removed.length
+    for (const also of rule.alsoStreams ?? []) {
+      streams += log.forgetIdle(also.streamType, Math.min(cutoff, now - also.minimumAgeMs), held)
     }
   }
   const events = log.trimHead(cutoff)

@@ -28,12 +28,32 @@ export interface TableSpec {
 }
 
 export interface Retention {
-  /** The row's age in milliseconds since the epoch (when it was made, or finished). */
+  /**
+   * When the row was made, in milliseconds since the epoch: rows are visited in the order they
+   * were made, and the sweep stops at the first one younger than the window.
+   */
   readonly since: (row: Row) => number
   /** Only finished rows go: a running execution or an open delivery stays, however old. */
   readonly finished: (row: Row) => boolean
+  /**
+   * When a finished row finished, where that can be well after it was made (an execution that
+   * ran for an hour): it stays until that too is older than the window. Undefined: `since`.
+   */
+  readonly finishedAt?: (row: Row) => number
   /** The stream the row comes from; its events go with it. */
   readonly stream: (row: Row) => string
+  /**
+   * The stream the row's record is made from, where that is another (a delivery's execution or
+   * trigger arrival): the row stays while that stream is held (`holds`), so a trigger event's
+   * history keeps every target's delivery for as long as it keeps the event.
+   */
+  readonly source?: (row: Row) => string
+  /**
+   * Rows of this table that hold a stream: while one is there, that stream stays, and so do the
+   * rows of every table made from it (`stream` or `source`). An open delivery holds the
+   * execution or arrival it will send, however long it waits for its turn.
+   */
+  readonly holds?: { readonly query: ListQuery; readonly stream: (row: Row) => string }
   /** Other streams of these types whose last event is older than the window go too. */
   readonly alsoStreams?: ReadonlyArray<{ readonly streamType: string; readonly minimumAgeMs: number }>
 }

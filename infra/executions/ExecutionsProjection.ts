@@ -30,11 +30,18 @@ export const executionsTable: TableSpec = {
   primaryKey: ["project_id", "execution_id"],
   // Newest first within a project is the primary key read backwards: no index of its own.
   indexes: [["project_id", "user_id", "-execution_id"], ["status", "execution_id"]],
-  // Memory mode drops terminal executions past the retention window, and idempotency claims
-  // once their own window has passed too (infra/eventlog/MemoryRetention.ts).
+  // Memory mode drops terminal executions finished before the retention window (but one an open
+  // delivery will still send), and idempotency claims once their own window has passed too
+  // (infra/eventlog/MemoryRetention.ts).
   retention: {
     since: (row) => Number(row.created_ms),
     finished: (row) => TERMINAL_STATUSES.has(String(row.status)),
+    // An execution that ran longer than the window stays for the window after it finished
+    // (an MCP task's result is read then).
+    finishedAt: (row) => {
+      const completedAt = (row.record as { readonly completedAt?: unknown } | null)?.completedAt
+      return typeof completedAt === "string" ? parseTime(completedAt) : Number(row.created_ms)
+    },
     stream: (row) => streamId(String(row.execution_id)),
     alsoStreams: [{ streamType: IDEMPOTENCY_STREAM_TYPE, minimumAgeMs: WINDOW_MS }]
   }

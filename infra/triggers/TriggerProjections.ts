@@ -28,6 +28,7 @@ import {
   sweepCodec
 } from "../../domain/triggers/TriggerEvent.ts"
 import { JsonObject } from "../../domain/JsonObject.ts"
+import { idTimeMs } from "../../domain/Ids.ts"
 import { isoTime } from "../../domain/Time.ts"
 import type { RecordedEvent } from "../eventlog/EventStore.ts"
 import type { Projection, Row, RowChange } from "../eventlog/Projection.ts"
@@ -184,10 +185,13 @@ export const triggerEventsProjection: Projection = {
       ["project_id", "trigger", "-received_at", "-arrival_id"],
       ["expires_at"]
     ],
-    // Memory mode (MemoryRetention.ts): the history sweep (TriggerHistory.ts) drops rows at their
-    // expiry, and the streams they came from go after it, with the sweeps' own one-event streams.
+    // Memory mode (MemoryRetention.ts; decisions.md section 1: "executions, deliveries and
+    // history older than this are dropped"): a row goes with the window after it was received,
+    // with its progress and its deliveries, unless an open delivery or a selection still holds
+    // its arrival (then all of it stays until that is done). Old streams go after it, with the
+    // history sweeps' own one-event streams.
     retention: {
-      since: (row) => Date.parse(String(row.expires_at)),
+      since: (row) => Date.parse(String(row.received_at)),
       finished: () => true,
       stream: (row) => arrivalStreamId(String(row.arrival_id)),
       alsoStreams: [
@@ -217,7 +221,18 @@ export const triggerProgressProjection: Projection = {
     name: PROGRESS_TABLE,
     columns: { arrival_id: "text", phase: "text", targets: "jsonb", owner: "text" },
     primaryKey: ["arrival_id"],
-    indexes: [["phase", "arrival_id"]]
+    indexes: [["phase", "arrival_id"]],
+    // Memory mode: as the history row (above), by the arrival's id, which carries when it was
+    // made. An arrival still selecting its targets holds its stream and its history row.
+    retention: {
+      since: (row) => idTimeMs(String(row.arrival_id)),
+      finished: (row) => row.phase !== "selecting",
+      stream: (row) => arrivalStreamId(String(row.arrival_id)),
+      holds: {
+        query: { where: [{ column: "phase", op: "=", value: "selecting" }], orderBy: [{ column: "arrival_id", direction: "asc" }], limit: Number.MAX_SAFE_INTEGER },
+        stream: (row) => arrivalStreamId(String(row.arrival_id))
+      }
+    }
   }],
   project: progressChanges
 }

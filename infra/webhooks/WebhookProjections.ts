@@ -132,6 +132,12 @@ const deliveryChanges = (event: RecordedEvent): ReadonlyArray<RowChange> => {
   }
 }
 
+/** The stream a delivery's event comes from: its execution's, or its trigger arrival's. */
+const sourceStreamOf = (row: Row): string => {
+  const streamId = (row.source as { readonly streamId?: unknown } | null)?.streamId
+  return typeof streamId === "string" ? streamId : ""
+}
+
 export const webhookDeliveriesProjection: Projection = {
   name: "webhook_deliveries",
   mode: "inline",
@@ -156,11 +162,18 @@ export const webhookDeliveriesProjection: Projection = {
     primaryKey: ["delivery_id"],
     indexes: [["endpoint_id", "source_position", "delivery_id"], ["open", "endpoint_id", "source_position"]],
     // Memory mode drops finished deliveries queued before the retention window
-    // (infra/eventlog/MemoryRetention.ts); open ones stay until they finish.
+    // (infra/eventlog/MemoryRetention.ts); open ones stay until they finish, and hold the
+    // execution or trigger arrival they will send (its record, its stream, the arrival's other
+    // deliveries), however long they wait for their turn.
     retention: {
       since: (row) => Date.parse(String(row.queued_at)),
       finished: (row) => row.open === false,
-      stream: (row) => deliveryStreamId(String(row.delivery_id))
+      stream: (row) => deliveryStreamId(String(row.delivery_id)),
+      source: sourceStreamOf,
+      holds: {
+        query: { where: [{ column: "open", op: "=", value: true }], orderBy: [{ column: "queued_at", direction: "asc" }], limit: Number.MAX_SAFE_INTEGER },
+        stream: sourceStreamOf
+      }
     }
   }],
   project: deliveryChanges

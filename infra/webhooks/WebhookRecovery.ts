@@ -34,7 +34,12 @@ export class WebhookRecovery extends Context.Service<WebhookRecovery, WebhookRec
 
 const PAGE = 200
 
-const gone = () => new StateConflict({ message: "The event can no longer be sent: a trigger event's payload is kept only by the process that received it, until it restarts." })
+const gone = (reason: "source_unavailable" | "payload_unavailable") =>
+  new StateConflict({
+    message: reason === "payload_unavailable"
+      ? "The event can no longer be sent: a trigger event's payload is kept only by the process that received it, until it restarts."
+      : "The event can no longer be sent: its record is gone (in memory mode, finished records older than SERVICE_MEMORY_RETENTION_MS are dropped)."
+  })
 const noDelivery = () => new NotFound({ message: "No such delivery." })
 const inactive = () =>
   new StateConflict({ message: "The endpoint is inactive, so nothing would be sent: activate it (PATCH {\"active\": true}) first." })
@@ -51,7 +56,7 @@ export const make = Effect.gen(function*() {
     const source = recorded.find((event) => event.version === row.sourceVersion)
     const event = source === undefined ? undefined : rebuildFrom(sources, source)
     // `elsewhere`: another live process holds the payload; its lane will send it.
-    return typeof event === "object" || event === "elsewhere" ? event : undefined
+    return event ?? "source_unavailable"
   })
 
   /** Queues new deliveries of these events, in order, at the lane's tail. */
@@ -97,7 +102,7 @@ export const make = Effect.gen(function*() {
     const row = found === undefined ? undefined : deliveryFromRow(found)
     if (row === undefined || row.endpointId !== endpointId) return yield* noDelivery()
     const event = yield* eventOf(row)
-    if (event === undefined) return yield* gone()
+    if (event === "source_unavailable" || event === "payload_unavailable") return yield* gone(event)
     const [queued] = yield* requeue(endpointId, [{ row, event }])
     return publicDelivery(deliveryRowOf(queued!))
   })
@@ -142,7 +147,7 @@ export const make = Effect.gen(function*() {
       const items: Array<{ row: DeliveryRow; event: WebhookEvent | "elsewhere" }> = []
       for (const row of wanted.slice(i, i + PAGE)) {
         const event = yield* eventOf(row)
-        if (event !== undefined) items.push({ row, event })
+        if (event !== "source_unavailable" && event !== "payload_unavailable") items.push({ row, event })
       }
       count += (yield* requeue(endpointId, items)).length
     }

@@ -1,7 +1,9 @@
 /**
- * Memory mode keeps trigger history bounded: the history sweep drops a row at its expiry (7
- * days), and memory retention then drops the arrival's stream and the sweeps' own streams (before,
- * every arrival's stream stayed in memory for as long as the process ran).
+ * Memory mode keeps trigger history bounded: memory retention drops a history row, its progress
+ * and the arrival's stream once the row was received longer ago than the window (decisions.md
+ * section 1), unless the arrival is still selecting its targets, and the sweeps' own streams once
+ * past the window (before, every arrival's stream stayed in memory for as long as the process
+ * ran, and then a row stayed its 7 days).
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Layer } from "effect"
@@ -11,12 +13,12 @@ import { layerMemory } from "../../../infra/eventlog/MemoryEventStore.ts"
 import { sweep } from "../../../infra/eventlog/MemoryRetention.ts"
 import { Projections } from "../../../infra/eventlog/Projection.ts"
 import { ViewStore } from "../../../infra/eventlog/ViewStore.ts"
-import { EVENTS_TABLE, triggerEventsProjection, triggerProgressProjection } from "../../../infra/triggers/TriggerProjections.ts"
+import { EVENTS_TABLE, PROGRESS_TABLE, triggerEventsProjection, triggerProgressProjection } from "../../../infra/triggers/TriggerProjections.ts"
+import { encodeIdBody, ID_RANDOM_BYTES } from "../../../domain/Ids.ts"
 import {
   ARRIVAL_STREAM_TYPE,
   arrivalCodec,
   arrivalStreamId,
-  HISTORY_TTL_MS,
   SWEEP_STREAM_TYPE,
   sweepCodec
 } from "../../../domain/triggers/TriggerEvent.ts"
@@ -33,11 +35,16 @@ const historyRow = (arrivalId: string) => Effect.gen(function*() {
   return yield* (yield* ViewStore).get(EVENTS_TABLE, { arrival_id: arrivalId })
 })
 
+const progressRow = (arrivalId: string) => Effect.gen(function*() {
+  return yield* (yield* ViewStore).get(PROGRESS_TABLE, { arrival_id: arrivalId })
+})
+
 describe("trigger history in memory", () => {
-  it.effect("an arrival's stream goes once its row has expired; a sweep's stream once past the window", () =>
+  it.effect("an arrival goes with the window once its targets are chosen, with its row and progress; a sweep's stream once past the window", () =>
     Effect.gen(function*() {
       const store = yield* EventStore
-      const arrivalId = "arr_1"
+      // Made at the test clock's start, as its id says (retention reads an arrival's age from it).
+      const arrivalId = encodeIdBody(0, new Uint8Array(ID_RANDOM_BYTES), "trgevt")
       yield* store.append([{
         streamId: arrivalStreamId(arrivalId),
         streamType: ARRIVAL_STREAM_TYPE,
@@ -65,16 +72,24 @@ describe("trigger history in memory", () => {
         events: [sweepCodec.encode({ type: "TriggerEventsSwept", arrivalIds: ["arr_gone"], at: new Date(0).toISOString() }, "evt_s1")]
       }])
 
+      // Past the window but still selecting its targets: all of it stays.
       yield* TestClock.adjust("30 seconds")
       yield* sweep(WINDOW_MS)
       assert.isDefined(yield* historyRow(arrivalId))
+      assert.isDefined(yield* progressRow(arrivalId))
       assert.strictEqual(yield* eventsOf(arrivalStreamId(arrivalId)), 1)
       assert.strictEqual(yield* eventsOf(sweepStream), 0)
 
-      // Past the row's expiry and the window: the row (had the history sweep left it) and its stream go.
-      yield* TestClock.adjust(HISTORY_TTL_MS)
+      // Its targets chosen (none here), it goes at the next sweep: row, progress and stream.
+      yield* store.append([{
+        streamId: arrivalStreamId(arrivalId),
+        streamType: ARRIVAL_STREAM_TYPE,
+        expectedVersion: 1,
+        events: [arrivalCodec.encode({ type: "TriggerTargetsSelected", targets: [], at: new Date(30_000).toISOString() }, "evt_a2")]
+      }])
       yield* sweep(WINDOW_MS)
       assert.isUndefined(yield* historyRow(arrivalId))
+      assert.isUndefined(yield* progressRow(arrivalId))
       assert.strictEqual(yield* eventsOf(arrivalStreamId(arrivalId)), 0)
     }).pipe(Effect.provide(Memory)))
 })

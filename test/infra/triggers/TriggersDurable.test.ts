@@ -99,6 +99,7 @@ describe.skipIf(!postgresAvailable)("triggers on Postgres, across restarts and p
       // Its payload is gone: it cannot be resent (409), and recover skips it.
       const resend = await second.fetch(`/v1/webhooks/${endpoint.endpointId}/deliveries/${trigger?.deliveryId}/resend`, { method: "POST", key: keyOf("p1") })
       expect(resend.status).toBe(409)
+      expect(((await resend.json()) as { error: { message: string } }).error.message).toContain("payload is kept only by the process that received it")
       const recovered = await second.fetch(`/v1/webhooks/${endpoint.endpointId}/recover`, { method: "POST", key: keyOf("p1"), json: { since: "2020-01-01T00:00:00Z" } })
       expect(await recovered.json()).toEqual({ count: 0 })
       // The dedup claim outlived the restart.
