@@ -4,7 +4,7 @@
  * reached and scrolled by keyboard (axe's scrollable-region-focusable), named for what it holds.
  * At 1280 px every list's rows fit their table's box, with long ids and a 64-character user id.
  */
-import type { Page } from "playwright-core"
+import type { Locator, Page } from "playwright-core"
 import { describe, expect, it } from "vitest"
 import { seriousViolations, signIn as signInAt, settled } from "./Browser.ts"
 import { dashboardHarness } from "./Harness.ts"
@@ -71,6 +71,69 @@ describe("the dashboard at 375 px", () => {
       expect(await region.getAttribute("tabindex"), path).toBe("0")
       expect(await fits(page), path).toBe(true)
     }
+    await page.close()
+  })
+})
+
+/** A 36-character user id: a line of its own at 375 px, or two. */
+const MID_USER = "user_narrow_columns_thirty_six_chars"
+/** A file name of 255 characters with no space to break at: free text, bounded, wrapping. */
+const LONG_NAME = `${"a-rather-long-file-name-".repeat(11).slice(0, 247)}.txt.bin`
+
+/** How many lines `cell`'s text takes: the distinct tops of its line boxes' fragments. */
+const linesOf = (cell: Locator) =>
+  cell.evaluate((element) => {
+    const range = document.createRange()
+    range.selectNodeContents(element)
+    const tops: Array<number> = []
+    for (const rect of Array.from(range.getClientRects())) {
+      if (rect.width > 0 && !tops.some((top) => Math.abs(top - rect.top) < 6)) tops.push(rect.top)
+    }
+    return tops.length
+  })
+
+/** The cell of column `column` (from 0) in the row that holds `text`. */
+const cellOf = (page: Page, region: string, text: string, column: number) =>
+  page.getByRole("region", { name: region }).locator("tbody tr").filter({ hasText: text }).first().locator("td").nth(column)
+
+describe("the tables at 375 px", () => {
+  it("do not squeeze ids, short names and times into a few characters a line: the table scrolls in its region instead", async () => {
+    expect(MID_USER).toHaveLength(36)
+    expect(LONG_NAME).toHaveLength(255)
+    await api.executions.execute({ tool: "demo.echo", input: {}, userId: MID_USER })
+    const endpoint = await api.webhooks.create({ url: "https://example.com/narrow-columns", events: ["trigger.*"] })
+    await api.subscriptions.create({ trigger: "demo.event", userId: MID_USER, webhookEndpointIds: [endpoint.endpointId] })
+    await api.files.create({ name: "file-129.bin", content: new TextEncoder().encode("129") })
+    await api.files.create({ name: LONG_NAME, content: new TextEncoder().encode("long") })
+    const page = await h.browser.context.newPage()
+    await page.setViewportSize({ width: 375, height: 740 })
+    await signIn(page, "/dashboard/executions")
+
+    await showList(page, `/dashboard/executions?userId=${MID_USER}`)
+    const execution = "Executions, newest first"
+    expect(await linesOf(cellOf(page, execution, MID_USER, 3)), "an execution's user id").toBeLessThanOrEqual(2)
+    expect(await linesOf(cellOf(page, execution, MID_USER, 4)), "an execution's created time").toBeLessThanOrEqual(2)
+    expect(await fits(page), "executions").toBe(true)
+
+    await showList(page, "/dashboard/subscriptions")
+    const subscriptions = "Trigger subscriptions, newest first"
+    expect(await linesOf(cellOf(page, subscriptions, MID_USER, 2)), "a subscription's user id").toBeLessThanOrEqual(2)
+    expect(await linesOf(cellOf(page, subscriptions, MID_USER, 6)), "a subscription's created time").toBeLessThanOrEqual(2)
+    expect(await fits(page), "subscriptions").toBe(true)
+
+    await showList(page, "/dashboard/files")
+    const files = "Staged files, newest first"
+    const short = cellOf(page, files, "file-129.bin", 0)
+    expect(await short.textContent()).toBe("file-129.bin")
+    expect(await linesOf(short), "a short file name").toBe(1)
+    expect(await linesOf(cellOf(page, files, "file-129.bin", 4)), "a file's expiry").toBeLessThanOrEqual(2)
+    // The longest name wraps, in a column of bounded width, rather than one character a line.
+    const long = cellOf(page, files, LONG_NAME, 0)
+    const longLines = await linesOf(long)
+    expect(longLines, "a 255-character file name").toBeGreaterThan(1)
+    expect(longLines, "a 255-character file name").toBeLessThanOrEqual(20)
+    expect((await long.boundingBox())?.width ?? 0, "the long name's column").toBeLessThanOrEqual(400)
+    expect(await fits(page), "files").toBe(true)
     await page.close()
   })
 })

@@ -19,5 +19,27 @@ export const formatTime = (iso: string): string => {
     : `${date.toLocaleString(undefined, { dateStyle: "medium", timeStyle: "medium" })} ${zoneOf(date)}`
 }
 
-export const Time = ({ iso }: { readonly iso: string | undefined }) =>
-  iso === undefined ? <span class="muted">—</span> : <time dateTime={iso} title={iso}>{formatTime(iso)}</time>
+/**
+ * `formatTime`'s text as its date and its time of day (with the zone), each kept on one line
+ * (`.nowrap`): a narrow column breaks a time between them, or not at all, never into a word a line.
+ * The text is the same; where the time of day cannot be found in it, it is left whole.
+ */
+const parts = (iso: string, text: string): { readonly date: string; readonly gap: string; readonly clock: string } | undefined => {
+  const date = new Date(iso)
+  if (Number.isNaN(date.getTime())) return undefined
+  const at = text.lastIndexOf(date.toLocaleTimeString(undefined, { timeStyle: "medium" }))
+  const before = /^(.*?)(\s*)$/su.exec(text.slice(0, Math.max(at, 0)))
+  if (at <= 0 || before === null || before[1] === "" || before[2] === "") return undefined
+  return { date: before[1] ?? "", gap: before[2] ?? "", clock: text.slice(at) }
+}
+
+export const Time = ({ iso }: { readonly iso: string | undefined }) => {
+  if (iso === undefined) return <span class="muted">—</span>
+  const text = formatTime(iso)
+  const split = parts(iso, text)
+  return (
+    <time dateTime={iso} title={iso}>
+      {split === undefined ? text : <><span class="nowrap">{split.date}</span>{split.gap}<span class="nowrap">{split.clock}</span></>}
+    </time>
+  )
+}
