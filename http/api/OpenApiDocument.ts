@@ -383,7 +383,8 @@ const probe = (operationId: string, summary: string, description: string, respon
     security: [],
     responses: {
       ...Object.fromEntries(Object.entries(responses).map(([status, response]) => [status, { ...response, headers: REQUEST_ID_HEADER }])),
-      405: errorResponse(405)
+      // The edge's own refusals reach them as any route (Host, HTTP version; Node's 408 and 431).
+      ...Object.fromEntries([400, 405, 408, 431, 500, 505].map((status) => [status, errorResponse(status)]))
     }
   }
 })
@@ -431,7 +432,9 @@ const HANDLER_RULES: Readonly<Record<string, (properties: Json) => Json>> = {
   "webhooks.update": (properties) => ({ url: webhookUrl(properties.url), events: webhookEvents(properties.events) }),
   "subscriptions.create": (properties) => ({
     trigger: { ...properties.trigger, enum: listTriggers().map((trigger) => trigger.name) },
-    pollIntervalSeconds: { ...properties.pollIntervalSeconds, minimum: 1, maximum: MAX_POLL_SECONDS }
+    pollIntervalSeconds: { ...properties.pollIntervalSeconds, minimum: 1, maximum: MAX_POLL_SECONDS },
+    // "Distinct" (spec, subscriptions): a repeated id is 422.
+    webhookEndpointIds: { ...properties.webhookEndpointIds, uniqueItems: true }
   })
 }
 
@@ -506,6 +509,7 @@ export const makeDocument = (api: typeof Api): Json => {
   }
   spec.paths["/v1/ingest/{subscriptionId}/{secret}"] = INGEST_PATH
   Object.assign(spec.paths, OPERATION_PATHS)
+  spec.tags = [...(spec.tags ?? []), { name: "operations", description: "Probes and metrics for operators (decisions.md section 9): no key." }]
 
   spec.webhooks = {
     "execution.succeeded": webhookOperation("execution.succeeded", "An execution succeeded"),

@@ -112,6 +112,22 @@ describe("the OpenAPI document", () => {
     expect(Object.keys(document.paths["/health"].get.responses)).not.toContain("503")
     const ingest = document.paths["/v1/ingest/{subscriptionId}/{secret}"].post
     expect(Object.keys(ingest.responses)).toEqual(expect.arrayContaining(["408", "431", "503"]))
+    // Every tag an operation names is declared.
+    const declared = new Set((document.tags as ReadonlyArray<Json>).map((tag) => tag.name))
+    for (const methods of Object.values(document.paths as Record<string, Record<string, Json>>)) {
+      for (const operation of Object.values(methods)) for (const tag of operation.tags ?? []) expect(declared, tag).toContain(tag)
+    }
+    const subscriptionBody = document.paths["/v1/subscriptions"].post.requestBody.content["application/json"].schema
+    expect(subscriptionBody.properties.webhookEndpointIds.uniqueItems).toBe(true)
+    // The probes pass the same edge (outside audit: they declared 200 and 405 only, while a
+    // request without Host is 400, a slow one 408, oversized headers 431, HTTP/2.0 505).
+    for (const path of ["/healthz", "/readyz", "/metrics"]) {
+      const answers = document.paths[path].get.responses
+      expect(Object.keys(answers), path).toEqual(expect.arrayContaining(["200", "400", "405", "408", "431", "500", "505"]))
+      for (const status of ["400", "408", "431", "505"]) {
+        expect(answers[status].content["application/json"].schema, `${path} ${status}`).toEqual({ $ref: "#/components/schemas/ErrorEnvelope" })
+      }
+    }
     expect(document.paths["/v1/executions"].get.parameters.find((p: Json) => p.name === "limit").schema)
       .toEqual({ type: "integer", minimum: 1, maximum: 100, default: 100 })
   })
