@@ -26,9 +26,12 @@ const SHOWN = "report\\u202Efdp.exe"
  */
 const glyphPositions = (element: Locator, parts: ReadonlyArray<string>) =>
   element.evaluate((root, wanted) => {
-    const nodes: Array<Text> = []
-    const walker = document.createTreeWalker(root, NodeFilter.SHOW_TEXT)
-    for (let node = walker.nextNode(); node !== null; node = walker.nextNode()) nodes.push(node as Text)
+    // In the browser, through the page's own document (the tests' types have no DOM).
+    type TextNode = { readonly data: string }
+    const page = root.ownerDocument
+    const nodes: Array<TextNode> = []
+    const walker = page.createTreeWalker(root, 4 /* NodeFilter.SHOW_TEXT */)
+    for (let node = walker.nextNode(); node !== null; node = walker.nextNode()) nodes.push(node as TextNode)
     const text = nodes.map((node) => node.data).join("")
     let from = 0
     return wanted.map((part) => {
@@ -40,8 +43,8 @@ const glyphPositions = (element: Locator, parts: ReadonlyArray<string>) =>
         if (offset < candidate.data.length) return true
         offset -= candidate.data.length
         return false
-      }) as Text
-      const range = document.createRange()
+      }) as TextNode
+      const range = page.createRange()
       range.setStart(node, offset)
       range.setEnd(node, offset + 1)
       const rect = range.getBoundingClientRect()
@@ -62,7 +65,7 @@ const expectReadingOrder = (positions: ReadonlyArray<readonly [number, number]>,
   }
 }
 
-const isolated = (element: Locator) => element.evaluate((e) => getComputedStyle(e).unicodeBidi)
+const isolated = (element: Locator) => element.evaluate((e) => e.ownerDocument.defaultView?.getComputedStyle(e).unicodeBidi)
 
 const signIn = async (page: Page, path: string) => {
   await page.setViewportSize({ width: 1280, height: 800 })

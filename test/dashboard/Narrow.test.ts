@@ -83,10 +83,11 @@ const LONG_NAME = `${"a-rather-long-file-name-".repeat(11).slice(0, 247)}.txt.bi
 /** How many lines `cell`'s text takes: the distinct tops of its line boxes' fragments. */
 const linesOf = (cell: Locator) =>
   cell.evaluate((element) => {
-    const range = document.createRange()
+    // The page's own document (this runs in the browser; the tests' types have no DOM).
+    const range = element.ownerDocument.createRange()
     range.selectNodeContents(element)
     const tops: Array<number> = []
-    for (const rect of Array.from(range.getClientRects())) {
+    for (const rect of Array.from(range.getClientRects()) as Array<{ readonly width: number; readonly top: number }>) {
       if (rect.width > 0 && !tops.some((top) => Math.abs(top - rect.top) < 6)) tops.push(rect.top)
     }
     return tops.length
