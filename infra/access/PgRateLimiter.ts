@@ -235,7 +235,16 @@ export const layerPg = Layer.effect(
             // `taken.tokens` is the count after the whole batch; a granted taker counts up to itself.
             const allowed = index < taken.granted
             return quotaDecision(quota, allowed ? taken.tokens - taken.granted + index + 1 : taken.tokens, allowed, taken.nowMs)
-          })
+          }),
+      dailyUsedUp: (projectId) =>
+        quota === undefined
+          ? Effect.succeed(undefined)
+          : sql<{ used: number }>`SELECT used::float8 AS used FROM rate_quotas
+              WHERE bucket = ${projectId} AND day = (now() AT TIME ZONE 'UTC')::date`.pipe(
+            Effect.zipWith(Clock.currentTimeMillis, (rows, nowMs) =>
+              Number(rows[0]?.used ?? 0) < quota ? undefined : quotaDecision(quota, quota, false, nowMs)),
+            Effect.mapError(unavailable)
+          )
     })
   })
 )

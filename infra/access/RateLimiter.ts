@@ -18,6 +18,8 @@ export interface RateLimiterShape {
   readonly take: (projectId: string, kind: BucketKind) => Effect.Effect<Decision, StoreUnavailable>
   /** Counts one execution request against the daily quota; undefined when no quota is set. */
   readonly takeDaily: (projectId: string) => Effect.Effect<Decision | undefined, StoreUnavailable>
+  /** The daily quota's refusal if it is used up today, without counting anything; else undefined. */
+  readonly dailyUsedUp: (projectId: string) => Effect.Effect<Decision | undefined, StoreUnavailable>
 }
 
 export class RateLimiter extends Context.Service<RateLimiter, RateLimiterShape>()("app/infra/RateLimiter") {}
@@ -113,6 +115,12 @@ export const layerMemory = Layer.effect(
           const allowed = used < quota
           if (allowed) quotas.set(key, used + 1)
           return quotaDecision(quota, allowed ? used + 1 : used, allowed, now)
+        }),
+      dailyUsedUp: (projectId) =>
+        Effect.map(Clock.currentTimeMillis, (now) => {
+          const quota = limits.dailyExecutions
+          if (quota === undefined || utcDay(now) !== quotaDay || (quotas.get(projectId) ?? 0) < quota) return undefined
+          return quotaDecision(quota, quota, false, now)
         })
     })
   })

@@ -32,15 +32,25 @@ const exhaustedMessage = (decision: Throttled, execute: boolean) =>
     ? "The project's execute rate limit is exhausted."
     : STANDARD_EXHAUSTED
 
-/** The request's decision: its bucket's, or past the execute bucket the daily quota's when that refuses. */
+/** The quota's refusal: its wait is until the next UTC midnight. */
+const quotaRefusal = (daily: Decision, now: number): Throttled => ({ ...daily, retryAfter: Math.max(1, daily.resetAt - Math.floor(now / 1000)), dailyQuota: true })
+
+/**
+ * The request's decision: its bucket's, or past the execute bucket the daily quota's when that
+ * refuses. An execute request the bucket refuses while the quota is used up is refused for the
+ * quota too: the bucket's short wait would have the client retry in vain until midnight (each
+ * refusal takes its token, decisions.md section 2, so refusals past the quota drain the bucket).
+ */
 export const takeTokens = (limiter: RateLimiterShape, projectId: string, execute: boolean): Effect.Effect<Throttled> =>
-  Effect.flatMap(Effect.orDie(limiter.take(projectId, execute ? "execute" : "standard")), (decision): Effect.Effect<Throttled> =>
-    !execute || !decision.allowed
-      ? Effect.succeed(decision)
-      : Effect.map(Effect.zip(Effect.orDie(limiter.takeDaily(projectId)), Clock.currentTimeMillis), ([daily, now]) =>
-        daily === undefined || daily.allowed
-          ? decision
-          : { ...daily, retryAfter: Math.max(1, daily.resetAt - Math.floor(now / 1000)), dailyQuota: true }))
+  Effect.flatMap(Effect.orDie(limiter.take(projectId, execute ? "execute" : "standard")), (decision): Effect.Effect<Throttled> => {
+    if (!execute) return Effect.succeed(decision)
+    if (!decision.allowed) {
+      return Effect.map(Effect.zip(Effect.orDie(limiter.dailyUsedUp(projectId)), Clock.currentTimeMillis), ([daily, now]) =>
+        daily === undefined ? decision : quotaRefusal(daily, now))
+    }
+    return Effect.map(Effect.zip(Effect.orDie(limiter.takeDaily(projectId)), Clock.currentTimeMillis), ([daily, now]) =>
+      daily === undefined || daily.allowed ? decision : quotaRefusal(daily, now))
+  })
 
 /** The normalized refusal of a request its decision refuses. */
 export const rateLimitedError = (decision: Throttled, execute: boolean) =>

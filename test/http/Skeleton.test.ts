@@ -323,7 +323,7 @@ describe("rate limits", () => {
   })
 
   it("the daily execution quota refuses execute past it with its own headers, and leaves other routes alone", async () => {
-    const limited = await startService({ SERVICE_RATE_LIMIT_DAILY_EXECUTIONS: "2" })
+    const limited = await startService({ SERVICE_RATE_LIMIT_DAILY_EXECUTIONS: "2", SERVICE_RATE_LIMIT_EXECUTE_BURST: "3" })
     const execute = () => limited.fetch("/v1/execute", { method: "POST", json: { tool: "demo.echo", input: {}, userId: "u1" } })
     try {
       for (let i = 0; i < 2; i++) expect((await execute()).status).toBe(200)
@@ -339,6 +339,15 @@ describe("rate limits", () => {
       // The refusal names the quota, not the execute bucket (which still has tokens).
       expect(body.error.message).toBe("The project's daily execution quota is used up; it resets at 00:00 UTC.")
       // Other routes take from the standard bucket, failures included.
+      // Outside audit: refusals past the quota drained the execute bucket, and those the bucket
+      // then refused said "retry in 2 s" until midnight. Every refusal names the quota's wait.
+      for (let i = 0; i < 4; i++) {
+        const again = await execute()
+        const refused = await expectEnvelope(again, 429, "rate_limited")
+        expect(refused.error.message).toBe("The project's daily execution quota is used up; it resets at 00:00 UTC.")
+        expect(Number(again.headers.get("retry-after"))).toBeGreaterThanOrEqual(Number(body.error.retryAfter) - 5)
+        expect(again.headers.get("ratelimit-limit")).toBe("2")
+      }
       const missing = await limited.fetch("/v1/executions/exe_01kab2c3d4e5f6g7h8j9k0m1n2")
       await expectEnvelope(missing, 404, "not_found")
       expect(missing.headers.get("ratelimit-limit")).not.toBe("2")

@@ -35,8 +35,28 @@ const suite = <R>(
     withLimiter(make, {}, (limiter) =>
       Effect.gen(function*() {
         assert.isUndefined(yield* limiter.takeDaily(freshProject()))
+        assert.isUndefined(yield* limiter.dailyUsedUp(freshProject()))
         assert.isUndefined(yield* withLimiter(make, { SERVICE_RATE_LIMIT_DAILY_EXECUTIONS: "off" }, (l) => l.takeDaily("p")))
         assert.isUndefined(yield* withLimiter(make, { SERVICE_RATE_LIMIT_DAILY_EXECUTIONS: "0" }, (l) => l.takeDaily("p")))
+      })))
+
+  it.effect("says whether the quota is used up today without counting (dailyUsedUp)", () =>
+    withLimiter(make, { SERVICE_RATE_LIMIT_DAILY_EXECUTIONS: "2" }, (limiter) =>
+      Effect.gen(function*() {
+        const id = freshProject()
+        assert.isUndefined(yield* limiter.dailyUsedUp(id))
+        assert.isTrue((yield* limiter.takeDaily(id))?.allowed)
+        // Asking counts nothing: the second take is still allowed.
+        assert.isUndefined(yield* limiter.dailyUsedUp(id))
+        assert.isTrue((yield* limiter.takeDaily(id))?.allowed)
+        const usedUp = yield* limiter.dailyUsedUp(id)
+        assert.strictEqual(usedUp?.allowed, false)
+        assert.strictEqual(usedUp?.limit, 2)
+        assert.strictEqual(usedUp?.remaining, 0)
+        assert.strictEqual(usedUp?.resetAt, nextUtcMidnight(Date.now()))
+        assert.isUndefined(yield* limiter.dailyUsedUp(freshProject()))
+        yield* nextDay(id)
+        assert.isUndefined(yield* limiter.dailyUsedUp(id))
       })))
 
   it.effect("counts down the quota one request at a time, then refuses until the next UTC day", () =>
