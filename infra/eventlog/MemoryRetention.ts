@@ -54,7 +54,8 @@ export const sweep = Effect.fnUntraced(function*(retentionMs: number) {
     const removed = tables.removeWhile(name, (row) => {
       if (rule.since(row) >= cutoff) return "stop"
       if (!rule.finished(row) || (rule.finishedAt !== undefined && rule.finishedAt(row) >= cutoff)) return false
-      return !held.has(rule.stream(row)) && (rule.source === undefined || !held.has(rule.source(row)))
+      const source = rule.source?.(row)
+      return !held.has(rule.stream(row)) && (source === undefined || !held.has(source))
     })
     log.forget(removed.map(rule.stream))
     rows += removed.length

@@ -43,11 +43,11 @@ export interface Retention {
   /** The stream the row comes from; its events go with it. */
   readonly stream: (row: Row) => string
   /**
-   * The stream the row's record is made from, where that is another (a delivery's execution or
-   * trigger arrival): the row stays while that stream is held (`holds`), so a trigger event's
-   * history keeps every target's delivery for as long as it keeps the event.
+   * The stream the row's record is shown with, where that is another (a trigger delivery's
+   * arrival): the row stays while that stream is held (`holds`), so a trigger event's history
+   * keeps every target's delivery for as long as it keeps the event.
    */
-  readonly source?: (row: Row) => string
+  readonly source?: (row: Row) => string | undefined
   /**
    * Rows of this table that hold a stream: while one is there, that stream stays, and so do the
    * rows of every table made from it (`stream` or `source`). An open delivery holds the

@@ -161,15 +161,16 @@ export const webhookDeliveriesProjection: Projection = {
     },
     primaryKey: ["delivery_id"],
     indexes: [["endpoint_id", "source_position", "delivery_id"], ["open", "endpoint_id", "source_position"]],
-    // Memory mode drops finished deliveries queued before the retention window
+    // Memory mode drops deliveries finished before the retention window
     // (infra/eventlog/MemoryRetention.ts); open ones stay until they finish, and hold the
-    // execution or trigger arrival they will send (its record, its stream, the arrival's other
-    // deliveries), however long they wait for their turn.
+    // execution or trigger arrival they will send (its record, its stream; for an arrival its
+    // history row and its other deliveries, which the row shows), however long they wait.
     retention: {
       since: (row) => Date.parse(String(row.queued_at)),
       finished: (row) => row.open === false,
+      finishedAt: (row) => (typeof row.completed_at === "string" ? Date.parse(row.completed_at) : Date.parse(String(row.queued_at))),
       stream: (row) => deliveryStreamId(String(row.delivery_id)),
-      source: sourceStreamOf,
+      source: (row) => (String(row.event_type).startsWith("trigger.") ? sourceStreamOf(row) : undefined),
       holds: {
         query: { where: [{ column: "open", op: "=", value: true }], orderBy: [{ column: "queued_at", direction: "asc" }], limit: Number.MAX_SAFE_INTEGER },
         stream: sourceStreamOf

@@ -89,7 +89,30 @@ describe("memory retention keeps what is still wanted (in process)", () => {
     await eventually(() => (executionIds.every((id) => delivered().has(id)) ? true : undefined), 60_000, "every execution's webhook to be sent").catch(() => undefined)
     expect(executionIds.filter((id) => !delivered().has(id))).toEqual([])
     expect(failedDeliveries(await (await service.fetch("/metrics", { key: null })).text()) - failedBefore).toBe(0)
+    // A delivery counts from when it finished: the last ones, queued long before, are still
+    // listed with their outcome half a window after (they went at the next sweep).
+    await new Promise((resolve) => setTimeout(resolve, WINDOW_MS / 2))
+    const listed = await deliveriesOf(service, "p2", endpoint.endpointId)
+    expect(listed.length).toBeGreaterThan(0)
+    expect(listed.every((d) => d.status === "succeeded")).toBe(true)
   }, 90_000)
+
+  it("does not keep one endpoint's finished delivery for another endpoint's open one of the same execution", async () => {
+    const key = keyOf("p3")
+    const fine = await createEndpoint(service, "p3", receiver.url("/fine"), ["execution.succeeded"])
+    await createEndpoint(service, "p3", receiver.url("/never"), ["execution.succeeded"])
+    const previous = receiver.respond
+    receiver.respond = (request, index) => (request.path === "/never" ? { status: 500 } : previous(request, index))
+    try {
+      const response = await service.fetch("/v1/execute", { method: "POST", key, json: { tool: "demo.echo", userId: "u1", input: { a: 1 } } })
+      expect(response.status).toBe(200)
+      await eventually(async () => ((await deliveriesOf(service, "p3", fine.endpointId))[0]?.status === "succeeded" ? true : undefined), 10_000, "the fine delivery")
+      // Its own window passes while the other endpoint's delivery is still retrying: it goes.
+      await eventually(async () => ((await deliveriesOf(service, "p3", fine.endpointId)).length === 0 ? true : undefined), WINDOW_MS * 4, "the finished delivery to go")
+    } finally {
+      receiver.respond = previous
+    }
+  }, 30_000)
 
   it("keeps an execution that ran longer than the window for the window after it finished", async () => {
     const key = keyOf("p1")
