@@ -2,7 +2,8 @@
  * The subscriptions view in headless Chromium against the real service: the catalog's
  * descriptions (the trigger's hint, a filter's hint) show their `code` spans as code elements;
  * a creation naming no webhook endpoint is refused in the form, with the field's own message;
- * the service's refusal goes once a field of the form changes.
+ * the service's refusal goes once a field of the form changes. The list's row buttons sit in a
+ * cell that stays a table cell (its bottom border the row's).
  */
 import type { Page } from "playwright-core"
 import { describe, expect, it } from "vitest"
@@ -100,6 +101,28 @@ describe("the subscription form's error", () => {
     await page.getByLabel("Trigger", { exact: true }).selectOption("github.issue_opened")
     await expect.poll(() => create.getByRole("alert").count()).toBe(0)
     expect(await page.getByLabel("Trigger", { exact: true }).inputValue()).toBe("github.issue_opened")
+    await page.close()
+  })
+})
+
+describe("the subscriptions list's row buttons", () => {
+  it("sit in a cell that lays out as a table cell, its bottom edge the row's", async () => {
+    const endpoint = await api.webhooks.create({ url: "https://example.com/actions-cell", events: ["trigger.*"] })
+    const created = await api.subscriptions.create({ trigger: "demo.event", userId: "user_actions_cell", webhookEndpointIds: [endpoint.endpointId] })
+    const page = await h.browser.context.newPage()
+    await page.setViewportSize({ width: 1280, height: 800 })
+    await signIn(page, "/dashboard/subscriptions")
+    const row = page.locator(`tr[data-subscription-id="${created.subscriptionId}"]`)
+    await row.getByRole("button", { name: `Rotate ingest URL of ${created.subscriptionId}` }).waitFor()
+    const cells = await row.evaluate((tr) => {
+      const bottom = tr.getBoundingClientRect().bottom
+      return [...tr.querySelectorAll(":scope > td")].map((td) => ({ display: getComputedStyle(td).display, offBottom: Math.abs(td.getBoundingClientRect().bottom - bottom) }))
+    })
+    // Every cell of the row, the buttons' included, is a table cell whose bottom (and border) is the row's.
+    expect(cells.map((cell) => cell.display)).toEqual(cells.map(() => "table-cell"))
+    expect(cells.map((cell) => cell.offBottom < 1)).toEqual(cells.map(() => true))
+    const buttons = row.locator("td").last()
+    expect(await buttons.getByRole("button").allTextContents()).toEqual(["Rotate", "Delete"])
     await page.close()
   })
 })

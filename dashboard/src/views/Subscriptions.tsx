@@ -262,31 +262,34 @@ const Row = (
       <td><code class="filters-json">{shownJson(JSON.stringify(subscription.filters))}</code></td>
       <td>{subscription.status}{subscription.pollIntervalSeconds === undefined ? "" : `, every ${subscription.pollIntervalSeconds} s`}</td>
       <td><Time iso={subscription.createdAt} /></td>
-      <td class="actions">
-        {subscription.pollIntervalSeconds === undefined ? (
+      <td>
+        {/* The buttons' flex box is inside the cell: the cell itself stays a table cell, its border the row's. */}
+        <div class="actions">
+          {subscription.pollIntervalSeconds === undefined ? (
+            <Confirm
+              label="Rotate"
+              confirmLabel="Confirm rotate"
+              keepLabel="Keep the URL"
+              warning="The current ingest URL stops working at once."
+              startAria={`Rotate ingest URL of ${id}`}
+              confirmAria={`Confirm rotating the ingest URL of ${id}`}
+              onConfirm={() => whenReplacing(() => act(async () => onIngestUrl(id, (await client.subscriptions.rotateSecret(id)).ingestUrl)))}
+            />
+          ) : null}
           <Confirm
-            label="Rotate"
-            confirmLabel="Confirm rotate"
-            keepLabel="Keep the URL"
-            warning="The current ingest URL stops working at once."
-            startAria={`Rotate ingest URL of ${id}`}
-            confirmAria={`Confirm rotating the ingest URL of ${id}`}
-            onConfirm={() => whenReplacing(() => act(async () => onIngestUrl(id, (await client.subscriptions.rotateSecret(id)).ingestUrl)))}
+            label="Delete"
+            confirmLabel="Confirm delete"
+            keepLabel="Keep"
+            danger
+            startAria={`Delete ${id}`}
+            confirmAria={`Confirm deleting ${id}`}
+            onConfirm={() =>
+              act(async () => {
+                await client.subscriptions.delete(id)
+                onDeleted(id)
+              })}
           />
-        ) : null}
-        <Confirm
-          label="Delete"
-          confirmLabel="Confirm delete"
-          keepLabel="Keep"
-          danger
-          startAria={`Delete ${id}`}
-          confirmAria={`Confirm deleting ${id}`}
-          onConfirm={() =>
-            act(async () => {
-              await client.subscriptions.delete(id)
-              onDeleted(id)
-            })}
-        />
+        </div>
         {problem === undefined ? null : <ErrorNotice problem={problem} />}
       </td>
     </tr>
