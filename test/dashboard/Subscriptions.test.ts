@@ -2,8 +2,9 @@
  * The subscriptions view in headless Chromium against the real service: the catalog's
  * descriptions (the trigger's hint, a filter's hint) show their `code` spans as code elements;
  * a creation naming no webhook endpoint is refused in the form, with the field's own message;
- * the service's refusal goes once a field of the form changes. The list's row buttons sit in a
- * cell that stays a table cell (its bottom border the row's).
+ * the service's refusal goes once a field of the form changes. The list: its row buttons sit in
+ * a cell that stays a table cell (its bottom border the row's), and at 1280 x 800 a 64-character
+ * user id takes at most two lines, the created time at most two, and the table fits its box.
  */
 import type { Page } from "playwright-core"
 import { describe, expect, it } from "vitest"
@@ -105,6 +106,18 @@ describe("the subscription form's error", () => {
   })
 })
 
+/** How many lines `element`'s text takes: the distinct tops of its line boxes' fragments. */
+const linesOf = (element: ReturnType<Page["locator"]>) =>
+  element.evaluate((node) => {
+    const range = document.createRange()
+    range.selectNodeContents(node)
+    const tops: Array<number> = []
+    for (const rect of Array.from(range.getClientRects())) {
+      if (rect.width > 0 && !tops.some((top) => Math.abs(top - rect.top) < 6)) tops.push(rect.top)
+    }
+    return tops.length
+  })
+
 describe("the subscriptions list's row buttons", () => {
   it("sit in a cell that lays out as a table cell, its bottom edge the row's", async () => {
     const endpoint = await api.webhooks.create({ url: "https://example.com/actions-cell", events: ["trigger.*"] })
@@ -123,6 +136,27 @@ describe("the subscriptions list's row buttons", () => {
     expect(cells.map((cell) => cell.offBottom < 1)).toEqual(cells.map(() => true))
     const buttons = row.locator("td").last()
     expect(await buttons.getByRole("button").allTextContents()).toEqual(["Rotate", "Delete"])
+    await page.close()
+  })
+})
+
+describe("the subscriptions list at 1280 x 800", () => {
+  it("shows a 64-character user id in at most two lines, the created time in at most two, and fits its box", async () => {
+    const longUser = "user_with_a_quite_long_identifier_that_is_sixty_four_chars_yyyyy"
+    expect(longUser).toHaveLength(64)
+    const endpoint = await api.webhooks.create({ url: "https://example.com/wide-columns", events: ["trigger.*"] })
+    const created = await api.subscriptions.create({ trigger: "demo.event", userId: longUser, webhookEndpointIds: [endpoint.endpointId], filters: { type: "a_rather_long_event_type_to_filter_on" } })
+    const page = await h.browser.context.newPage()
+    await page.setViewportSize({ width: 1280, height: 800 })
+    await signIn(page, "/dashboard/subscriptions")
+    const row = page.locator(`tr[data-subscription-id="${created.subscriptionId}"]`)
+    await row.waitFor()
+    expect(await linesOf(row.getByText(longUser, { exact: true })), "the user id").toBeLessThanOrEqual(2)
+    expect(await linesOf(row.locator("time")), "the created time").toBeLessThanOrEqual(2)
+    const region = page.getByRole("region", { name: "Trigger subscriptions, newest first" })
+    const widths = await region.evaluate((box) => ({ content: box.scrollWidth, shown: box.clientWidth }))
+    expect(widths.content, JSON.stringify(widths)).toBeLessThanOrEqual(widths.shown)
+    expect(await seriousViolations(page)).toEqual([])
     await page.close()
   })
 })

@@ -250,15 +250,15 @@ const Row = (
     <tr data-subscription-id={id}>
       <td>
         <Link to={{ view: "subscription", subscriptionId: id }}><code>{id}</code></Link>
+        {/* The long ids share a cell (the trigger and the endpoints under the subscription, as trigger events' rows
+            do), so a row fits 1280 px without squeezing the user id or the time into many lines. */}
+        <div><code>{subscription.trigger}</code></div>
+        {subscription.webhookEndpointIds.map((endpointId) => (
+          <div key={endpointId}>to <Link to={{ view: "webhook", endpointId }}><code>{endpointId}</code></Link></div>
+        ))}
         <div><Link to={{ view: "trigger-events", subscriptionId: id }}>Events</Link></div>
       </td>
-      <td><code>{subscription.trigger}</code></td>
       <td class="user-id"><UserText text={subscription.userId} /></td>
-      <td>
-        {subscription.webhookEndpointIds.map((endpointId) => (
-          <div key={endpointId}><Link to={{ view: "webhook", endpointId }}><code>{endpointId}</code></Link></div>
-        ))}
-      </td>
       <td><code class="filters-json">{shownJson(JSON.stringify(subscription.filters))}</code></td>
       <td>{subscription.status}{subscription.pollIntervalSeconds === undefined ? "" : `, every ${subscription.pollIntervalSeconds} s`}</td>
       <td><Time iso={subscription.createdAt} /></td>
@@ -336,7 +336,7 @@ export const Subscriptions = ({ client, me }: { readonly client: Client; readonl
           {(subscriptions) => (
             <ListTable
               label="Trigger subscriptions, newest first"
-              columns={["Subscription", "Trigger", "User", "Endpoints", "Filters", "Status", "Created"]}
+              columns={["Subscription, trigger and endpoints", "User", "Filters", "Status", "Created"]}
               actions
             >
               {subscriptions.map((subscription) => (
