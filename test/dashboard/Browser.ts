@@ -8,7 +8,7 @@ import { mkdirSync, readFileSync } from "node:fs"
 import { createRequire } from "node:module"
 import { dirname, join, resolve } from "node:path"
 import { fileURLToPath } from "node:url"
-import type { Page, Route } from "playwright-core"
+import type { Locator, Page, Route } from "playwright-core"
 import { expect } from "vitest"
 import { KEY } from "../support/Service.ts"
 
@@ -126,4 +126,17 @@ export const rateLimited = (seconds: number) => (route: Route) =>
       error: { code: "rate_limited", message: "Too many requests.", retryable: true, retryAfter: seconds },
       requestId: "req_00000000000000000000000000000000"
     })
+  })
+
+/** How many lines `cell`'s text takes: the distinct tops of its line boxes' fragments. */
+export const linesOf = (cell: Locator) =>
+  cell.evaluate((element) => {
+    // The page's own document (this runs in the browser; the tests' types have no DOM).
+    const range = element.ownerDocument.createRange()
+    range.selectNodeContents(element)
+    const tops: Array<number> = []
+    for (const rect of Array.from(range.getClientRects()) as Array<{ readonly width: number; readonly top: number }>) {
+      if (rect.width > 0 && !tops.some((top) => Math.abs(top - rect.top) < 6)) tops.push(rect.top)
+    }
+    return tops.length
   })

@@ -4,9 +4,9 @@
  * reached and scrolled by keyboard (axe's scrollable-region-focusable), named for what it holds.
  * At 1280 px every list's rows fit their table's box, with long ids and a 64-character user id.
  */
-import type { Locator, Page } from "playwright-core"
+import type { Page } from "playwright-core"
 import { describe, expect, it } from "vitest"
-import { seriousViolations, signIn as signInAt, settled } from "./Browser.ts"
+import { linesOf, seriousViolations, signIn as signInAt, settled } from "./Browser.ts"
 import { dashboardHarness } from "./Harness.ts"
 
 const h = await dashboardHarness()
@@ -80,18 +80,6 @@ const MID_USER = "user_narrow_columns_thirty_six_chars"
 /** A file name of 255 characters with no space to break at: free text, bounded, wrapping. */
 const LONG_NAME = `${"a-rather-long-file-name-".repeat(11).slice(0, 247)}.txt.bin`
 
-/** How many lines `cell`'s text takes: the distinct tops of its line boxes' fragments. */
-const linesOf = (cell: Locator) =>
-  cell.evaluate((element) => {
-    // The page's own document (this runs in the browser; the tests' types have no DOM).
-    const range = element.ownerDocument.createRange()
-    range.selectNodeContents(element)
-    const tops: Array<number> = []
-    for (const rect of Array.from(range.getClientRects()) as Array<{ readonly width: number; readonly top: number }>) {
-      if (rect.width > 0 && !tops.some((top) => Math.abs(top - rect.top) < 6)) tops.push(rect.top)
-    }
-    return tops.length
-  })
 
 /** The cell of column `column` (from 0) in the row that holds `text`. */
 const cellOf = (page: Page, region: string, text: string, column: number) =>

@@ -62,15 +62,21 @@ const pressPager = async (page: Page, region: string, button: "Next page" | "Pre
   expect(shown.inView, `${region}: shown ${JSON.stringify(shown)}`).toBe(true)
 }
 
+/** A page at 1280x800 showing `path` with its first 20 rows, whose next pages of `apiPath` come slowly. */
+const openList = async (path: string, apiPath: string) => {
+  const page = await h.browser.context.newPage()
+  await page.setViewportSize({ width: 1280, height: 800 })
+  await signInAt(page, url(path))
+  await page.locator("tbody tr").nth(19).waitFor()
+  await settled(page)
+  await slowPages(page, apiPath, 600)
+  return page
+}
+
 describe("a list's pager", () => {
   it("keeps the focused Next, Previous and First page buttons on the screen in the executions list", async () => {
     for (let i = 0; i < 45; i++) await api.executions.execute({ tool: "demo.echo", input: { i }, userId: "user_pager" })
-    const page = await h.browser.context.newPage()
-    await page.setViewportSize({ width: 1280, height: 800 })
-    await signInAt(page, url("/dashboard/executions?userId=user_pager"))
-    await page.locator("tbody tr").nth(19).waitFor()
-    await settled(page)
-    await slowPages(page, "/v1/executions", 600)
+    const page = await openList("/dashboard/executions?userId=user_pager", "/v1/executions")
     await pressPager(page, "Executions", "Next page", 2)
     await pressPager(page, "Executions", "Next page", 3)
     await pressPager(page, "Executions", "Previous page", 2, false)
@@ -82,12 +88,7 @@ describe("a list's pager", () => {
 
   it("keeps the focused Next page button on the screen in the files list", async () => {
     for (let i = 0; i < 45; i++) await api.files.create({ name: `pager-${i}.txt`, content: new TextEncoder().encode(String(i)) })
-    const page = await h.browser.context.newPage()
-    await page.setViewportSize({ width: 1280, height: 800 })
-    await signInAt(page, url("/dashboard/files"))
-    await page.locator("tbody tr").nth(19).waitFor()
-    await settled(page)
-    await slowPages(page, "/v1/files", 600)
+    const page = await openList("/dashboard/files", "/v1/files")
     await pressPager(page, "Files in the project", "Next page", 2)
     await page.close()
   })

@@ -9,7 +9,7 @@
 import type { Page } from "playwright-core"
 import { describe, expect, it } from "vitest"
 import { KEY } from "../support/Service.ts"
-import { envelope, seriousViolations, signIn as signInAt } from "./Browser.ts"
+import { envelope, linesOf, seriousViolations, signIn as signInAt } from "./Browser.ts"
 import { dashboardHarness } from "./Harness.ts"
 
 const h = await dashboardHarness()
@@ -106,17 +106,6 @@ describe("the subscription form's error", () => {
   })
 })
 
-/** How many lines `element`'s text takes: the distinct tops of its line boxes' fragments. */
-const linesOf = (element: ReturnType<Page["locator"]>) =>
-  element.evaluate((node) => {
-    const range = document.createRange()
-    range.selectNodeContents(node)
-    const tops: Array<number> = []
-    for (const rect of Array.from(range.getClientRects())) {
-      if (rect.width > 0 && !tops.some((top) => Math.abs(top - rect.top) < 6)) tops.push(rect.top)
-    }
-    return tops.length
-  })
 
 describe("the subscriptions list's row buttons", () => {
   it("sit in a cell that lays out as a table cell, its bottom edge the row's", async () => {
@@ -129,7 +118,7 @@ describe("the subscriptions list's row buttons", () => {
     await row.getByRole("button", { name: `Rotate ingest URL of ${created.subscriptionId}` }).waitFor()
     const cells = await row.evaluate((tr) => {
       const bottom = tr.getBoundingClientRect().bottom
-      return [...tr.querySelectorAll(":scope > td")].map((td) => ({ display: getComputedStyle(td).display, offBottom: Math.abs(td.getBoundingClientRect().bottom - bottom) }))
+      return [...tr.querySelectorAll(":scope > td")].map((td) => ({ display: td.ownerDocument.defaultView?.getComputedStyle(td).display, offBottom: Math.abs(td.getBoundingClientRect().bottom - bottom) }))
     })
     // Every cell of the row, the buttons' included, is a table cell whose bottom (and border) is the row's.
     expect(cells.map((cell) => cell.display)).toEqual(cells.map(() => "table-cell"))

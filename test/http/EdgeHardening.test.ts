@@ -67,15 +67,21 @@ describe("the edge under an unauthenticated flood", () => {
   })
   afterAll(() => service.close())
 
-  it("answers an HTTP/1.1 request without Host 400 with the envelope and its Request-Id, and closes (RFC 9112 section 3.2)", async () => {
+  /** Sends raw request bytes and reads the answer once the server closes the connection. */
+  const closingAnswer = async (request: string) => {
     const connection = await open(portOf(service))
-    connection.socket.write(`GET /v1/me HTTP/1.1\r\nAuthorization: Bearer ${KEY}\r\n\r\n`)
+    connection.socket.write(request)
     await connection.closed
     const [head = "", body = ""] = connection.received().split("\r\n\r\n")
-    expect(head).toMatch(/^HTTP\/1\.1 400 /)
     const requestId = /\r\nrequest-id: (\S+)/i.exec(head)?.[1]
     expect(requestId).toMatch(/^req_/)
-    expect(JSON.parse(body)).toMatchObject({ error: { code: "invalid_input", retryable: false }, requestId })
+    return { head, requestId, body: JSON.parse(body) as unknown }
+  }
+
+  it("answers an HTTP/1.1 request without Host 400 with the envelope and its Request-Id, and closes (RFC 9112 section 3.2)", async () => {
+    const { head, requestId, body } = await closingAnswer(`GET /v1/me HTTP/1.1\r\nAuthorization: Bearer ${KEY}\r\n\r\n`)
+    expect(head).toMatch(/^HTTP\/1\.1 400 /)
+    expect(body).toMatchObject({ error: { code: "invalid_input", retryable: false }, requestId })
   })
 
   it.each([
@@ -137,14 +143,9 @@ describe("the edge under an unauthenticated flood", () => {
   // Node closes a CONNECT without a word unless the server listens for it (outside audit): the
   // service is no proxy, and says so like any refusal, 501 `not_supported` with the envelope.
   it("answers CONNECT 501 not_supported with the envelope and its Request-Id, and closes", async () => {
-    const connection = await open(portOf(service))
-    connection.socket.write("CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n")
-    await connection.closed
-    const [head = "", body = ""] = connection.received().split("\r\n\r\n")
+    const { head, requestId, body } = await closingAnswer("CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n")
     expect(head).toMatch(/^HTTP\/1\.1 501 /)
-    const requestId = /\r\nrequest-id: (\S+)/i.exec(head)?.[1]
-    expect(requestId).toMatch(/^req_/)
-    expect(JSON.parse(body)).toMatchObject({ error: { code: "not_supported", retryable: false }, requestId })
+    expect(body).toMatchObject({ error: { code: "not_supported", retryable: false }, requestId })
   })
 
   it("refuses a keyless upload on its headers: 401 at once, no 100 Continue, connection closed, no body read", async () => {
