@@ -4,10 +4,13 @@
  * is shorter), finished records older than the window are dropped with the streams they came
  * from, idle streams of the types a table names go too, and the global log's head is trimmed
  * to the window. Which rows may go is declared with each table (`TableSpec.retention`):
- * executions once terminal, deliveries once finished. Staged files leave at their TTL
- * (FileSweeper.ts, which drains them all each minute in memory).
+ * executions and deliveries once finished, trigger history once received; but what a table
+ * `holds` stays (an open delivery holds the execution or trigger arrival it will send, an arrival
+ * still selecting its targets holds itself). Staged files leave at their TTL (FileSweeper.ts,
+ * which drains them all each minute in memory).
  *
- * Why it is safe: nothing reads a finished execution's or delivery's stream again; followers of
+ * Why it is safe: nothing reads a finished execution's or delivery's stream again, but to resend
+ * it (then 409, the record is gone), and what an open delivery needs is held; followers of
  * the log are within seconds of its head; an idempotency claim is only compared within its own
  * window, which its stream outlives, and one whose execution a shorter window dropped is taken as
  * expired (Executions.ts). A follower more than the window behind goes on from the oldest event
