@@ -7,13 +7,12 @@
  * - trigger history: dropped with its deliveries at the window, never left behind showing
  *   a delivered event as `failed`.
  */
-import { getCACertificates, setDefaultCACertificates } from "node:tls"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { ENVELOPE_CACHE_CHARS } from "../../infra/webhooks/DeliveryAttempt.ts"
-import { KEY, type InProcessService, startService } from "../support/Service.ts"
+import { KEY, type InProcessService } from "../support/Service.ts"
 import { createTriggerEndpoint, history, ingestPath, postIngest, subscribe } from "../support/Triggers.ts"
-import { eventually, makeCertificate, type Receiver, startReceiver } from "../support/WebhookReceiver.ts"
-import { createEndpoint, deliveriesOf, KEYS, keyOf } from "../support/Webhooks.ts"
+import { eventually, type Receiver } from "../support/WebhookReceiver.ts"
+import { createEndpoint, deliveriesOf, KEYS, keyOf, startMemoryWebhookService } from "../support/Webhooks.ts"
 
 const WINDOW_MS = 1_500
 
@@ -24,33 +23,26 @@ const failedDeliveries = (metrics: string): number =>
 describe("memory retention keeps what is still wanted (in process)", () => {
   let service: InProcessService
   let receiver: Receiver
-  const original = getCACertificates("default")
+  let close: () => Promise<void>
   /** Whether `/down` answers 500; the indexes of the requests it answered 200. */
   let down = false
   const answeredOk = new Set<number>()
 
   beforeAll(async () => {
-    const certificate = makeCertificate()
-    setDefaultCACertificates([...original, certificate.cert])
-    receiver = await startReceiver(certificate, (request, index) => {
-      if (request.path !== "/down") return { status: 200 }
-      if (!down) answeredOk.add(index)
-      return { status: down ? 500 : 200 }
-    })
-    service = await startService({
+    ;({ service, receiver, close } = await startMemoryWebhookService({
       SERVICE_API_KEYS: `${KEYS},${KEY}=proj_triggers`,
-      SERVICE_WEBHOOK_ALLOW_PRIVATE_NETWORKS: "true",
       SERVICE_MEMORY_RETENTION_MS: String(WINDOW_MS),
       SERVICE_WEBHOOK_RETRY_DELAYS_MS: "0,3000,3000,3000,3000",
       SERVICE_RATE_LIMIT_EXECUTE_BURST: "1000",
       SERVICE_RATE_LIMIT_REQUEST_BURST: "10000"
-    })
+    }))
+    receiver.respond = (request, index) => {
+      if (request.path !== "/down") return { status: 200 }
+      if (!down) answeredOk.add(index)
+      return { status: down ? 500 : 200 }
+    }
   })
-  afterAll(async () => {
-    await service.close()
-    await receiver.close()
-    setDefaultCACertificates(original)
-  })
+  afterAll(() => close())
 
   it("sends every webhook that waited its turn past the window, though the envelope cache let it go", async () => {
     const key = keyOf("p2")
