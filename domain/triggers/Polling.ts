@@ -2,9 +2,11 @@
  * The polling policy of `github.issue_opened` (decisions.md section 5), pure: which listed issues
  * are new, how the cursor moves, and when to poll next.
  *
- * The cursor's `since` is the newest `updated_at` seen. GitHub's `since` is inclusive, so an
- * unchanged repository answers the same list again, the same ETag, hence 304: `since` moves only
- * when something changed. Only the ETag of an answer shorter than a page is kept (the poller's
+ * The cursor's `since` is the newest `updated_at` seen, and the question asks from a minute
+ * before it (`askedSince`): an issue GitHub lists late (replication lag, a skewed clock), dated
+ * before one already seen, is still listed, and the cursor's memory and the dedup claim keep the
+ * others from being recorded twice. GitHub's `since` is inclusive, so an unchanged repository
+ * answers the same list again, the same ETag, hence 304: `since` moves only when something changed. Only the ETag of an answer shorter than a page is kept (the poller's
  * part): when a page of issues or more share the newest `updated_at` (a bulk edit), the first
  * page stays the same while new issues arrive on later ones, and a 304 for it would hide them.
  * Issues created before the subscription (the baseline) are never delivered, nor are issues
@@ -57,6 +59,17 @@ export const initialCursor = (subscriptionCreatedAt: string): PollCursor => ({
   since: isoTime(wholeSecond(Date.parse(subscriptionCreatedAt))),
   baseline: subscriptionCreatedAt
 })
+
+/** How far before `since` a poll asks: an issue listed this late is still delivered. */
+export const SINCE_OVERLAP_MS = 60 * 1000
+
+/**
+ * The `since` a poll sends: a minute before the cursor's, never before the subscription's second
+ * (nothing older can be new). The price: an answer that runs past a page, with no ETag kept, is
+ * read whole again at every poll while a page of issues or more were updated within that minute.
+ */
+export const askedSince = (cursor: PollCursor): string =>
+  isoTime(Math.max(Date.parse(cursor.since) - SINCE_OVERLAP_MS, wholeSecond(Date.parse(cursor.baseline))))
 
 export interface ListedIssue {
   /** GitHub's issue id, when the item has one. */

@@ -9,12 +9,13 @@
  *
  * A poller waits until the subscription's next poll time (PollCursors.ts: the cadence holds
  * across restarts and take-overs), asks GitHub for the issues updated since its cursor (every
- * page), admits each new one (Admission.ts: the issue id is the dedup key, so an overlap or a
- * poll repeated after a crash records nothing twice), then saves the cursor and the next time.
+ * page, from an overlap before it: domain/triggers/Polling.ts), admits each new one (Admission.ts:
+ * the issue id is the dedup key, so an overlap or a poll repeated after a crash records nothing
+ * twice), then saves the cursor and the next time.
  */
 import { Clock, Duration, Effect, FiberMap, Layer, Option, Redacted, Schema } from "effect"
 import { IssueFilters, issueOpened, matchesIssueFilters, normalizeIssue } from "../../domain/catalog/Github.ts"
-import { advanceCursor, initialCursor, isNewIssue, type ListedIssue, nextPoll, type PollCursor, type PollOutcome } from "../../domain/triggers/Polling.ts"
+import { advanceCursor, askedSince, initialCursor, isNewIssue, type ListedIssue, nextPoll, type PollCursor, type PollOutcome } from "../../domain/triggers/Polling.ts"
 import type { Subscription } from "../../domain/triggers/Subscription.ts"
 import { type Incarnation, Leases, Runner, supervise } from "../actors/index.ts"
 import { Connections } from "../connections/Connections.ts"
@@ -103,7 +104,7 @@ export const make = Effect.gen(function*() {
     if (token === undefined) return { outcome: { kind: "refused" } as PollOutcome, cursor, problem: "its connection is gone, expired or holds no token" }
     const listed: Array<ListedIssue> = []
     const fresh: Array<NonNullable<ReturnType<typeof normalizeIssue>>> = []
-    let url: string | undefined = firstPageUrl(settings.githubApiUrl, { owner: filters.owner, repo: filters.repo, since: cursor.since })
+    let url: string | undefined = firstPageUrl(settings.githubApiUrl, { owner: filters.owner, repo: filters.repo, since: askedSince(cursor) })
     let firstEtag: string | undefined
     for (let page = 0; url !== undefined && page < MAX_PAGES; page++) {
       const timeoutMs = Math.max(1, Math.min(REQUEST_TIMEOUT_MS, Math.floor(incarnation.safeUntil() - performance.now())))

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest"
-import { advanceCursor, initialCursor, isNewIssue, MAX_BACKOFF_MS, MAX_OPENED, nextLink, nextPoll } from "../../../domain/triggers/Polling.ts"
+import { advanceCursor, askedSince, initialCursor, isNewIssue, MAX_BACKOFF_MS, MAX_OPENED, nextLink, nextPoll } from "../../../domain/triggers/Polling.ts"
 
 const baseline = "2026-01-01T00:00:00.000Z"
 
@@ -28,6 +28,15 @@ describe("polling policy", () => {
     expect(cursor).toEqual({ since: "2026-01-04T00:00:00Z", baseline, watermark: "2026-01-03T00:00:00Z" })
     expect(isNewIssue(cursor, { createdAt: "2026-01-02T00:00:00Z", updatedAt: "2026-01-05T00:00:00Z" })).toBe(false)
     expect(isNewIssue(cursor, { createdAt: "2026-01-02T23:55:00Z", updatedAt: "2026-01-05T00:00:00Z" })).toBe(true)
+  })
+
+  it("asks from a minute before since, never before the subscription's second, so an issue listed late is still listed", () => {
+    expect(askedSince(initialCursor("2026-01-01T00:00:00.557Z"))).toBe("2026-01-01T00:00:00.000Z")
+    const cursor = advanceCursor(initialCursor(baseline), [{ createdAt: "2026-01-02T00:00:00Z", updatedAt: "2026-01-02T00:00:00Z" }], undefined)
+    expect(askedSince(cursor)).toBe("2026-01-01T23:59:00.000Z")
+    // A late issue dated just before the newest one seen is within the question and still new.
+    expect(isNewIssue(cursor, { id: 5, createdAt: "2026-01-01T23:59:57Z", updatedAt: "2026-01-01T23:59:57Z" })).toBe(true)
+    expect(askedSince(advanceCursor(initialCursor(baseline), [{ createdAt: "2026-01-01T00:00:30Z", updatedAt: "2026-01-01T00:00:30Z" }], undefined))).toBe("2026-01-01T00:00:00.000Z")
   })
 
   it("an issue delivered once is never new again, however late it is edited (its dedup claim lasts 24 h; the cursor, as long as it can matter)", () => {

@@ -106,8 +106,11 @@ describe("github.issue_opened pollers", () => {
     expect(rows.every((row) => row.deliveryMode === "polling" && row.dedupStatus === "accepted" && row.trigger === "github.issue_opened")).toBe(true)
     expect(rows.map((row) => row.occurredAt).toSorted()).toEqual(opened.map((issue) => new Date(issue.created_at).toISOString()).toSorted())
     expect(github.requests.some((request) => request.query.page === "2")).toBe(true)
-    // Once seen, nothing changes: the next polls are 304s again.
-    expect(github.requests.at(-1)?.status).toBe(304)
+    // The 150 were updated within the minute each poll asks again (domain/triggers/Polling.ts):
+    // two pages keep no ETag, so every poll reads them again, and records none of them twice
+    // (above).
+    expect(github.requests.at(-1)?.status).toBe(200)
+    expect(github.requests.at(-1)?.query.since).toBe(new Date(Date.parse(String(subscription.createdAt).slice(0, 19) + "Z")).toISOString())
   }, 40_000)
 
   it("deliver an issue opened in the subscription's own second, as GitHub dates it (whole seconds)", async () => {
@@ -116,6 +119,26 @@ describe("github.issue_opened pollers", () => {
     const sameSecond = github.addIssue({ title: "same second", createdAt: `${String(subscription.createdAt).slice(0, 19)}Z` })
     const row = await eventually(async () => (await history(service, `?subscriptionId=${subscription.subscriptionId}`))[0], 10_000, "the issue")
     expect(row.occurredAt).toBe(new Date(sameSecond.created_at).toISOString())
+  }, 30_000)
+
+  it("deliver an issue GitHub lists late, dated before the newest one already seen (replication lag, a skewed clock)", async () => {
+    // Outside audit: the cursor asked `since` the newest updated_at, so an issue that showed up
+    // after a newer one had been seen (dated a few seconds before it) was never listed again:
+    // the watermark's overlap allowed for it, the question did not.
+    const { github, service, subscription } = await setup()
+    // The late issue must still be dated after the subscription (the baseline).
+    await new Promise((resolve) => setTimeout(resolve, 3_500))
+    const newer = github.addIssue({ title: "seen first" })
+    await eventually(async () => (await history(service, `?subscriptionId=${subscription.subscriptionId}`))[0], 10_000, "the first issue")
+    const late = github.addIssue({ title: "listed late", createdAt: new Date(Date.parse(newer.created_at) - 3_000).toISOString() })
+    const rows = await eventually(async () => {
+      const found = await history(service, `?subscriptionId=${subscription.subscriptionId}`)
+      return found.length >= 2 ? found : undefined
+    }, 10_000, "the issue listed late")
+    expect(rows.map((row) => row.occurredAt).toSorted()).toEqual([late, newer].map((issue) => new Date(issue.created_at).toISOString()))
+    // Asked again with the overlap, nothing is recorded twice.
+    await new Promise((resolve) => setTimeout(resolve, 2_500))
+    expect(await history(service, `?subscriptionId=${subscription.subscriptionId}`)).toHaveLength(2)
   }, 30_000)
 
   it.each([100, 101])("keep delivering after %i issues share the newest updated_at (a bulk edit)", async (edited) => {
