@@ -16,23 +16,23 @@ export class ConfigInvalid extends Schema.TaggedError<ConfigInvalid>()("ConfigIn
 }) {
   // Redacted here too, for a refusal made elsewhere than `invalid` (below).
   override get message() {
-    return `${this.variable}: ${redactUserInfo(this.reason)}`
+    return `${this.variable}: ${redactUrlSecrets(this.reason)}`
   }
 }
 
 /**
  * `text` without the credentials of a URL in it: whatever lies between the first "//" and the
  * last "@" (a password, a token given as the user name, whatever characters they hold) becomes
- * `[redacted]`. A value refused for not being a URL cannot be parsed to find its credentials,
- * so this hides more than a URL parser would call credentials (a path with an "@" loses its
- * host), never less.
+ * `[redacted]`, and so does a query (`?api_key=…`) up to the closing quote. A value refused for
+ * not being a URL cannot be parsed to find its credentials, so this hides more than a URL parser
+ * would call credentials (a path with an "@" loses its host), never less.
  */
-export const redactUserInfo = (text: string): string => text.replace(/\/\/.*@/s, "//[redacted]@")
+export const redactUrlSecrets = (text: string): string => text.replace(/\/\/.*@/s, "//[redacted]@").replace(/(\/\/[^"]*\?)[^"]*/g, "$1[redacted]")
 
 type Setting<A> = Effect.Effect<A, ConfigInvalid>
 
 /** The refusal, its reason (which may quote the value) without a URL's credentials. */
-const invalid = (variable: string, reason: string) => Effect.fail(new ConfigInvalid({ variable, reason: redactUserInfo(reason) }))
+const invalid = (variable: string, reason: string) => Effect.fail(new ConfigInvalid({ variable, reason: redactUrlSecrets(reason) }))
 
 /** The variable's trimmed value, or undefined when it is unset or blank. */
 export const raw = (name: string): Setting<string | undefined> =>
@@ -88,6 +88,8 @@ export const httpUrl = (name: string, fallback: string): Setting<string> =>
     if (url.protocol !== "http:" && url.protocol !== "https:") return bad
     // It is written into URLs the service hands out (ingest URLs): credentials have no place there.
     if (url.username !== "" || url.password !== "") return reason(`must not contain user info, got "${value}"`)
+    // A base URL: paths are appended to it. A query would carry a token the logs quote.
+    if (url.search !== "" || url.hash !== "" || value.includes("?") || value.includes("#")) return reason("must not contain a query or a fragment (put credentials in headers)")
     return value.replace(/\/+$/, "")
   })
 

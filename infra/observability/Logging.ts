@@ -23,29 +23,54 @@ const SECRET_FIELD = /authorization|secret|password|passwd|token|credential|api[
 
 const REDACTED = "[redacted]"
 
+/** Query parameter names that carry credentials (`access_token`, `api_key`, `sig`, `X-Amz-Signature`…). */
+const SECRET_PARAMETER = /token|secret|pass|sig|key|auth|credential|session/i
+
 /**
  * What a line may quote that must not be written: a password in a URL, the secret segment of an
- * ingest path, API keys (`sk_…`) and webhook signing secrets (`whsec_…`) past their prefix, and
- * bearer tokens.
+ * ingest path, API keys (`sk_…`) and webhook signing secrets (`whsec_…`) past their prefix (which
+ * are base64url: `_` and `-` may come anywhere), bearer tokens, and the values of query
+ * parameters named like credentials.
  */
-const SECRET_TEXT: ReadonlyArray<readonly [RegExp, string]> = [
+const SECRET_TEXT: ReadonlyArray<readonly [RegExp, string | ((match: string, ...groups: Array<string>) => string)]> = [
   [/(\b[a-z][a-z0-9+.-]*:\/\/[^\s:/@"]+:)[^\s@/"]+@/gi, `$1${REDACTED}@`],
   // The route template's `:secret` placeholder is no secret: request lines name the route as
   // the metrics do (`/v1/ingest/:subscriptionId/:secret`).
   [/(\/v1\/ingest\/[^/\s"?]+\/)(?!:secret(?![^/\s"?]))[^/\s"?]+/g, `$1${REDACTED}`],
-  [/\b(sk_[A-Za-z0-9]{4})[A-Za-z0-9_-]+/g, `$1…${REDACTED}`],
-  [/\b(whsec_[A-Za-z0-9]{4})[A-Za-z0-9_+/=-]+/g, `$1…${REDACTED}`],
-  [/(\bBearer\s+)[^\s"]+/gi, `$1${REDACTED}`]
+  // Its first segment is the caller's too: written only when it is a subscription id's shape.
+  [/(\/v1\/ingest\/)(?!(?:trgsub_[A-Za-z0-9]+|:subscriptionId)(?![^/\s"?]))[^/\s"?]+/g, `$1${REDACTED}`],
+  [/\b(sk_[A-Za-z0-9_-]{4})[A-Za-z0-9_-]+/g, `$1…${REDACTED}`],
+  [/\b(whsec_[A-Za-z0-9_+/=-]{4})[A-Za-z0-9_+/=-]+/g, `$1…${REDACTED}`],
+  [/(\bBearer\s+)[^\s"]+/gi, `$1${REDACTED}`],
+  // The name is judged apart: one pattern with it inside would backtrack over a long line.
+  [/([?&][^=&?\s"#]*=)[^&\s"#]+/g, (match, name) => (SECRET_PARAMETER.test(name) ? `${name}${REDACTED}` : match)]
 ]
 
 /** A cheap test first: most lines quote nothing that needs redaction. */
-const MAYBE_SECRET = /:\/\/|\/v1\/ingest\/|sk_|whsec_|bearer/i
+const MAYBE_SECRET = /:\/\/|\/v1\/ingest\/|sk_|whsec_|bearer|[?&][^=&?\s"#]*=/i
 
 export const redactText = (text: string): string => {
   if (!MAYBE_SECRET.test(text)) return text
   let result = text
-  for (const [pattern, replacement] of SECRET_TEXT) result = result.replace(pattern, replacement)
+  for (const [pattern, replacement] of SECRET_TEXT) {
+    result = typeof replacement === "string" ? result.replace(pattern, replacement) : result.replace(pattern, replacement)
+  }
   return result
+}
+
+/**
+ * A telemetry record (OTLP logs, spans, metrics) through the same step: every string redacted as
+ * a line is, and the value of an attribute (`{key, value}`) named like a secret replaced.
+ */
+export const redactDeep = <A>(value: A): A => {
+  if (typeof value === "string") return redactText(value) as A
+  if (Array.isArray(value)) return value.map(redactDeep) as A
+  if (typeof value !== "object" || value === null || value instanceof Uint8Array) return value
+  const record = value as Record<string, unknown>
+  if (typeof record.key === "string" && "value" in record && fieldName(record.key).secret) return { ...record, value: { stringValue: REDACTED } } as A
+  const copy: Record<string, unknown> = {}
+  for (const key in record) copy[key] = redactDeep(record[key])
+  return copy as A
 }
 
 const isPlainObject = (value: unknown): value is Record<string, unknown> =>

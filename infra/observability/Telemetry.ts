@@ -16,6 +16,7 @@ import { Effect, Layer } from "effect"
 import { FetchHttpClient, HttpClient } from "effect/http"
 import { Otlp, OtlpExporter, OtlpSerialization } from "effect/observability"
 import { boolean, httpUrl, integer, oneOf, parsed, raw, Rejected } from "../Settings.ts"
+import { redactDeep } from "./Logging.ts"
 
 /**
  * OTEL_EXPORTER_OTLP_HEADERS: `key=value` pairs, comma separated, values percent-encoded. They
@@ -82,6 +83,22 @@ const reportingClient = (endpoint: string) =>
     })
   ).pipe(Layer.provide(FetchHttpClient.layer))
 
+/**
+ * The serialization of every export, behind the redaction of the log lines (Logging.ts): the
+ * exporters take the raw log records and spans (a message, an annotation, an error's message
+ * quoting a request's value), so this is the one step all of them pass before they leave.
+ */
+const redacting = (serialization: Layer.Layer<OtlpSerialization.OtlpSerialization>) =>
+  Layer.effect(
+    OtlpSerialization.OtlpSerialization,
+    Effect.map(OtlpSerialization.OtlpSerialization, (inner) =>
+      OtlpSerialization.OtlpSerialization.of({
+        traces: (data) => inner.traces(redactDeep(data)),
+        metrics: (data) => inner.metrics(redactDeep(data)),
+        logs: (data) => inner.logs(redactDeep(data))
+      }))
+  ).pipe(Layer.provide(serialization))
+
 /** True when telemetry leaves the process; Gauges.ts then refreshes the gauges by itself. */
 export const exportEnabled = Effect.map(telemetrySettings, (settings) => settings.endpoint !== undefined)
 
@@ -100,7 +117,7 @@ export const layer: Layer.Layer<OtlpExporter.Flusher> = Layer.unwrap(
         loggerExportInterval: settings.logsEveryMs,
         shutdownTimeout: 3_000
       }).pipe(
-        Layer.provide(settings.protocol === "http/json" ? OtlpSerialization.layerJson : OtlpSerialization.layerProtobuf),
+        Layer.provide(redacting(settings.protocol === "http/json" ? OtlpSerialization.layerJson : OtlpSerialization.layerProtobuf)),
         Layer.provide(reportingClient(settings.endpoint))
       )
     }),

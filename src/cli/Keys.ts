@@ -45,13 +45,17 @@ const list = Command.make(
     })
 ).pipe(Command.withDescription("List keys (id, prefix, project, pinned user, created, state); never the keys themselves"))
 
+/** What a key id looks like (`key_…`, `key_bootstrap_1`): only such an argument is printed. */
+const KEY_ID = /^key_[A-Za-z0-9_]{1,64}$/
+
 const revoke = Command.make(
   "revoke",
   { keyId: Argument.String("key-id").pipe(Argument.withDescription("The key id printed by create or list")) },
   ({ keyId }) =>
     Effect.gen(function*() {
       const revoked = yield* withKeys((keys) => keys.revoke(keyId))
-      if (!revoked) return yield* fail(`no active key ${keyId}`)
+      // An argument that is no key id may be a key pasted by mistake: it is not printed back.
+      if (!revoked) return yield* fail(KEY_ID.test(keyId) ? `no active key ${keyId}` : "no active key has that id (key ids start with key_, as keys list shows them)")
       yield* print(`revoked ${keyId} (every process stops accepting it within 5 seconds)`)
     })
 ).pipe(Command.withDescription("Revoke a key"))

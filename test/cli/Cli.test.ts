@@ -273,6 +273,10 @@ describe.skipIf(!postgresAvailable)("command line on Postgres", () => {
     expect(again.code).toBe(1)
     expect(again.stdout).toBe("")
     expect(again.stderr.trim()).toBe(`error: no active key ${keyId}`)
+    // Outside audit: an argument that is no key id (a key pasted by mistake) was printed back.
+    const pasted = await cli(["keys", "revoke", "bootstrap_key_SECRETCANARY_0001"], env)
+    expect(pasted.code).toBe(1)
+    expect(pasted.stderr.trim()).toBe("error: no active key has that id (key ids start with key_, as keys list shows them)")
   })
 
   it("projections status and replay print every projection", async () => {

@@ -64,6 +64,18 @@ describe("start-up failures", () => {
     expect(oneLine(odd, "SERVICE_BASE_URL")).toBe(`error: SERVICE_BASE_URL: expected an http(s) URL, got "http://[redacted]@x y"`)
   })
 
+  // Outside audit: a query string was quoted whole (`?api_key=…`), and a valid endpoint with one
+  // was taken, its token then logged with every failed export (and the signal path appended
+  // inside the query). These are base URLs: a query has no place in them.
+  it("a URL with a query is refused without quoting it; a refused URL is quoted without its query", async () => {
+    for (const variable of ["SERVICE_BASE_URL", "SERVICE_GITHUB_API_URL", "OTEL_EXPORTER_OTLP_ENDPOINT"]) {
+      const withQuery = await serve({ [variable]: "https://collector.example/p?api_key=SECRETCANARY", SERVICE_PORT: "0" })
+      expect(oneLine(withQuery, variable)).toBe(`error: ${variable}: must not contain a query or a fragment (put credentials in headers)`)
+      const unparsable = await serve({ [variable]: "https://collector.example:99999/?api_key=SECRETCANARY", SERVICE_PORT: "0" })
+      expect(oneLine(unparsable, variable)).toBe(`error: ${variable}: expected an http(s) URL, got "https://collector.example:99999/?[redacted]"`)
+    }
+  })
+
   // The headers carry a collector's API key: a malformed pair is named by its place, never quoted.
   it("a malformed OTLP header pair is refused without quoting it", async () => {
     const run = await serve({ OTEL_EXPORTER_OTLP_HEADERS: "x-tenant=a,Authorization Bearer tok-SECRET", SERVICE_PORT: "0" })

@@ -212,12 +212,12 @@ describe("operations (memory, in process)", () => {
 describe("log lines", () => {
   it("redact credentials a message may quote: URL passwords, ingest secrets, keys, signing secrets, bearer tokens", () => {
     const text = redactText(
-      "postgres://svc:hunter2@db:5432/x /v1/ingest/sub_1/s3cr3t sk_abcdefghijklmnop whsec_abcdefghijkl Bearer tok123"
+      "postgres://svc:hunter2@db:5432/x /v1/ingest/trgsub_1/s3cr3t sk_abcdefghijklmnop whsec_abcdefghijkl Bearer tok123"
     )
     for (const secret of ["hunter2", "s3cr3t", "efghijklmnop", "efghijkl", "tok123"]) expect(text).not.toContain(secret)
-    expect(text).toContain("/v1/ingest/sub_1/[redacted]")
+    expect(text).toContain("/v1/ingest/trgsub_1/[redacted]")
     // The route template is kept as the metrics name it; a secret that merely starts like it is not.
     expect(redactText("route=/v1/ingest/:subscriptionId/:secret")).toBe("route=/v1/ingest/:subscriptionId/:secret")
-    expect(redactText("/v1/ingest/sub_1/:secretX1")).toBe("/v1/ingest/sub_1/[redacted]")
+    expect(redactText("/v1/ingest/trgsub_1/:secretX1")).toBe("/v1/ingest/trgsub_1/[redacted]")
   })
 })

@@ -103,6 +103,47 @@ describe("OTLP export (a real service process)", () => {
   }, 60_000)
 })
 
+// Outside audit: stdout redacted what a line quoted, but the OTLP exporter took the raw log
+// records (`sk_…` in an ingest path sent in full) and span events (an error message quoting the
+// request's value) past that step.
+describe("OTLP export of what a request quotes", () => {
+  let otlp: Awaited<ReturnType<typeof startOtlpReceiver>> | undefined
+  let service: ChildService | undefined
+  afterAll(async () => {
+    await service?.stop()
+    await otlp?.close()
+  })
+
+  it("passes logs and spans through the redaction of stdout, in either protocol", async () => {
+    otlp = await startOtlpReceiver()
+    const canaries = ["sk_R3gC20cZNMr5tlAXdK9FiNpAXvx5K2DpAmiqSwlE", "whsec_t_B8Sn8gtI6hIB5oBwU8mL4LtfQYX4OWM4ky0MRjcgA", "SECRETCANARYbearer", "SECRETCANARYurlpw"]
+    for (const protocol of ["http/json", "http/protobuf"]) {
+      otlp.posted.length = 0
+      service = await startProcess({
+        SERVICE_API_KEYS: KEYS,
+        OTEL_EXPORTER_OTLP_ENDPOINT: otlp.url,
+        OTEL_EXPORTER_OTLP_PROTOCOL: protocol,
+        OTEL_BSP_SCHEDULE_DELAY: "100",
+        OTEL_METRIC_EXPORT_INTERVAL: "100",
+        OTEL_BLRP_SCHEDULE_DELAY: "100"
+      }, await freePort(), ["--log-level", "debug"])
+      for (const path of [`/v1/ingest/${canaries[0]}/x`, `/v1/ingest/${canaries[1]}/x`, "/v1/ingest/Bearer%20SECRETCANARYbearer/x", "/v1/ingest/https:%2F%2Fu:SECRETCANARYurlpw@h/x"]) {
+        expect((await service.fetch(path, { method: "POST", key: null, json: {} })).status).toBe(404)
+      }
+      for (const toolkit of [canaries[0], canaries[1]]) {
+        const created = await service.fetch("/v1/connections", { method: "POST", key: keyOf("p1"), json: { toolkit, userId: "u1", authClass: "bearer", credentials: { token: "t" } } })
+        expect(created.status).toBe(422)
+      }
+      await eventually(() => otlp!.posted.some((p) => p.path === "/v1/logs" && p.body.includes("/v1/ingest/")), 10_000, "the logs")
+      await eventually(() => otlp!.posted.some((p) => p.path === "/v1/traces" && p.body.includes("/v1/connections")), 10_000, "the spans")
+      await service.stop()
+      service = undefined
+      expect(otlp.posted.some((p) => p.body.includes("[redacted]"))).toBe(true)
+      for (const post of otlp.posted) for (const canary of canaries) expect(post.body).not.toContain(canary)
+    }
+  }, 60_000)
+})
+
 // Outside audit: with the collector away, nothing was logged at any level: an operator could not
 // tell that telemetry was being dropped.
 describe("OTLP export that fails", () => {

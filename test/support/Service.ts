@@ -108,9 +108,9 @@ export const logLines = (service: ChildService): ReadonlyArray<string> =>
   service.output().split("\n").filter((line) => !line.includes(`"message":"request"`))
 
 /** Starts `node src/main.ts serve` and waits until it listens. */
-export const startProcess = (env: Env, port: number): Promise<ChildService> =>
+export const startProcess = (env: Env, port: number, args: ReadonlyArray<string> = []): Promise<ChildService> =>
   new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [MAIN, "serve"], {
+    const child = spawn(process.execPath, [MAIN, "serve", ...args], {
       env: {
         ...process.env,
         SERVICE_API_KEYS: TEST_KEYS,

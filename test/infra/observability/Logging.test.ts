@@ -7,7 +7,7 @@
 import { Cause, Effect, Logger } from "effect"
 import { describe, expect, it } from "vitest"
 import { StoreUnavailable } from "../../../infra/eventlog/EventStore.ts"
-import { formatJsonLine, isoTime, toRecord } from "../../../infra/observability/Logging.ts"
+import { formatJsonLine, isoTime, redactDeep, redactText, toRecord } from "../../../infra/observability/Logging.ts"
 
 const linesOf = async (program: Effect.Effect<void>): Promise<ReadonlyArray<Record<string, unknown>>> => {
   const lines: Array<string> = []
@@ -66,5 +66,54 @@ describe("the line's time and fields, written the cheap way", () => {
     for (const line of lines) {
       expect(line).toMatchObject({ status: 200, durationMs: 0.125, odd: null, far: null, apiKey: "[redacted]" })
     }
+  })
+})
+
+// Outside audit: a `whsec_…` or `sk_…` value with `_` or `-` among its first four characters
+// (about one webhook secret in eight: they are base64url) was written whole; a query token in a
+// URL was written whole; the exporters' records skipped the step.
+describe("redaction", () => {
+  it("hides signing secrets and keys past their prefix whatever base64url characters they start with", () => {
+    expect(redactText("/v1/ingest/x/whsec_t_B8Sn8gtI6hIB5oBwU8mL4LtfQYX4OWM4ky0MRjcgA")).not.toContain("gtI6hIB5")
+    expect(redactText("key whsec_t_B8Sn8gtI6hIB5oBwU8mL4LtfQYX4OWM4ky0MRjcgA")).toBe("key whsec_t_B8…[redacted]")
+    expect(redactText("key sk_x-SECRETCANARY")).toBe("key sk_x-SE…[redacted]")
+  })
+
+  it("hides the values of query parameters named like credentials, and nothing else of the query", () => {
+    expect(redactText("export to https://c.example/p?api_key=abc123&region=eu&access_token=zz#f failed"))
+      .toBe("export to https://c.example/p?api_key=[redacted]&region=eu&access_token=[redacted]#f failed")
+    expect(redactText("GET /hooks?X-Amz-Signature=deadbeef&page=2")).toBe("GET /hooks?X-Amz-Signature=[redacted]&page=2")
+  })
+
+  it("writes an ingest path's first segment only when it is a subscription id", () => {
+    expect(redactText("/v1/ingest/trgsub_0123456789abcdefghjkmnpqrs/s3cr3t")).toBe("/v1/ingest/trgsub_0123456789abcdefghjkmnpqrs/[redacted]")
+    expect(redactText("/v1/ingest/Bearer%20SECRETCANARY/x")).toBe("/v1/ingest/[redacted]/[redacted]")
+    expect(redactText("route=/v1/ingest/:subscriptionId/:secret")).toBe("route=/v1/ingest/:subscriptionId/:secret")
+  })
+
+  it("reads a long line of query-like text in one pass", () => {
+    const line = `${"?".repeat(100_000)}${"&a".repeat(50_000)}=`
+    expect(redactText(line)).toBe(line)
+  })
+
+  it("applies to telemetry records: every string, and attributes named like secrets", () => {
+    const record = {
+      body: { stringValue: "POST /v1/ingest/sk_R3gC20cZNMr5tlAXdK9FiNpAXvx5K2DpAmiqSwlE/x" },
+      attributes: [
+        { key: "exception.message", value: { stringValue: "Unknown toolkit \"whsec_abcdSECRETCANARY\"" } },
+        { key: "webhook.secret", value: { stringValue: "plain" } },
+        { key: "status", value: { intValue: 200 } }
+      ],
+      timeUnixNano: "1764400000000000000"
+    }
+    expect(redactDeep(record)).toEqual({
+      body: { stringValue: "POST /v1/ingest/[redacted]/[redacted]" },
+      attributes: [
+        { key: "exception.message", value: { stringValue: "Unknown toolkit \"whsec_abcd…[redacted]\"" } },
+        { key: "webhook.secret", value: { stringValue: "[redacted]" } },
+        { key: "status", value: { intValue: 200 } }
+      ],
+      timeUnixNano: "1764400000000000000"
+    })
   })
 })
