@@ -335,17 +335,24 @@ export const makeTasks = Effect.fnUntraced(function*(
       ...(progressToken !== undefined && !isTerminal(record) ? [progressNotification(progressToken, { ...record, status: "pending" }, { taskId: record.executionId })] : []),
       ...(isTerminal(record) ? notificationsFor(binding, record) : [])
     ])
-    const created = yield* append(binding, 0, [binding, ...first]).pipe(
-      Effect.as(true),
-      Effect.catchTag("ConcurrencyConflict", () => Effect.succeed(false)),
-      Effect.orDie
+    // The commit and the start of its watch are one step: a client going away mid-call
+    // interrupts the request, and a task committed without its watch would never record its
+    // terminal status (outside audit: 10 of 34 calls aborted during the commit).
+    const created = yield* Effect.uninterruptibleMask((restore) =>
+      append(binding, 0, [binding, ...first]).pipe(
+        Effect.as(true),
+        Effect.catchTag("ConcurrencyConflict", () => Effect.succeed(false)),
+        Effect.orDie,
+        Effect.tap((made) => (made && !isTerminal(record) ? FiberSet.run(watchers, restore(watch(binding, record, 1 + first.length))) : Effect.void))
+      )
     )
     if (!created) {
-      // The same call again (an idempotent replay in this session): the task it made before.
+      // The same call again (an idempotent replay in this session): the task it made before,
+      // watched here unless it is already (its call's process died, or was stopped).
       const existing = yield* readBinding(session.sessionId, record.executionId)
+      if (existing !== undefined && !isTerminal(record)) yield* Effect.ignore(resumeWatch(taskStreamId(session.sessionId, record.executionId)))
       return taskOf(existing ?? binding, record)
     }
-    if (!isTerminal(record)) yield* FiberSet.run(watchers, watch(binding, record, 1 + first.length))
     return taskOf(binding, record)
   })
 
