@@ -48,7 +48,7 @@ import {
   WebhookEndpoint,
   WebhookPage
 } from "./Resources.ts"
-import { ServiceError } from "./ServiceError.ts"
+import { ServiceError, unsendable } from "./ServiceError.ts"
 import { type Fetch, makeTransport, type RetryWait } from "./Transport.ts"
 
 export interface ClientOptions {
@@ -113,7 +113,8 @@ export interface ServiceClientShape {
     readonly resendDelivery: (endpointId: string, deliveryId: string) => Op<WebhookDelivery>
     /**
      * Queues the endpoint's failed deliveries since `since` again (decisions.md 9, unpinned keys);
-     * answers how many. Each call queues them again: a second call with the same `since` resends.
+     * answers how many. A delivery whose redelivery is still open is not queued twice: a second
+     * call with the same `since` counts it again only once that redelivery has failed too.
      */
     readonly recover: (endpointId: string, options: RecoverOptions) => Op<RecoverResult>
   }
@@ -153,7 +154,30 @@ const MIN_POLL_MS = 20
 const pollDelay = (pollMs: number | undefined) =>
   pollMs === undefined || Number.isNaN(pollMs) ? 500 : Math.max(MIN_POLL_MS, pollMs)
 
-export const makeServiceClient = (options: ClientOptions): ServiceClientShape => {
+/**
+ * The operations of `shape`, each answering a ServiceError `invalid_input` for an argument it
+ * cannot turn into a request (an invalid Date, an id with a lone surrogate no URL can carry)
+ * instead of throwing as it builds its Effect: every failure is a ServiceError.
+ */
+const guarded = <A extends object>(shape: A): A => {
+  const result: Record<string, unknown> = {}
+  for (const [name, value] of Object.entries(shape)) {
+    result[name] = typeof value === "function"
+      ? (...args: Array<unknown>) => {
+        try {
+          return (value as (...args: Array<unknown>) => unknown)(...args)
+        } catch (error) {
+          return Effect.fail(unsendable(`${name}: ${error instanceof Error ? error.message : String(error)}`))
+        }
+      }
+      : typeof value === "object" && value !== null ? guarded(value) : value
+  }
+  return result as A
+}
+
+export const makeServiceClient = (options: ClientOptions): ServiceClientShape => guarded(makeOperations(options))
+
+const makeOperations = (options: ClientOptions): ServiceClientShape => {
   const { send, json } = makeTransport(options)
   const defaultUser = options.userId
 
@@ -168,11 +192,13 @@ export const makeServiceClient = (options: ClientOptions): ServiceClientShape =>
     const pollMs = pollDelay(waitOptions.pollMs)
     const timeoutMs = waitOptions.timeoutMs ?? 60_000
     const deadline = (yield* Clock.currentTimeMillis) + timeoutMs
-    let status = "pending"
+    let status: string | undefined
     const timedOut = () => new ServiceError({
       status: 0,
       code: "timeout",
-      message: `Execution ${executionId} was still ${status} after ${timeoutMs} ms.`,
+      message: status === undefined
+        ? `No record of execution ${executionId} was read within ${timeoutMs} ms.`
+        : `Execution ${executionId} was still ${status} after ${timeoutMs} ms.`,
       retryable: true,
       requestId: ""
     })

@@ -85,11 +85,22 @@ export const fromResponse = (status: number, body: unknown, headers: Headers, no
   })
 }
 
-export const networkError = (cause: unknown): ServiceError =>
-  new ServiceError({
+/**
+ * The error of a request that got no answer. The runtime's message may quote what was sent (a
+ * header check quotes the Authorization value whole), so `secret`, and any bearer value, is cut
+ * out of it.
+ */
+export const networkError = (cause: unknown, secret: string): ServiceError => {
+  const said = cause instanceof Error ? cause.message : String(cause)
+  return new ServiceError({
     status: 0,
     code: "provider_unavailable",
-    message: `The service could not be reached: ${cause instanceof Error ? cause.message : String(cause)}`,
+    message: `The service could not be reached: ${(secret === "" ? said : said.replaceAll(secret, "[redacted]")).replace(/(Bearer\s+)[^\s"']+/gi, "$1[redacted]")}`,
     retryable: true,
     requestId: ""
   })
+}
+
+/** A request this client cannot send as asked (an argument no URL or header can carry): never sent. */
+export const unsendable = (why: string): ServiceError =>
+  new ServiceError({ status: 0, code: "invalid_input", message: why, retryable: false, requestId: "" })

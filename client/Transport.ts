@@ -6,7 +6,7 @@
  * retried POST, PATCH or DELETE could act twice.
  */
 import { Clock, Duration, Effect, Schema } from "effect"
-import { fromResponse, networkError, ServiceError } from "./ServiceError.ts"
+import { fromResponse, networkError, ServiceError, unsendable } from "./ServiceError.ts"
 
 export type Fetch = (input: string, init: RequestInit) => Promise<Response>
 
@@ -92,10 +92,18 @@ export const makeTransport = (options: TransportOptions) => {
     }
   }
 
+  // Whitespace around the key goes, as fetch would drop it (a key file's last line break). A key
+  // with a character no header value may hold inside it (a line break, a NUL) would fail in
+  // fetch, whose message quotes the header whole: refused here, never quoted.
+  const apiKey = options.apiKey.replace(/^[\t\n\r ]+|[\t\n\r ]+$/g, "")
+  const keyRefused = /[^\t\x20-\x7e\x80-\xff]/.test(apiKey)
+    ? unsendable("The API key holds a character an HTTP header cannot carry (a line break or another control character): check how it was read.")
+    : undefined
+
   const once = (request: Request): Effect.Effect<Answer, ServiceError> =>
-    Effect.tryPromise({
+    keyRefused !== undefined ? Effect.fail(keyRefused) : Effect.tryPromise({
       try: async (signal) => {
-        const headers: Record<string, string> = { authorization: `Bearer ${options.apiKey}`, accept: "application/json" }
+        const headers: Record<string, string> = { authorization: `Bearer ${apiKey}`, accept: "application/json" }
         for (const [name, value] of Object.entries(request.headers ?? {})) if (value !== undefined) headers[name] = value
         const init: RequestInit = { method: request.method, headers, signal }
         if (request.body !== undefined) {
@@ -105,7 +113,7 @@ export const makeTransport = (options: TransportOptions) => {
         const response = await fetchImpl(buildUrl(options.baseUrl, request), init)
         return { status: response.status, body: await readBody(response), headers: response.headers }
       },
-      catch: networkError
+      catch: (cause) => networkError(cause, apiKey)
     })
 
   /** Sends the request; a 2xx is the answer, anything else a `ServiceError`. */

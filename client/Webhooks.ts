@@ -19,7 +19,7 @@ export type HeaderSource =
 
 export type VerifyResult =
   | { readonly ok: true; readonly eventId: string | undefined; readonly timestamp: number }
-  | { readonly ok: false; readonly reason: "missing_headers" | "bad_timestamp" | "timestamp_out_of_tolerance" | "bad_signature" }
+  | { readonly ok: false; readonly reason: "missing_headers" | "bad_timestamp" | "timestamp_out_of_tolerance" | "bad_signature" | "id_mismatch" }
 
 const header = (headers: HeaderSource, name: string): string | undefined => {
   if (headers instanceof Headers) return headers.get(name) ?? undefined
@@ -46,6 +46,17 @@ const fromHex = (hex: string): Uint8Array => {
   const bytes = new Uint8Array(hex.length / 2)
   for (let i = 0; i < bytes.length; i++) bytes[i] = Number.parseInt(hex.slice(2 * i, 2 * i + 2), 16)
   return bytes
+}
+
+/** The envelope's `id`, read from the verified body; undefined when the body is no envelope. */
+const signedId = (rawBody: string | Uint8Array): string | undefined => {
+  try {
+    const parsed: unknown = JSON.parse(typeof rawBody === "string" ? rawBody : new TextDecoder().decode(rawBody))
+    const id = typeof parsed === "object" && parsed !== null ? (parsed as { id?: unknown }).id : undefined
+    return typeof id === "string" ? id : undefined
+  } catch {
+    return undefined
+  }
 }
 
 /**
@@ -76,7 +87,12 @@ export const verifyWebhook = (
   for (const candidate of signed.split(" ")) {
     const match = /^v1=([0-9a-f]{64})$/.exec(candidate)
     if (match?.[1] !== undefined && timingSafeEqual(fromHex(match[1]), expected)) {
-      return { ok: true, eventId: header(headers, "service-webhook-id"), timestamp }
+      // The id to deduplicate on is the signed envelope's: the Service-Webhook-Id header is not
+      // signed, so one that says otherwise is refused (a replay with the id changed).
+      const eventId = signedId(rawBody)
+      const stated = header(headers, "service-webhook-id")
+      if (stated !== undefined && eventId !== undefined && stated !== eventId) return { ok: false, reason: "id_mismatch" }
+      return { ok: true, eventId, timestamp }
     }
   }
   return { ok: false, reason: "bad_signature" }

@@ -183,6 +183,42 @@ describe("client policies against a stub", () => {
   }
   const client = () => createClient({ baseUrl: stub.baseUrl, apiKey: "stub_key" })
 
+  // Outside audit: a key read with a line break (a two-line key file) failed in fetch's header
+  // check, whose message quotes the whole Authorization value: the key ended up in the error, and
+  // the error said "retryable network failure", so a retrying caller looped on it.
+  it("a key no header can carry is refused before any request, without quoting it", async () => {
+    reset(okMe)
+    for (const apiKey of ["audit_client_key_aaaaaaaa\nsecond_line", "key_with_nul_SECRET\u0000", "key\r\nX-Injected: SECRET"]) {
+      const error = await rejection(createClient({ baseUrl: stub.baseUrl, apiKey }).me())
+      expect(error).toMatchObject({ status: 0, code: "invalid_input", retryable: false })
+      expect(String(error)).not.toContain("SECRET")
+      expect(String(error)).not.toContain("second_line")
+      expect(error.message).not.toContain("aaaaaaaa")
+    }
+    expect(stub.requests).toHaveLength(0)
+  })
+
+  it("a network failure's message never quotes the key", async () => {
+    const leaky = (() => Promise.reject(new TypeError('Headers.append: "Bearer stub_key_SECRET" is an invalid header value.'))) as never
+    const error = await rejection(createClient({ baseUrl: stub.baseUrl, apiKey: "stub_key_SECRET", fetch: leaky }).me())
+    expect(error.code).toBe("provider_unavailable")
+    expect(error.message).not.toContain("stub_key_SECRET")
+  })
+
+  // Outside audit: an invalid Date (or an id no URL can carry) threw synchronously, a RangeError
+  // or URIError instead of the ServiceError every failure is.
+  it("an argument that cannot be sent is a ServiceError invalid_input, in the Promise and the Effect client", async () => {
+    reset(okMe)
+    const error = await rejection(client().webhooks.recover("whe_x", { since: new Date(Number.NaN) }))
+    expect(error).toMatchObject({ status: 0, code: "invalid_input", retryable: false })
+    expect((await rejection(client().executions.get("exe_\uD800"))).code).toBe("invalid_input")
+    const viaEffect = await Effect.runPromise(
+      Effect.flip(makeServiceClient({ baseUrl: stub.baseUrl, apiKey: "stub_key" }).webhooks.recover("whe_x", { since: new Date(Number.NaN) }))
+    )
+    expect(viaEffect.code).toBe("invalid_input")
+    expect(stub.requests).toHaveLength(0)
+  })
+
   it("a GET answered 429 is retried once after Retry-After", async () => {
     reset(tooMany, okMe)
     expect(await client().me()).toEqual({ projectId: "proj_stub", keyId: "key_stub" })

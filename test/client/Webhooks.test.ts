@@ -30,4 +30,14 @@ describe("signing and verification", () => {
     expect(verifyWebhook(secret, headers, body, { nowSeconds: 1_699_999_699 })).toEqual({ ok: false, reason: "timestamp_out_of_tolerance" })
     expect(verifyWebhook(secret, {}, body, now)).toEqual({ ok: false, reason: "missing_headers" })
   })
+
+  // Outside audit: eventId came from Service-Webhook-Id, which the signature does not cover, so a
+  // replay within the tolerance could change or drop it and pass the deduplication on eventId.
+  it("answers the signed body's id as eventId; a Service-Webhook-Id that differs is refused", () => {
+    const headers = deliveryHeaders(secret, "evt_1", 1_700_000_000, body)
+    const now = { nowSeconds: 1_700_000_100 }
+    const { "service-webhook-id": _id, ...withoutId } = headers
+    expect(verifyWebhook(secret, withoutId, body, now)).toEqual({ ok: true, eventId: "evt_1", timestamp: 1_700_000_000 })
+    expect(verifyWebhook(secret, { ...headers, "service-webhook-id": "evt_fresh_1" }, body, now)).toEqual({ ok: false, reason: "id_mismatch" })
+  })
 })
