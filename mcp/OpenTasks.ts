@@ -1,6 +1,7 @@
 /**
  * The tasks whose terminal `notifications/tasks/status` is not yet in the log (view
- * `mcp_open_tasks`): a row comes with `McpTaskCreated` and goes with that status. A process that
+ * `mcp_open_tasks`): a row comes with `McpTaskCreated` and goes with that status, or with
+ * `McpTaskExpired` when the task's time to live ran out first (Tasks.ts). A process that
  * starts reads it to take up the notifications of tasks whose watch ended with the process that
  * made them (Tasks.ts `resumeWatches`): a task whose execution a restart interrupts, or runs
  * later, still gets its terminal progress and status.
@@ -29,7 +30,7 @@ const openTaskChanges = (event: RecordedEvent): ReadonlyArray<RowChange> => {
     if (data.refusal !== undefined || typeof data.createdMs !== "number" || typeof data.ttlMs !== "number") return []
     return [{ op: "upsert", table: OPEN_TASKS_TABLE, row: { stream_id: event.streamId, expires_ms: data.createdMs + data.ttlMs } }]
   }
-  if (event.type === "McpTaskNotified" && isJsonObject(data.notification) && data.notification.method === STATUS_METHOD) {
+  if (event.type === "McpTaskExpired" || (event.type === "McpTaskNotified" && isJsonObject(data.notification) && data.notification.method === STATUS_METHOD)) {
     return [{ op: "delete", table: OPEN_TASKS_TABLE, key: { stream_id: event.streamId } }]
   }
   return []

@@ -49,6 +49,17 @@ export const McpTaskNotified = Schema.Struct({
 export type McpTaskNotified = typeof McpTaskNotified.Type
 
 /**
+ * The task's time to live ran out before its execution's terminal status was recorded: no
+ * notification follows, and the task leaves the open-tasks view (OpenTasks.ts).
+ */
+export const McpTaskExpired = Schema.Struct({
+  type: Schema.Literal("McpTaskExpired"),
+  sessionId: Schema.String,
+  executionId: Schema.String
+})
+export type McpTaskExpired = typeof McpTaskExpired.Type
+
+/**
  * A GET stream of the session opened (SessionStream.ts), in a stream of its own
  * (`mcp-task-<session>-stream_<token>`): every older stream of the session, on any process,
  * follows the log and ends when it meets a claim newer than its own, so no notification goes on
@@ -61,7 +72,7 @@ export const McpStreamClaimed = Schema.Struct({
 })
 export type McpStreamClaimed = typeof McpStreamClaimed.Type
 
-export const McpTaskEvent = Schema.Union([McpTaskCreated, McpTaskNotified, McpStreamClaimed])
+export const McpTaskEvent = Schema.Union([McpTaskCreated, McpTaskNotified, McpTaskExpired, McpStreamClaimed])
 export type McpTaskEvent = typeof McpTaskEvent.Type
 
 export const decodeTaskEvent = Schema.decodeUnknownOption(McpTaskEvent)

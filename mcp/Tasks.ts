@@ -240,6 +240,16 @@ export const makeTasks = Effect.fnUntraced(function*(
       events: events.map((event): NewEvent => encodeTaskEvent(event, newId("evt")))
     }])
 
+  /**
+   * Records that the task's time to live ran out first, at `version` (a watch that recorded
+   * more meanwhile makes it a conflict: that watch goes on), so it leaves the open-tasks view.
+   */
+  const expire = (binding: McpTaskCreated, version: number) =>
+    append(binding, version, [{ type: "McpTaskExpired", sessionId: binding.sessionId, executionId: binding.executionId }]).pipe(
+      Effect.andThen(Effect.logDebug("MCP task expired before its execution ended")),
+      Effect.catchTag("ConcurrencyConflict", () => Effect.void)
+    )
+
   /** Records the notifications of each later stage, until terminal or the task's expiry. */
   const watch = (binding: McpTaskCreated, from: ExecutionRecord, version: number, timeoutMs = binding.ttlMs) => {
     const key = taskStreamId(binding.sessionId, binding.executionId)
@@ -254,10 +264,11 @@ export const makeTasks = Effect.fnUntraced(function*(
         })
       })
     )).pipe(
+      Effect.timeoutOption(timeoutMs),
+      Effect.flatMap((ended) => (ended._tag === "None" ? expire(binding, state.next) : Effect.void)),
       // Another watch of the task (a peer's, or one this process took up) recorded this stage
       // first: it goes on recording, this one gives way.
       Effect.catchTag("ConcurrencyConflict", () => Effect.logDebug("MCP task notifications recorded by another watch")),
-      Effect.timeout(timeoutMs),
       Effect.catchCause((cause) => Effect.logWarning("MCP task notifications stopped", cause)),
       // Left in the map when interrupted: the close's sweep (below) takes it up.
       Effect.tap(() => Effect.sync(() => void watched.delete(key))),
@@ -303,6 +314,15 @@ export const makeTasks = Effect.fnUntraced(function*(
     return true
   })
 
+  /** Records the expiry of a task whose time to live ran out unwatched. */
+  const expireLapsed = Effect.fnUntraced(function*(streamId: string) {
+    const events = yield* store.readStream(streamId, 1)
+    const first = events[0] === undefined ? undefined : decodeTaskEvent(events[0].data)
+    if (first === undefined || first._tag === "None" || first.value.type !== "McpTaskCreated") return false
+    yield* expire(first.value, events.length)
+    return true
+  })
+
   /**
    * With a database, while the process starts: the tasks still open in the log whose watch ended
    * with the process that made them (a restart, a kill -9) are watched here, so a task whose
@@ -312,10 +332,21 @@ export const makeTasks = Effect.fnUntraced(function*(
    */
   const resumeWatches = Effect.gen(function*() {
     const now = yield* Clock.currentTimeMillis
-    const open = yield* listAll(views, OPEN_TASKS_TABLE, { where: [{ column: "expires_ms", op: ">", value: now }], key: "stream_id", pageSize: OPEN_TASKS_PAGE })
+    const open = yield* listAll(views, OPEN_TASKS_TABLE, { where: [], key: "stream_id", pageSize: OPEN_TASKS_PAGE })
     let resumed = 0
-    for (const row of open) if (yield* resumeWatch(String(row.stream_id))) resumed++
+    let expired = 0
+    for (const row of open) {
+      const streamId = String(row.stream_id)
+      if (Number(row.expires_ms) > now) {
+        if (yield* resumeWatch(streamId)) resumed++
+        continue
+      }
+      // Its time to live ran out while no process watched it (a row left before McpTaskExpired
+      // existed, or a process gone at that moment): it leaves the view.
+      if (yield* expireLapsed(streamId)) expired++
+    }
     if (resumed > 0) yield* Effect.logInfo(`took up the notifications of ${resumed} open MCP tasks`)
+    if (expired > 0) yield* Effect.logInfo(`closed ${expired} MCP tasks whose time to live ran out unwatched`)
   }).pipe(Effect.catchCause((cause) => Effect.logWarning("taking up open MCP tasks failed", cause)))
 
   if (yield* isDurable) yield* FiberSet.run(watchers, resumeWatches)
