@@ -148,6 +148,9 @@ const subscription = (subscriptionId: string) => `v1/subscriptions/${segment(sub
 
 const isoTime = (time: string | Date): string => (typeof time === "string" ? time : time.toISOString())
 
+/** A failure of one poll that `wait` polls on through: no answer at all, or a retryable 503. */
+const passing = (error: ServiceError): boolean => error.retryable && (error.status === 0 || error.status === 503)
+
 /** Polls of `wait` are at least this far apart: a pollMs of 0 would spend the project's request budget in a loop. */
 const MIN_POLL_MS = 20
 
@@ -204,7 +207,14 @@ const makeOperations = (options: ClientOptions): ServiceClientShape => {
     })
     const poll = Effect.gen(function*() {
       while (true) {
-        const record = yield* getExecution(executionId)
+        // A poll that got no answer, or the service's 503 (its store away), is a moment's
+        // trouble, not the execution's: the wait polls on until its deadline.
+        const read = yield* Effect.catchIf(getExecution(executionId), passing, () => Effect.succeed(undefined))
+        if (read === undefined) {
+          yield* Effect.sleep(Duration.millis(pollMs))
+          continue
+        }
+        const record = read
         if (isTerminal(record.status)) return record
         status = record.status
         const now = yield* Clock.currentTimeMillis

@@ -317,6 +317,26 @@ describe("client policies against a stub", () => {
     expect(stub.requests.map((r) => `${r.method} ${r.url}`)).toEqual(Array(3).fill("GET /v1/executions/exe_1"))
   })
 
+  // Outside audit: one dropped connection ended the whole wait, though the deadline was far.
+  it("wait polls on through a poll that got no answer or a 503, until its deadline", async () => {
+    const storeAway = (res: ServerResponse) => {
+      res.writeHead(503, { "content-type": "application/json", "request-id": "req_stub" })
+      res.end(JSON.stringify({ error: { code: "provider_unavailable", message: "store away", retryable: true }, requestId: "req_stub" }))
+    }
+    reset(record("running"), storeAway, record("succeeded"))
+    // The second poll gets no answer at all (a dropped connection).
+    let calls = 0
+    const dropping = ((input: string, init: RequestInit) => (++calls === 2 ? Promise.reject(new TypeError("fetch failed")) : fetch(input, init))) as never
+    const done = await createClient({ baseUrl: stub.baseUrl, apiKey: "stub_key", fetch: dropping }).executions.wait("exe_1", { pollMs: 20, timeoutMs: 5_000 })
+    expect(done.status).toBe("succeeded")
+    expect(calls).toBe(4)
+    expect(stub.requests).toHaveLength(3)
+    // Not a refusal of the request itself: a 404 still ends it at once.
+    reset((res) => envelope(res, 404, "not_found"))
+    expect((await rejection(client().executions.wait("exe_1", { pollMs: 20, timeoutMs: 5_000 }))).code).toBe("not_found")
+    expect(stub.requests).toHaveLength(1)
+  })
+
   it("wait never polls faster than every 20 ms, whatever pollMs says (0, negative, not a number)", async () => {
     for (const pollMs of [0, -5, Number.NaN]) {
       reset(record("pending"))
@@ -341,6 +361,9 @@ describe("client policies against a stub", () => {
   // Outside audit: a poll answered 429 with retryAfter 5 slept the whole 5 s before its retry, so
   // wait({ timeoutMs: 1000 }) failed after about 5.2 s.
   it("wait keeps its deadline when a poll is refused with a retry delay longer than the time left", async () => {
+    // A poll the previous test's deadline cut off may still reach the stub: let it land first,
+    // or it takes this test's first answer.
+    await new Promise((resolve) => setTimeout(resolve, 200))
     reset(record("pending"), (res) => envelope(res, 429, "rate_limited", { "retry-after": "5" }, 5), record("pending"))
     const started = Date.now()
     const error = await rejection(client().executions.wait("exe_1", { pollMs: 50, timeoutMs: 1000 }))
