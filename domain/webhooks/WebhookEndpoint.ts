@@ -122,6 +122,20 @@ export const evolve = (state: EndpointState, event: EndpointEvent): EndpointStat
 
 export const fold = (events: ReadonlyArray<EndpointEvent>): EndpointState => events.reduce(evolve, undefined as EndpointState)
 
+/** When the endpoint was switched off (`active: false`), oldest first. */
+export const deactivations = (events: ReadonlyArray<EndpointEvent>): ReadonlyArray<string> =>
+  events.flatMap((event) => (event.type === "EndpointUpdated" && event.active === false ? [event.at] : []))
+
+/**
+ * Whether a delivery queued at `queuedAt` was unfinished when the endpoint was switched off:
+ * that stops it for good (spec, "Delivery rules" 5), though the endpoint is active again by the
+ * time its lane looks.
+ */
+export const stoppedBySwitchOff = (switchedOff: ReadonlyArray<string>, queuedAt: string): boolean => {
+  const queued = Date.parse(queuedAt)
+  return switchedOff.some((at) => Date.parse(at) >= queued)
+}
+
 /** Every command but the creation names the project asking: another project's endpoint is not found. */
 export type EndpointCommand =
   | { readonly type: "CreateEndpoint"; readonly endpoint: Omit<EndpointCreated, "type"> }

@@ -10,13 +10,15 @@
  * scope of the runner incarnation that holds it; it stops when idle, and `notify` starts it
  * again. Deactivation or deletion abandons unfinished deliveries (status `failed`, completedAt
  * set, the reason as their last attempt's error): re-activating an endpoint does not resurrect
- * them. Attempts: DeliveryAttempt.ts; records written behind the lane: WriteBehind.ts.
+ * them, even when it is active again before the lane looks (a delivery queued before a switch-off
+ * in the endpoint's stream is stopped). Attempts: DeliveryAttempt.ts; records written behind the lane: WriteBehind.ts.
  *
  * Over 300 lines on purpose: one actor whose drive loop, hand-over and stop share the lane's
  * state in one closure; its parts that stand alone already live in the modules named above.
  */
 import { Clock, Context, Effect, FiberMap, Layer, Option, Scope } from "effect"
 import * as Delivery from "../../domain/webhooks/WebhookDelivery.ts"
+import * as Endpoint from "../../domain/webhooks/WebhookEndpoint.ts"
 import { type Incarnation, Leases, Runner, Shutdown } from "../actors/index.ts"
 import { backoff } from "../Backoff.ts"
 import { recordDelivery } from "../observability/Metrics.ts"
@@ -28,7 +30,7 @@ import { ViewStore } from "../eventlog/ViewStore.ts"
 import { WebhookEndpointReads } from "./WebhookEndpointReads.ts"
 import { webhookSettings } from "./WebhookSettings.ts"
 import { envelopeFor, makeDeliveryAttempts } from "./DeliveryAttempt.ts"
-import { DELIVERIES_TABLE, deliveryFromRow, type DeliveryRow } from "./WebhookProjections.ts"
+import { DELIVERIES_TABLE, deliveryFromRow, type DeliveryRow, type EndpointRow } from "./WebhookProjections.ts"
 import { rebuildFrom, sourceFor, type WebhookEvent, WebhookSources } from "./WebhookSources.ts"
 import { makeWriteBehind, type Pending } from "./WriteBehind.ts"
 
@@ -67,6 +69,8 @@ interface LaneState {
   stale: boolean
   /** Failures of the lane in a row: each waits twice as long before it starts again (1 s to 1 min). */
   failures: number
+  /** When the endpoint was switched off, as read from its stream for the endpoint's `updatedAt`. */
+  switchedOff?: { readonly updatedAt: string; readonly at: ReadonlyArray<string> } | undefined
 }
 
 /**
@@ -182,6 +186,18 @@ export const make = Effect.gen(function*() {
     return typeof event === "string" ? event : envelopeFor(event)
   })
 
+  /**
+   * When the endpoint was switched off, read from its stream once per change of the endpoint
+   * (its `updatedAt`): only a delivery queued before its last change can have been stopped.
+   */
+  const switchedOff = Effect.fnUntraced(function*(state: LaneState, endpoint: EndpointRow) {
+    if (state.switchedOff?.updatedAt === endpoint.updatedAt) return state.switchedOff.at
+    const recorded = yield* store.readStream(Endpoint.endpointStreamId(endpoint.endpointId))
+    const at = Endpoint.deactivations(recorded.map((event) => Endpoint.endpointCodec.decode(event)))
+    state.switchedOff = { updatedAt: endpoint.updatedAt, at }
+    return at
+  })
+
   /** When a delivery's next attempt is due: its retry time, or its first attempt's delay after it was queued. */
   const dueAt = (row: DeliveryRow): number =>
     row.nextRetryAt !== undefined ? Date.parse(row.nextRetryAt) : Date.parse(row.queuedAt) + (delays[0] ?? 0)
@@ -215,6 +231,13 @@ export const make = Effect.gen(function*() {
         yield* records.settle(pending)
         yield* abandonAll(endpointId, endpoint === undefined ? "endpoint_deleted" : "endpoint_inactive")
         return "stop" as Outcome
+      }
+      // Switched off and on again before the lane looked: what was unfinished then stays stopped.
+      if (Date.parse(endpoint.updatedAt) >= Date.parse(row.queuedAt) && Endpoint.stoppedBySwitchOff(yield* switchedOff(state, endpoint), row.queuedAt)) {
+        attempts.forget(row.deliveryId)
+        yield* abandon(row, yield* Clock.currentTimeMillis, "endpoint_inactive")
+        yield* logStopped({ endpointId, reason: "endpoint_inactive", deliveries: 1, deliveryId: row.deliveryId, eventId: row.eventId })
+        return "next" as Outcome
       }
       const wait = dueAt(row) - (yield* Clock.currentTimeMillis)
       if (wait > 0 && shutdown.stopping()) return "drain" as Outcome

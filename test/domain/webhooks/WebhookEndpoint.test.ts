@@ -89,3 +89,16 @@ describe("endpoint registry", () => {
     expect([...(seeded ?? [])].toSorted()).toEqual(["whe_1", "whe_2"])
   })
 })
+
+describe("switch-offs", () => {
+  const update = (active: boolean | undefined, at: string): Endpoint.EndpointEvent => ({ type: "EndpointUpdated", ...(active !== undefined ? { active } : {}), at })
+  it("stop every delivery queued at or before one of them, however often the endpoint was switched on since", () => {
+    const events = [update(undefined, "2026-01-01T00:00:01Z"), update(false, "2026-01-01T00:00:05Z"), update(true, "2026-01-01T00:00:06Z"), update(false, "2026-01-01T00:00:09Z"), update(true, "2026-01-01T00:00:10Z")]
+    const off = Endpoint.deactivations(events)
+    expect(off).toEqual(["2026-01-01T00:00:05Z", "2026-01-01T00:00:09Z"])
+    expect(Endpoint.stoppedBySwitchOff(off, "2026-01-01T00:00:04.999Z")).toBe(true)
+    expect(Endpoint.stoppedBySwitchOff(off, "2026-01-01T00:00:07Z")).toBe(true)
+    expect(Endpoint.stoppedBySwitchOff(off, "2026-01-01T00:00:09.001Z")).toBe(false)
+    expect(Endpoint.stoppedBySwitchOff([], "2026-01-01T00:00:00Z")).toBe(false)
+  })
+})
