@@ -99,6 +99,7 @@ const leaseKey = (endpointId: string) => `webhook-lane/${endpointId}`
  * with a restart). An operator sees them here, not only in the delivery history.
  */
 const logStopped = (fields: {
+  readonly projectId: string | undefined
   readonly endpointId: string
   readonly reason: Delivery.DeliveryAbandoned["reason"]
   readonly deliveries: number
@@ -163,9 +164,11 @@ export const make = Effect.gen(function*() {
 
   const abandonAll = Effect.fnUntraced(function*(endpointId: string, reason: Delivery.DeliveryAbandoned["reason"]) {
     let stopped = 0
+    let projectId: string | undefined
     while (true) {
       const open = yield* openDeliveries(endpointId, 100)
       if (open.length === 0) break
+      projectId ??= open[0]?.projectId
       const at = yield* Clock.currentTimeMillis
       yield* Effect.forEach(open, (row) => {
         attempts.forget(row.deliveryId)
@@ -173,7 +176,7 @@ export const make = Effect.gen(function*() {
       }, { concurrency: 8, discard: true })
       stopped += open.length
     }
-    if (stopped > 0) yield* logStopped({ endpointId, reason, deliveries: stopped })
+    if (stopped > 0) yield* logStopped({ projectId, endpointId, reason, deliveries: stopped })
   })
 
   /** The envelope a delivery carries: remembered at enqueue, else rebuilt from its source event; or why there is none. */
@@ -236,7 +239,7 @@ export const make = Effect.gen(function*() {
       if (Date.parse(endpoint.updatedAt) >= Date.parse(row.queuedAt) && Endpoint.stoppedBySwitchOff(yield* switchedOff(state, endpoint), row.queuedAt)) {
         attempts.forget(row.deliveryId)
         yield* abandon(row, yield* Clock.currentTimeMillis, "endpoint_inactive")
-        yield* logStopped({ endpointId, reason: "endpoint_inactive", deliveries: 1, deliveryId: row.deliveryId, eventId: row.eventId })
+        yield* logStopped({ projectId: row.projectId, endpointId, reason: "endpoint_inactive", deliveries: 1, deliveryId: row.deliveryId, eventId: row.eventId })
         return "next" as Outcome
       }
       const wait = dueAt(row) - (yield* Clock.currentTimeMillis)
@@ -257,7 +260,7 @@ export const make = Effect.gen(function*() {
       if (typeof envelope === "string") {
         // Nothing to send (a trigger event's payload gone with a restart): failed, the reason as its last attempt.
         yield* abandon(row, yield* Clock.currentTimeMillis, envelope)
-        yield* logStopped({ endpointId, reason: envelope, deliveries: 1, deliveryId: row.deliveryId, eventId: row.eventId })
+        yield* logStopped({ projectId: row.projectId, endpointId, reason: envelope, deliveries: 1, deliveryId: row.deliveryId, eventId: row.eventId })
         return "next" as Outcome
       }
       const { startedAt, endedAt, outcome } = yield* attempts.attempt(state.incarnation, endpoint, envelope, row.deliveryId)
@@ -274,6 +277,7 @@ export const make = Effect.gen(function*() {
       if (!appended) return "reload" as Outcome
       const next = events.reduce<Delivery.Progress>(Delivery.advance, row)
       yield* Effect.logWarning("webhook delivery attempt failed", {
+        projectId: row.projectId,
         endpointId,
         deliveryId: row.deliveryId,
         eventId: envelope.eventId,
