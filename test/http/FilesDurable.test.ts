@@ -7,7 +7,7 @@ import { PgClient } from "@effect/sql-pg"
 import { Effect, Exit, ManagedRuntime, Redacted } from "effect"
 import { randomBytes } from "node:crypto"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { SWEEP_LOCK } from "../../infra/files/PgStagedFiles.ts"
+import { PART_BYTES, SWEEP_LOCK } from "../../infra/files/PgStagedFiles.ts"
 import { createTestDatabase, dropTestDatabase, postgresAvailable } from "../support/Database.ts"
 import { freePort } from "../support/Ports.ts"
 import { type InProcessService, startProcess, startService } from "../support/Service.ts"
@@ -20,10 +20,10 @@ const query = <A extends object>(db: Db, text: string) =>
   db.runPromise(Effect.flatMap(PgClient.PgClient, (sql) => sql.unsafe<A>(text)))
 
 const counts = async (db: Db) => {
-  const [row] = await query<{ files: bigint; blobs: bigint; events: bigint }>(db,
-    `SELECT (SELECT count(*) FROM staged_files) AS files, (SELECT count(*) FROM staged_file_blobs) AS blobs,
+  const [row] = await query<{ files: bigint; parts: bigint; events: bigint }>(db,
+    `SELECT (SELECT count(*) FROM staged_files) AS files, (SELECT count(DISTINCT file_id) FROM staged_file_parts) AS parts,
             (SELECT count(*) FROM events) AS events`)
-  return { files: Number(row?.files), blobs: Number(row?.blobs), events: Number(row?.events) }
+  return { files: Number(row?.files), parts: Number(row?.parts), events: Number(row?.events) }
 }
 
 describe.skipIf(!postgresAvailable)("staged files on Postgres", () => {
@@ -41,16 +41,18 @@ describe.skipIf(!postgresAvailable)("staged files on Postgres", () => {
   })
 
   it("keeps metadata and bytes across a restart, and no bytes in the event log", async () => {
-    const bytes = randomBytes(300_000)
+    // Two and a half parts (PgStagedFiles.ts writes bytes in parts of 1 MiB).
+    const bytes = randomBytes(Math.floor(2.5 * PART_BYTES))
     let first: InProcessService | undefined = await start()
     const staged = await upload(first, { name: "data.bin", content: bytes.toString("base64"), mimeType: "application/x-test" })
     await first.close()
     first = undefined
     db = connect(url)
     const stored = await counts(db)
-    expect(stored).toEqual({ files: 1, blobs: 1, events: 0 })
-    const [blob] = await query<{ size: number }>(db, `SELECT octet_length(bytes) AS size FROM staged_file_blobs`)
+    expect(stored).toEqual({ files: 1, parts: 1, events: 0 })
+    const [blob] = await query<{ size: number; parts: number }>(db, `SELECT sum(octet_length(bytes)) AS size, count(*) AS parts FROM staged_file_parts`)
     expect(Number(blob?.size)).toBe(bytes.length)
+    expect(Number(blob?.parts)).toBe(3)
 
     const second = await start()
     try {
@@ -104,7 +106,7 @@ describe.skipIf(!postgresAvailable)("staged files on Postgres", () => {
       expect(await withFiles(service, (files) => files.sweep(100))).toEqual({ ran: true, deleted: 100 })
       const after = await counts(db)
       expect(after.files).toBe(before - 100)
-      expect(after.blobs).toBe(after.files)
+      expect(after.parts).toBe(after.files)
     } finally {
       await holder.dispose()
       await service.close()
@@ -136,11 +138,37 @@ describe.skipIf(!postgresAvailable)("staged files on Postgres", () => {
       }
       expect(left).toBe(0)
       const remaining = await counts(db)
-      expect(remaining.blobs).toBe(remaining.files)
+      expect(remaining.parts).toBe(remaining.files)
       expect(remaining.events).toBe(0)
       expect((await restarted.fetch(`/v1/files/${kept.fileId}`)).status).toBe(200)
     } finally {
       await restarted.close()
+    }
+  })
+
+  // Bytes moved to parts (2026-11-29): a file staged before keeps its one blob until it expires.
+  it("reads a file staged before parts existed from its blob, and sweeps parts an interrupted upload left", async () => {
+    const service = await start()
+    try {
+      const now = Date.now()
+      // A file as staged before: its parts taken away, its bytes put in one blob.
+      const legacy = randomBytes(5 * 1024 * 1024 + 7)
+      const staged = await upload(service, { name: "old.bin", content: legacy.toString("base64") })
+      await db.runPromise(Effect.flatMap(PgClient.PgClient, (sql) => Effect.andThen(
+        sql`DELETE FROM staged_file_parts WHERE file_id = ${staged.fileId}`,
+        sql`INSERT INTO staged_file_blobs (file_id, bytes) VALUES (${staged.fileId}, ${legacy})`
+      )))
+      const read = await withFiles(service, (files) =>
+        Effect.exit(files.forExecution({ projectId: "proj_test", executionId: "exe_1", attachments: [staged.fileId] }).read(staged.fileId)))
+      expect(Exit.isSuccess(read) && Buffer.from(read.value.bytes).equals(legacy)).toBe(true)
+      // Parts with no metadata row: an hour old, an upload that died; fresh, one in progress.
+      await db.runPromise(Effect.flatMap(PgClient.PgClient, (sql) => sql`INSERT INTO staged_file_parts (file_id, part, created_ms, bytes)
+        VALUES ('file_orphan', 0, ${now - 3_700_000}, '\\x00'), ('file_orphan', 1, ${now - 3_700_000}, '\\x00'), ('file_uploading', 0, ${now}, '\\x00')`))
+      expect(await withFiles(service, (files) => files.sweep(100))).toMatchObject({ ran: true })
+      const left = await query<{ file_id: string }>(db, `SELECT DISTINCT file_id FROM staged_file_parts WHERE file_id IN ('file_orphan', 'file_uploading')`)
+      expect(left.map((row) => row.file_id)).toEqual(["file_uploading"])
+    } finally {
+      await service.close()
     }
   })
 })

@@ -37,10 +37,10 @@ describe.skipIf(!postgresAvailable)("a slow staged-file write on Postgres", () =
   })
 
   it("waits for the database without taking the store for hung: other requests go on, and the upload lands", async () => {
-    // The blob table is locked for 3 bounds; an INSERT into it waits until the lock goes.
+    // The parts table is locked for 3 bounds; an INSERT into it waits until the lock goes.
     const held = db.runPromise(Effect.flatMap(PgClient.PgClient, (sql) =>
       sql.withTransaction(Effect.andThen(
-        sql`LOCK TABLE staged_file_blobs IN ACCESS EXCLUSIVE MODE`,
+        sql`LOCK TABLE staged_file_parts IN ACCESS EXCLUSIVE MODE`,
         Effect.sleep(3 * BOUND_MS)
       ))))
     await sleep(200)
