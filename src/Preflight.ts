@@ -20,7 +20,7 @@ import { providerUrls } from "../infra/providers/index.ts"
 import { databaseUrl, httpUrl, optionalId } from "../infra/Settings.ts"
 import { maxEndpointsSetting } from "../infra/webhooks/WebhookEndpoints.ts"
 import { webhookSettings } from "../infra/webhooks/WebhookSettings.ts"
-import { triggerSettings } from "../infra/triggers/TriggerSettings.ts"
+import { ingestBudget, triggerSettings } from "../infra/triggers/TriggerSettings.ts"
 import { endOfTurnSetting, portSetting, serverLimits } from "../http/server/Server.ts"
 import { mcpSettings } from "../mcp/McpSettings.ts"
 
@@ -43,6 +43,7 @@ export const preflight = Effect.gen(function*() {
   yield* leaseTimings
   yield* optionalId("SERVICE_USER_ID")
   yield* triggerSettings
+  yield* ingestBudget
   yield* mcpSettings
   yield* previousSecretKey
   yield* logFormat

@@ -358,6 +358,11 @@ const INGEST_PATH: Json = {
       400: {
         ...errorResponse(400),
         description: "The request's framing is refused, as several `Host` headers (`invalid_input`); a body that is not JSON is 422 here."
+      },
+      429: {
+        ...errorResponse(429),
+        description: "The project's ingest budget is spent for now (`rate_limited`): bytes of accepted bodies per minute, per process " +
+          "(SERVICE_INGEST_BYTES_PER_MINUTE). `Retry-After` and `error.retryAfter` say when to retry."
       }
     }
   }

@@ -1,7 +1,8 @@
 /**
  * The push ingest route, `POST /v1/ingest/:subscriptionId/:secret` (spec, "Provider push
- * ingestion"; decisions.md section 5), served beside the API: no API key and no rate limit (the
- * path's secret is the credential, checked by infra/triggers/TriggerIngest.ts), the edge's 1 MiB
+ * ingestion"; decisions.md section 5), served beside the API: no API key and no request rate
+ * limit (the path's secret is the credential, checked by infra/triggers/TriggerIngest.ts, which
+ * also holds each project to a budget of bytes: 429 past it), the edge's 1 MiB
  * body ceiling and JSON media type. Every bad credential answers exactly the edge's own 404 for an
  * unknown route, so nothing tells a wrong secret from a missing subscription. The request target
  * is never logged whole: log lines carry it with the secret redacted.
@@ -41,6 +42,12 @@ export const makeIngestRoute = Effect.map(TriggerIngest, (triggers) =>
         switch (answer._tag) {
           case "Refused":
             return yield* Effect.fail(routeNotFound())
+          case "Throttled":
+            return yield* Effect.fail(new EdgeFailure(
+              429,
+              normalized("rate_limited", "This project's ingest budget is spent for now (SERVICE_INGEST_BYTES_PER_MINUTE); retry after the wait.", answer.retryAfter),
+              { "retry-after": String(answer.retryAfter) }
+            ))
           case "Invalid":
             return yield* Effect.fail(new EdgeFailure(422, normalized("invalid_input", answer.message)))
           case "Challenge":

@@ -15,6 +15,18 @@ export const minPollSeconds = integer("SERVICE_TRIGGER_MIN_POLL_SECONDS", 30, 1,
 
 export const payloadCacheBytes = integer("SERVICE_TRIGGER_PAYLOAD_CACHE_BYTES", 256 * 1024 * 1024, 1024, 64 * 1024 * 1024 * 1024)
 
+const MIB = 1024 * 1024
+
+/**
+ * The ingest budget of a project in one process (TriggerIngest.ts): bytes of accepted bodies a
+ * minute (0 turns it off) and at once. The burst holds at least one body of the 1 MiB ceiling.
+ */
+export const ingestBudget = Effect.gen(function*() {
+  const perMinute = yield* integer("SERVICE_INGEST_BYTES_PER_MINUTE", 64 * MIB, 0)
+  const burst = yield* integer("SERVICE_INGEST_BURST_BYTES", 16 * MIB, MIB)
+  return perMinute === 0 ? undefined : { perMinute, burst }
+})
+
 export const triggerSettings = Effect.gen(function*() {
   const port = yield* integer("SERVICE_PORT", 8080, 0, 65535)
   return {

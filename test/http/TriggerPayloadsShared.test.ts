@@ -30,7 +30,9 @@ describe("trigger payloads shared by projects", () => {
       SERVICE_TRIGGER_PAYLOAD_CACHE_BYTES: String(6 * 2_001_000),
       // The quiet project's second attempt comes after the flood.
       SERVICE_WEBHOOK_RETRY_DELAYS_MS: "0,3000,100,100,100",
-      SERVICE_RATE_LIMIT_REQUEST_BURST: "10000"
+      SERVICE_RATE_LIMIT_REQUEST_BURST: "10000",
+      // The flood must reach the cache: the ingest budget (IngestBudget.test.ts) is off here.
+      SERVICE_INGEST_BYTES_PER_MINUTE: "0"
     })
     service = started.service
     receiver = started.receiver
