@@ -57,6 +57,21 @@ export const take = (
   return { state: { tokens, updatedMs: Math.max(nowMs, state?.updatedMs ?? nowMs) }, grant: describe(policy, tokens, granted, nowMs) }
 }
 
+/**
+ * Takes all `n` tokens or none (a cost measured in bytes, say): the state after the take, or the
+ * whole seconds until `n` are there (at least 1).
+ */
+export const takeWhole = (
+  policy: BucketPolicy,
+  state: BucketState | undefined,
+  n: number,
+  nowMs: number
+): { readonly state: BucketState } | { readonly retryAfter: number } => {
+  const available = refill(policy, state, nowMs)
+  if (available < n) return { retryAfter: Math.max(1, Math.ceil((n - available) / perMs(policy) / 1000)) }
+  return { state: { tokens: available - n, updatedMs: Math.max(nowMs, state?.updatedMs ?? nowMs) } }
+}
+
 /** The UTC day of a timestamp, `YYYY-MM-DD`. */
 export const utcDay = (nowMs: number): string => new Date(nowMs).toISOString().slice(0, 10)
 

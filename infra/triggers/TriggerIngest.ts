@@ -27,7 +27,7 @@ import { BoundedCache } from "../BoundedCache.ts"
 import { TABLE as CONNECTIONS_TABLE } from "../connections/ConnectionsProjection.ts"
 import type { StoreUnavailable } from "../eventlog/EventStore.ts"
 import { ViewStore } from "../eventlog/ViewStore.ts"
-import { type BucketState, refill } from "../../domain/TokenBucket.ts"
+import { type BucketState, takeWhole } from "../../domain/TokenBucket.ts"
 import { Admission } from "./Admission.ts"
 import { secretHash, Subscriptions } from "./Subscriptions.ts"
 import { ingestBudget } from "./TriggerSettings.ts"
@@ -122,13 +122,15 @@ export const make = Effect.gen(function*() {
     return subscription
   })
 
-  /** The wait in seconds when the project's budget cannot take `bytes` now; else takes them. */
+  /**
+   * The wait in seconds when the project's budget cannot take `bytes` now; else takes them. One
+   * bucket per project that ever sent a body here (a project's count, not a request's).
+   */
   const overBudget = (projectId: string, bytes: number, now: number): number | undefined => {
     if (budget === undefined) return undefined
-    const cost = Math.max(MIN_BODY_COST, bytes)
-    const available = refill(budget, buckets.get(projectId), now)
-    if (available < cost) return Math.max(1, Math.ceil(((cost - available) / budget.perMinute) * 60))
-    buckets.set(projectId, { tokens: available - cost, updatedMs: now })
+    const taken = takeWhole(budget, buckets.get(projectId), Math.max(MIN_BODY_COST, bytes), now)
+    if ("retryAfter" in taken) return taken.retryAfter
+    buckets.set(projectId, taken.state)
     return undefined
   }
 
