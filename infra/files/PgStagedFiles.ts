@@ -132,16 +132,23 @@ export const makePgBackend = Effect.gen(function*() {
   })
   const backend: FileBackend = {
     insert: Effect.fnUntraced(function*(record, bytes) {
+      // Each statement runs whole: a client going away mid-write interrupts the request between
+      // two statements, never inside one, so nothing it sent commits after the clean-up below.
       for (let part = 0; part * PART_BYTES < bytes.length; part++) {
         const slice = bytes.subarray(part * PART_BYTES, (part + 1) * PART_BYTES)
-        yield* blobs`INSERT INTO staged_file_parts (file_id, part, created_ms, bytes) VALUES (${record.fileId}, ${part}, ${record.createdMs}, ${slice})`
+        yield* Effect.uninterruptible(
+          blobs`INSERT INTO staged_file_parts (file_id, part, created_ms, bytes) VALUES (${record.fileId}, ${part}, ${record.createdMs}, ${slice})`
+        )
       }
-      yield* blobs`INSERT INTO staged_files (file_id, project_id, name, mime_type, size, created_ms, expires_ms)
+      yield* Effect.uninterruptible(blobs`INSERT INTO staged_files (file_id, project_id, name, mime_type, size, created_ms, expires_ms)
         VALUES (${record.fileId}, ${record.projectId}, ${record.name}, ${record.mimeType}, ${record.size},
-                ${record.createdMs}, ${record.expiresMs})`
+                ${record.createdMs}, ${record.expiresMs})`)
     }, (effect, record) =>
-      // A failed upload takes its parts back when it can; the sweep removes what it could not.
-      Effect.tapError(effect, () => Effect.ignore(blobs`DELETE FROM staged_file_parts WHERE file_id = ${record.fileId}`)),
+      // An upload that fails, or whose client goes away mid-write, takes its parts back unless
+      // its metadata row made it a file; the sweep removes what a killed process could not.
+      Effect.onExit(effect, (exit) =>
+        exit._tag === "Success" ? Effect.void : Effect.ignore(blobs`DELETE FROM staged_file_parts WHERE file_id = ${record.fileId}
+          AND NOT EXISTS (SELECT 1 FROM staged_files WHERE file_id = ${record.fileId})`)),
       Effect.mapError(unavailable)),
     find: (fileId) =>
       sql<FileRow>`SELECT * FROM staged_files WHERE file_id = ${fileId}`.pipe(

@@ -10,9 +10,10 @@
  * middle of its write, while another project's webhook must still arrive.
  */
 import { PgClient } from "@effect/sql-pg"
-import { Effect, ManagedRuntime, Redacted } from "effect"
+import { Effect, Fiber, ManagedRuntime, Redacted } from "effect"
 import { randomBytes } from "node:crypto"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { StagedFiles } from "../../infra/files/StagedFiles.ts"
 import { createTestDatabase, dropTestDatabase, postgresAvailable } from "../support/Database.ts"
 import type { InProcessService } from "../support/Service.ts"
 import { eventually, type Receiver } from "../support/WebhookReceiver.ts"
@@ -64,5 +65,27 @@ describe.skipIf(!postgresAvailable)("an upload on Postgres", () => {
     expect(uploaded.status).toBe(201)
     const { fileId } = (await uploaded.json()) as { fileId: string }
     expect((await service.fetch(`/v1/files/${fileId}`, { key: keyOf("p1") })).status).toBe(200)
+  }, 30_000)
+
+  // Re-audit: a client gone mid-upload (its request interrupted) left the parts written so far
+  // (12 MiB in one run), outside the project's storage limit until the hourly sweep.
+  it("leaves no part without its file when the upload is interrupted mid-write", async () => {
+    const orphans = async () =>
+      Number((await db.runPromise(Effect.flatMap(PgClient.PgClient, (sql) => sql<{ readonly n: string }>`
+        SELECT count(*) AS n FROM staged_file_parts p WHERE NOT EXISTS (SELECT 1 FROM staged_files f WHERE f.file_id = p.file_id)`)))[0]?.n)
+    expect(await orphans()).toBe(0)
+    // The parts table takes no insert for 2 s: the upload waits in its first part's statement,
+    // and is interrupted there, as a request is when its client goes away.
+    const held = db.runPromise(Effect.flatMap(PgClient.PgClient, (sql) =>
+      sql.withTransaction(Effect.andThen(sql`LOCK TABLE staged_file_parts IN SHARE MODE`, Effect.sleep(2_000)))))
+    await sleep(200)
+    const upload = service.runtime.runFork(Effect.flatMap(StagedFiles, (files) =>
+      files.stage({ projectId: "proj_p3", name: "gone.bin", content: randomBytes(3_000_000).toString("base64") })))
+    await sleep(1_000)
+    await service.runtime.runPromise(Fiber.interrupt(upload))
+    await held
+    await sleep(500)
+    // Either the upload became a file (its last statement runs whole) or its parts went with it.
+    expect(await orphans()).toBe(0)
   }, 30_000)
 })
