@@ -361,8 +361,8 @@ const INGEST_PATH: Json = {
       },
       429: {
         ...errorResponse(429),
-        description: "The project's ingest budget is spent for now (`rate_limited`): bytes of accepted bodies per minute, per process " +
-          "(SERVICE_INGEST_BYTES_PER_MINUTE). `Retry-After` and `error.retryAfter` say when to retry."
+        description: "The project's ingest budget is spent for now (`rate_limited`): bytes of accepted bodies, once per webhook " +
+          "endpoint, per minute and process (SERVICE_INGEST_BYTES_PER_MINUTE). `Retry-After` and `error.retryAfter` say when to retry."
       }
     }
   }

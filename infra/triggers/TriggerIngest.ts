@@ -8,7 +8,8 @@
  * Then the budget: ingest reads no API key, so the project rate limits do not apply, and one
  * project posting large events fast took the event loop from every other (outside audit: 20-40
  * times slower answers). Accepted bodies draw on a bucket of bytes per project and process
- * (SERVICE_INGEST_BYTES_PER_MINUTE, SERVICE_INGEST_BURST_BYTES; each body counts at least 1 KiB);
+ * (SERVICE_INGEST_BYTES_PER_MINUTE, SERVICE_INGEST_BURST_BYTES): a body counts its bytes (at
+ * least 1 KiB) once per webhook endpoint of its subscription, since each delivery sends them;
  * past it the answer is `Throttled`, a 429 with the wait. Checked after the credential, so a bad
  * one is the same 404 whatever the budget.
  *
@@ -126,18 +127,21 @@ export const make = Effect.gen(function*() {
    * The wait in seconds when the project's budget cannot take `bytes` now; else takes them. One
    * bucket per project that ever sent a body here (a project's count, not a request's).
    */
-  const overBudget = (projectId: string, bytes: number, now: number): number | undefined => {
+  const overBudget = (subscription: Subscription, bytes: number, now: number): number | undefined => {
     if (budget === undefined) return undefined
-    const taken = takeWhole(budget, buckets.get(projectId), Math.max(MIN_BODY_COST, bytes), now)
+    // What the body will cost: its bytes once per endpoint it goes to (each delivery signs and
+    // sends them), never more than the burst, so that any body the ceiling lets in can pass.
+    const cost = Math.min(budget.burst, Math.max(MIN_BODY_COST, bytes) * Math.max(1, subscription.webhookEndpointIds.length))
+    const taken = takeWhole(budget, buckets.get(subscription.projectId), cost, now)
     if ("retryAfter" in taken) return taken.retryAfter
-    buckets.set(projectId, taken.state)
+    buckets.set(subscription.projectId, taken.state)
     return undefined
   }
 
   const ingest = Effect.fnUntraced(function*(request: IngestRequest) {
     const subscription = yield* authenticate(request)
     if (subscription === undefined) return refused
-    const wait = overBudget(subscription.projectId, request.rawBytes.length, yield* Clock.currentTimeMillis)
+    const wait = overBudget(subscription, request.rawBytes.length, yield* Clock.currentTimeMillis)
     if (wait !== undefined) return { _tag: "Throttled", retryAfter: wait } satisfies IngestAnswer
     // What the event log cannot keep, judged here rather than at the edge, so that a bad
     // credential is the same 404 whatever the body holds. The payload is never stored

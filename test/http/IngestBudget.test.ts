@@ -49,6 +49,14 @@ describe("the ingest budget", () => {
     expect(refusal!.headers.get("retry-after")).toBe(String(body.error.retryAfter))
     // The other project's ingest is untouched.
     expect((await postIngest(service, ingestPath(quiet), event("Ev-quiet-1", 900_000))).status).toBe(202)
+    // A body costs its bytes once per endpoint it goes to (re-audit: 20 endpoints made the
+    // budget's 16 MiB burst 320 MB of deliveries at once).
+    const fanned = await subscribe(service, { trigger: "demo.event", userId: "u1", webhookEndpointIds: await Promise.all([1, 2, 3].map(async () =>
+      (await createTriggerEndpoint(service, "https://93.184.215.14/hooks", { key: OTHER_KEY, active: false })).endpointId)) }, OTHER_KEY)
+    // The other project spent 0.9 MB of its 3 MiB burst above: 0.8 MB to three endpoints is 2.4 MB, too
+    // much; 0.1 MB to three is 0.3 MB, taken.
+    expect((await postIngest(service, ingestPath(fanned), event("Ev-fanned-1", 800_000))).status).toBe(429)
+    expect((await postIngest(service, ingestPath(fanned), event("Ev-fanned-2", 100_000))).status).toBe(202)
     // A bad credential is the same 404 as ever, budget or not: nothing tells it apart.
     const [, , , subscriptionId] = ingestPath(noisy).split("/")
     expect((await postIngest(service, `/v1/ingest/${subscriptionId}/wrong-secret-000000000000000000000000`, event("Ev-x", 10))).status).toBe(404)
