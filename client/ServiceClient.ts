@@ -48,7 +48,7 @@ import {
   WebhookEndpoint,
   WebhookPage
 } from "./Resources.ts"
-import { ServiceError, unsendable } from "./ServiceError.ts"
+import { type ServiceError, timedOut, unsendable } from "./ServiceError.ts"
 import { type Fetch, makeTransport, type RetryWait } from "./Transport.ts"
 
 export interface ClientOptions {
@@ -64,6 +64,8 @@ export interface ClientOptions {
   readonly fetch?: Fetch | undefined
   /** Told before the client waits to send a refused GET or HEAD once more (README, Retries). */
   readonly onRetryWait?: ((wait: RetryWait) => void) | undefined
+  /** Each HTTP exchange's deadline (code `timeout`, not retried); default 80000 ms, 0 for none. */
+  readonly requestTimeoutMs?: number | undefined
 }
 
 type Op<A> = Effect.Effect<A, ServiceError>
@@ -196,15 +198,12 @@ const makeOperations = (options: ClientOptions): ServiceClientShape => {
     const timeoutMs = waitOptions.timeoutMs ?? 60_000
     const deadline = (yield* Clock.currentTimeMillis) + timeoutMs
     let status: string | undefined
-    const timedOut = () => new ServiceError({
-      status: 0,
-      code: "timeout",
-      message: status === undefined
-        ? `No record of execution ${executionId} was read within ${timeoutMs} ms.`
-        : `Execution ${executionId} was still ${status} after ${timeoutMs} ms.`,
-      retryable: true,
-      requestId: ""
-    })
+    const waitedOut = () =>
+      timedOut(
+        status === undefined
+          ? `No record of execution ${executionId} was read within ${timeoutMs} ms.`
+          : `Execution ${executionId} was still ${status} after ${timeoutMs} ms.`
+      )
     const poll = Effect.gen(function*() {
       while (true) {
         // A poll that got no answer, or the service's 503 (its store away), is a moment's
@@ -218,13 +217,13 @@ const makeOperations = (options: ClientOptions): ServiceClientShape => {
         if (isTerminal(record.status)) return record
         status = record.status
         const now = yield* Clock.currentTimeMillis
-        if (now >= deadline) return yield* timedOut()
+        if (now >= deadline) return yield* waitedOut()
         yield* Effect.sleep(Duration.millis(Math.min(pollMs, deadline - now)))
       }
     })
     // A deadline already past still reads the record once (and returns it when terminal).
     if (!(timeoutMs > 0)) return yield* poll
-    return yield* Effect.timeoutOrElse(poll, { duration: Duration.millis(timeoutMs), orElse: () => Effect.fail(timedOut()) })
+    return yield* Effect.timeoutOrElse(poll, { duration: Duration.millis(timeoutMs), orElse: () => Effect.fail(waitedOut()) })
   })
 
   return {

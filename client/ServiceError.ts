@@ -101,6 +101,10 @@ export const networkError = (cause: unknown, secret: string): ServiceError => {
   })
 }
 
+/** The client's own deadline passed with no answer (no envelope: status 0). */
+export const timedOut = (message: string): ServiceError =>
+  new ServiceError({ status: 0, code: "timeout", message, retryable: true, requestId: "" })
+
 /** A request this client cannot send as asked (an argument no URL or header can carry): never sent. */
 export const unsendable = (why: string): ServiceError =>
   new ServiceError({ status: 0, code: "invalid_input", message: why, retryable: false, requestId: "" })

@@ -6,7 +6,7 @@
  * retried POST, PATCH or DELETE could act twice.
  */
 import { Clock, Duration, Effect, Schema } from "effect"
-import { fromResponse, networkError, ServiceError, unsendable } from "./ServiceError.ts"
+import { fromResponse, networkError, ServiceError, timedOut, unsendable } from "./ServiceError.ts"
 
 export type Fetch = (input: string, init: RequestInit) => Promise<Response>
 
@@ -31,6 +31,13 @@ export interface TransportOptions {
    * nothing about the request; a hook that throws is ignored.
    */
   readonly onRetryWait?: ((wait: RetryWait) => void) | undefined
+  /**
+   * How long one HTTP exchange (sending, the answer's headers and body) may take before it is
+   * aborted and fails with code `timeout` (status 0, retryable, not retried by the client: the
+   * call may have acted). Default 80000 ms, above the service's 60 s wait of a sync execute;
+   * 0 for no deadline of the client's own.
+   */
+  readonly requestTimeoutMs?: number | undefined
 }
 
 export type Method = "GET" | "HEAD" | "POST" | "PATCH" | "DELETE"
@@ -51,6 +58,7 @@ export interface Answer {
 
 /** When the service gave no delay with its 429, wait this long before the one retry. */
 const DEFAULT_RETRY_AFTER_SECONDS = 1
+export const DEFAULT_REQUEST_TIMEOUT_MS = 80_000
 const RETRIED: ReadonlySet<Method> = new Set<Method>(["GET", "HEAD"])
 
 /** A refusal the service says to retry after a delay: its rate limit, or its store away (503 with a delay). */
@@ -100,8 +108,18 @@ export const makeTransport = (options: TransportOptions) => {
     ? unsendable("The API key holds a character an HTTP header cannot carry (a line break or another control character): check how it was read.")
     : undefined
 
+  const timeoutMs = options.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS
+  // Interrupting the exchange aborts its fetch (the signal below): the connection is let go.
+  const bounded = (request: Request, exchange: Effect.Effect<Answer, ServiceError>): Effect.Effect<Answer, ServiceError> =>
+    timeoutMs > 0 && Number.isFinite(timeoutMs)
+      ? Effect.timeoutOrElse(exchange, {
+        duration: Duration.millis(timeoutMs),
+        orElse: () => Effect.fail(timedOut(`${request.method} /${request.path.replace(/^\//, "")} had no answer within ${timeoutMs} ms.`))
+      })
+      : exchange
+
   const once = (request: Request): Effect.Effect<Answer, ServiceError> =>
-    keyRefused !== undefined ? Effect.fail(keyRefused) : Effect.tryPromise({
+    keyRefused !== undefined ? Effect.fail(keyRefused) : bounded(request, Effect.tryPromise({
       try: async (signal) => {
         const headers: Record<string, string> = { authorization: `Bearer ${apiKey}`, accept: "application/json" }
         for (const [name, value] of Object.entries(request.headers ?? {})) if (value !== undefined) headers[name] = value
@@ -114,7 +132,7 @@ export const makeTransport = (options: TransportOptions) => {
         return { status: response.status, body: await readBody(response), headers: response.headers }
       },
       catch: (cause) => networkError(cause, apiKey)
-    })
+    }))
 
   /** Sends the request; a 2xx is the answer, anything else a `ServiceError`. */
   const send = (request: Request): Effect.Effect<Answer, ServiceError> =>

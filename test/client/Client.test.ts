@@ -1,7 +1,7 @@
 import { Effect } from "effect"
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http"
 import type { AddressInfo } from "node:net"
-import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest"
 import { createClient, makeServiceClient, ServiceClient } from "../../client/index.ts"
 import { type InProcessService, KEY, PINNED_KEY, startService } from "../support/Service.ts"
 import { rejection } from "./Rejection.ts"
@@ -217,6 +217,43 @@ describe("client policies against a stub", () => {
     )
     expect(viaEffect.code).toBe("invalid_input")
     expect(stub.requests).toHaveLength(0)
+  })
+
+  // Before stop 52 the client had no deadline of its own: a service that accepted the connection
+  // and never answered held a call (and, in the Promise client, its caller) for good.
+  it("a call unanswered within requestTimeoutMs fails with timeout, its request aborted; a later answer is unaffected", async () => {
+    const silent = (res: ServerResponse) => {
+      res.on("close", () => closed.push(Date.now()))
+    }
+    const closed: Array<number> = []
+    reset(silent, okMe)
+    const impatient = createClient({ baseUrl: stub.baseUrl, apiKey: "stub_key", requestTimeoutMs: 300 })
+    const started = Date.now()
+    const error = await rejection(impatient.me())
+    const elapsed = Date.now() - started
+    expect(error).toMatchObject({ status: 0, code: "timeout", retryable: true, requestId: "" })
+    expect(error.message).toBe("GET /v1/me had no answer within 300 ms.")
+    expect(elapsed).toBeGreaterThanOrEqual(290)
+    expect(elapsed).toBeLessThan(2000)
+    await vi.waitFor(() => expect(closed).toHaveLength(1))
+    // Not retried: a timed-out call may have acted.
+    expect(stub.requests).toHaveLength(1)
+    expect(await impatient.me()).toEqual({ projectId: "proj_stub", keyId: "key_stub" })
+    // Through Effect too, and 0 means no deadline of the client's own.
+    reset(silent)
+    const effectError = await Effect.runPromise(Effect.flip(makeServiceClient({ baseUrl: stub.baseUrl, apiKey: "stub_key", requestTimeoutMs: 200 }).me()))
+    expect(effectError).toMatchObject({ status: 0, code: "timeout" })
+    reset((res) => setTimeout(() => okMe(res), 400))
+    expect(await createClient({ baseUrl: stub.baseUrl, apiKey: "stub_key", requestTimeoutMs: 0 }).me()).toEqual({ projectId: "proj_stub", keyId: "key_stub" })
+  })
+
+  it("a body that stops halfway counts against requestTimeoutMs too", async () => {
+    reset((res) => {
+      res.writeHead(200, { "content-type": "application/json", "content-length": "100" })
+      res.write('{"projectId":')
+    })
+    const error = await rejection(createClient({ baseUrl: stub.baseUrl, apiKey: "stub_key", requestTimeoutMs: 300 }).me())
+    expect(error).toMatchObject({ status: 0, code: "timeout" })
   })
 
   it("a GET answered 429 is retried once after Retry-After", async () => {
