@@ -20,6 +20,7 @@ import type { ToolDefinition } from "../domain/catalog/Catalog.ts"
 import { decodeClosed, findTool } from "../domain/catalog/index.ts"
 import { unknownToolMessage } from "../infra/executions/Executions.ts"
 import { normalized, toNormalized, type NormalizedError } from "../domain/Errors.ts"
+import { AttachmentIds, IdempotencyKeyText, MAX_ATTACHMENTS } from "../domain/executions/ExecuteFields.ts"
 import type { ExecutionRecord } from "../domain/executions/ExecutionRecord.ts"
 import type { RateLimiterShape } from "../infra/access/RateLimiter.ts"
 import { rateLimitedError, takeTokens } from "../infra/access/Throttle.ts"
@@ -76,9 +77,9 @@ const decodeExecute = decodeClosed(ExecuteArguments, `Invalid arguments for ${EX
 const CallMeta = Schema.Struct({
   [USER_META]: Schema.optionalKey(Schema.String),
   [CONNECTION_META]: Schema.optionalKey(Schema.String),
-  // As on POST /v1/execute (http/api/ExecutionsApi.ts).
-  [IDEMPOTENCY_META]: Schema.optionalKey(Schema.String.check(Schema.isBetweenLength(1, 255))),
-  [ATTACHMENTS_META]: Schema.optionalKey(Schema.Array(Schema.String)),
+  // As on POST /v1/execute.
+  [IDEMPOTENCY_META]: Schema.optionalKey(IdempotencyKeyText),
+  [ATTACHMENTS_META]: Schema.optionalKey(AttachmentIds),
   progressToken: Schema.optionalKey(Schema.Union([Schema.String, Schema.Number]))
 })
 type CallMeta = typeof CallMeta.Type
@@ -86,7 +87,11 @@ type CallMeta = typeof CallMeta.Type
 const decodeMeta = (meta: unknown) =>
   Effect.mapError(
     Schema.decodeUnknownEffect(CallMeta)(meta ?? {}),
-    () => normalized("invalid_input", "The dev.service/* _meta values must be strings (the idempotency key of 1 to 255 characters; attachments: an array of file ids).")
+    () =>
+      normalized(
+        "invalid_input",
+        `The dev.service/* _meta values must be strings (the idempotency key of 1 to 255 characters, no control characters; attachments: an array of at most ${MAX_ATTACHMENTS} file ids).`
+      )
   )
 
 const fail = (error: NormalizedError) => Effect.fail(error)

@@ -3,6 +3,7 @@
  * request, and the pure rules around them. The bytes never appear in anything public.
  */
 import { Schema } from "effect"
+import { isPrintable } from "../PrintableText.ts"
 
 export const DEFAULT_MIME_TYPE = "application/octet-stream"
 export const MAX_NAME_LENGTH = 255
@@ -32,8 +33,7 @@ const isMaxCharacters = (max: number) =>
 export const FileName = Schema.String.check(
   Schema.isMinLength(1),
   isMaxCharacters(MAX_NAME_LENGTH),
-  // oxlint-disable-next-line no-control-regex -- matching control characters is the point
-  Schema.isPattern(/^[^\u0000-\u001f\u007f]*$/u, { message: "name must not contain control characters" })
+  isPrintable("name must not contain control characters")
 )
 
 /** The upload body: closed (the API rejects unknown fields). */

@@ -6,6 +6,7 @@ import { UserIdText } from "../../domain/Ids.ts"
 import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/http-api"
 import { ExecutionMode, ExecutionPage, ExecutionRecord, ExecutionStatus, TerminalExecution } from "../../domain/executions/ExecutionRecord.ts"
 import { StateConflict } from "../../domain/Errors.ts"
+import { AttachmentIds, IdempotencyKeyText } from "../../domain/executions/ExecuteFields.ts"
 import { JsonObject } from "../../domain/JsonObject.ts"
 import { UsesExecuteBucket } from "./Middleware.ts"
 import { described, pageQuery } from "./Query.ts"
@@ -19,8 +20,8 @@ export const ExecuteRequest = Schema.Struct({
   userId: Schema.optionalKey(UserIdText),
   connectionId: Schema.optionalKey(Schema.String.check(Schema.isMaxLength(100))),
   mode: Schema.optionalKey(ExecutionMode),
-  attachments: Schema.optionalKey(Schema.Array(Schema.String.check(Schema.isMaxLength(100))).check(Schema.isMaxLength(32))),
-  idempotencyKey: Schema.optionalKey(Schema.String.check(Schema.isBetweenLength(1, 255)))
+  attachments: Schema.optionalKey(AttachmentIds),
+  idempotencyKey: Schema.optionalKey(IdempotencyKeyText)
 })
 export type ExecuteRequest = typeof ExecuteRequest.Type
 
@@ -31,7 +32,7 @@ export class ExecutionsApi extends HttpApiGroup.make("executions")
     HttpApiEndpoint.post("execute", "/v1/execute", {
       payload: ExecuteRequest,
       headers: {
-        "idempotency-key": Schema.optionalKey(Schema.String.check(Schema.isBetweenLength(1, 255))),
+        "idempotency-key": Schema.optionalKey(IdempotencyKeyText),
         "x-service-user-id": Schema.optionalKey(Schema.String)
       },
       // 200 with a terminal record only; 202 with the current record (async, or sync past its

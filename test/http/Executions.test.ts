@@ -110,7 +110,12 @@ for (const mode of modes) {
         ["bad userId", { tool: "demo.echo", userId: "not valid!" }],
         ["missing attachments", { tool: "demo.echo", userId: "u", attachments: ["file_0123456789abcdefghjkmnpqrstvwxyz"] }],
         ["a toolkit needing a connection", { tool: "slack.post_message", input: { channel: "C1", text: "hi" }, userId: "u" }],
-        ["no user for an unpinned key", { tool: "demo.echo" }]
+        ["no user for an unpinned key", { tool: "demo.echo" }],
+        // Outside audit: a key with a line break was taken (and is shown in logs as supplied).
+        ["an idempotency key with a line break", { tool: "demo.echo", userId: "u", idempotencyKey: "a\nb" }],
+        ["an idempotency key with a C1 control", { tool: "demo.echo", userId: "u", idempotencyKey: "a\u0085b" }],
+        ["an idempotency key over 255 characters", { tool: "demo.echo", userId: "u", idempotencyKey: "k".repeat(256) }],
+        ["33 attachments", { tool: "demo.echo", userId: "u", attachments: Array.from({ length: 33 }, (_, i) => `file_${i}`) }]
       ])("%s is 422 invalid_input", async (_name, body) => {
         const { status, body: answer } = await execute(service, body)
         expect(status).toBe(422)

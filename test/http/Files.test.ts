@@ -96,6 +96,9 @@ for (const store of stores) {
         ["name too long", { name: "n".repeat(256), content: "" }],
         ["huge name", { name: "n".repeat(15_000), content: "" }],
         ["control character in name", { name: "a\u0000b", content: "" }],
+        // Outside audit: C1 controls (U+0085 is a line break to some log tools) were let through.
+        ["C1 control character in name", { name: "a\u0085b", content: "" }],
+        ["DEL in name", { name: "a\u007fb", content: "" }],
         ["name of wrong type", { name: 7, content: "" }],
         ["content of wrong type", { name: "x", content: 7 }],
         ["content null", { name: "x", content: null }],

@@ -230,6 +230,34 @@ describe("tools in catalog mode", () => {
     expect(replayed.replayed).toBe(true)
   })
 
+  // Outside audit: POST /v1/execute refused a 33rd attachment, while a tools/call carried 300
+  // through _meta; and an idempotency key with a line break was taken on both.
+  it("holds _meta attachments to POST /v1/execute's 32, and the idempotency key to printable characters", async () => {
+    const session = await openSession(gw.url, { headers: USER })
+    const files: Array<string> = []
+    for (let i = 0; i < 33; i++) {
+      const staged = await gw.service.fetch("/v1/files", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ name: `a${i}.txt`, content: "eA==" }) })
+      files.push(((await staged.json()) as { fileId: string }).fileId)
+    }
+    const call = (id: number, meta: Record<string, unknown>) =>
+      post(gw.url, { jsonrpc: "2.0", id, method: "tools/call", params: { name: "demo.echo", arguments: { id }, _meta: meta } }, { session, headers: USER })
+        .then(messageOf)
+    const allowed = await call(1, { "dev.service/attachments": files.slice(0, 32) })
+    expect(executionOf(allowed.result as Result)?.status).toBe("succeeded")
+    for (const [id, meta] of [
+      [2, { "dev.service/attachments": files }],
+      [3, { "dev.service/idempotencyKey": "a\nb" }],
+      [4, { "dev.service/idempotencyKey": "a\u0085b" }]
+    ] as const) {
+      const refused = (await call(id, meta)).result as Result
+      expect(errorOf(refused)?.code, JSON.stringify(meta).slice(0, 80)).toBe("invalid_input")
+      expect(executionOf(refused)).toBeUndefined()
+    }
+    // Nothing ran for them: demo.echo's output is its input.
+    const executions = await (await gw.service.fetch("/v1/executions?limit=100")).json() as { executions: Array<{ output?: { id?: number } }> }
+    expect(executions.executions.filter((record) => [2, 3, 4].includes(record.output?.id ?? 0))).toEqual([])
+  })
+
   it("ends a call waiting on its tool when the client sends notifications/cancelled for it, whatever the answer's format", async () => {
     for (const accept of ["application/json", "application/json, text/event-stream"]) {
       const session = await openSession(gw.url, { headers: USER, capabilities: {} })
