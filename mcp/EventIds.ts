@@ -16,7 +16,9 @@
  *
  * Clients see these ids sealed (Secrets.ts, under SERVICE_SECRET_KEY, so that any process of the
  * service opens them): a log position counts every event of every project, and a session that
- * could read it would see how busy the others are (outside audit).
+ * could read it would see how busy the others are (outside audit). Each is sealed with its
+ * session's id as context, so it opens only for that session: another session's id is none of
+ * this one's (outside audit: it was taken as a place to resume from).
  */
 import { randomBytes } from "node:crypto"
 import { formatPosition, parsePosition, type Position } from "../infra/eventlog/EventStore.ts"
@@ -30,12 +32,12 @@ export type Resumption =
   | { readonly _tag: "FromNow" }
 
 export interface EventIds {
-  /** The id of a log event's notification. */
-  readonly logEventId: (position: Position) => string
-  /** Ids for the frames of one stream that are no log event: unique to that stream. */
-  readonly frameIds: (kind: StreamKind) => (position: Position) => string
-  /** Where an id a client sent back resumes; undefined when it is none of ours. */
-  readonly parse: (id: string) => Resumption | undefined
+  /** The id of a log event's notification to session `sessionId`. */
+  readonly logEventId: (sessionId: string, position: Position) => string
+  /** Ids for the frames of one stream of `sessionId` that are no log event: unique to that stream. */
+  readonly frameIds: (sessionId: string, kind: StreamKind) => (position: Position) => string
+  /** Where an id a client of `sessionId` sent back resumes; undefined when it is none of that session's. */
+  readonly parse: (sessionId: string, id: string) => Resumption | undefined
 }
 
 const EVENT_ID = /^(\d{1,20}:\d{1,20})(?::([gp])[A-Za-z0-9_-]{1,16}\.\d{1,12})?$/
@@ -49,14 +51,14 @@ const parsePlain = (id: string): Resumption | undefined => {
 }
 
 export const makeEventIds = (secrets: Pick<SecretsShape, "seal" | "open">): EventIds => ({
-  logEventId: (position) => secrets.seal(formatPosition(position)),
-  frameIds: (kind) => {
+  logEventId: (sessionId, position) => secrets.seal(formatPosition(position), sessionId),
+  frameIds: (sessionId, kind) => {
     const tag = `${kind}${randomBytes(6).toString("base64url")}`
     let next = 0
-    return (position) => secrets.seal(`${formatPosition(position)}:${tag}.${next++}`)
+    return (position) => secrets.seal(`${formatPosition(position)}:${tag}.${next++}`, sessionId)
   },
-  parse: (id) => {
-    const plain = id.length > 512 ? undefined : secrets.open(id)
+  parse: (sessionId, id) => {
+    const plain = id.length > 512 ? undefined : secrets.open(id, sessionId)
     return plain === undefined ? undefined : parsePlain(plain)
   }
 })

@@ -275,7 +275,7 @@ export const makeHandle = (parts: GatewayParts) => {
     const session = yield* sessionOf(request, caller, null)
     if (Answers.isAnswer(session)) return session
     const lastEventId = request.headers.get("last-event-id")
-    const resumed = lastEventId === null ? undefined : ids.parse(lastEventId)
+    const resumed = lastEventId === null ? undefined : ids.parse(session.sessionId, lastEventId)
     if (lastEventId !== null && resumed === undefined) return unknownEventId()
     if (resumed?._tag === "After" && (yield* streams.pastEnd(resumed.position))) return unknownEventId()
     // Never from before the session: what the log held then was never the session's to carry.

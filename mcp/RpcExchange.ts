@@ -28,8 +28,8 @@ import { isJsonObject } from "../domain/JsonObject.ts"
  * The event ids of one POST stream: the position the stream started from and the stream's own
  * tag and counter (EventIds.ts), so that none repeats in the session; nothing is kept to replay.
  */
-const streamIds = (ids: EventIds, position: Position) => {
-  const next = ids.frameIds("p")
+const streamIds = (ids: EventIds, sessionId: string, position: Position) => {
+  const next = ids.frameIds(sessionId, "p")
   return () => next(position)
 }
 
@@ -102,9 +102,9 @@ const PRIMING_FROM = "2025-11-25"
  * JSON-RPC answers the gateway made itself, as the SSE stream the SDK's transport would send them
  * in: the priming event (from 2025-11-25), then the messages, with the ids of a POST stream.
  */
-const answerStream = (ids: EventIds, messages: ReadonlyArray<unknown>, protocolVersion: string, position: Position): Response => {
-  const nextId = streamIds(ids, position)
-  const priming = protocolVersion >= PRIMING_FROM ? `id: ${nextId()}\ndata: \n\n` : ""
+const answerStream = (ids: EventIds, messages: ReadonlyArray<unknown>, session: McpSession, position: Position): Response => {
+  const nextId = streamIds(ids, session.sessionId, position)
+  const priming = session.protocolVersion >= PRIMING_FROM ? `id: ${nextId()}\ndata: \n\n` : ""
   const text = priming + messages.map((message) => sseEvent(message, nextId())).join("")
   return new Response(text, {
     status: 200,
@@ -171,7 +171,7 @@ export const makeExchange = (servers: (facts: RequestFacts) => Server, feed: Log
      */
     answer: (messages: ReadonlyArray<unknown>, session: McpSession, sse: boolean, batch: boolean): Response | JsonAnswer =>
       sse
-        ? answerStream(ids, messages, session.protocolVersion, feed.position())
+        ? answerStream(ids, messages, session, feed.position())
         : new JsonAnswer(JSON.stringify(batch ? messages : messages[0]), 200, {}),
     /** Ends the requests of the session that `notifications/cancelled` messages named (`cancelledIds`). */
     cancel: (sessionId: string, requests: ReadonlyArray<RpcId>) => {
@@ -190,7 +190,7 @@ export const makeExchange = (servers: (facts: RequestFacts) => Server, feed: Log
       invalid: ReadonlyArray<unknown> = []
     ): Promise<Response> => {
       const server = servers({ ...facts, sentArguments: sentArguments(messagesOf(body)) })
-      const nextId = streamIds(ids, feed.position())
+      const nextId = streamIds(ids, facts.session.sessionId, feed.position())
       const transport = new WebStandardStreamableHTTPServerTransport(
         sse ? { enableJsonResponse: false, eventStore: primingStore(nextId) } : { enableJsonResponse: true }
       )
@@ -222,7 +222,7 @@ export const makeExchange = (servers: (facts: RequestFacts) => Server, feed: Log
           // Only notifications and responses besides the invalid members: their errors alone.
           if (response.status === 202) {
             return sse
-              ? answerStream(ids, invalid, facts.session.protocolVersion, feed.position())
+              ? answerStream(ids, invalid, facts.session, feed.position())
               : new Response(JSON.stringify(invalid), { status: 200, headers: { "content-type": "application/json" } })
           }
           if (response.status !== 200) return response

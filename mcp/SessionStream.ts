@@ -151,7 +151,7 @@ export const makeSessionStreams = (deps: SessionStreamDeps) => {
         const inbox = yield* feed.subscribeSession(session.sessionId, session.projectId)
         let last = from
         // Frames that are no log event (priming, expiries) get ids of this stream (EventIds.ts).
-        const ownId = ids.frameIds("g")
+        const ownId = ids.frameIds(session.sessionId, "g")
         // Empty data confuses clients of versions before 2025-11-25 (the SDK primes only from it).
         if (session.protocolVersion >= "2025-11-25") yield* Queue.offer(out, `id: ${ownId(from)}\nretry: 1000\ndata: \n\n`)
         const user = listUser(session)
@@ -188,7 +188,7 @@ export const makeSessionStreams = (deps: SessionStreamDeps) => {
               last = event.position
               if (message === undefined) return Effect.void
               if (message === LIST_CHANGED) Queue.offerUnsafe(changed, undefined)
-              return Queue.offer(out, frame(ids.logEventId(event.position), message))
+              return Queue.offer(out, frame(ids.logEventId(session.sessionId, event.position), message))
             })
 
         // The log after `from`, read here until caught up; then the follower's events.

@@ -16,10 +16,16 @@ import { isDurable } from "../eventlog/Database.ts"
 import { previousSecretKey, secretKey } from "./AccessSettings.ts"
 
 export interface SecretsShape {
-  /** Seals UTF-8 text: `v1.<iv>.<ciphertext>.<tag>`, base64url parts. */
-  readonly seal: (plaintext: string) => string
-  /** Opens a sealed value; undefined when it was tampered with or sealed under another key. */
-  readonly open: (sealed: string) => string | undefined
+  /**
+   * Seals UTF-8 text: `v1.<iv>.<ciphertext>.<tag>`, base64url parts. With a `context` (authenticated,
+   * not carried), the value opens only with the same context: an id bound to its session.
+   */
+  readonly seal: (plaintext: string, context?: string) => string
+  /**
+   * Opens a sealed value; undefined when it was tampered with, sealed under another key, or
+   * sealed with another context.
+   */
+  readonly open: (sealed: string, context?: string) => string | undefined
   /** A MAC over `data` for `purpose`, base64url. */
   readonly mac: (purpose: string, data: string) => string
   /** The MAC under the previous key, while one is configured (a claim made before a rotation). */
@@ -57,18 +63,20 @@ const keysOf = (master: Uint8Array) => {
   const sealKey = createSecretKey(subkey(master, "seal/v1"))
   return {
     mac: macUnder(master),
-    seal: (plaintext: string) => {
+    seal: (plaintext: string, context?: string) => {
       const iv = randomBytes(12)
       const cipher = createCipheriv("aes-256-gcm", sealKey, iv)
+      if (context !== undefined) cipher.setAAD(Buffer.from(context, "utf8"))
       const body = Buffer.concat([cipher.update(plaintext, "utf8"), cipher.final()])
       return ["v1", iv.toString("base64url"), body.toString("base64url"), cipher.getAuthTag().toString("base64url")].join(".")
     },
-    open: (sealed: string): string | undefined => {
+    open: (sealed: string, context?: string): string | undefined => {
       const [version, iv, body, tag] = sealed.split(".")
       if (version !== "v1" || iv === undefined || body === undefined || tag === undefined) return undefined
       try {
         const decipher = createDecipheriv("aes-256-gcm", sealKey, Buffer.from(iv, "base64url"))
         decipher.setAuthTag(Buffer.from(tag, "base64url"))
+        if (context !== undefined) decipher.setAAD(Buffer.from(context, "utf8"))
         return Buffer.concat([decipher.update(Buffer.from(body, "base64url")), decipher.final()]).toString("utf8")
       } catch {
         return undefined
@@ -111,7 +119,7 @@ export interface KeyRing extends SecretsShape {
 export const makeKeyRing = (master: Uint8Array, previousMaster?: Uint8Array): KeyRing => {
   const current = keysOf(master)
   const previous = previousMaster === undefined ? undefined : keysOf(previousMaster)
-  const open = (sealed: string) => current.open(sealed) ?? previous?.open(sealed)
+  const open = (sealed: string, context?: string) => current.open(sealed, context) ?? previous?.open(sealed, context)
   return {
     ids: [current, ...(previous === undefined ? [] : [previous])].map(keyId),
     seal: current.seal,

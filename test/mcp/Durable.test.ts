@@ -90,13 +90,13 @@ describe.skipIf(!postgresAvailable)("MCP sessions with a database", () => {
     const user = { "x-service-user-id": "ned" }
     const session = await openSession(first.url, { headers: user })
     for (const gateway of [first, second]) {
-      const stream = await fetch(gateway.url, { headers: headersFor({ session, accept: "text/event-stream", headers: { ...user, "last-event-id": await sealedEventId(first, "0:0") } }) })
+      const stream = await fetch(gateway.url, { headers: headersFor({ session, accept: "text/event-stream", headers: { ...user, "last-event-id": await sealedEventId(first, session, "0:0") } }) })
       expect(stream.status).toBe(200)
       const events = await readEvents(stream, 2, 1_000)
       expect(events.filter((e) => e.data !== "")).toEqual([])
       // The priming event names where the stream starts: the session's start, not the log's.
       const [row] = await runSql<{ created_position: string }>(url, `SELECT created_position FROM mcp_sessions WHERE session_id = '${session}'`)
-      expect((await openedEventId(gateway, events[0]!.id)).startsWith(`${row!.created_position}:g`)).toBe(true)
+      expect((await openedEventId(gateway, session, events[0]!.id)).startsWith(`${row!.created_position}:g`)).toBe(true)
     }
   })
 

@@ -213,9 +213,9 @@ describe("/mcp messages", () => {
       expect(response.headers.get("mcp-session-id"), what).toBe(session)
       const events = parseSse(await response.text())
       expect(events[0], what).toMatchObject({ data: "" })
-      expect(await openedEventId(gw, events[0]!.id), what).toMatch(/^\d+:\d+:p[A-Za-z0-9_-]+\.0$/)
+      expect(await openedEventId(gw, session, events[0]!.id), what).toMatch(/^\d+:\d+:p[A-Za-z0-9_-]+\.0$/)
       expect(events, what).toHaveLength(2)
-      expect(await openedEventId(gw, events[1]!.id), what).toMatch(/^\d+:\d+:p[A-Za-z0-9_-]+\.1$/)
+      expect(await openedEventId(gw, session, events[1]!.id), what).toMatch(/^\d+:\d+:p[A-Za-z0-9_-]+\.1$/)
       expect(JSON.parse(events[1]!.data), what).toMatchObject({ jsonrpc: "2.0", id, error: { code } })
     }
     // A session of a version without tasks: its -32601 for a tasks method too (no priming event

@@ -86,7 +86,7 @@ describe("the session's GET stream", () => {
     const events = (await readEvents(resumed, 2, 2000)).slice(1)
     expect(events.map((e) => (JSON.parse(e.data) as { method: string }).method)).toEqual(["notifications/tools/list_changed"])
     // Its id is the stream's own (no log event), so it never repeats one the client saw.
-    expect((await openedEventId(gw, events[0]!.id)).startsWith(`${await openedEventId(gw, created!.id)}:g`)).toBe(true)
+    expect((await openedEventId(gw, session, events[0]!.id)).startsWith(`${await openedEventId(gw, session, created!.id)}:g`)).toBe(true)
   })
 
   it("gives each event a log position as id and replays what was missed from Last-Event-ID", async () => {
@@ -97,7 +97,7 @@ describe("the session's GET stream", () => {
     const [priming] = await readEvents(first, 1)
     expect(priming).toMatchObject({ data: "" })
     // The priming event's id carries the stream's starting position and the stream's own tag.
-    expect(await openedEventId(gw, priming!.id)).toMatch(/^\d+:\d+:g[A-Za-z0-9_-]+\.0$/)
+    expect(await openedEventId(gw, session, priming!.id)).toMatch(/^\d+:\d+:g[A-Za-z0-9_-]+\.0$/)
     // While no stream is open: a connection, and a task with progress.
     await createConnection(gw, "hank")
     const call = await messageOf(await post(gw.url, {
@@ -133,9 +133,17 @@ describe("the session's GET stream", () => {
     expect(resumedAgain.length).toBe(1)
     // Its priming event resumes from the same place under an id of its own.
     expect(resumedAgain[0]!.id).not.toBe(ids.at(-1))
-    expect((await openedEventId(gw, resumedAgain[0]!.id)).startsWith(`${await openedEventId(gw, ids.at(-1))}:g`)).toBe(true)
+    expect((await openedEventId(gw, session, resumedAgain[0]!.id)).startsWith(`${await openedEventId(gw, session, ids.at(-1))}:g`)).toBe(true)
     const bad = await fetch(gw.url, { headers: headersFor({ session, accept: "text/event-stream", headers: { ...user, "last-event-id": "nonsense" } }) })
     expect(bad.status).toBe(400)
+    // Outside audit: another session's id was taken as a place to resume from. Ids are the
+    // session's (MCP: unique across the streams of its session): another's is none of them.
+    const other = await openSession(gw.url, { headers: user })
+    for (const id of [ids.at(-1)!, priming!.id!]) {
+      const crossed = await fetch(gw.url, { headers: headersFor({ session: other, accept: "text/event-stream", headers: { ...user, "last-event-id": id } }) })
+      expect(crossed.status).toBe(400)
+      await crossed.body?.cancel()
+    }
   })
 
   it("ends the stream when the session is deleted", async () => {
@@ -275,7 +283,7 @@ describe("the session's GET stream", () => {
     const [after] = await readEvents(await openStream(gw, session, user), 1)
     for (const id of [before!.id!, after!.id!]) expect(id).not.toMatch(/\d+:\d+/)
     // A position spelled out is no id of this service; one the gateway gave resumes.
-    const plain = await openedEventId(gw, after!.id)
+    const plain = await openedEventId(gw, session, after!.id)
     expect((await openStream(gw, session, { ...user, "last-event-id": plain })).status).toBe(400)
     expect((await openStream(gw, session, { ...user, "last-event-id": "0:0" })).status).toBe(400)
     const tampered = `${after!.id!.slice(0, -2)}${after!.id!.endsWith("AA") ? "BB" : "AA"}`
@@ -288,9 +296,9 @@ describe("the session's GET stream", () => {
     // A change of this user before the session exists.
     await createConnection(gw, "kim")
     const session = await openSession(gw.url, { headers: user })
-    const future = await openStream(gw, session, { ...user, "last-event-id": await sealedEventId(gw, "999999999:999999") })
+    const future = await openStream(gw, session, { ...user, "last-event-id": await sealedEventId(gw, session, "999999999:999999") })
     expect(future.status).toBe(400)
-    const fromStart = await openStream(gw, session, { ...user, "last-event-id": await sealedEventId(gw, "0:0") })
+    const fromStart = await openStream(gw, session, { ...user, "last-event-id": await sealedEventId(gw, session, "0:0") })
     expect(fromStart.status).toBe(200)
     const events = await readEvents(fromStart, 2, 1_000)
     expect(events.filter((e) => e.data !== "")).toEqual([])

@@ -36,7 +36,7 @@ describe("the /mcp transport", () => {
     expect(response.headers.get("mcp-session-id")).toBe(session)
     const events = parseSse(await response.text())
     expect(events[0]).toMatchObject({ data: "" })
-    expect(await openedEventId(gw, events[0]!.id)).toMatch(/^\d+:\d+:p[A-Za-z0-9_-]+\.0$/)
+    expect(await openedEventId(gw, session, events[0]!.id)).toMatch(/^\d+:\d+:p[A-Za-z0-9_-]+\.0$/)
     expect(new Set(events.map((e) => e.id)).size).toBe(events.length)
     const last = JSON.parse(events.at(-1)!.data) as { id: number; result: { tools: Array<unknown> } }
     expect(last.id).toBe(7)

@@ -32,9 +32,9 @@ export const startGateway = async (env: Env = {}): Promise<GatewayUnderTest> => 
  * An SSE event id the gateway gave, opened (mcp/EventIds.ts: clients see them sealed): `tx:seq`
  * or `tx:seq:<kind><tag>.<n>`.
  */
-export const openedEventId = (gw: GatewayUnderTest, id: string | undefined): Promise<string> =>
-  gw.service.runtime.runPromise(Effect.map(Secrets, (secrets) => secrets.open(id ?? "") ?? `not an event id of this service: ${id}`))
+export const openedEventId = (gw: GatewayUnderTest, sessionId: string, id: string | undefined): Promise<string> =>
+  gw.service.runtime.runPromise(Effect.map(Secrets, (secrets) => secrets.open(id ?? "", sessionId) ?? `not an event id of session ${sessionId}: ${id}`))
 
-/** An id as the gateway would give one for `plain` (`tx:seq…`), to resume from a position of a test's choosing. */
-export const sealedEventId = (gw: GatewayUnderTest, plain: string): Promise<string> =>
-  gw.service.runtime.runPromise(Effect.map(Secrets, (secrets) => secrets.seal(plain)))
+/** An id as the gateway would give one to `sessionId` for `plain` (`tx:seq…`), to resume from a position of a test's choosing. */
+export const sealedEventId = (gw: GatewayUnderTest, sessionId: string, plain: string): Promise<string> =>
+  gw.service.runtime.runPromise(Effect.map(Secrets, (secrets) => secrets.seal(plain, sessionId)))
