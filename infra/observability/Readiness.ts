@@ -88,7 +88,7 @@ export const make = Effect.gen(function*() {
   /** Whether this process may run executions now: it holds a runner lease (Runner.ts). Memory mode always does. */
   const lease: Effect.Effect<Check> = runner.registered.pipe(
     Effect.as<Check>({ status: "ok" }),
-    Effect.catch(() => Effect.succeed<Check>({ status: "failing", error: "no runner lease: registering again after the database was away longer than the lease" }))
+    Effect.catch(() => Effect.succeed<Check>({ status: "failing", error: "no runner lease: registering again (the database was away, or this process paused, longer than the lease)" }))
   )
 
   const check = Effect.gen(function*() {
