@@ -31,6 +31,12 @@ const RETRYABLE: ReadonlySet<ErrorCode> = new Set<ErrorCode>([
 
 export const isRetryable = (code: ErrorCode): boolean => RETRYABLE.has(code)
 
+/**
+ * The longest `retryAfter` a normalized error tells, in seconds (a day, the longest window the
+ * service's own quota has): a provider's longer `Retry-After` is told as this.
+ */
+export const MAX_RETRY_AFTER_SECONDS = 86_400
+
 /** `{code, message, retryable, retryAfter?}`: the body of `error` in envelopes and records. */
 export const NormalizedError = Schema.Struct({
   code: ErrorCode,

@@ -5,6 +5,7 @@
  */
 import { Schema } from "effect"
 import { FilterText, filterTextSchema, type ToolDefinition, type ToolkitManifest, type TriggerDefinition } from "./Catalog.ts"
+import { MAX_RETRY_AFTER_SECONDS } from "../Errors.ts"
 import { JsonObject } from "../JsonObject.ts"
 
 export const MAX_SLEEP_MS = 600_000
@@ -23,7 +24,7 @@ export type FailCode = typeof FailCode.Type
 
 export const FailInput = Schema.Struct({
   code: FailCode,
-  retryAfter: Schema.optionalKey(Schema.Int.check(Schema.isGreaterThanOrEqualTo(0)))
+  retryAfter: Schema.optionalKey(Schema.Int.check(Schema.isBetween({ minimum: 0, maximum: MAX_RETRY_AFTER_SECONDS })))
 })
 
 export const DigestInput = Schema.Struct({
@@ -88,7 +89,7 @@ export const fail: ToolDefinition = {
     type: "object",
     properties: {
       code: { type: "string", enum: ["provider_error", "provider_unavailable", "rate_limited", "timeout"] },
-      retryAfter: { type: "integer", minimum: 0, description: "Seconds; reported on rate_limited." }
+      retryAfter: { type: "integer", minimum: 0, maximum: MAX_RETRY_AFTER_SECONDS, description: "Seconds; reported on rate_limited." }
     },
     required: ["code"],
     additionalProperties: false

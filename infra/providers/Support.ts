@@ -5,7 +5,7 @@
  */
 import { Effect, Option, Redacted, Schema } from "effect"
 import { decodeClosed } from "../../domain/catalog/index.ts"
-import { InvalidInput, ProviderError, ProviderUnavailable, Timeout } from "../../domain/Errors.ts"
+import { InvalidInput, MAX_RETRY_AFTER_SECONDS, ProviderError, ProviderUnavailable, Timeout } from "../../domain/Errors.ts"
 import type { OutboundHttpError } from "../outbound/OutboundHttp.ts"
 import type { AdapterContext } from "./Adapter.ts"
 
@@ -42,13 +42,10 @@ export const utf8 = (bytes: Uint8Array): string => decoder.decode(bytes)
 export const parseJson = <T, E>(schema: Schema.Codec<T, E>, bytes: Uint8Array): Option.Option<T> =>
   Schema.decodeUnknownOption(Schema.fromJsonString(schema))(utf8(bytes))
 
-/** Retry-After in whole seconds: delta-seconds or an HTTP date relative to `nowMs`. */
 /**
- * The longest wait passed on from a provider's `Retry-After` (a day, the longest window our own
- * quota has): a larger one, up to numbers past what an integer holds, is told as this.
+ * Retry-After in whole seconds: delta-seconds or an HTTP date relative to `nowMs`; a longer wait,
+ * up to numbers past what an integer holds, is told as MAX_RETRY_AFTER_SECONDS.
  */
-export const MAX_RETRY_AFTER_SECONDS = 86_400
-
 export const retryAfterSeconds = (header: string | undefined, nowMs: number): number | undefined => {
   if (header === undefined) return undefined
   const trimmed = header.trim()

@@ -115,6 +115,8 @@ for (const mode of modes) {
         ["an idempotency key with a line break", { tool: "demo.echo", userId: "u", idempotencyKey: "a\nb" }],
         ["an idempotency key with a C1 control", { tool: "demo.echo", userId: "u", idempotencyKey: "a\u0085b" }],
         ["an idempotency key over 255 characters", { tool: "demo.echo", userId: "u", idempotencyKey: "k".repeat(256) }],
+        // Limits audit: providers' retryAfter is told as a day at most; demo.fail's was unbounded.
+        ["demo.fail retryAfter over a day", { tool: "demo.fail", input: { code: "rate_limited", retryAfter: 86_401 }, userId: "u" }],
         ["33 attachments", { tool: "demo.echo", userId: "u", attachments: Array.from({ length: 33 }, (_, i) => `file_${i}`) }]
       ])("%s is 422 invalid_input", async (_name, body) => {
         const { status, body: answer } = await execute(service, body)
