@@ -16,7 +16,7 @@
  * Over 300 lines on purpose: one actor whose drive loop, hand-over and stop share the lane's
  * state in one closure; its parts that stand alone already live in the modules named above.
  */
-import { Clock, Context, Effect, FiberMap, Layer, Option, Scope } from "effect"
+import { Cause, Clock, Context, Effect, FiberMap, Layer, Option, Scope } from "effect"
 import * as Delivery from "../../domain/webhooks/WebhookDelivery.ts"
 import * as Endpoint from "../../domain/webhooks/WebhookEndpoint.ts"
 import { type Incarnation, Leases, Runner, Shutdown } from "../actors/index.ts"
@@ -302,8 +302,7 @@ export const make = Effect.gen(function*() {
    * `notify` makes it read again), so it takes hand-offs without a query per delivery. Positions
    * at or before the last finished delivery are skipped: a hand-off may repeat what a read saw.
    */
-  const work = Effect.fnUntraced(function*(endpointId: string, state: LaneState) {
-    const pending = records.make()
+  const drain = Effect.fnUntraced(function*(endpointId: string, state: LaneState, pending: Pending) {
     const wake = state.wake
     let known = false
     let last = ""
@@ -365,6 +364,21 @@ export const make = Effect.gen(function*() {
       known = ran === true && batch.length < BATCH
     }
   })
+
+  /**
+   * `drain` with its records written behind it. A lane that fails (a store read refused while
+   * the database is away) first waits for the records of the attempts it made: were they dropped,
+   * the lane would find those deliveries open when it starts over and send them again, although
+   * it kept its lease (outside audit). Interrupted (the process stopping, the lease lost), it
+   * does not wait: a peer then sends them again, at least once.
+   */
+  const work = (endpointId: string, state: LaneState) =>
+    Effect.suspend(() => {
+      const pending = records.make()
+      return drain(endpointId, state, pending).pipe(
+        Effect.tapCause((cause) => Cause.hasInterruptsOnly(cause) ? Effect.void : records.settle(pending))
+      )
+    })
 
   const held = (state: LaneState, endpointId: string) =>
     leases.tryAcquire(state.incarnation, leaseKey(endpointId)).pipe(
