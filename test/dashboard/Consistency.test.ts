@@ -56,6 +56,16 @@ describe("filters from the URL", () => {
     await page.getByRole("button", { name: "Apply filters" }).click()
     expect(await page.evaluate(`document.getElementById("events-subscription").validity.patternMismatch`)).toBe(true)
     expect(new URL(page.url()).search).toBe(`?subscriptionId=${wellFormed}`)
+    // Outside audit: the browser's own bubble was all that said so (none in a headless browser, and
+    // it goes at once): the page says it, beside the field, until the field changes.
+    await expect.poll(() => field.getAttribute("aria-invalid")).toBe("true")
+    const said = page.locator("#events-subscription-error")
+    expect(await said.textContent()).toContain("Not applied")
+    expect(await said.isVisible()).toBe(true)
+    expect(await field.evaluate((input) => input.getAttribute("aria-describedby"))).toBe("events-subscription-error")
+    await field.fill(wellFormed)
+    expect(await field.getAttribute("aria-invalid")).toBeNull()
+    expect(await said.count()).toBe(0)
     await page.close()
   })
 

@@ -149,6 +149,11 @@ describe("the executions list's user filter", () => {
     // Spaces inside an id are still refused by the field.
     await page.getByLabel("User id").fill("user trimmed")
     expect(await page.evaluate(`document.getElementById("executions-user").validity.patternMismatch`)).toBe(true)
+    // And the page says it was not applied, beside the field (ui/PatternInput.tsx).
+    await page.getByRole("button", { name: "Apply filters" }).click()
+    await expect.poll(() => page.getByLabel("User id").getAttribute("aria-invalid")).toBe("true")
+    expect(await page.locator("#executions-user-error").textContent()).toContain("Not applied")
+    expect(new URL(page.url()).search).toBe("?userId=user_trimmed")
     await page.close()
   })
 })

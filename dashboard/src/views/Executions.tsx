@@ -18,6 +18,7 @@ import { Json } from "../ui/Json.tsx"
 import { Link } from "../ui/Link.tsx"
 import { ListState } from "../ui/ListState.tsx"
 import { ListTable } from "../ui/ListTable.tsx"
+import { PatternInput } from "../ui/PatternInput.tsx"
 import { Refreshing } from "../ui/Refreshing.tsx"
 import { UserText } from "../ui/Text.tsx"
 import { Time } from "../ui/Time.tsx"
@@ -169,16 +170,15 @@ const FilterBar = (
       {pinned ? null : (
         <>
           <label for="executions-user">User id</label>
-          <input
+          <PatternInput
             id="executions-user"
-            type="text"
             value={userId}
             placeholder="all users"
             // Spaces around an id (a pasted one) are let through and trimmed on applying, as the
             // other id fields do; spaces inside one are not.
             pattern="\s*[A-Za-z0-9_.\-]{1,64}\s*"
             title="Up to 64 letters, digits, underscores, dots and hyphens"
-            onInput={(event) => setUserId(event.currentTarget.value)}
+            onInput={setUserId}
           />
         </>
       )}

@@ -14,6 +14,7 @@ import { Link } from "../ui/Link.tsx"
 import { PinnedNotice } from "../ui/Feedback.tsx"
 import { ListState } from "../ui/ListState.tsx"
 import { ListTable } from "../ui/ListTable.tsx"
+import { PatternInput } from "../ui/PatternInput.tsx"
 import { Refreshing } from "../ui/Refreshing.tsx"
 import { UserText } from "../ui/Text.tsx"
 import { Time } from "../ui/Time.tsx"
@@ -42,16 +43,15 @@ const FilterBar = ({ filters, onApply }: { readonly filters: Filters; readonly o
       }}
     >
       <label for="events-subscription">Subscription id</label>
-      <input
+      <PatternInput
         id="events-subscription"
-        type="text"
         placeholder="trgsub_…"
         value={subscriptionId}
         // Only an id the list can use (router.ts SUBSCRIPTION_ID), as the executions' user id field:
         // one the URL would drop is not applied silently. Spaces around a pasted one are trimmed.
         pattern="\s*trgsub_[0-9a-hjkmnp-tv-z]{32}\s*"
         title="A subscription id: trgsub_ and 32 lower-case letters and digits"
-        onInput={(event) => setSubscriptionId(event.currentTarget.value)}
+        onInput={setSubscriptionId}
       />
       <label for="events-trigger">Trigger</label>
       <select id="events-trigger" value={trigger} onChange={(event) => setTrigger(event.currentTarget.value)}>
