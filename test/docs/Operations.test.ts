@@ -14,6 +14,11 @@ describe("docs/operations.md", () => {
     expect(page).toContain(`applied migrations: ${known.join(", ")}\n`)
   })
 
+  it("counts every migration where it shows a database not migrated yet", () => {
+    for (const [, total] of page.matchAll(/\(\d+ of (\d+) migrations applied\)/gu)) expect(Number(total)).toBe(known.length)
+    expect(page).toMatch(/\(\d+ of \d+ migrations applied\)/u)
+  })
+
   it("shows /readyz counting every migration", () => {
     expect(page).toContain(`"migrations":{"status":"ok","applied":${known.length}}`)
   })
