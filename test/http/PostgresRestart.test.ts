@@ -7,33 +7,21 @@
  */
 import { Agent } from "node:http"
 import { call, type Outcome } from "../support/Calls.ts"
-import { afterAll, describe, expect, it } from "vitest"
-import { freePort } from "../support/Ports.ts"
-import { type ChildService, logLines, startProcess } from "../support/Service.ts"
-import { type OwnPostgres, ownPostgresAvailable, startOwnPostgres } from "../support/OwnPostgres.ts"
-import { eventually, makeCertificate, type Receiver, startReceiver } from "../support/WebhookReceiver.ts"
-import { createEndpoint, keyOf, serviceEnv } from "../support/Webhooks.ts"
+import { describe, expect, it } from "vitest"
+import { logLines } from "../support/Service.ts"
+import { ownPostgresAvailable } from "../support/OwnPostgres.ts"
+import { useOwnPostgresService } from "../support/OwnPostgresService.ts"
+import { eventually } from "../support/WebhookReceiver.ts"
+import { createEndpoint, keyOf } from "../support/Webhooks.ts"
 
 describe.skipIf(!ownPostgresAvailable)("Postgres restarting under load (its own server, a real service process)", () => {
-  let postgres: OwnPostgres | undefined
-  let receiver: Receiver | undefined
-  let service: ChildService | undefined
-
-  afterAll(async () => {
-    if (service !== undefined && service.process.exitCode === null) await service.kill9()
-    await receiver?.close()
-    await postgres?.destroy()
-  })
+  const start = useOwnPostgresService()
 
   it("answers 503 (retryable) while it is away, /readyz tells the truth, reconnects, loses nothing it accepted", async () => {
-    postgres = await startOwnPostgres()
-    const certificate = makeCertificate()
-    receiver = await startReceiver(certificate)
-    const port = await freePort()
-    service = await startProcess(serviceEnv(postgres.url, certificate, {
+    const { postgres, receiver, service, port } = await start({
       SERVICE_RATE_LIMIT_EXECUTE_BURST: "100000",
       SERVICE_RATE_LIMIT_EXECUTE_PER_MINUTE: "1000000"
-    }), port)
+    })
     const projects = ["p1", "p2", "p3", "p4", "p5", "p6"]
     for (const project of projects) await createEndpoint(service, project, receiver.url(`/hook/${project}`))
 
@@ -112,7 +100,7 @@ describe.skipIf(!ownPostgresAvailable)("Postgres restarting under load (its own 
       }
       return true
     }, 60_000, "every accepted execution to succeed")
-    const delivered = () => new Set(receiver!.received.map((r) => (JSON.parse(r.rawBody) as { data: { executionId: string } }).data.executionId))
+    const delivered = () => new Set(receiver.received.map((r) => (JSON.parse(r.rawBody) as { data: { executionId: string } }).data.executionId))
     await eventually(() => accepted.every(({ executionId }) => delivered().has(executionId)), 60_000, "a delivery for every accepted execution")
 
     // The operator's view of the outage: when the database stopped answering, and when it came back.

@@ -8,42 +8,30 @@
  * Outside audit (2026-11-29): the lane's next store read failed during the outage, the lane
  * started over with its unwritten success records dropped, and sent the acknowledged event again.
  */
-import { afterAll, describe, expect, it } from "vitest"
-import { type OwnPostgres, ownPostgresAvailable, startOwnPostgres } from "../support/OwnPostgres.ts"
-import { freePort } from "../support/Ports.ts"
-import { type ChildService, startProcess } from "../support/Service.ts"
-import { eventually, makeCertificate, type Receiver, startReceiver } from "../support/WebhookReceiver.ts"
-import { createEndpoint, deliveriesOf, keyOf, serviceEnv } from "../support/Webhooks.ts"
+import { describe, expect, it } from "vitest"
+import { ownPostgresAvailable } from "../support/OwnPostgres.ts"
+import { useOwnPostgresService } from "../support/OwnPostgresService.ts"
+import { eventually } from "../support/WebhookReceiver.ts"
+import { createEndpoint, deliveriesOf, keyOf } from "../support/Webhooks.ts"
 
 describe.skipIf(!ownPostgresAvailable)("a short Postgres outage while a lane delivers (its own server, a real service process)", () => {
-  let postgres: OwnPostgres | undefined
-  let receiver: Receiver | undefined
-  let service: ChildService | undefined
-
-  afterAll(async () => {
-    if (service !== undefined && service.process.exitCode === null) await service.kill9()
-    await receiver?.close()
-    await postgres?.destroy()
-  })
+  const start = useOwnPostgresService()
 
   it("sends no acknowledged event again when the store comes back within the lease", async () => {
-    postgres = await startOwnPostgres()
-    const certificate = makeCertificate()
-    receiver = await startReceiver(certificate, () => ({ status: 200, delayMs: 1_500 }))
-    service = await startProcess(serviceEnv(postgres.url, certificate, { SERVICE_WEBHOOK_TIMEOUT_MS: "5000" }), await freePort())
+    const { postgres, receiver, service } = await start({ SERVICE_WEBHOOK_TIMEOUT_MS: "5000" }, () => ({ status: 200, delayMs: 1_500 }))
     const endpoint = await createEndpoint(service, "p1", receiver.url("/hook"))
     for (let i = 0; i < 3; i++) {
       const echo = await service.fetch("/v1/execute", { method: "POST", key: keyOf("p1"), json: { tool: "demo.echo", userId: "u1", input: { i } } })
       expect(echo.status).toBe(200)
     }
     // The first attempt is at the receiver, which answers 1.5 s later: the store goes first.
-    await eventually(() => receiver!.received.length >= 1 || undefined, 20_000, "the first attempt")
+    await eventually(() => receiver.received.length >= 1 || undefined, 20_000, "the first attempt")
     await postgres.stop()
     await new Promise((resolve) => setTimeout(resolve, 3_000))
     await postgres.start()
 
     await eventually(async () => {
-      const rows = await deliveriesOf(service!, "p1", endpoint.endpointId).catch(() => [])
+      const rows = await deliveriesOf(service, "p1", endpoint.endpointId).catch(() => [])
       return rows.length === 3 && rows.every((row) => row.status === "succeeded") || undefined
     }, 60_000, "three deliveries succeeded")
     // Past a sweep (5 s), which would wake a lane that still saw one open.
