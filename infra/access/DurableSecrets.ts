@@ -1,8 +1,8 @@
 /**
  * The secret key's uses with a database (Secrets.ts): the key ring as configured, built only
  * after the key check (KeyCheck.ts) passed, so a wrong key stops the start with its one line
- * before anything else reads sealed data; during a rotation, sealing under the key every running
- * process holds (SealingKey.ts); and the database's idempotency key.
+ * before anything else reads sealed data; during a rotation, sealing and MACs under the key every
+ * running process holds (SealingKey.ts); and the database's idempotency key.
  *
  * An idempotency claim holds a MAC of the request's input, which is not kept (docs/executions.md,
  * "Idempotency"), so `secrets reseal` cannot MAC it again under a new key. The MAC is therefore
@@ -55,8 +55,8 @@ export const layer = Layer.effect(
     const sql = yield* SqlClient.SqlClient
     const ring = yield* keyRingOf(true)
     yield* verifyKey(sql, ring)
-    const seal = yield* sealing(sql, ring)
+    const { seal, mac } = yield* sealing(sql, ring)
     const stableMac = macUnder(yield* idempotencyKey(sql, { seal, open: ring.open }))
-    return { ...ring, seal, stableMac } satisfies SecretsShape
+    return { ...ring, seal, mac, stableMac } satisfies SecretsShape
   })
 )

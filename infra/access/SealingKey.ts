@@ -1,12 +1,14 @@
 /**
- * Which key a process seals new values under while a rotation is under way (docs/operations.md,
+ * Which key a process seals and MACs new values under while a rotation is under way (docs/operations.md,
  * "Rotating the secret key"). A rotation is a rolling restart: for a while a process with the
  * new key (and the old one as SERVICE_SECRET_KEY_PREVIOUS) runs beside processes still on the old
  * key alone. A webhook secret or a credential it sealed under the new key would be unreadable
  * to those: their every delivery attempt to that endpoint would fail `secret_unavailable`, every
  * execution with that connection 422. So while a running process lacks the current key (by the
  * key names in its `runners` row, KeyHolders.ts), new values are sealed under the previous key,
- * which every process of the rotation holds; once none lacks it, under the current key.
+ * which every process of the rotation holds; once none lacks it, under the current key. So are
+ * the MACs of list cursors and the sealed ids of MCP stream events, which any process must
+ * accept (outside audit: a cursor the rotating process made was 422 at the other).
  * `secrets reseal` runs only after that (it refuses while a process lacks the new key) and
  * re-seals what was sealed under the previous key meanwhile.
  *
@@ -31,15 +33,22 @@ export const sealingChangeLine = (lacking: ReadonlyArray<RunningProcess>): strin
       describeProcesses(lacking)
     }): new secrets are sealed under SERVICE_SECRET_KEY_PREVIOUS until none does`
 
+/** The seal and the MAC of new values. */
+export interface Sealing {
+  readonly seal: (plaintext: string, context?: string) => string
+  readonly mac: (purpose: string, data: string) => string
+}
+
 /**
- * The seal of a process on a database: the current key's, or during a rotation the key every
- * running process holds, looked at again in the background for as long as the scope lives.
+ * The seal and MAC of a process on a database: the current key's, or during a rotation the key
+ * every running process holds, looked at again in the background for as long as the scope lives.
  */
-export const sealing = (sql: SqlClient.SqlClient, ring: KeyRing): Effect.Effect<(plaintext: string) => string, never, Scope.Scope> =>
+export const sealing = (sql: SqlClient.SqlClient, ring: KeyRing): Effect.Effect<Sealing, never, Scope.Scope> =>
   Effect.gen(function*() {
     const underPrevious = ring.sealUnderPrevious
+    const macPrevious = ring.macUnderPrevious
     const currentId = ring.ids[0]
-    if (underPrevious === undefined || currentId === undefined) return ring.seal
+    if (underPrevious === undefined || macPrevious === undefined || currentId === undefined) return { seal: ring.seal, mac: ring.mac }
     // Until a look succeeds: the previous key, which every process of a rotation holds.
     let chosen: "current" | "previous" | undefined
     const look = Effect.gen(function*() {
@@ -52,5 +61,8 @@ export const sealing = (sql: SqlClient.SqlClient, ring: KeyRing): Effect.Effect<
     })
     yield* look
     yield* Effect.forkScoped(Effect.forever(Effect.andThen(Effect.sleep(Duration.millis(RECHECK_MS)), look)))
-    return (plaintext: string) => (chosen === "current" ? ring.seal(plaintext) : underPrevious(plaintext))
+    return {
+      seal: (plaintext: string, context?: string) => (chosen === "current" ? ring.seal(plaintext, context) : underPrevious(plaintext, context)),
+      mac: (purpose: string, data: string) => (chosen === "current" ? ring.mac(purpose, data) : macPrevious(purpose, data))
+    }
   })

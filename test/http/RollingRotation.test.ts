@@ -95,6 +95,13 @@ describe.skipIf(!postgresAvailable)("a rolling restart into a secret key rotatio
     })
     expect(connection.status).toBe(201)
     expect(makeKeyRing(new Uint8Array(OLD)).open(await sealedSecretOf(endpoint.endpointId))).toBe(endpoint.secret)
+    // Outside audit: a list cursor the rotating process made was 422 at the other (its MAC was
+    // under the new key), so paging behind a load balancer failed mid-way.
+    await createEndpoint(rotating, "p1", receiver.url("/rolling-second"))
+    const firstPage = await (await rotating.fetch("/v1/webhooks?limit=1", { key: keyOf("p1") })).json() as { nextCursor?: string }
+    expect(firstPage.nextCursor).toBeDefined()
+    const secondPage = await old.fetch(`/v1/webhooks?limit=1&cursor=${encodeURIComponent(firstPage.nextCursor!)}`, { key: keyOf("p1") })
+    expect(secondPage.status).toBe(200)
 
     // The process on the old key alone runs everything from here: it opens both.
     await rotating.stop()
