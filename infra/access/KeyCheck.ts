@@ -31,16 +31,29 @@ export const keyCheckMigrations: ReadonlyArray<Migration> = [{
       created_at timestamptz NOT NULL DEFAULT now()
     )`
   ]
+}, {
+  id: 723,
+  name: "secret_key_newest",
+  statements: [
+    `CREATE TABLE secret_key_newest (
+      id integer PRIMARY KEY CHECK (id = 1),
+      sealed text NOT NULL,
+      created_at timestamptz NOT NULL DEFAULT now()
+    )`
+  ]
 }]
 
 /** What the check value holds, sealed. */
 const CHECK_TEXT = "service/secret-key-check/v1"
 
 export class SecretKeyMismatch extends Schema.TaggedError<SecretKeyMismatch>()("SecretKeyMismatch", {
-  detail: Schema.String
+  detail: Schema.String,
+  advice: Schema.optionalKey(Schema.String)
 }) {
   override get message() {
-    return `SERVICE_SECRET_KEY: ${this.detail}; start with the key that sealed it, or rotate: that key as SERVICE_SECRET_KEY_PREVIOUS, the new one as SERVICE_SECRET_KEY, then \`secrets reseal\``
+    return `SERVICE_SECRET_KEY: ${this.detail}; ${
+      this.advice ?? "start with the key that sealed it, or rotate: that key as SERVICE_SECRET_KEY_PREVIOUS, the new one as SERVICE_SECRET_KEY, then `secrets reseal`"
+    }`
   }
 }
 
@@ -65,6 +78,26 @@ const sealedInLog = (sql: SqlClient.SqlClient) =>
     return rows.flatMap((row) => sealedValuesIn(typeof row.data === "string" ? JSON.parse(row.data) : row.data))
   })
 
+/**
+ * Marks the current key as the newest one values are sealed under (`secret_key_newest`), before
+ * a process in a rotation seals anything under it (SealingKey.ts). From then on a process that
+ * lacks it is refused at its start (verifyKey), rather than failing those values one request and
+ * one delivery at a time (outside audit). The check value keeps the oldest key still in use, so
+ * both ends of a rotation are held: the new key alone is refused until `secrets reseal` is done,
+ * the old key alone once the new one sealed anything.
+ */
+export const markNewest = (sql: SqlClient.SqlClient, ring: KeyRing): Effect.Effect<void, SqlError> =>
+  Effect.gen(function*() {
+    const stored = yield* sql<{ sealed: string }>`SELECT sealed FROM secret_key_newest WHERE id = 1`
+    const newest = stored[0]?.sealed
+    if (newest !== undefined && !ring.openedByPrevious(newest)) return
+    const sealed = ring.seal(CHECK_TEXT)
+    yield* newest === undefined
+      ? sql`INSERT INTO secret_key_newest (id, sealed) VALUES (1, ${sealed}) ON CONFLICT (id) DO NOTHING`
+      : sql`UPDATE secret_key_newest SET sealed = ${sealed} WHERE id = 1 AND sealed = ${newest}`
+    yield* Effect.logInfo("secret key rotation: values are sealed under SERVICE_SECRET_KEY from now on: a process without it no longer starts")
+  })
+
 /** Fails with SecretKeyMismatch unless the configured keys open the database's sealed data. */
 export const verifyKey = (sql: SqlClient.SqlClient, ring: KeyRing): Effect.Effect<void, SqlError | SecretKeyMismatch> =>
   Effect.gen(function*() {
@@ -81,6 +114,13 @@ export const verifyKey = (sql: SqlClient.SqlClient, ring: KeyRing): Effect.Effec
     }
     if (ring.open(check) !== CHECK_TEXT) {
       return yield* new SecretKeyMismatch({ detail: "it does not open the data sealed in this database (sealed under another key)" })
+    }
+    const newest = (yield* sql<{ sealed: string }>`SELECT sealed FROM secret_key_newest WHERE id = 1`)[0]?.sealed
+    if (newest !== undefined && ring.open(newest) !== CHECK_TEXT) {
+      return yield* new SecretKeyMismatch({
+        detail: "it does not open the data a rotation already sealed under a newer key in this database",
+        advice: "start with that newer key as SERVICE_SECRET_KEY and this one as SERVICE_SECRET_KEY_PREVIOUS"
+      })
     }
     if (ring.openedByPrevious(check)) {
       yield* Effect.logInfo("secret key rotation under way: data sealed under SERVICE_SECRET_KEY_PREVIOUS is still read; run `secrets reseal` to re-seal it")

@@ -12,12 +12,18 @@
  * `secrets reseal` runs only after that (it refuses while a process lacks the new key) and
  * re-seals what was sealed under the previous key meanwhile.
  *
+ * Before a process seals under the current key, it marks that key the newest one in use
+ * (KeyCheck.ts `markNewest`): from then on values exist that the previous key alone does not
+ * open, so a process started with the previous key alone is refused at its start rather than
+ * failing them one request and one delivery at a time (outside audit).
+ *
  * The running processes are looked at once at start and every RECHECK_MS after; each change
  * is logged (one line). A look that fails changes nothing.
  */
 import { Duration, Effect, Option, type Scope } from "effect"
 import type { SqlClient } from "effect/sql"
 import { describeProcesses, processesWithoutKey, type RunningProcess } from "./KeyHolders.ts"
+import { markNewest } from "./KeyCheck.ts"
 import type { KeyRing } from "./Secrets.ts"
 
 export const RECHECK_MS = 3_000
@@ -56,6 +62,11 @@ export const sealing = (sql: SqlClient.SqlClient, ring: KeyRing): Effect.Effect<
       if (Option.isNone(lacking)) return
       const next = sealingKeyFor(lacking.value)
       if (next === chosen) return
+      // The mark first: no value is sealed under the current key before it says so.
+      if (next === "current") {
+        const marked = yield* markNewest(sql, ring).pipe(Effect.option)
+        if (Option.isNone(marked)) return
+      }
       chosen = next
       yield* Effect.logInfo(sealingChangeLine(lacking.value))
     })

@@ -89,13 +89,15 @@ describe.skipIf(!postgresAvailable)("secret key rotation (Postgres)", () => {
     // The new key alone does not open what the old one sealed: no start.
     await expect(startService(env(NEW))).rejects.toThrow(/SERVICE_SECRET_KEY: it does not open the data sealed in this database/)
 
-    // New key, old key as the previous one: everything still opens; new secrets seal under the new key.
+    // A process still on the old key alone (a rolling restart has not reached it), and one with
+    // the new key and the old one as the previous: everything still opens. (A process on the old
+    // key alone that starts after the new key has sealed alone is refused: RollingRotation.test.ts.)
+    const stale = await startService(env(OLD))
     const rotating = await startService(env(NEW, OLD))
     await exercise(rotating, endpoint.secret, "rotating")
 
-    // A process still on the old key alone: re-sealing now would leave it opening nothing, so
-    // the command refuses, names it, and changes nothing (it goes on working).
-    const stale = await startService(env(OLD))
+    // Re-sealing now would leave the old process opening nothing, so the command refuses, names
+    // it, and changes nothing (it goes on working).
     const refused = await cli(["secrets", "reseal"], { SERVICE_DATABASE_URL: url, SERVICE_SECRET_KEY: NEW.toString("base64"), SERVICE_SECRET_KEY_PREVIOUS: OLD.toString("base64") })
     expect(refused.code).toBe(1)
     expect(refused.stdout).toBe("")

@@ -14,7 +14,7 @@ import { verifyWebhook } from "../../client/Webhooks.ts"
 import { sealedValuesIn } from "../../infra/access/KeyCheck.ts"
 import { makeKeyRing } from "../../infra/access/Secrets.ts"
 import { createTestDatabase, dropTestDatabase, postgresAvailable, runSql } from "../support/Database.ts"
-import { type ChildService, cleanupAfterAll, logLines, startProcess } from "../support/Service.ts"
+import { type ChildService, cleanupAfterAll, logLines, startProcess, startService } from "../support/Service.ts"
 import { type Certificate, eventually, makeCertificate, type Receiver, startReceiver } from "../support/WebhookReceiver.ts"
 import { createEndpoint, deliveriesOf, freePort, keyOf, serviceEnv } from "../support/Webhooks.ts"
 
@@ -112,6 +112,14 @@ describe.skipIf(!postgresAvailable)("a rolling restart into a secret key rotatio
     await old.stop()
     await eventually(() => logLines(again).some((line) => line.includes(`"level":"info"`) && line.includes(SWITCHED)), 30_000, "the switch to the new key")
     expect(logLines(again).filter((line) => line.includes(SWITCHED))).toHaveLength(1)
+    // Outside audit: a process on the old key alone could still start now (the check value stays
+    // under the old key until `secrets reseal`), and then failed what was sealed under the new
+    // key one request and one delivery at a time. It is refused at its start.
+    await expect(startService(serviceEnv(url, certificate, { SERVICE_SECRET_KEY: OLD.toString("base64") })))
+      .rejects.toThrow(/^SERVICE_SECRET_KEY: it does not open the data a rotation already sealed under a newer key in this database; start with that newer key as SERVICE_SECRET_KEY and this one as SERVICE_SECRET_KEY_PREVIOUS$/)
+    // And the new key alone still is, until `secrets reseal` has moved the old key's values.
+    await expect(startService(serviceEnv(url, certificate, { SERVICE_SECRET_KEY: NEW.toString("base64") })))
+      .rejects.toThrow(/SERVICE_SECRET_KEY: it does not open the data sealed in this database/)
     const later = await createEndpoint(again, "p1", receiver.url("/rolling-later"))
     const onlyNew = makeKeyRing(new Uint8Array(NEW))
     expect(onlyNew.open(await sealedSecretOf(later.endpointId))).toBe(later.secret)
