@@ -28,7 +28,7 @@ import { backoff } from "../Backoff.ts"
 import type { AppendRequest, EventStoreShape, NewEvent, StoreUnavailable } from "../eventlog/EventStore.ts"
 import { newId } from "../Ids.ts"
 import { recordExecution } from "../observability/Metrics.ts"
-import { spanned } from "../observability/Tracing.ts"
+import { type SpanOutcome, spanned } from "../observability/Tracing.ts"
 import type { Adapters } from "../providers/Adapter.ts"
 import { type DispatchOutcome, runAdapter } from "./ExecutionDispatch.ts"
 import type { ExecutionPermitsShape, PermitKey } from "./ExecutionPermits.ts"
@@ -101,6 +101,15 @@ export const countOutcome = (record: ExecutionRecord): void =>
 
 export const toNew = (event: ExecutionEvent): NewEvent => executionCodec.encode(event, newId("evt"))
 
+/** What a tool run's span says of it: its outcome, and an error status when it failed. */
+const spanOutcome = (outcome: DispatchOutcome): SpanOutcome =>
+  outcome._tag === "Success"
+    ? { attributes: { "execution.outcome": "succeeded" } }
+    : {
+      attributes: { "execution.outcome": "failed", "error.type": outcome.error.code },
+      error: `${outcome.error.code}: ${outcome.error.message}`
+    }
+
 const outcomeCommand = (outcome: DispatchOutcome, now: number): ExecutionCommand =>
   outcome._tag === "Success"
     ? { _tag: "CompleteExecution", now, output: outcome.output }
@@ -140,7 +149,7 @@ export const makeRuns = ({ store, permits, adapters, files, scope, mutate, entry
       userId: request.userId,
       credentials: plan.credentials,
       files: files.forExecution({ projectId: request.projectId, executionId: request.executionId, attachments: request.attachments ?? [] })
-    }).pipe(spanned("execution", { "execution.id": request.executionId, "execution.tool": plan.tool.name, "project.id": request.projectId }))
+    }).pipe(spanned("execution", { "execution.id": request.executionId, "execution.tool": plan.tool.name, "project.id": request.projectId }, "internal", spanOutcome))
 
   /**
    * A pure tool run sync with its permit (like a workflow engine's local activity): the tool runs

@@ -13,6 +13,7 @@
  * exported and the exporters flush last when the process stops.
  */
 import { Effect, Layer } from "effect"
+import { hostname } from "node:os"
 import { FetchHttpClient, HttpClient } from "effect/http"
 import { Otlp, OtlpExporter, OtlpSerialization } from "effect/observability"
 import { boolean, httpUrl, integer, oneOf, parsed, raw, Rejected } from "../Settings.ts"
@@ -40,6 +41,23 @@ const otlpHeaders = parsed("OTEL_EXPORTER_OTLP_HEADERS", (value) => {
   return headers
 })
 
+/**
+ * The resource attributes that tell this process from its peers, unless OTEL_RESOURCE_ATTRIBUTES
+ * names them (which Effect's exporter reads itself, but explicit attributes would override):
+ * `service.instance.id` (`<host>:<pid>`, as `runners` rows and rotation lines name a process),
+ * `host.name` and `process.pid`. Without them several processes export identical series, which a
+ * backend merges or reads as counter resets (outside audit).
+ */
+const instanceAttributes = (configured: string): Record<string, string | number> => {
+  const named = new Set(configured.split(",").map((pair) => pair.split("=", 1)[0]?.trim() ?? ""))
+  const defaults: Record<string, string | number> = {
+    "service.instance.id": `${hostname()}:${process.pid}`,
+    "host.name": hostname(),
+    "process.pid": process.pid
+  }
+  return Object.fromEntries(Object.entries(defaults).filter(([key]) => !named.has(key)))
+}
+
 export const telemetrySettings = Effect.gen(function*() {
   const endpoint = yield* httpUrl("OTEL_EXPORTER_OTLP_ENDPOINT", "")
   const disabled = yield* boolean("OTEL_SDK_DISABLED", false)
@@ -48,6 +66,7 @@ export const telemetrySettings = Effect.gen(function*() {
     protocol: yield* oneOf("OTEL_EXPORTER_OTLP_PROTOCOL", ["http/protobuf", "http/json"], "http/protobuf"),
     headers: yield* otlpHeaders,
     serviceName: (yield* raw("OTEL_SERVICE_NAME")) ?? "service",
+    instance: instanceAttributes((yield* raw("OTEL_RESOURCE_ATTRIBUTES")) ?? ""),
     tracesEveryMs: yield* integer("OTEL_BSP_SCHEDULE_DELAY", 5_000, 10, 600_000),
     metricsEveryMs: yield* integer("OTEL_METRIC_EXPORT_INTERVAL", 10_000, 10, 600_000),
     logsEveryMs: yield* integer("OTEL_BLRP_SCHEDULE_DELAY", 1_000, 10, 600_000)
@@ -109,7 +128,7 @@ export const layer: Layer.Layer<OtlpExporter.Flusher> = Layer.unwrap(
       if (settings.endpoint === undefined) return OtlpExporter.layerFlusher
       return Otlp.layer({
         baseUrl: settings.endpoint,
-        resource: { serviceName: settings.serviceName, serviceVersion: "0.1.0" },
+        resource: { serviceName: settings.serviceName, serviceVersion: "0.1.0", attributes: settings.instance },
         headers: settings.headers,
         loggerMergeWithExisting: true,
         tracerExportInterval: settings.tracesEveryMs,

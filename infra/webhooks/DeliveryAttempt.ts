@@ -18,7 +18,7 @@ import type { SecretsShape } from "../access/Secrets.ts"
 import type { Incarnation } from "../actors/index.ts"
 import { BoundedCache } from "../BoundedCache.ts"
 import { recordAttempt } from "../observability/Metrics.ts"
-import { spanned } from "../observability/Tracing.ts"
+import { type SpanOutcome, spanned } from "../observability/Tracing.ts"
 import type { OutboundHttp } from "../outbound/OutboundHttp.ts"
 import type { EndpointRow } from "./WebhookProjections.ts"
 import { envelopeOf, type WebhookEvent } from "./WebhookSources.ts"
@@ -39,6 +39,16 @@ export interface AttemptResult {
   readonly startedAt: number
   readonly endedAt: number
   readonly outcome: Delivery.AttemptOutcome
+}
+
+/** What an attempt's span says of it: the receiver's status or the sanitized error, an error status unless 2xx. */
+const attemptSpanOutcome = (result: AttemptResult): SpanOutcome => {
+  const outcome = result.outcome
+  if (!("statusCode" in outcome)) return { attributes: { "webhook.outcome": "failed", "error.type": outcome.error }, error: `the attempt failed: ${outcome.error}` }
+  const status = { "http.response.status_code": outcome.statusCode }
+  return Delivery.isSuccess(outcome)
+    ? { attributes: { ...status, "webhook.outcome": "succeeded" } }
+    : { attributes: { ...status, "webhook.outcome": "failed", "error.type": String(outcome.statusCode) }, error: `the receiver answered ${outcome.statusCode}` }
 }
 
 export const makeDeliveryAttempts = (deps: {
@@ -69,7 +79,12 @@ export const makeDeliveryAttempts = (deps: {
   const attempt = (incarnation: Incarnation, endpoint: EndpointRow, envelope: Envelope, deliveryId: string) =>
     attemptOnce(incarnation, endpoint, envelope).pipe(
       Effect.tap((result) => Effect.sync(() => recordAttempt(Delivery.isSuccess(result.outcome), (result.endedAt - result.startedAt) / 1000))),
-      spanned("webhook.delivery_attempt", { "webhook.endpoint_id": endpoint.endpointId, "webhook.delivery_id": deliveryId, "webhook.event_id": envelope.eventId }, "client")
+      spanned(
+        "webhook.delivery_attempt",
+        { "webhook.endpoint_id": endpoint.endpointId, "webhook.delivery_id": deliveryId, "webhook.event_id": envelope.eventId },
+        "client",
+        attemptSpanOutcome
+      )
     )
 
   const attemptOnce = Effect.fnUntraced(function*(incarnation: Incarnation, endpoint: EndpointRow, envelope: Envelope) {

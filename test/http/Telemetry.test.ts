@@ -21,7 +21,16 @@ interface Posted {
 interface OtlpSpan {
   readonly name: string
   readonly attributes?: ReadonlyArray<{ readonly key: string; readonly value: Record<string, unknown> }>
+  readonly status?: { readonly code?: number; readonly message?: string }
 }
+
+/** OTLP's status code of a span that failed. */
+const STATUS_ERROR = 2
+
+const resourcesOf = (posted: ReadonlyArray<Posted>): ReadonlyArray<OtlpSpan> =>
+  posted.filter((p) => p.path === "/v1/traces").flatMap((p) =>
+    (JSON.parse(p.body) as { resourceSpans: ReadonlyArray<{ resource: OtlpSpan }> }).resourceSpans.map((r) => ({ ...r.resource, name: "resource" }))
+  )
 
 const startOtlpReceiver = async () => {
   const posted: Array<Posted> = []
@@ -74,16 +83,23 @@ describe("OTLP export (a real service process)", () => {
       OTEL_METRIC_EXPORT_INTERVAL: "300",
       OTEL_BLRP_SCHEDULE_DELAY: "200"
     }, await freePort())
+    // Outside audit: spans of failed attempts and failed tool runs were all OK, with no status.
+    receiver.respond = (request) => ({ status: request.path === "/otlp-failing" ? 503 : 200 })
     await createEndpoint(service, "p1", receiver.url("/otlp"))
+    await createEndpoint(service, "p1", receiver.url("/otlp-failing"))
     expect((await service.fetch("/v1/me", { key: keyOf("p1") })).status).toBe(200)
     const executed = await service.fetch("/v1/execute", { method: "POST", key: keyOf("p1"), json: { tool: "demo.echo", userId: "u1", input: { traced: true } } })
     expect(executed.status).toBe(200)
+    const failed = await service.fetch("/v1/execute", { method: "POST", key: keyOf("p1"), json: { tool: "demo.fail", userId: "u1", input: { code: "provider_unavailable" } } })
+    expect(failed.status).toBe(200)
     expect((await service.fetch("/v1/ingest/sub_0123456789/path-secret-never-exported", { method: "POST", key: null, json: {} })).status).toBe(404)
     await eventually(() => receiver!.received.length >= 1, 10_000, "the delivery")
 
     const spans = await eventually(() => {
       const all = spansOf(otlp!.posted)
-      return all.some((s) => s.name === "webhook.delivery_attempt") && all.some((s) => s.name === "execution") &&
+      // Both events to the endpoint that answers, the first to the one that refuses (the second
+      // waits behind its retry, 30 s later).
+      return all.filter((s) => s.name === "webhook.delivery_attempt").length >= 3 && all.filter((s) => s.name === "execution").length >= 2 &&
           all.some((s) => attribute(s, "http.route") === "/v1/ingest/:subscriptionId/:secret")
         ? all
         : undefined
@@ -95,6 +111,31 @@ describe("OTLP export (a real service process)", () => {
     expect(attribute(execution!, "execution.tool")).toBe("demo.echo")
     const attempt = spans.find((s) => s.name === "webhook.delivery_attempt")
     expect(String(attribute(attempt!, "webhook.delivery_id"))).toMatch(/^whd_/)
+    const attempts = spans.filter((s) => s.name === "webhook.delivery_attempt")
+    const refused = attempts.filter((s) => attribute(s, "http.response.status_code") === 503)
+    const taken = attempts.filter((s) => attribute(s, "http.response.status_code") === 200)
+    expect(refused.length).toBeGreaterThanOrEqual(1)
+    expect(taken.length).toBeGreaterThanOrEqual(2)
+    for (const span of refused) {
+      expect(span.status?.code).toBe(STATUS_ERROR)
+      expect(attribute(span, "webhook.outcome")).toBe("failed")
+      expect(attribute(span, "error.type")).toBe("503")
+    }
+    for (const span of taken) {
+      expect(span.status?.code).not.toBe(STATUS_ERROR)
+      expect(attribute(span, "webhook.outcome")).toBe("succeeded")
+    }
+    const runs = spans.filter((s) => s.name === "execution")
+    const failedRun = runs.find((s) => attribute(s, "execution.tool") === "demo.fail")
+    expect(failedRun?.status?.code).toBe(STATUS_ERROR)
+    expect(attribute(failedRun!, "error.type")).toBe("provider_unavailable")
+    const echoRun = runs.find((s) => attribute(s, "execution.tool") === "demo.echo")
+    expect(echoRun?.status?.code).not.toBe(STATUS_ERROR)
+    expect(attribute(echoRun!, "execution.outcome")).toBe("succeeded")
+    // Each process tells itself apart from its peers: several would otherwise export one series.
+    const [resource] = resourcesOf(otlp.posted)
+    expect(String(attribute(resource!, "service.instance.id"))).toMatch(/^.+:\d+$/)
+    expect(attribute(resource!, "process.pid")).toBe(service.process.pid)
 
     await eventually(() => otlp!.posted.some((p) => p.path === "/v1/metrics" && p.body.includes("http_server_requests_total")), 15_000, "the metrics")
     await eventually(() => otlp!.posted.some((p) => p.path === "/v1/logs" && p.body.includes("request")), 15_000, "the logs")
