@@ -15,7 +15,7 @@ import { SqlClient } from "effect/sql"
 import type { SqlError } from "effect/sql/SqlError"
 import { randomBytes } from "node:crypto"
 import type { Migration } from "../eventlog/PgMigrations.ts"
-import { SecretKeyMismatch, verifyKey } from "./KeyCheck.ts"
+import { oneSealedValue, SecretKeyMismatch, verifyKey } from "./KeyCheck.ts"
 import { sealing } from "./SealingKey.ts"
 import { type KeyRing, keyRingOf, macUnder, Secrets, type SecretsShape } from "./Secrets.ts"
 
@@ -23,13 +23,7 @@ export const idempotencyKeyMigrations: ReadonlyArray<Migration> = [{
   id: 722,
   // Sorts before `secret_key_check` by name too (`secrets reseal` re-seals the check last anyway).
   name: "secret_idempotency_key",
-  statements: [
-    `CREATE TABLE secret_idempotency_key (
-      id integer PRIMARY KEY CHECK (id = 1),
-      sealed text NOT NULL,
-      created_at timestamptz NOT NULL DEFAULT now()
-    )`
-  ]
+  statements: [oneSealedValue("secret_idempotency_key")]
 }]
 
 /**

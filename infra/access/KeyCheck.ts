@@ -21,27 +21,18 @@ import { type KeyRing, SEALED } from "./Secrets.ts"
 /** The table of the check value; `secrets reseal` re-seals it after every other. */
 export const KEY_CHECK_TABLE = "secret_key_check"
 
-export const keyCheckMigrations: ReadonlyArray<Migration> = [{
-  id: 721,
-  name: "secret_key_check",
-  statements: [
-    `CREATE TABLE secret_key_check (
+/** A table of one sealed value (the key check, the newest key's mark, the idempotency key). */
+export const oneSealedValue = (table: string) =>
+  `CREATE TABLE ${table} (
       id integer PRIMARY KEY CHECK (id = 1),
       sealed text NOT NULL,
       created_at timestamptz NOT NULL DEFAULT now()
     )`
-  ]
-}, {
-  id: 723,
-  name: "secret_key_newest",
-  statements: [
-    `CREATE TABLE secret_key_newest (
-      id integer PRIMARY KEY CHECK (id = 1),
-      sealed text NOT NULL,
-      created_at timestamptz NOT NULL DEFAULT now()
-    )`
-  ]
-}]
+
+export const keyCheckMigrations: ReadonlyArray<Migration> = [
+  { id: 721, name: "secret_key_check", statements: [oneSealedValue("secret_key_check")] },
+  { id: 723, name: "secret_key_newest", statements: [oneSealedValue("secret_key_newest")] }
+]
 
 /** What the check value holds, sealed. */
 const CHECK_TEXT = "service/secret-key-check/v1"
