@@ -17,6 +17,7 @@ import { hostname } from "node:os"
 import { FetchHttpClient, HttpClient } from "effect/http"
 import { Otlp, OtlpExporter, OtlpSerialization } from "effect/observability"
 import { boolean, httpUrl, integer, oneOf, parsed, raw, Rejected } from "../Settings.ts"
+import { flattenLogs } from "./LogRecordFields.ts"
 import { redactDeep } from "./Logging.ts"
 
 /**
@@ -114,7 +115,8 @@ const redacting = (serialization: Layer.Layer<OtlpSerialization.OtlpSerializatio
       OtlpSerialization.OtlpSerialization.of({
         traces: (data) => inner.traces(redactDeep(data)),
         metrics: (data) => inner.metrics(redactDeep(data)),
-        logs: (data) => inner.logs(redactDeep(data))
+        // Fields become attributes first, so that those named like secrets are replaced whole.
+        logs: (data) => inner.logs(redactDeep(flattenLogs(data)))
       }))
   ).pipe(Layer.provide(serialization))
 

@@ -139,6 +139,16 @@ describe("OTLP export (a real service process)", () => {
 
     await eventually(() => otlp!.posted.some((p) => p.path === "/v1/metrics" && p.body.includes("http_server_requests_total")), 15_000, "the metrics")
     await eventually(() => otlp!.posted.some((p) => p.path === "/v1/logs" && p.body.includes("request")), 15_000, "the logs")
+    // Outside audit: a line's fields were one formatted string in the record's body, so a backend
+    // could not filter on them. They are attributes; the body is the message.
+    const records = otlp.posted.filter((p) => p.path === "/v1/logs").flatMap((p) =>
+      (JSON.parse(p.body) as { resourceLogs: ReadonlyArray<{ scopeLogs: ReadonlyArray<{ logRecords: ReadonlyArray<OtlpSpan & { body?: unknown }> }> }> })
+        .resourceLogs.flatMap((r) => r.scopeLogs.flatMap((s) => s.logRecords))
+    )
+    const meLine = records.find((record) => attribute({ ...record, name: "" }, "route") === "/v1/me")
+    expect(meLine?.body).toEqual({ stringValue: "request" })
+    expect(attribute({ ...meLine!, name: "" }, "status")).toBe(200)
+    expect(attribute({ ...meLine!, name: "" }, "method")).toBe("GET")
     expect(otlp.posted.some((p) => p.body.includes("service-under-test"))).toBe(true)
     for (const post of otlp.posted) expect(post.body).not.toContain("path-secret-never-exported")
   }, 60_000)
