@@ -15,7 +15,7 @@ import { SqlClient } from "effect/sql"
 import type { SqlError } from "effect/sql/SqlError"
 import { randomBytes } from "node:crypto"
 import type { Migration } from "../eventlog/PgMigrations.ts"
-import { oneSealedValue, SecretKeyMismatch, verifyKey } from "./KeyCheck.ts"
+import { oneSealedValue, SecretKeyMismatch, sealedValueOf, verifyKey } from "./KeyCheck.ts"
 import { sealing } from "./SealingKey.ts"
 import { type KeyRing, keyRingOf, macUnder, Secrets, type SecretsShape } from "./Secrets.ts"
 
@@ -34,8 +34,8 @@ export const idempotencyKey = (sql: SqlClient.SqlClient, ring: Pick<KeyRing, "se
   Effect.gen(function*() {
     const fresh = ring.seal(randomBytes(32).toString("base64url"))
     yield* sql`INSERT INTO secret_idempotency_key (id, sealed) VALUES (1, ${fresh}) ON CONFLICT (id) DO NOTHING`
-    const rows = yield* sql<{ sealed: string }>`SELECT sealed FROM secret_idempotency_key WHERE id = 1`
-    const opened = rows[0] === undefined ? undefined : ring.open(rows[0].sealed)
+    const stored = yield* sealedValueOf(sql, "secret_idempotency_key")
+    const opened = stored === undefined ? undefined : ring.open(stored)
     if (opened === undefined) {
       return yield* new SecretKeyMismatch({ detail: "it does not open the idempotency key sealed in this database (sealed under another key)" })
     }

@@ -29,6 +29,10 @@ export const oneSealedValue = (table: string) =>
       created_at timestamptz NOT NULL DEFAULT now()
     )`
 
+/** The value of such a table, when it has one. */
+export const sealedValueOf = (sql: SqlClient.SqlClient, table: string): Effect.Effect<string | undefined, SqlError> =>
+  Effect.map(sql<{ sealed: string }>`SELECT sealed FROM ${sql(table)} WHERE id = 1`, (rows) => rows[0]?.sealed)
+
 export const keyCheckMigrations: ReadonlyArray<Migration> = [
   { id: 721, name: "secret_key_check", statements: [oneSealedValue("secret_key_check")] },
   { id: 723, name: "secret_key_newest", statements: [oneSealedValue("secret_key_newest")] }
@@ -79,8 +83,7 @@ const sealedInLog = (sql: SqlClient.SqlClient) =>
  */
 export const markNewest = (sql: SqlClient.SqlClient, ring: KeyRing): Effect.Effect<void, SqlError> =>
   Effect.gen(function*() {
-    const stored = yield* sql<{ sealed: string }>`SELECT sealed FROM secret_key_newest WHERE id = 1`
-    const newest = stored[0]?.sealed
+    const newest = yield* sealedValueOf(sql, "secret_key_newest")
     if (newest !== undefined && !ring.openedByPrevious(newest)) return
     const sealed = ring.seal(CHECK_TEXT)
     yield* newest === undefined
@@ -92,8 +95,7 @@ export const markNewest = (sql: SqlClient.SqlClient, ring: KeyRing): Effect.Effe
 /** Fails with SecretKeyMismatch unless the configured keys open the database's sealed data. */
 export const verifyKey = (sql: SqlClient.SqlClient, ring: KeyRing): Effect.Effect<void, SqlError | SecretKeyMismatch> =>
   Effect.gen(function*() {
-    const stored = yield* sql<{ sealed: string }>`SELECT sealed FROM secret_key_check WHERE id = 1`
-    const check = stored[0]?.sealed
+    const check = yield* sealedValueOf(sql, KEY_CHECK_TABLE)
     if (check === undefined) {
       const found = yield* sealedInLog(sql)
       if (found.length > 0 && !found.some((sealed) => ring.open(sealed) !== undefined)) {
@@ -106,7 +108,7 @@ export const verifyKey = (sql: SqlClient.SqlClient, ring: KeyRing): Effect.Effec
     if (ring.open(check) !== CHECK_TEXT) {
       return yield* new SecretKeyMismatch({ detail: "it does not open the data sealed in this database (sealed under another key)" })
     }
-    const newest = (yield* sql<{ sealed: string }>`SELECT sealed FROM secret_key_newest WHERE id = 1`)[0]?.sealed
+    const newest = yield* sealedValueOf(sql, "secret_key_newest")
     if (newest !== undefined && ring.open(newest) !== CHECK_TEXT) {
       return yield* new SecretKeyMismatch({
         detail: "it does not open the data a rotation already sealed under a newer key in this database",

@@ -52,9 +52,8 @@ export interface Sealing {
 export const sealing = (sql: SqlClient.SqlClient, ring: KeyRing): Effect.Effect<Sealing, never, Scope.Scope> =>
   Effect.gen(function*() {
     const underPrevious = ring.sealUnderPrevious
-    const macPrevious = ring.macUnderPrevious
     const currentId = ring.ids[0]
-    if (underPrevious === undefined || macPrevious === undefined || currentId === undefined) return { seal: ring.seal, mac: ring.mac }
+    if (underPrevious === undefined || currentId === undefined) return { seal: ring.seal, mac: ring.mac }
     // Until a look succeeds: the previous key, which every process of a rotation holds.
     let chosen: "current" | "previous" | undefined
     const look = Effect.gen(function*() {
@@ -74,6 +73,6 @@ export const sealing = (sql: SqlClient.SqlClient, ring: KeyRing): Effect.Effect<
     yield* Effect.forkScoped(Effect.forever(Effect.andThen(Effect.sleep(Duration.millis(RECHECK_MS)), look)))
     return {
       seal: (plaintext: string, context?: string) => (chosen === "current" ? ring.seal(plaintext, context) : underPrevious(plaintext, context)),
-      mac: (purpose: string, data: string) => (chosen === "current" ? ring.mac(purpose, data) : macPrevious(purpose, data))
+      mac: (purpose: string, data: string) => (chosen === "current" ? ring.mac(purpose, data) : ring.previousMac(purpose, data) ?? ring.mac(purpose, data))
     }
   })

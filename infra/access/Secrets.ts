@@ -109,8 +109,6 @@ export interface KeyRing extends SecretsShape {
   readonly ids: ReadonlyArray<string>
   /** Seals under the previous key, while one is configured (a rolling restart, SealingKey.ts). */
   readonly sealUnderPrevious: ((plaintext: string, context?: string) => string) | undefined
-  /** MACs under the previous key, while one is configured (a rolling restart, SealingKey.ts). */
-  readonly macUnderPrevious: ((purpose: string, data: string) => string) | undefined
   /** True when the previous key (not the current one) opens `sealed`. */
   readonly openedByPrevious: (sealed: string) => boolean
   /** `sealed` under the current key: as it is, re-sealed from the previous key, or unreadable. */
@@ -130,7 +128,6 @@ export const makeKeyRing = (master: Uint8Array, previousMaster?: Uint8Array): Ke
     previousMac: (purpose, data) => previous?.mac(purpose, data),
     stableMac: current.mac,
     sealUnderPrevious: previous?.seal,
-    macUnderPrevious: previous?.mac,
     verifyMac: (purpose, data, given, length) =>
       sameMac(current.mac(purpose, data), given, length) ||
       (previous !== undefined && sameMac(previous.mac(purpose, data), given, length)),
